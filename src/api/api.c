@@ -1,0 +1,260 @@
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api_impl.h"
+
+void api_json(struct evhttp_request *req, int status, json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    struct evbuffer *out = evbuffer_new();
+    evbuffer_add_printf(out, "%s\n", text ? text : "null");
+    free(text);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, status, NULL, out);
+    evbuffer_free(out);
+}
+
+void api_error(struct evhttp_request *req, int status, const char *code, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    api_json(req, status, err);
+}
+
+void api_fail(struct evhttp_request *req, const err_t *err)
+{
+    static const struct {
+        int code, status;
+        const char *name;
+    } map[] = {
+        {-EINVAL, 400, "bad_request"},  {-ENOENT, 404, "not_found"},
+        {-EEXIST, 409, "conflict"},     {-E2BIG, 413, "too_large"},
+        {-EFBIG, 413, "too_large"},     {-ENOSPC, 507, "disk_full"},
+        {-EDQUOT, 507, "disk_full"},    {-EAGAIN, 429, "limit_reached"},
+        {-EACCES, 403, "forbidden"},    {-EPERM, 403, "forbidden"},
+        {-EISDIR, 400, "bad_request"},  {-ENOTDIR, 400, "bad_request"},
+        {-ELOOP, 400, "bad_request"},   {-EXDEV, 400, "bad_request"},
+        {-ENAMETOOLONG, 400, "bad_request"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(map); i++)
+        if (map[i].code == err->code) {
+            api_error(req, map[i].status, map[i].name, "%s", err->msg);
+            return;
+        }
+    api_error(req, 500, "internal", "%s", err->msg[0] ? err->msg : "internal error");
+}
+
+json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    if (n > API_MAX_JSON_BODY) {
+        api_error(req, 413, "too_large", "the JSON body is %zu bytes; the limit is %u", n,
+                  API_MAX_JSON_BODY);
+        return NULL;
+    }
+    if (n == 0 && allow_empty) return json_object();
+    json_error_t jerr;
+    json_t *v = json_loadb((const char *)evbuffer_pullup(in, -1), n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) api_error(req, 400, "bad_json", "the body is not valid JSON: %s (line %d)", jerr.text,
+                      jerr.line);
+    return v;
+}
+
+static bool authorized(struct evhttp_request *req, struct server *srv)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
+    return str_equal_ct(h + 7, server_config(srv)->admin_key);
+}
+
+static json_t *sandbox_json(const struct sbx *sb)
+{
+    json_t *v = json_deep_copy(sb->spec);
+    char created[40];
+    time_rfc3339(created, sizeof created, sb->created_ms);
+    json_object_set_new(v, "id", json_string(sb->id));
+    json_object_set_new(v, "status", json_string(sb->status));
+    json_object_set_new(v, "createdAt", json_string(created));
+    return v;
+}
+
+static bool label_matches(const struct sbx *sb, const char *filter)
+{
+    const char *eq = strchr(filter, '=');
+    json_t *labels = json_object_get(sb->spec, "labels");
+    if (!eq) return json_object_get(labels, filter) != NULL;
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    const char *v = json_string_value(json_object_get(labels, key));
+    return v && strcmp(v, eq + 1) == 0;
+}
+
+static void list_sandboxes(struct evhttp_request *req, struct server *srv)
+{
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    evhttp_parse_query_str(query ? query : "", &q);
+    json_t *arr = json_array();
+    for (struct sbx *s = server_sandbox_first(srv); s; s = s->next) {
+        bool ok = true;
+        for (struct evkeyval *kv = q.tqh_first; kv; kv = kv->next.tqe_next)
+            if (strcmp(kv->key, "label") == 0) ok = ok && label_matches(s, kv->value);
+        if (ok) json_array_insert_new(arr, 0, sandbox_json(s)); /* oldest first */
+    }
+    evhttp_clear_headers(&q);
+    api_json(req, 200, arr);
+}
+
+static void create_sandbox(struct evhttp_request *req, struct server *srv)
+{
+    json_t *body = api_body_json(req, true);
+    if (!body) return;
+    err_t err = {0};
+    json_t *spec = api_sandbox_spec(body, &err);
+    bool get_or_create = json_is_true(json_object_get(body, "getOrCreate"));
+    json_decref(body);
+    if (!spec) return api_fail(req, &err);
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    struct sbx *old = name ? server_sandbox_find(srv, name) : NULL;
+    if (old) {
+        json_decref(spec);
+        if (get_or_create) return api_json(req, 200, sandbox_json(old));
+        return api_error(req, 409, "name_taken", "a sandbox named %s exists (%s); pick another "
+                         "name, remove it, or pass getOrCreate", name, old->id);
+    }
+    struct sbx *sb = NULL;
+    if (server_sandbox_create(srv, spec, &sb, &err) < 0) return api_fail(req, &err);
+    api_json(req, 201, sandbox_json(sb));
+}
+
+/* Sandbox paths: absolute as given; relative ones are under /workspace. */
+static int sandbox_path(const char *in, char *out, size_t size)
+{
+    if (!in || !*in || strlen(in) >= size - 12) return -EINVAL;
+    if (in[0] == '/') snprintf(out, size, "%s", in);
+    else snprintf(out, size, "/workspace/%s", in);
+    return 0;
+}
+
+static void put_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
+                     const char *path)
+{
+    err_t err = {0};
+    int fd = -1;
+    if (server_open_file(srv, sb, path, 1, &fd, &err) < 0) return api_fail(req, &err);
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    int r = 0;
+    while (r == 0 && evbuffer_get_length(in) > 0) {
+        int n = evbuffer_write(in, fd);
+        if (n < 0) r = -errno;
+    }
+    if (r == 0 && fsync(fd) < 0) r = -errno;
+    close(fd);
+    if (r < 0) {
+        err_set(&err, r, "cannot write %s: %s", path, strerror(-r));
+        return api_fail(req, &err);
+    }
+    evhttp_send_reply(req, 204, NULL, NULL);
+}
+
+static void get_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
+                     const char *path)
+{
+    err_t err = {0};
+    int fd = -1;
+    if (server_open_file(srv, sb, path, 0, &fd, &err) < 0) return api_fail(req, &err);
+    struct stat st;
+    struct evbuffer *out = evbuffer_new();
+    if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
+        close(fd);
+        evbuffer_free(out);
+        return api_error(req, 500, "internal", "cannot read %s", path);
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/octet-stream");
+    evhttp_send_reply(req, 200, NULL, out);
+    evbuffer_free(out);
+}
+
+static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+{
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    evhttp_parse_query_str(query ? query : "", &q);
+    char path[PROTO_PATH_LEN];
+    int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
+    evhttp_clear_headers(&q);
+    if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT) put_file(req, srv, sb, path);
+    else get_file(req, srv, sb, path);
+}
+
+static void one_sandbox(struct evhttp_request *req, struct server *srv, const char *key,
+                        const char *action)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    struct sbx *sb = server_sandbox_find(srv, key);
+    if (!sb) return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` "
+                              "shows them", key);
+    err_t err = {0};
+    if (!action && m == EVHTTP_REQ_GET) return api_json(req, 200, sandbox_json(sb));
+    if (!action && m == EVHTTP_REQ_DELETE) {
+        if (server_sandbox_delete(srv, sb, &err) < 0) return api_fail(req, &err);
+        return evhttp_send_reply(req, 204, NULL, NULL);
+    }
+    if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST) return api_exec(req, srv, sb);
+    if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
+        return files(req, srv, sb);
+    api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
+}
+
+/* Splits "/v1/sandboxes/ID/ACTION" into segments in place. */
+static int split_path(char *path, char **seg, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
+        if (n == max) return -1;
+        seg[n++] = tok;
+    }
+    return n;
+}
+
+static void route(struct evhttp_request *req, void *arg)
+{
+    struct server *srv = arg;
+    if (!authorized(req, srv))
+        return api_error(req, 401, "unauthorized", "missing or wrong API key; send "
+                         "\"Authorization: Bearer <key>\" with the key from STATE/admin.key");
+    const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
+    char *seg[5];
+    int n = path ? split_path(path, seg, 5) : -1;
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
+        if (n == 2 && m == EVHTTP_REQ_GET) list_sandboxes(req, srv);
+        else if (n == 2 && m == EVHTTP_REQ_POST) create_sandbox(req, srv);
+        else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL);
+        else api_error(req, 404, "not_found", "no such API path: %s", raw);
+    } else {
+        api_error(req, 404, "not_found", "no such API path: %s", raw ? raw : "/");
+    }
+    free(path);
+}
+
+void api_attach(struct evhttp *http, struct server *srv)
+{
+    evhttp_set_gencb(http, route, srv);
+}

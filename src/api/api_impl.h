@@ -1,0 +1,22 @@
+/* Private to the api folder: what its files share. */
+#ifndef RUNTIME_API_IMPL_H
+#define RUNTIME_API_IMPL_H
+
+#include <event2/http.h>
+
+#include "api.h"
+
+/* Sends {"error":{"code","message"}} with status. */
+void api_error(struct evhttp_request *req, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Maps an err_t from below to a status and code, and sends it. */
+void api_fail(struct evhttp_request *req, const err_t *err);
+/* Sends a JSON value (taken) with status. */
+void api_json(struct evhttp_request *req, int status, json_t *v);
+/* Parses the request body as JSON (at most API_MAX_JSON_BODY); NULL after replying. */
+json_t *api_body_json(struct evhttp_request *req, bool allow_empty);
+
+/* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
+void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb);
+
+#endif

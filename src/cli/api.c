@@ -1,0 +1,119 @@
+/* API calls: the key, the daemon's error answers, JSON bodies, encoded paths. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The daemon's text goes to a terminal: keep it on one line, without escape sequences. */
+static void print_clean(FILE *f, const char *s, size_t max)
+{
+    for (size_t i = 0; s[i] && i < max; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        fputc(ch < 0x20 || ch == 0x7f ? ' ' : ch, f);
+    }
+}
+
+static void print_hint(const struct cli *c, long status)
+{
+    if (status == 401)
+        fprintf(stderr, "; check the API key, which came from %s", c->key_source);
+    else if (status == 503)
+        fputs("; try again in a moment", stderr);
+}
+
+static int api_error(const struct cli *c, const struct http_resp *r)
+{
+    json_t *j = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    json_t *err = json_object_get(j, "error");
+    const char *code = json_string_value(json_object_get(err, "code"));
+    const char *msg = json_string_value(json_object_get(err, "message"));
+    fputs("runtime: ", stderr);
+    if (msg) {
+        print_clean(stderr, msg, 2000);
+        fprintf(stderr, " (%s, HTTP %ld)", code ? code : "error", r->status);
+    } else {
+        fprintf(stderr, "the daemon answered HTTP %ld", r->status);
+        if (r->body && r->len) fputs(": ", stderr), print_clean(stderr, r->body, 200);
+    }
+    print_hint(c, r->status);
+    fputc('\n', stderr);
+    json_decref(j);
+    return EXIT_FAIL;
+}
+
+int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp)
+{
+    if (conn_load_key(c)) return EXIT_FAIL;
+    if (http_do(c, req, resp)) return EXIT_FAIL;
+    if (resp->status >= 200 && resp->status < 300) return 0;
+    api_error(c, resp);
+    http_resp_free(resp);
+    return EXIT_FAIL;
+}
+
+int parse_json_body(const struct http_resp *r, json_t **out)
+{
+    json_error_t je;
+    *out = NULL;
+    if (!r->body || r->len == 0) return 0;
+    *out = json_loadb(r->body, r->len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!*out) return cli_error("the daemon's answer is not JSON (%s); is that runtimed?", je.text);
+    return 0;
+}
+
+int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (body && !text) return cli_error("out of memory");
+    struct http_req req = {.method = method,
+                           .path = path,
+                           .content_type = text ? "application/json" : NULL,
+                           .body = text,
+                           .body_len = text ? strlen(text) : 0,
+                           .sink_fd = -1};
+    struct http_resp resp;
+    int r = api_call(c, &req, &resp);
+    free(text);
+    if (r) return r;
+    r = out ? parse_json_body(&resp, out) : 0;
+    http_resp_free(&resp);
+    return r;
+}
+
+char *url_encode(const char *s, const char *keep)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = malloc(strlen(s) * 3 + 1), *p = out;
+    if (!out) return NULL;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            strchr("-._~", ch) || (keep && strchr(keep, ch))) {
+            *p++ = (char)ch;
+        } else {
+            *p++ = '%';
+            *p++ = hex[ch >> 4];
+            *p++ = hex[ch & 15];
+        }
+    }
+    *p = '\0';
+    return out;
+}
+
+char *api_sandbox_path(const char *id, const char *suffix)
+{
+    char *enc = url_encode(id, NULL);
+    if (!enc) return NULL;
+    size_t n = strlen("/v1/sandboxes/") + strlen(enc) + strlen(suffix) + 1;
+    char *path = malloc(n);
+    if (path) snprintf(path, n, "/v1/sandboxes/%s%s", enc, suffix);
+    free(enc);
+    return path;
+}
+
+void print_raw_json(const struct http_resp *r)
+{
+    if (r->len) fwrite(r->body, 1, r->len, stdout);
+    if (!r->len || r->body[r->len - 1] != '\n') fputc('\n', stdout);
+}

@@ -1,0 +1,155 @@
+/* cli: the `runtime` command line client of the daemon's HTTP API. */
+#ifndef RUNTIME_CLI_H
+#define RUNTIME_CLI_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../common/common.h"
+
+#ifndef RUNTIME_VERSION
+#define RUNTIME_VERSION "0.1.0"
+#endif
+
+/* Exit statuses of the client itself (a command run in a sandbox passes its own through). */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 124 };
+
+/* Where the daemon is and how to authenticate; filled from options and environment. */
+struct cli {
+    const char *api_url;   /* http(s)://host:port, or NULL to use the socket */
+    const char *socket;    /* unix socket path when api_url is NULL */
+    const char *state_dir; /* where admin.key lives */
+    bool state_dir_given;  /* --state-dir on the command line beats RUNTIME_API_KEY */
+    char key[512];         /* loaded on the first API call */
+    char key_source[4200]; /* "RUNTIME_API_KEY" or the file it was read from */
+};
+
+/* ---- errors (main.c) ---- */
+/* Prints "runtime: <msg>" on stderr and returns EXIT_FAIL. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "runtime: <msg>; see 'runtime <cmd> --help'" and returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- usage texts (usage.c) ---- */
+/* Prints the usage of a command ("", "sandbox", "sandbox create", ...) to f; false if unknown. */
+bool usage_print(const char *cmd, FILE *f);
+
+/* ---- option scanning (args.c) ---- */
+struct opt_spec {
+    const char *name; /* long name without the dashes, e.g. "name" for --name */
+    bool has_arg;
+    int id; /* >= 0, returned by args_next */
+};
+enum { ARG_END = -1, ARG_POS = -2, ARG_REST = -3, ARG_HELP = -4, ARG_BAD = -5 };
+struct args {
+    int argc;
+    char **argv;
+    int i;                       /* next argument to look at */
+    const char *cmd;             /* command name for messages, e.g. "sandbox create" */
+    const struct opt_spec *opts; /* terminated by a NULL name */
+    const struct opt_spec *more; /* a second table (run = its own + create's), or NULL */
+    const char *val;             /* option value or positional argument */
+};
+void args_init(struct args *a, int argc, char **argv, const char *cmd,
+               const struct opt_spec *opts);
+/* Next option id, or ARG_POS (a->val), ARG_REST (a->i is after "--"), ARG_END, ARG_HELP,
+ * ARG_BAD (usage error already printed). */
+int args_next(struct args *a);
+/* Parsers for option values; they print a usage error and return EXIT_USAGE when bad. */
+int parse_count(const char *cmd, const char *opt, const char *s, json_int_t *out);
+int parse_decimal(const char *cmd, const char *opt, const char *s, double *out);
+int parse_kv_into(const char *cmd, const char *opt, const char *s, json_t *obj);
+
+/* ---- connection (conn.c) ---- */
+void conn_defaults(struct cli *c);
+/* Human description of where the daemon is expected ("/run/runtime/api.sock" or the URL). */
+const char *conn_where(const struct cli *c);
+/* Loads the API key into c->key once; prints an error saying where it looked on failure. */
+int conn_load_key(struct cli *c);
+
+/* ---- HTTP transport (http.c) ---- */
+struct http_req {
+    const char *method;
+    const char *path; /* "/v1/...", already URL-encoded */
+    const char *content_type;
+    const char *body; /* may be NULL */
+    size_t body_len;
+    int sink_fd;       /* >= 0: a 2xx answer's body is written here instead of collected */
+    bool interruptible; /* abort when a signal set http_interrupted */
+};
+struct http_resp {
+    long status;
+    char *body; /* NUL-terminated, malloc'd; NULL when empty or sent to sink_fd */
+    size_t len;
+};
+void http_global_init(void);
+/* 0, or prints why the daemon could not be reached and returns EXIT_FAIL. */
+int http_do(struct cli *c, const struct http_req *req, struct http_resp *resp);
+void http_resp_free(struct http_resp *r);
+/* Signal handling for commands that must clean up (sandbox run). */
+extern volatile sig_atomic_t http_interrupted; /* signal number, 0 if none */
+void http_catch_signals(void);
+void http_default_signals(void);
+
+/* ---- API calls (api.c) ---- */
+/* Sends the request with the key; non-2xx answers print the API's error and return EXIT_FAIL. */
+int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp);
+/* JSON in, JSON out: *out is the parsed answer (NULL for an empty body). */
+int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out);
+/* "/v1/sandboxes/<encoded id><suffix>"; malloc'd. */
+char *api_sandbox_path(const char *id, const char *suffix);
+/* Appends the percent-encoding of s (keeping unreserved characters and those in keep). */
+char *url_encode(const char *s, const char *keep);
+/* Prints the body as received, with a final newline. */
+void print_raw_json(const struct http_resp *r);
+int parse_json_body(const struct http_resp *r, json_t **out);
+
+/* ---- commands ---- */
+int cmd_sandbox(struct cli *c, int argc, char **argv);      /* sandbox.c */
+int cmd_sandbox_create(struct cli *c, int argc, char **argv); /* create.c */
+int cmd_sandbox_run(struct cli *c, int argc, char **argv);  /* run.c */
+int cmd_sandbox_exec(struct cli *c, int argc, char **argv); /* exec.c */
+int cmd_sandbox_cp(struct cli *c, int argc, char **argv);   /* cp.c */
+int cmd_pending(const char *cmd, int argc, char **argv);    /* pending.c */
+const char *pending_usage(const char *cmd);                 /* pending.c */
+
+/* create.c: the options `sandbox create` and `sandbox run` share. */
+extern const struct opt_spec create_opt_specs[];
+enum { CREATE_OPT_FIRST = 100, CREATE_OPT_LAST = 120 };
+/* Applies create option id with value val to the POST /v1/sandboxes body. */
+int create_apply(const char *cmd, json_t *body, int id, const char *val);
+/* POSTs the body; returns 0 and the new sandbox's id (malloc'd) or EXIT_FAIL. */
+int create_sandbox(struct cli *c, json_t *body, char **id);
+
+/* exec.c: shared by exec and run. */
+enum { EXEC_ENV = 200, EXEC_CWD, EXEC_TIMEOUT };
+struct exec_opts {
+    json_t *body;       /* the exec request being built: env, cwd, timeoutMs */
+    double timeout_s;   /* for the timed-out message; 0: the API's default */
+    bool interruptible; /* a signal aborts the call (run deletes the sandbox then) */
+};
+/* Applies EXEC_* option id. */
+int exec_apply(const char *cmd, struct exec_opts *o, int id, const char *val);
+/* Sends argv (and stdin unless a terminal), prints the output; returns the command's exit
+ * status, 124 when it timed out, or EXIT_FAIL having printed why. */
+int exec_in(struct cli *c, const char *sid, struct exec_opts *o, int argc, char **argv);
+
+/* io.c */
+/* Reads fd to its end into a NUL-terminated malloc'd buffer; -EFBIG beyond max bytes. */
+int read_fd_all(int fd, size_t max, char **out, size_t *len);
+struct tmpfile {
+    char target[4096];
+    char tmp[4200];
+    int fd;
+};
+/* A temporary file next to target; tmpfile_finish renames it over target or removes it. */
+int tmpfile_open(struct tmpfile *t, const char *target);
+int tmpfile_finish(struct tmpfile *t, bool keep);
+
+/* show.c */
+void show_table(json_t *list);
+void show_sandbox(json_t *sb);
+
+#endif

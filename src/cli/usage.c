@@ -1,0 +1,176 @@
+/* Usage texts, one per command, printed by --help and `runtime help`. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char top_usage[] =
+    "Usage: runtime [--api-url URL | --socket PATH] [--state-dir DIR] COMMAND ...\n"
+    "\n"
+    "The command line client of runtimed: sandboxes, their MCP servers, secrets.\n"
+    "\n"
+    "Sandboxes (ID is a sandbox id or name):\n"
+    "  sandbox create [OPTIONS]                create a sandbox, print its id\n"
+    "  sandbox run [--keep] [OPTIONS] -- CMD [ARG...]\n"
+    "                                          create a sandbox, run CMD, delete it\n"
+    "  sandbox exec ID [OPTIONS] -- CMD [ARG...]\n"
+    "                                          run CMD in a sandbox, exit with its status\n"
+    "  sandbox list [--label K=V] [--json]     list sandboxes\n"
+    "  sandbox get ID [--json]                 show a sandbox\n"
+    "  sandbox rm ID [ID...]                   delete sandboxes\n"
+    "  sandbox pause ID | resume ID            freeze or thaw a sandbox\n"
+    "  sandbox network ID [--internet on|off] [--allow HOST]... [--clear]\n"
+    "  sandbox cp LOCAL ID:PATH | ID:PATH LOCAL\n"
+    "                                          copy a file in or out (LOCAL - is stdin/stdout)\n"
+    "  sandbox events ID [--follow] [--json]\n"
+    "  sandbox mcp catalog [--json]\n"
+    "  sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
+    "                 [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
+    "  sandbox mcp ID [--json]\n"
+    "  sandbox mcp ID stop SERVER\n"
+    "\n"
+    "Secrets, MCP review, usage:\n"
+    "  secret set NAME --host HOST... [--method M]... [--path GLOB]...\n"
+    "  secret list [--json] | rm NAME\n"
+    "  mcp fingerprint [FILE|-]\n"
+    "  mcp review OLD NEW\n"
+    "  usage [--json]\n"
+    "\n"
+    "Global options:\n"
+    "  --api-url URL    the daemon's HTTP API, e.g. http://127.0.0.1:7070\n"
+    "                   (default: $RUNTIME_API_URL, else the unix socket)\n"
+    "  --socket PATH    the daemon's unix socket\n"
+    "                   (default: $RUNTIME_SOCKET, else /run/runtime/api.sock)\n"
+    "  --state-dir DIR  read the API key from DIR/admin.key\n"
+    "  -h, --help       show this help; `runtime sandbox CMD --help` for a command's\n"
+    "  --version        show the version\n"
+    "\n"
+    "The API key is $RUNTIME_API_KEY, else STATE/admin.key where STATE is --state-dir,\n"
+    "$RUNTIME_STATE_DIR or /var/lib/runtime.\n";
+
+static const char sandbox_usage[] =
+    "Usage: runtime sandbox COMMAND ...\n"
+    "\n"
+    "Commands (ID is a sandbox id or name):\n"
+    "  create [OPTIONS]                        create a sandbox, print its id\n"
+    "  run [--keep] [OPTIONS] -- CMD [ARG...]  create a sandbox, run CMD, delete it\n"
+    "  exec ID [OPTIONS] -- CMD [ARG...]       run CMD in a sandbox, exit with its status\n"
+    "  list [--label K=V] [--json]             list sandboxes\n"
+    "  get ID [--json]                         show a sandbox\n"
+    "  rm ID [ID...]                           delete sandboxes\n"
+    "  pause ID | resume ID                    freeze or thaw a sandbox\n"
+    "  network ID [--internet on|off] [--allow HOST]... [--clear]\n"
+    "  cp LOCAL ID:PATH | ID:PATH LOCAL        copy a file in or out\n"
+    "  events ID [--follow] [--json]\n"
+    "  mcp ...                                 MCP servers in a sandbox\n"
+    "\n"
+    "Run 'runtime sandbox COMMAND --help' for a command's options.\n";
+
+#define CREATE_OPTIONS                                                                             \
+    "  --name N              a unique name, usable in place of the id\n"                           \
+    "  --memory MiB          memory limit (default 1024)\n"                                        \
+    "  --cpus N              CPU limit, fractions allowed, e.g. 0.5 (default 1)\n"                 \
+    "  --disk MiB            size limit of /workspace (default 2048)\n"                            \
+    "  --idle-pause SECONDS  pause after this long without traffic (default 300)\n"                \
+    "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
+    "  --env K=V             an environment variable; repeatable\n"                                \
+    "  --allow HOST          a host the sandbox may reach; repeatable\n"                           \
+    "  --no-internet         no network access at all\n"
+
+static const char create_usage[] = "Usage: runtime sandbox create [OPTIONS]\n"
+                                   "\n"
+                                   "Creates a sandbox and prints its id.\n"
+                                   "\n"
+                                   "Options:\n" CREATE_OPTIONS;
+
+static const char run_usage[] =
+    "Usage: runtime sandbox run [--keep] [OPTIONS] -- CMD [ARG...]\n"
+    "\n"
+    "Creates a sandbox, runs CMD in /workspace, prints its output and deletes the\n"
+    "sandbox (also when the command fails or on Ctrl-C). Exits with CMD's status,\n"
+    "124 when it timed out. Standard input, unless a terminal, is passed to CMD.\n"
+    "\n"
+    "Options:\n"
+    "  --keep                keep the sandbox and print its id on stderr\n"
+    "  --cwd DIR             working directory of CMD (default /workspace)\n"
+    "  --timeout SECONDS     stop CMD after this long (default 60)\n" CREATE_OPTIONS;
+
+static const char exec_usage[] =
+    "Usage: runtime sandbox exec ID [OPTIONS] -- CMD [ARG...]\n"
+    "\n"
+    "Runs CMD in the sandbox ID, prints its output (stdout to stdout, stderr to\n"
+    "stderr) and exits with its status, 124 when it timed out. Standard input,\n"
+    "unless a terminal, is read to its end and passed to CMD.\n"
+    "\n"
+    "Options:\n"
+    "  --env K=V             an environment variable; repeatable\n"
+    "  --cwd DIR             working directory (default /workspace)\n"
+    "  --timeout SECONDS     stop CMD after this long (default 60)\n";
+
+static const char list_usage[] = "Usage: runtime sandbox list [--label K=V]... [--json]\n"
+                                 "\n"
+                                 "Lists sandboxes: ID NAME STATUS CREATED MEMORY CPUS LABELS.\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --label K=V   only sandboxes with this label\n"
+                                 "  --json        print the API's JSON\n";
+
+static const char get_usage[] = "Usage: runtime sandbox get ID [--json]\n"
+                                "\n"
+                                "Shows a sandbox.\n"
+                                "\n"
+                                "Options:\n"
+                                "  --json        print the API's JSON\n";
+
+static const char rm_usage[] = "Usage: runtime sandbox rm ID [ID...]\n"
+                               "\n"
+                               "Deletes sandboxes and everything in them; prints each one deleted.\n";
+
+static const char pause_usage[] = "Usage: runtime sandbox pause ID\n"
+                                  "\n"
+                                  "Freezes a sandbox's processes; it is thawed by the next request.\n";
+
+static const char resume_usage[] = "Usage: runtime sandbox resume ID\n"
+                                   "\n"
+                                   "Thaws a paused sandbox.\n";
+
+static const char cp_usage[] =
+    "Usage: runtime sandbox cp LOCAL ID:PATH\n"
+    "       runtime sandbox cp ID:PATH LOCAL\n"
+    "\n"
+    "Copies one file into or out of a sandbox. LOCAL - is stdin or stdout. A\n"
+    "relative PATH is relative to /workspace; a PATH ending in / or a LOCAL that\n"
+    "is a directory takes the other side's file name. Write a local path that\n"
+    "contains ':' as ./NAME.\n";
+
+struct usage_entry {
+    const char *cmd;
+    const char *text;
+};
+
+static const struct usage_entry entries[] = {
+    {"", top_usage},
+    {"sandbox", sandbox_usage},
+    {"sandbox create", create_usage},
+    {"sandbox run", run_usage},
+    {"sandbox exec", exec_usage},
+    {"sandbox list", list_usage},
+    {"sandbox get", get_usage},
+    {"sandbox rm", rm_usage},
+    {"sandbox pause", pause_usage},
+    {"sandbox resume", resume_usage},
+    {"sandbox cp", cp_usage},
+};
+
+bool usage_print(const char *cmd, FILE *f)
+{
+    for (size_t i = 0; i < ARRAY_LEN(entries); i++) {
+        if (strcmp(entries[i].cmd, cmd) == 0) {
+            fputs(entries[i].text, f);
+            return true;
+        }
+    }
+    const char *p = pending_usage(cmd);
+    if (p) fputs(p, f);
+    return p != NULL;
+}

@@ -1,0 +1,221 @@
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int err_set(err_t *e, int code, const char *fmt, ...)
+{
+    int c = code > 0 ? -code : code;
+    if (c == 0) c = -EINVAL;
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        e->code = c;
+    }
+    return c;
+}
+
+int err_wrap(err_t *e, const char *fmt, ...)
+{
+    if (!e) return -EINVAL;
+    char prefix[256], old[sizeof e->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    return e->code ? e->code : -EINVAL;
+}
+
+static const char *log_who = "runtime";
+static bool log_json;
+
+void log_init(const char *who, bool json)
+{
+    log_who = who;
+    log_json = json;
+}
+
+static void json_escape_to(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
+void log_msg(enum log_level lvl, const char *fmt, ...)
+{
+    static const char *names[] = {"debug", "info", "warn", "error"};
+    if (lvl == LOG_DEBUG && !getenv("RUNTIME_DEBUG")) return;
+    char text[1024], ts[40];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    time_rfc3339(ts, sizeof ts, now_unix_ms());
+    if (log_json) {
+        fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"proc\":\"%s\",\"msg\":\"", ts,
+                names[lvl], log_who);
+        json_escape_to(stderr, text);
+        fputs("\"}\n", stderr);
+    } else {
+        fprintf(stderr, "%s %s %s: %s\n", ts, names[lvl], log_who, text);
+    }
+}
+
+void random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            perror("getrandom");
+            abort();
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+}
+
+void hex_encode(char *out, const void *in, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = in;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void random_hex(char *out, size_t nbytes)
+{
+    unsigned char buf[64];
+    if (nbytes > sizeof buf) abort();
+    random_bytes(buf, nbytes);
+    hex_encode(out, buf, nbytes);
+}
+
+bool str_equal_ct(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    size_t n = la < lb ? la : lb;
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+int str_copy(char *dst, size_t size, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= size) return -ENAMETOOLONG;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC | O_CREAT, 0644);
+    if (fd < 0) return -errno;
+    int r = write_all(fd, text, strlen(text));
+    close(fd);
+    return r;
+}
+
+int read_file_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    size_t got = 0;
+    while (got + 1 < size) {
+        ssize_t r = read(fd, buf + got, size - 1 - got);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    close(fd);
+    return (int)got;
+}
+
+int mkdir_p(const char *path, unsigned mode)
+{
+    char tmp[4096];
+    if (str_copy(tmp, sizeof tmp, path) < 0) return -ENAMETOOLONG;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST) return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) < 0 && errno != EEXIST) return -errno;
+    return 0;
+}
+
+uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int64_t now_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void time_rfc3339(char *out, size_t size, int64_t unix_ms)
+{
+    time_t s = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, size, "%s.%03dZ", base, (int)(unix_ms % 1000));
+}
+
+void cleanup_freep(void *p)
+{
+    free(*(void **)p);
+}
+
+void cleanup_closep(int *fd)
+{
+    if (*fd >= 0) close(*fd);
+}

@@ -1,0 +1,74 @@
+/* common: errors, logging, randomness, small string helpers shared by every program. */
+#ifndef RUNTIME_COMMON_H
+#define RUNTIME_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An error a user may read: what failed and what to do. Functions return 0 or a
+ * negative errno-style code and fill a caller-owned err_t (crun's style). */
+typedef struct {
+    int code; /* negative errno-style */
+    char msg[512];
+} err_t;
+
+/* Sets *e (if not NULL) and returns -abs(code) so callers can `return err_set(...)`. */
+int err_set(err_t *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prefixes context to an existing message: "creating sandbox: <old>". Returns e->code. */
+int err_wrap(err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+void log_init(const char *who, bool json);
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Fills buf with n bytes from getrandom(); aborts if the kernel cannot supply them. */
+void random_bytes(void *buf, size_t n);
+/* Writes 2*n lowercase hex digits of n random bytes plus NUL into out (size >= 2n+1). */
+void random_hex(char *out, size_t nbytes);
+void hex_encode(char *out, const void *in, size_t n);
+/* Constant-time comparison of two strings (length leaks only). */
+bool str_equal_ct(const char *a, const char *b);
+
+/* Bounded copy that always terminates; returns -ENAMETOOLONG when src does not fit. */
+int str_copy(char *dst, size_t size, const char *src);
+/* Writes whole buffer / reads whole file; return 0 or -errno. */
+int write_all(int fd, const void *buf, size_t n);
+int write_file(const char *path, const char *text);
+int read_file_small(const char *path, char *buf, size_t size); /* NUL-terminates */
+/* mkdir -p with mode for the last component only created ones. */
+int mkdir_p(const char *path, unsigned mode);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
+/* Seconds since the epoch with millisecond precision, as RFC 3339 text. */
+void time_rfc3339(char *out, size_t size, int64_t unix_ms);
+int64_t now_unix_ms(void);
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Cleanup helpers (bubblewrap's style). */
+void cleanup_freep(void *p);
+void cleanup_closep(int *fd);
+#define auto_free __attribute__((cleanup(cleanup_freep)))
+#define auto_close __attribute__((cleanup(cleanup_closep)))
+static inline void *steal_pointer(void *pp)
+{
+    void **p = pp;
+    void *v = *p;
+    *p = NULL;
+    return v;
+}
+static inline int steal_fd(int *fd)
+{
+    int v = *fd;
+    *fd = -1;
+    return v;
+}
+
+#endif

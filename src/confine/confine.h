@@ -1,0 +1,24 @@
+/* confine: what a process does to itself to give up power — seccomp filters,
+ * capability and uid drops. Used for sandboxed processes and for the daemon's
+ * own unprivileged server. */
+#ifndef RUNTIME_CONFINE_H
+#define RUNTIME_CONFINE_H
+
+#include <sys/types.h>
+
+#include "../common/common.h"
+
+/* The deny-list for code inside a sandbox: mount, ptrace, kexec, modules, bpf,
+ * keyrings, userfaultfd, perf events, new namespaces, io_uring, clock changes...
+ * Denied calls fail with EPERM; other architectures are killed. */
+int confine_sandbox_seccomp(err_t *err);
+
+/* The server's filter: the sandbox list plus execve, setns and the calls a
+ * network daemon never needs. */
+int confine_server_seccomp(err_t *err);
+
+/* Drops every capability (bounding, ambient, inheritable) then becomes uid/gid,
+ * with no supplementary groups and no_new_privs. */
+int confine_drop_to(uid_t uid, gid_t gid, err_t *err);
+
+#endif

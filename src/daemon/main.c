@@ -1,0 +1,296 @@
+/* runtimed: reads options, prepares the state directory and the listening
+ * sockets as root, then splits into the root keeper (parent) and the
+ * unprivileged server (child), which confines itself before it reads a byte
+ * from the network. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../cgroup/cgroup.h"
+#include "../confine/confine.h"
+#include "../keeper/keeper.h"
+#include "../server/server.h"
+
+/* The server's own uid and gid, just below the sandbox uid ranges: owned by no
+ * account, shared with nothing. */
+#define SERVER_UID (SANDBOX_UID_BASE - 1)
+
+struct options {
+    char state_dir[512];
+    char listen[128];
+    char socket_path[256];
+    char public_url[256];
+    char driver[32];
+    char log_format[16];
+    unsigned max_sandboxes;
+};
+
+static const char usage[] =
+    "usage: runtimed [options]\n"
+    "\n"
+    "Runs MCP servers in sandboxes and serves the runtime API. Must run as root; it\n"
+    "drops to an unprivileged server process at once and keeps a small root keeper.\n"
+    "Every option can also be set as RUNTIME_<NAME>, e.g. RUNTIME_STATE_DIR.\n"
+    "\n"
+    "  --state-dir DIR       database, keys, workspaces (default /var/lib/runtime)\n"
+    "  --listen ADDR:PORT    HTTP API and gateway (default 127.0.0.1:7070)\n"
+    "  --socket PATH         API for local clients, root only (default /run/runtime/api.sock)\n"
+    "  --public-url URL      base of gateway URLs (default http://<listen>)\n"
+    "  --driver ns           isolation driver (default: best available, ns)\n"
+    "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
+    "  --log-format text|json\n"
+    "  -h, --help            this text\n";
+
+static void opt_default(char *dst, size_t size, const char *env, const char *def)
+{
+    const char *v = getenv(env);
+    snprintf(dst, size, "%s", v && *v ? v : def);
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    opt_default(o->state_dir, sizeof o->state_dir, "RUNTIME_STATE_DIR", "/var/lib/runtime");
+    opt_default(o->listen, sizeof o->listen, "RUNTIME_LISTEN", "127.0.0.1:7070");
+    opt_default(o->socket_path, sizeof o->socket_path, "RUNTIME_SOCKET", "/run/runtime/api.sock");
+    opt_default(o->public_url, sizeof o->public_url, "RUNTIME_PUBLIC_URL", "");
+    opt_default(o->driver, sizeof o->driver, "RUNTIME_DRIVER", "ns");
+    opt_default(o->log_format, sizeof o->log_format, "RUNTIME_LOG_FORMAT", "text");
+    char max[16];
+    opt_default(max, sizeof max, "RUNTIME_MAX_SANDBOXES", "1000");
+    static const struct option longs[] = {
+        {"state-dir", 1, 0, 's'}, {"listen", 1, 0, 'l'}, {"socket", 1, 0, 'S'},
+        {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
+        {"max-sandboxes", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case 's': snprintf(o->state_dir, sizeof o->state_dir, "%s", optarg); break;
+        case 'l': snprintf(o->listen, sizeof o->listen, "%s", optarg); break;
+        case 'S': snprintf(o->socket_path, sizeof o->socket_path, "%s", optarg); break;
+        case 'p': snprintf(o->public_url, sizeof o->public_url, "%s", optarg); break;
+        case 'd': snprintf(o->driver, sizeof o->driver, "%s", optarg); break;
+        case 'f': snprintf(o->log_format, sizeof o->log_format, "%s", optarg); break;
+        case 'm': snprintf(max, sizeof max, "%s", optarg); break;
+        case 'h': fputs(usage, stdout); exit(0);
+        default: fputs(usage, stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "runtimed: unexpected argument %s; see runtimed --help\n", argv[optind]);
+        return -1;
+    }
+    char *end;
+    long m = strtol(max, &end, 10);
+    if (*end || m < 1 || m > (long)SANDBOX_MAX_SLOTS) {
+        fprintf(stderr, "runtimed: --max-sandboxes must be from 1 to %u\n", SANDBOX_MAX_SLOTS);
+        return -1;
+    }
+    o->max_sandboxes = (unsigned)m;
+    if (strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
+        fprintf(stderr, "runtimed: --log-format must be text or json\n");
+        return -1;
+    }
+    if (!o->public_url[0]) snprintf(o->public_url, sizeof o->public_url, "http://%s", o->listen);
+    return 0;
+}
+
+/* The admin key: made once, mode 0600, owned by root. */
+static int admin_key(const char *state, char *key, size_t size, err_t *err)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/admin.key", state);
+    int n = read_file_small(path, key, size);
+    if (n == -ENOENT) {
+        char fresh[65];
+        random_hex(fresh, 32);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) return err_set(err, errno, "cannot create %s: %s", path, strerror(errno));
+        int r = write_all(fd, fresh, 64);
+        if (r == 0) r = write_all(fd, "\n", 1);
+        if (r == 0 && fsync(fd) < 0) r = -errno;
+        close(fd);
+        if (r < 0) return err_set(err, r, "cannot write %s", path);
+        n = read_file_small(path, key, size);
+    }
+    if (n < 0) return err_set(err, n, "cannot read %s: %s", path, strerror(-n));
+    key[strcspn(key, "\r\n")] = '\0';
+    if (strlen(key) < 32) return err_set(err, -EINVAL, "%s is too short; delete it to make a new one", path);
+    return 0;
+}
+
+static int listen_tcp(const char *addr, err_t *err)
+{
+    char host[128];
+    snprintf(host, sizeof host, "%s", addr);
+    char *colon = strrchr(host, ':');
+    if (!colon) return err_set(err, -EINVAL, "--listen wants ADDR:PORT, e.g. 127.0.0.1:7070");
+    *colon = '\0';
+    int port = atoi(colon + 1);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return err_set(err, -EINVAL, "--listen %s: give an IPv4 address and a port", addr);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 512) < 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return err_set(err, e, "cannot listen on %s: %s; is another runtimed running? pick "
+                       "another --listen", addr, strerror(e));
+    }
+    return fd;
+}
+
+static int listen_unix(const char *path, err_t *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (str_copy(sa.sun_path, sizeof sa.sun_path, path) < 0)
+        return err_set(err, -ENAMETOOLONG, "--socket %s is too long", path);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir_p(dir, 0755);
+    }
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    mode_t old = umask(0177); /* the socket file is born 0600: root only */
+    int r = fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 512) < 0;
+    umask(old);
+    if (r) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return err_set(err, e, "cannot listen on %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+/* STATE/db belongs to the server: it is the only directory it may write. */
+static int prepare_state(const struct options *o, err_t *err)
+{
+    char db[600];
+    int r = mkdir_p(o->state_dir, 0711);
+    if (r == 0) chmod(o->state_dir, 0711);
+    snprintf(db, sizeof db, "%s/db", o->state_dir);
+    if (r == 0) r = mkdir_p(db, 0700);
+    if (r == 0 && chown(db, SERVER_UID, SERVER_UID) < 0) r = -errno;
+    char sandboxes[600];
+    snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", o->state_dir);
+    if (r == 0) r = mkdir_p(sandboxes, 0700);
+    if (r < 0)
+        return err_set(err, r, "cannot prepare the state directory %s: %s", o->state_dir,
+                       strerror(-r));
+    return 0;
+}
+
+static void __attribute__((noreturn)) run_server(const struct options *o, const char *key,
+                                                 int ksock, int tcp, int unx)
+{
+    struct server_config cfg = {.max_sandboxes = o->max_sandboxes};
+    snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);
+    snprintf(cfg.db_path, sizeof cfg.db_path, "%s/db/runtime.db", o->state_dir);
+    snprintf(cfg.admin_key, sizeof cfg.admin_key, "%s", key);
+    snprintf(cfg.public_url, sizeof cfg.public_url, "%s", o->public_url);
+    snprintf(cfg.listen, sizeof cfg.listen, "%s", o->listen);
+    log_init("server", strcmp(o->log_format, "json") == 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    err_t err = {0};
+    if (confine_drop_to(SERVER_UID, SERVER_UID, &err) < 0 || confine_server_seccomp(&err) < 0) {
+        log_error("cannot confine the server: %s", err.msg);
+        _exit(1);
+    }
+    _exit(server_main(&cfg, ksock, tcp, unx));
+}
+
+/* FNV-1a of the state dir's real path: stable across restarts, distinct per daemon. */
+static void instance_name(const char *state_dir, char *out, size_t n)
+{
+    char real[PATH_MAX];
+    const char *p = realpath(state_dir, real) ? real : state_dir;
+    uint32_t h = 2166136261u;
+    for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    snprintf(out, n, "%08x", h);
+}
+
+static volatile pid_t server_pid;
+
+static void forward_stop(int sig)
+{
+    if (server_pid > 0) kill(server_pid, SIGTERM);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {0};
+    if (parse_options(argc, argv, &o) < 0) return 2;
+    log_init("keeper", strcmp(o.log_format, "json") == 0);
+    if (geteuid() != 0) {
+        fprintf(stderr, "runtimed: must run as root (it makes namespaces, cgroups and mounts); "
+                        "try sudo runtimed\n");
+        return 1;
+    }
+    const struct sandbox_driver *drv = sandbox_driver_find(o.driver);
+    if (!drv) {
+        fprintf(stderr, "runtimed: unknown --driver %s; available: ns\n", o.driver);
+        return 2;
+    }
+    err_t err = {0};
+    char key[128];
+    int sp[2], tcp = -1, unx = -1;
+    if (cgroup_version() < 0) err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
+    else if (prepare_state(&o, &err) == 0 && admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
+             (tcp = listen_tcp(o.listen, &err)) >= 0)
+        unx = listen_unix(o.socket_path, &err);
+    if (unx < 0) {
+        fprintf(stderr, "runtimed: %s\n", err.msg);
+        return 1;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        perror("runtimed: socketpair");
+        return 1;
+    }
+    pid_t server = fork();
+    if (server < 0) {
+        perror("runtimed: fork");
+        return 1;
+    }
+    if (server == 0) {
+        close(sp[0]);
+        run_server(&o, key, sp[1], tcp, unx);
+    }
+    explicit_bzero(key, sizeof key);
+    close(sp[1]);
+    close(tcp);
+    close(unx);
+    struct sandbox_host host = {0};
+    snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
+    instance_name(o.state_dir, host.instance, sizeof host.instance);
+    if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
+        snprintf(host.ca_bundle, sizeof host.ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
+    /* The server stops first and the keeper follows when its socket closes. */
+    server_pid = server;
+    struct sigaction sa = {.sa_handler = forward_stop};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    log_info("runtimed started: API on %s and %s, state in %s", o.listen, o.socket_path,
+             o.state_dir);
+    int status = keeper_main(sp[0], &host, drv);
+    kill(server, SIGTERM);
+    waitpid(server, NULL, 0);
+    return status;
+}

@@ -1,0 +1,111 @@
+/* proto: the typed messages between the unprivileged server and the root keeper.
+ *
+ * One SOCK_SEQPACKET socketpair; every record is one message: a header, a fixed
+ * payload per type (exact size checked), optional trailing NUL-separated strings,
+ * and file descriptors passed with SCM_RIGHTS only where a type says so. The
+ * keeper treats every byte from the server as hostile (OpenBSD imsg, OpenSSH
+ * monitor): a malformed or unknown message ends the connection. */
+#ifndef RUNTIME_PROTO_H
+#define RUNTIME_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+#define PROTO_VERSION 1
+#define PROTO_MAX_MSG 65536
+#define PROTO_MAX_FDS 4
+#define PROTO_ID_LEN 32   /* sandbox ids: [a-z0-9-], NUL-terminated */
+#define PROTO_PATH_LEN 1024
+
+enum proto_type {
+    PROTO_HELLO = 1,  /* s->k: proto_hello                   -> RESULT */
+    PROTO_CREATE,     /* s->k: proto_sandbox                 -> RESULT */
+    PROTO_ADOPT,      /* s->k: proto_sandbox (restart)       -> RESULT values[0]=1 adopted, 2 recreated */
+    PROTO_SWEEP,      /* s->k: proto_sweep + ids             -> RESULT; removes all not listed */
+    PROTO_DESTROY,    /* s->k: proto_ref                     -> RESULT */
+    PROTO_EXEC,       /* s->k: proto_exec + argv,env strings -> RESULT + fds stdin,stdout,stderr,status */
+    PROTO_OPEN_FILE,  /* s->k: proto_file                    -> RESULT + fd */
+    PROTO_FREEZE,     /* s->k: proto_ref (flag 1 freeze, 0 thaw) -> RESULT */
+    PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids */
+    PROTO_RESULT,     /* k->s: proto_result */
+    PROTO_TYPE_END,
+};
+
+struct proto_hdr {
+    uint16_t type;
+    uint16_t version;
+    uint32_t len;  /* payload bytes after this header */
+    uint32_t id;   /* request id, echoed in the RESULT */
+    uint32_t nfds; /* descriptors attached */
+};
+
+struct proto_hello {
+    uint32_t version;
+};
+
+/* Everything the keeper needs to build or re-adopt a sandbox. */
+struct proto_sandbox {
+    char id[PROTO_ID_LEN];
+    uint32_t slot;       /* picks the host uid range; unique among live sandboxes */
+    uint32_t memory_mib;
+    uint32_t cpu_milli;  /* 1000 = one CPU */
+    uint32_t disk_mib;
+    uint32_t pids_max;
+};
+
+struct proto_sweep {
+    uint32_t count; /* ids follow as count NUL-terminated strings */
+};
+
+struct proto_ref {
+    char id[PROTO_ID_LEN];
+    uint32_t flag;
+};
+
+struct proto_exec {
+    char id[PROTO_ID_LEN];
+    char cwd[PROTO_PATH_LEN];
+    uint32_t timeout_ms;
+    uint32_t argc; /* then argc strings, then envc "K=V" strings */
+    uint32_t envc;
+};
+
+/* What the status fd of an exec carries once, when the process has ended. */
+struct proto_exec_status {
+    int32_t exit_code; /* 128+signal when killed by a signal, -1 when it never started */
+    uint32_t timed_out;
+    uint64_t duration_ms;
+    int32_t start_errno; /* errno of execve when exit_code is -1 */
+};
+
+struct proto_file {
+    char id[PROTO_ID_LEN];
+    char path[PROTO_PATH_LEN];
+    uint32_t write; /* 1: create/truncate for writing, 0: read */
+};
+
+struct proto_result {
+    int32_t status; /* 0 or negative errno */
+    char msg[480];  /* user-readable when status < 0 */
+    uint64_t values[4];
+};
+
+/* Sends one message; fds are borrowed (the caller still closes them). */
+int proto_send(int sock, uint16_t type, uint32_t id, const void *payload, size_t len,
+               const int *fds, unsigned nfds);
+/* Receives one message into buf (size PROTO_MAX_MSG). Returns payload length or
+ * negative errno; -EPROTO for a malformed record, 0-length EOF is -ECONNRESET.
+ * Received fds are owned by the caller (closed here on error). */
+int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds,
+               unsigned maxfds);
+
+/* Validation helpers for the receiving side. */
+int proto_check_id(const char *id); /* terminated, [a-z0-9-], non-empty */
+/* Splits n NUL-terminated strings from buf[0..len) into out (must end exactly at len). */
+int proto_split_strings(const char *buf, size_t len, unsigned n, const char **out);
+
+const char *proto_type_name(uint16_t type);
+
+#endif

@@ -1,0 +1,253 @@
+/* Entering a running sandbox: exec of a program and opening a file. Both fork a
+ * short-lived helper so the keeper itself never changes namespace or identity. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../confine/confine.h"
+#include "../proto/proto.h"
+#include "ns_impl.h"
+
+#define ENTER_NS (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWPID | \
+                  CLONE_NEWCGROUP)
+
+static const char *env_get(const char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') return *envp + n + 1;
+    return NULL;
+}
+
+/* execvpe looks PATH up in our own environment; the sandbox's PATH is in envp. */
+static int exec_search(const struct sandbox_exec *ex)
+{
+    const char *file = ex->argv[0];
+    if (strchr(file, '/')) {
+        execve(file, (char *const *)ex->argv, (char *const *)ex->envp);
+        return errno;
+    }
+    const char *path = env_get(ex->envp, "PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    int saved = ENOENT;
+    char cand[4096];
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        snprintf(cand, sizeof cand, "%.*s/%s", (int)len, path, file);
+        execve(cand, (char *const *)ex->argv, (char *const *)ex->envp);
+        if (errno == EACCES) saved = EACCES;
+        else if (errno != ENOENT && errno != ENOTDIR) return errno;
+        path += len + (path[len] == ':');
+    }
+    return saved;
+}
+
+/* The program itself: joins the user namespace, drops everything, execs. Any
+ * errno before exec goes to errfd; a successful exec closes it empty. */
+static void __attribute__((noreturn)) run_program(struct sandbox *sb,
+                                                  const struct sandbox_exec *ex, int stdio[3],
+                                                  int go, int errfd)
+{
+    char b;
+    err_t err = {0};
+    int e = 0;
+    if (read(go, &b, 1) != 1) _exit(126);
+    if (setns(sb->init_pidfd, CLONE_NEWUSER) < 0) e = errno;
+    for (int i = 0; e == 0 && i < 3; i++)
+        if (dup2(stdio[i], i) < 0) e = errno;
+    if (e == 0 && setsid() < 0) e = errno;
+    if (e == 0 && confine_drop_to(SANDBOX_USER_UID, SANDBOX_USER_UID, &err) < 0) e = -err.code;
+    if (e == 0 && confine_sandbox_seccomp(&err) < 0) e = -err.code;
+    if (e == 0 && chdir(ex->cwd) < 0) e = errno;
+    if (e == 0) {
+        /* Everything else closes at exec; errfd stays usable until then. */
+        close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+        signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        e = exec_search(ex);
+    }
+    write_all(errfd, &e, sizeof e);
+    _exit(127);
+}
+
+static int wait_exit(pid_t child, uint32_t timeout_ms, bool *timed_out)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int n;
+    do n = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        *timed_out = true;
+        kill(-child, SIGKILL); /* its process group, then itself */
+        kill(child, SIGKILL);
+    }
+    if (pidfd >= 0) close(pidfd);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+}
+
+/* The monitor: enters the sandbox's namespaces, starts the program in its cgroup,
+ * enforces the timeout and reports how it ended on the status pipe. */
+static void __attribute__((noreturn)) monitor(struct sandbox *sb, const struct sandbox_exec *ex,
+                                              int stdio[3], int status_fd, const int *cg_fds,
+                                              int ncg)
+{
+    struct proto_exec_status st = {.exit_code = -1};
+    uint64_t start = now_ms();
+    int go[2], errp[2];
+    if (setns(sb->init_pidfd, ENTER_NS) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
+        pipe2(errp, O_CLOEXEC) < 0) {
+        st.start_errno = errno;
+        goto report;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        st.start_errno = errno;
+        goto report;
+    }
+    if (child == 0) {
+        close(go[1]);
+        close(errp[0]);
+        run_program(sb, ex, stdio, go[0], errp[1]);
+    }
+    close(go[0]);
+    close(errp[1]);
+    for (int i = 0; i < 3; i++) close(stdio[i]);
+    cgroup_attach_fds(cg_fds, ncg, child);
+    write_all(go[1], "g", 1);
+    close(go[1]);
+    int e = 0;
+    ssize_t got = read(errp[0], &e, sizeof e);
+    bool timed_out = false;
+    int code = wait_exit(child, ex->timeout_ms, &timed_out);
+    if (got == (ssize_t)sizeof e) {
+        st.start_errno = e;
+    } else {
+        st.exit_code = code;
+        st.timed_out = timed_out;
+    }
+report:
+    st.duration_ms = now_ms() - start;
+    write_all(status_fd, &st, sizeof st);
+    _exit(0);
+}
+
+int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, stp[2] = {-1, -1};
+    int cg_fds[8], ncg = cgroup_procs_fds(sb->cg, cg_fds, 8);
+    if (ncg < 0) return err_set(err, ncg, "cannot open the sandbox's cgroup: %s", strerror(-ncg));
+    int r = 0;
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0 ||
+        pipe2(stp, O_CLOEXEC) < 0) {
+        r = err_set(err, errno, "cannot make pipes: %s", strerror(errno));
+        goto out;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        r = err_set(err, errno, "cannot fork: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        close(in[1]);
+        close(out[0]);
+        close(er[0]);
+        close(stp[0]);
+        int stdio[3] = {in[0], out[1], er[1]};
+        monitor(sb, ex, stdio, stp[1], cg_fds, ncg);
+    }
+    fds[0] = steal_fd(&in[1]);
+    fds[1] = steal_fd(&out[0]);
+    fds[2] = steal_fd(&er[0]);
+    fds[3] = steal_fd(&stp[0]);
+out:
+    for (int i = 0; i < 2; i++) {
+        int *all[] = {&in[i], &out[i], &er[i], &stp[i]};
+        for (size_t j = 0; j < ARRAY_LEN(all); j++)
+            if (*all[j] >= 0) close(*all[j]);
+    }
+    for (int i = 0; i < ncg; i++) close(cg_fds[i]);
+    return r;
+}
+
+/* In a forked child: the sandbox's mount namespace and root, the sandbox user's
+ * identity, and openat2 that cannot leave the root or follow magic links. */
+static int open_inside(struct sandbox *sb, const char *path, bool write)
+{
+    uid_t uid = ns_host_uid(&sb->spec, SANDBOX_USER_UID);
+    if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
+    if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+        return -errno;
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return -errno;
+    struct open_how how = {
+        .flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY |
+                 O_CLOEXEC,
+        .mode = write ? 0644 : 0,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+    if (fd < 0) return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err)
+{
+    if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return err_set(err, errno, "socketpair: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sp[0]);
+        close(sp[1]);
+        return err_set(err, errno, "cannot fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(sp[0]);
+        int got = open_inside(sb, path, write);
+        struct proto_result res = {.status = got < 0 ? got : 0};
+        proto_send(sp[1], PROTO_RESULT, 0, &res, sizeof res, got >= 0 ? &got : NULL,
+                   got >= 0 ? 1 : 0);
+        _exit(0);
+    }
+    close(sp[1]);
+    struct proto_hdr hdr;
+    struct proto_result res = {.status = -EIO};
+    int fds[1] = {-1};
+    int n = proto_recv(sp[0], &hdr, &res, sizeof res, fds, 1);
+    close(sp[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    if (n != (int)sizeof res || (res.status == 0 && fds[0] < 0)) res.status = -EIO;
+    if (res.status < 0) {
+        if (fds[0] >= 0) close(fds[0]);
+        return err_set(err, res.status, "cannot open %s in the sandbox: %s", path,
+                       strerror(-res.status));
+    }
+    *fd = fds[0];
+    return 0;
+}

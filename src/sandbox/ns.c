@@ -1,0 +1,322 @@
+/* The `ns` driver: a sandbox is a process tree in its own user, mount, pid, net,
+ * ipc, uts and cgroup namespaces, under its own cgroup and host uid range.
+ *
+ * Its first process (pid 1 inside) builds the root as host root in fresh mount,
+ * pid, net, ipc and uts namespaces, then makes the sandbox's user namespace,
+ * drops every capability and stays as a reaper. Everything else enters through
+ * its pidfd. Namespaces other than the user one are owned by the host's user
+ * namespace, so even root inside the sandbox could not change mounts or routes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../confine/confine.h"
+#include "ns_impl.h"
+
+#define SYNC_TIMEOUT_MS 15000
+
+static int sync_send(int fd, const char *word)
+{
+    return send(fd, word, strlen(word), MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Waits for one word from the other side; "err:..." carries the child's error. */
+static int sync_expect(int fd, const char *word, err_t *err)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n = poll(&p, 1, SYNC_TIMEOUT_MS);
+    if (n <= 0) return err_set(err, n == 0 ? -ETIMEDOUT : -errno, "sandbox setup timed out");
+    char buf[600];
+    ssize_t r = recv(fd, buf, sizeof buf - 1, 0);
+    if (r <= 0) return err_set(err, -ECHILD, "sandbox setup process died");
+    buf[r] = '\0';
+    if (strncmp(buf, "err:", 4) == 0) return err_set(err, -EIO, "%s", buf + 4);
+    if (strcmp(buf, word) != 0) return err_set(err, -EPROTO, "sandbox setup out of step");
+    return 0;
+}
+
+/* pid 1 of the sandbox: reaps whatever is reparented to it, forever. Signals
+ * stay blocked, so nothing inside can stop it. */
+static void __attribute__((noreturn)) init_loop(void)
+{
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    close_range(0, ~0U, 0);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    for (;;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        sigwaitinfo(&chld, NULL);
+    }
+}
+
+static void __attribute__((noreturn)) child_main(const struct sandbox_host *host,
+                                                 struct sandbox *sb, int sync, int loop_fd)
+{
+    err_t err = {0};
+    int r = sync_expect(sync, "go", &err);
+    if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
+        r = err_set(&err, errno, "cannot make a cgroup namespace: %s", strerror(errno));
+    if (r == 0) r = rootfs_build(host, sb, loop_fd, &err);
+    close(loop_fd);
+    if (r == 0 && unshare(CLONE_NEWUSER) < 0)
+        r = err_set(&err, errno, "cannot make a user namespace: %s", strerror(errno));
+    if (r == 0) r = sync_send(sync, "user");
+    if (r == 0) r = sync_expect(sync, "maps", &err);
+    if (r == 0) r = confine_drop_to(0, 0, &err);
+    if (r == 0) r = confine_sandbox_seccomp(&err);
+    if (r < 0) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "err:%s", err.msg);
+        sync_send(sync, msg);
+        _exit(1);
+    }
+    sync_send(sync, "ready");
+    init_loop();
+}
+
+static int write_id_maps(pid_t pid, const struct sandbox_spec *spec, err_t *err)
+{
+    char path[64], map[64];
+    snprintf(map, sizeof map, "0 %u %u\n", ns_host_uid(spec, 0), SANDBOX_UID_RANGE);
+    static const char *const files[] = {"uid_map", "gid_map"};
+    for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+        snprintf(path, sizeof path, "/proc/%d/%s", pid, files[i]);
+        int r = write_file(path, map);
+        if (r < 0) return err_set(err, r, "cannot write %s: %s", path, strerror(-r));
+    }
+    return 0;
+}
+
+static void sandbox_paths(const struct sandbox_host *host, const char *id, char *dir, size_t n)
+{
+    snprintf(dir, n, "%s/sandboxes/%s", host->state_dir, id);
+}
+
+static int make_dirs(struct sandbox *sb, err_t *err)
+{
+    char root[700];
+    snprintf(root, sizeof root, "%s/root", sb->dir);
+    int r = mkdir_p(sb->dir, 0700);
+    if (r == 0 && mkdir(root, 0755) < 0 && errno != EEXIST) r = -errno;
+    return r < 0 ? err_set(err, r, "cannot create %s: %s", sb->dir, strerror(-r)) : 0;
+}
+
+/* Starts pid 1 in new namespaces and walks it through setup. */
+static int start_init(const struct sandbox_host *host, struct sandbox *sb, int loop_fd,
+                      err_t *err)
+{
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return err_set(err, errno, "socketpair: %s", strerror(errno));
+    int pidfd = -1;
+    struct clone_args args = {
+        .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_PIDFD,
+        .pidfd = (uint64_t)(uintptr_t)&pidfd,
+        .exit_signal = SIGCHLD,
+    };
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    if (pid < 0) {
+        int e = errno;
+        close(sp[0]);
+        close(sp[1]);
+        return err_set(err, e, "cannot create the sandbox namespaces: %s", strerror(e));
+    }
+    if (pid == 0) {
+        close(sp[0]);
+        child_main(host, sb, sp[1], loop_fd);
+    }
+    close(sp[1]);
+    sb->init_pid = (pid_t)pid;
+    sb->init_pidfd = pidfd;
+    int r = cgroup_attach(sb->cg, sb->init_pid, err);
+    if (r == 0) r = sync_send(sp[0], "go");
+    if (r == 0) r = sync_expect(sp[0], "user", err);
+    if (r == 0) r = write_id_maps(sb->init_pid, &sb->spec, err);
+    if (r == 0) r = sync_send(sp[0], "maps");
+    if (r == 0) r = sync_expect(sp[0], "ready", err);
+    close(sp[0]);
+    return r;
+}
+
+static struct sandbox *sandbox_alloc(const struct sandbox_host *host,
+                                     const struct sandbox_spec *spec)
+{
+    struct sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb) return NULL;
+    sb->spec = *spec;
+    sb->host = host;
+    sb->init_pid = -1;
+    sb->init_pidfd = -1;
+    sandbox_paths(host, spec->id, sb->dir, sizeof sb->dir);
+    return sb;
+}
+
+static void ns_free(struct sandbox *sb)
+{
+    if (!sb) return;
+    if (sb->init_pidfd >= 0) close(sb->init_pidfd);
+    cgroup_free(sb->cg);
+    free(sb);
+}
+
+void sandbox_cgroup_name(const struct sandbox_host *host, const char *id, char *out, size_t n)
+{
+    snprintf(out, n, "%s-%s", host->instance, id);
+}
+
+const char *sandbox_id_of_cgroup(const struct sandbox_host *host, const char *name)
+{
+    size_t n = strlen(host->instance);
+    return strncmp(name, host->instance, n) == 0 && name[n] == '-' ? name + n + 1 : NULL;
+}
+
+static int ns_sweep(const struct sandbox_host *host, const char *id)
+{
+    struct cgroup *cg = NULL;
+    char cgname[64];
+    sandbox_cgroup_name(host, id, cgname, sizeof cgname);
+    if (cgroup_open(cgname, &cg, NULL) == 0) {
+        cgroup_kill_all(cg);
+        cgroup_destroy(cg, NULL);
+        cgroup_free(cg);
+    }
+    char dir[640], path[700];
+    sandbox_paths(host, id, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/workspace.img", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/root", dir);
+    rmdir(path);
+    if (rmdir(dir) < 0 && errno != ENOENT) return -errno;
+    return 0;
+}
+
+static int ns_create(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                     bool reuse_workspace, struct sandbox **out, err_t *err)
+{
+    if (spec->slot >= SANDBOX_MAX_SLOTS)
+        return err_set(err, -EINVAL, "sandbox slot %u out of range", spec->slot);
+    struct sandbox *sb = sandbox_alloc(host, spec);
+    if (!sb) return err_set(err, -ENOMEM, "out of memory");
+    char image[700];
+    snprintf(image, sizeof image, "%s/workspace.img", sb->dir);
+    int loop_fd = -1;
+    struct cgroup_limits lim = {.memory_bytes = (uint64_t)spec->memory_mib << 20,
+                                .cpu_milli = spec->cpu_milli, .pids_max = spec->pids_max};
+    int r = make_dirs(sb, err);
+    if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))
+        r = workspace_create(host, image, spec->disk_mib, err);
+    char cgname[64];
+    sandbox_cgroup_name(host, spec->id, cgname, sizeof cgname);
+    if (r == 0) r = cgroup_create(cgname, &lim, &sb->cg, err);
+    if (r == 0) r = workspace_attach(image, &loop_fd, err);
+    if (r == 0) r = start_init(host, sb, loop_fd, err);
+    if (loop_fd >= 0) close(loop_fd);
+    if (r < 0) {
+        if (sb->init_pidfd >= 0) syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+        if (!reuse_workspace) ns_sweep(host, spec->id);
+        ns_free(sb);
+        return r;
+    }
+    *out = sb;
+    return 0;
+}
+
+/* Reads the innermost pid of `pid` from /proc; 1 marks a namespace's init. */
+static long inner_pid(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    if (read_file_small(path, buf, sizeof buf) < 0) return -1;
+    char *line = strstr(buf, "\nNSpid:");
+    if (!line) return -1;
+    char *end = strchr(line + 1, '\n');
+    if (end) *end = '\0';
+    char *last = strrchr(line, '\t');
+    return last ? strtol(last + 1, NULL, 10) : -1;
+}
+
+static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                    struct sandbox **out, err_t *err)
+{
+    struct sandbox *sb = sandbox_alloc(host, spec);
+    if (!sb) return err_set(err, -ENOMEM, "out of memory");
+    char cgname[64];
+    sandbox_cgroup_name(host, spec->id, cgname, sizeof cgname);
+    int r = cgroup_open(cgname, &sb->cg, err);
+    pid_t pids[256];
+    int n = r == 0 ? cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids)) : 0;
+    for (int i = 0; i < n && sb->init_pidfd < 0; i++) {
+        if (inner_pid(pids[i]) != 1) continue;
+        sb->init_pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        sb->init_pid = pids[i];
+    }
+    if (sb->init_pidfd < 0) {
+        ns_free(sb);
+        return err_set(err, -ENOENT, "sandbox %s is no longer running", spec->id);
+    }
+    *out = sb;
+    return 0;
+}
+
+static void wait_gone(int pidfd, int timeout_ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {}
+}
+
+static int ns_destroy(struct sandbox *sb, err_t *err)
+{
+    if (sb->init_pidfd >= 0) {
+        syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
+        wait_gone(sb->init_pidfd, 5000);
+    }
+    cgroup_kill_all(sb->cg);
+    int r = cgroup_destroy(sb->cg, err);
+    int s = ns_sweep(sb->host, sb->spec.id);
+    if (r == 0 && s < 0) r = err_set(err, s, "cannot remove %s: %s", sb->dir, strerror(-s));
+    return r;
+}
+
+static int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
+{
+    return cgroup_freeze(sb->cg, frozen, err);
+}
+
+static int ns_stats(struct sandbox *sb, struct cgroup_stats *st)
+{
+    return cgroup_stats(sb->cg, st);
+}
+
+const struct sandbox_driver sandbox_ns_driver = {
+    .name = "ns",
+    .create = ns_create,
+    .adopt = ns_adopt,
+    .destroy = ns_destroy,
+    .exec = ns_exec,
+    .open_file = ns_open_file,
+    .freeze = ns_freeze,
+    .stats = ns_stats,
+    .sweep = ns_sweep,
+    .free = ns_free,
+};
+
+const struct sandbox_driver *sandbox_driver_find(const char *name)
+{
+    if (!name || strcmp(name, "ns") == 0) return &sandbox_ns_driver;
+    return NULL;
+}

@@ -1,0 +1,37 @@
+/* Private to the ns driver: the pieces its files share. Not part of the
+ * subsystem's interface (that is sandbox.h). */
+#ifndef RUNTIME_SANDBOX_NS_IMPL_H
+#define RUNTIME_SANDBOX_NS_IMPL_H
+
+#include "sandbox.h"
+
+struct sandbox {
+    struct sandbox_spec spec;
+    const struct sandbox_host *host; /* borrowed; lives as long as the keeper */
+    char dir[640]; /* STATE/sandboxes/<id> */
+    pid_t init_pid;
+    int init_pidfd;
+    struct cgroup *cg;
+};
+
+static inline uid_t ns_host_uid(const struct sandbox_spec *s, uint32_t inside)
+{
+    return SANDBOX_UID_BASE + s->slot * SANDBOX_UID_RANGE + inside;
+}
+
+/* workspace.c: the size-capped /workspace as an ext4 image on a loop device. */
+int workspace_create(const struct sandbox_host *host, const char *image, uint32_t disk_mib,
+                     err_t *err);
+/* Attaches image to a free loop device that detaches itself on last close. */
+int workspace_attach(const char *image, int *loop_fd, err_t *err);
+
+/* rootfs.c: runs in the new sandbox's first process, as host root in fresh
+ * mount/pid/net/ipc/uts namespaces; builds the root and pivots into it. */
+int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
+                 err_t *err);
+
+/* exec.c */
+int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
+int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err);
+
+#endif

@@ -1,0 +1,81 @@
+/* sandbox: isolation drivers. A driver turns a sandbox spec into an isolated
+ * process tree and acts on it (exec, files, freeze, destroy). Runs only in the
+ * keeper (root). The `ns` driver uses Linux namespaces; stronger drivers (gVisor,
+ * microVMs) implement the same table without touching egress, secrets or the
+ * gateway. */
+#ifndef RUNTIME_SANDBOX_H
+#define RUNTIME_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../cgroup/cgroup.h"
+#include "../common/common.h"
+
+/* Host uid ranges: sandbox slot s maps its uids 0..65535 to base + s*65536.
+ * Far above any uid a distribution hands out. */
+#define SANDBOX_UID_BASE 1000000000u
+#define SANDBOX_UID_RANGE 65536u
+#define SANDBOX_MAX_SLOTS 16384u
+#define SANDBOX_USER_UID 1000u /* the uid programs run as inside */
+
+struct sandbox_spec {
+    char id[32];
+    uint32_t slot;
+    uint32_t memory_mib;
+    uint32_t cpu_milli;
+    uint32_t disk_mib;
+    uint32_t pids_max;
+};
+
+struct sandbox_exec {
+    const char *const *argv; /* argv[0] is looked up in PATH when it has no '/' */
+    const char *const *envp;
+    const char *cwd;
+    uint32_t timeout_ms;
+};
+
+/* Host-side paths shared by every sandbox. */
+struct sandbox_host {
+    char state_dir[512];  /* sandboxes live under STATE/sandboxes/<id> */
+    char ca_bundle[512];  /* file bind-mounted as the sandbox's CA bundle */
+    char instance[12];    /* 8 hex digits naming this daemon's cgroups (from its state dir),
+                           * so daemons with different state dirs never touch each other's */
+};
+
+/* The cgroup name of sandbox id: "<instance>-<id>". */
+void sandbox_cgroup_name(const struct sandbox_host *host, const char *id, char *out, size_t n);
+/* The sandbox id of a cgroup name of this instance, or NULL. */
+const char *sandbox_id_of_cgroup(const struct sandbox_host *host, const char *name);
+
+struct sandbox; /* one live sandbox, owned by the keeper */
+
+struct sandbox_driver {
+    const char *name;
+    /* Builds a new sandbox, or with `reuse_workspace` one whose workspace exists. */
+    int (*create)(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                  bool reuse_workspace, struct sandbox **out, err_t *err);
+    /* Finds a sandbox left running by an earlier keeper; -ENOENT when gone. */
+    int (*adopt)(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                 struct sandbox **out, err_t *err);
+    /* Kills everything in it and removes its resources, workspace included. */
+    int (*destroy)(struct sandbox *sb, err_t *err);
+    /* Starts a process; returns pipes stdin (write end), stdout, stderr (read ends)
+     * and a status pipe that carries one struct proto_exec_status when it ends. */
+    int (*exec)(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
+    /* Opens a path inside the sandbox's root as its user, never leaving the root. */
+    int (*open_file)(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err);
+    int (*freeze)(struct sandbox *sb, bool frozen, err_t *err);
+    int (*stats)(struct sandbox *sb, struct cgroup_stats *st);
+    /* Removes what a sandbox that no longer exists may have left (cgroups, files). */
+    int (*sweep)(const struct sandbox_host *host, const char *id);
+    void (*free)(struct sandbox *sb);
+};
+
+extern const struct sandbox_driver sandbox_ns_driver;
+
+/* Drivers by name ("ns"); NULL if unknown. */
+const struct sandbox_driver *sandbox_driver_find(const char *name);
+
+#endif

@@ -1,0 +1,354 @@
+#include "server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../api/api.h"
+#include "../store/store.h"
+
+#define DEFAULT_PIDS_MAX 1024
+
+struct server {
+    struct server_config cfg;
+    struct event_base *base;
+    struct evhttp *http;
+    struct store *store;
+    int keeper;
+    uint32_t next_req;
+    struct sbx *sandboxes; /* newest first */
+    size_t count;
+};
+
+struct event_base *server_base(struct server *srv)
+{
+    return srv->base;
+}
+
+const struct server_config *server_config(struct server *srv)
+{
+    return &srv->cfg;
+}
+
+/* One request to the keeper and its answer. The keeper is serial and answers in
+ * order, so a blocking round trip keeps the caller simple; the work it does is
+ * short (milliseconds), and exec output is read asynchronously afterwards. */
+static int keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
+                       struct proto_result *res, int *fds, unsigned maxfds, err_t *err)
+{
+    uint32_t id = ++srv->next_req;
+    int r = proto_send(srv->keeper, type, id, payload, len, NULL, 0);
+    if (r < 0) return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
+    struct proto_hdr hdr;
+    for (unsigned i = 0; i < maxfds; i++) fds[i] = -1;
+    r = proto_recv(srv->keeper, &hdr, res, sizeof *res, fds, maxfds);
+    if (r != (int)sizeof *res || hdr.type != PROTO_RESULT || hdr.id != id) {
+        log_error("bad answer from the keeper to %s; stopping", proto_type_name(type));
+        event_base_loopbreak(srv->base);
+        return err_set(err, -EIO, "internal error talking to the keeper; restart runtimed");
+    }
+    res->msg[sizeof res->msg - 1] = '\0';
+    if (res->status < 0) return err_set(err, res->status, "%s", res->msg);
+    return 0;
+}
+
+static void fill_proto_sandbox(const struct sbx *sb, struct proto_sandbox *p)
+{
+    memset(p, 0, sizeof *p);
+    memcpy(p->id, sb->id, sizeof p->id);
+    p->slot = sb->slot;
+    p->memory_mib = (uint32_t)json_integer_value(json_object_get(sb->spec, "memoryMiB"));
+    p->disk_mib = (uint32_t)json_integer_value(json_object_get(sb->spec, "diskMiB"));
+    p->cpu_milli = (uint32_t)lround(json_number_value(json_object_get(sb->spec, "cpus")) * 1000);
+    p->pids_max = DEFAULT_PIDS_MAX;
+}
+
+struct sbx *server_sandbox_first(struct server *srv)
+{
+    return srv->sandboxes;
+}
+
+struct sbx *server_sandbox_find(struct server *srv, const char *key)
+{
+    for (struct sbx *s = srv->sandboxes; s; s = s->next)
+        if (strcmp(s->id, key) == 0) return s;
+    for (struct sbx *s = srv->sandboxes; s; s = s->next) {
+        const char *name = json_string_value(json_object_get(s->spec, "name"));
+        if (name && strcmp(name, key) == 0) return s;
+    }
+    return NULL;
+}
+
+static uint32_t free_slot(struct server *srv)
+{
+    for (uint32_t slot = 0;; slot++) {
+        bool used = false;
+        for (struct sbx *s = srv->sandboxes; s && !used; s = s->next) used = s->slot == slot;
+        if (!used) return slot;
+    }
+}
+
+static void sbx_free(struct sbx *sb)
+{
+    if (!sb) return;
+    json_decref(sb->spec);
+    free(sb);
+}
+
+static void link_sandbox(struct server *srv, struct sbx *sb)
+{
+    sb->next = srv->sandboxes;
+    srv->sandboxes = sb;
+    srv->count++;
+}
+
+static void unlink_sandbox(struct server *srv, struct sbx *sb)
+{
+    for (struct sbx **p = &srv->sandboxes; *p; p = &(*p)->next) {
+        if (*p != sb) continue;
+        *p = sb->next;
+        srv->count--;
+        return;
+    }
+}
+
+static int save_new(struct server *srv, struct sbx *sb, err_t *err)
+{
+    char *text = json_dumps(sb->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms,
+                                .spec_json = text};
+    memcpy(row.id, sb->id, sizeof row.id);
+    snprintf(row.status, sizeof row.status, "%s", sb->status);
+    row.name = (char *)json_string_value(json_object_get(sb->spec, "name"));
+    int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
+    free(text);
+    return r;
+}
+
+int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err)
+{
+    if (srv->count >= srv->cfg.max_sandboxes) {
+        json_decref(spec);
+        return err_set(err, -EAGAIN, "this daemon already runs %zu sandboxes, its limit; "
+                       "remove some first", srv->count);
+    }
+    struct sbx *sb = calloc(1, sizeof *sb);
+    if (!sb) {
+        json_decref(spec);
+        return err_set(err, -ENOMEM, "out of memory");
+    }
+    sb->spec = spec;
+    random_hex(sb->id, 6);
+    sb->slot = free_slot(srv);
+    sb->created_ms = now_unix_ms();
+    snprintf(sb->status, sizeof sb->status, "creating");
+    int r = save_new(srv, sb, err);
+    if (r < 0) {
+        sbx_free(sb);
+        return r;
+    }
+    link_sandbox(srv, sb);
+    struct proto_sandbox p;
+    struct proto_result res;
+    fill_proto_sandbox(sb, &p);
+    r = keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, NULL, 0, err);
+    if (r < 0) {
+        err_t ignored;
+        store_sandbox_delete(srv->store, sb->id, &ignored);
+        unlink_sandbox(srv, sb);
+        sbx_free(sb);
+        return err_wrap(err, "cannot create the sandbox");
+    }
+    snprintf(sb->status, sizeof sb->status, "running");
+    r = store_sandbox_set_status(srv->store, sb->id, sb->status, err);
+    *out = sb;
+    return r;
+}
+
+int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct proto_ref ref = {0};
+    struct proto_result res;
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int r = 0;
+    if (strcmp(sb->status, "failed") != 0)
+        r = keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
+    if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
+    r = store_sandbox_delete(srv->store, sb->id, err);
+    unlink_sandbox(srv, sb);
+    sbx_free(sb);
+    return r;
+}
+
+/* Packs a proto_exec and its strings; returns the length or negative. */
+static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *const *argv,
+                     const char *const *env, const char *cwd, uint32_t timeout_ms, err_t *err)
+{
+    struct proto_exec h = {.timeout_ms = timeout_ms};
+    memcpy(h.id, sb->id, sizeof h.id);
+    if (str_copy(h.cwd, sizeof h.cwd, cwd) < 0) return err_set(err, -EINVAL, "cwd is too long");
+    size_t off = sizeof h;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *const *list = pass == 0 ? argv : env;
+        for (; list && *list; list++) {
+            size_t n = strlen(*list) + 1;
+            if (off + n > size)
+                return err_set(err, -E2BIG, "argv and env are larger than %u bytes together",
+                               PROTO_MAX_MSG - 1024);
+            memcpy(buf + off, *list, n);
+            off += n;
+            if (pass == 0) h.argc++;
+            else h.envc++;
+        }
+    }
+    memcpy(buf, &h, sizeof h);
+    return (int)off;
+}
+
+int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
+                const char *const *env, const char *cwd, uint32_t timeout_ms, int fds[4],
+                err_t *err)
+{
+    size_t size = PROTO_MAX_MSG - 1024;
+    char *buf = malloc(size);
+    if (!buf) return err_set(err, -ENOMEM, "out of memory");
+    int len = pack_exec(buf, size, sb, argv, env, cwd, timeout_ms, err);
+    struct proto_result res;
+    int r = len < 0 ? len : keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
+    free(buf);
+    return r;
+}
+
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
+                     err_t *err)
+{
+    struct proto_file f = {.write = write ? 1 : 0};
+    memcpy(f.id, sb->id, sizeof f.id);
+    if (str_copy(f.path, sizeof f.path, path) < 0) return err_set(err, -ENAMETOOLONG, "path too long");
+    struct proto_result res;
+    return keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
+}
+
+/* At start: every sandbox of the store is re-adopted (still running) or rebuilt
+ * on its kept workspace; then the keeper removes whatever nobody knows. */
+static int restore_one(const struct store_sandbox *row, void *arg)
+{
+    struct server *srv = arg;
+    struct sbx *sb = calloc(1, sizeof *sb);
+    json_error_t jerr;
+    if (!sb) return -ENOMEM;
+    memcpy(sb->id, row->id, sizeof sb->id);
+    sb->slot = row->slot;
+    sb->created_ms = row->created_ms;
+    sb->spec = json_loads(row->spec_json ? row->spec_json : "{}", 0, &jerr);
+    if (!sb->spec) sb->spec = json_object();
+    link_sandbox(srv, sb);
+    struct proto_sandbox p;
+    struct proto_result res;
+    err_t err = {0};
+    fill_proto_sandbox(sb, &p);
+    bool ok = strcmp(row->status, "creating") != 0 &&
+              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, NULL, 0, &err) == 0;
+    snprintf(sb->status, sizeof sb->status, "%s", ok ? "running" : "failed");
+    if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
+    else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
+    store_sandbox_set_status(srv->store, sb->id, sb->status, &err);
+    return 0;
+}
+
+static int restore(struct server *srv, err_t *err)
+{
+    int r = store_sandbox_each(srv->store, restore_one, srv, err);
+    if (r < 0) return r;
+    size_t size = sizeof(struct proto_sweep) + srv->count * PROTO_ID_LEN;
+    char *buf = calloc(1, size);
+    if (!buf) return err_set(err, -ENOMEM, "out of memory");
+    struct proto_sweep h = {.count = (uint32_t)srv->count};
+    size_t off = sizeof h;
+    for (struct sbx *s = srv->sandboxes; s; s = s->next) {
+        size_t n = strlen(s->id) + 1;
+        memcpy(buf + off, s->id, n);
+        off += n;
+    }
+    memcpy(buf, &h, sizeof h);
+    struct proto_result res;
+    r = keeper_call(srv, PROTO_SWEEP, buf, off, &res, NULL, 0, err);
+    free(buf);
+    return r;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct server *srv = arg;
+    log_info("stopping on signal %d; sandboxes keep running and are re-adopted at next start",
+             (int)sig);
+    event_base_loopbreak(srv->base);
+}
+
+/* Nothing ever arrives unasked: readable means the keeper died or broke the protocol. */
+static void on_keeper_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    log_error("the keeper hung up; stopping");
+    event_base_loopbreak(srv->base);
+}
+
+static int hello(struct server *srv, err_t *err)
+{
+    struct proto_hello h = {.version = PROTO_VERSION};
+    struct proto_result res;
+    return keeper_call(srv, PROTO_HELLO, &h, sizeof h, &res, NULL, 0, err);
+}
+
+static int serve(struct server *srv, int tcp_fd, int unix_fd)
+{
+    srv->http = evhttp_new(srv->base);
+    if (!srv->http) return -ENOMEM;
+    evhttp_set_max_body_size(srv->http, API_MAX_FILE_BODY);
+    evhttp_set_max_headers_size(srv->http, 64 * 1024);
+    evhttp_set_timeout(srv->http, 120);
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE);
+    if ((tcp_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, tcp_fd)) ||
+        (unix_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, unix_fd)))
+        return -EIO;
+    api_attach(srv->http, srv);
+    struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
+                            evsignal_new(srv->base, SIGINT, on_signal, srv),
+                            event_new(srv->base, srv->keeper, EV_READ | EV_PERSIST,
+                                      on_keeper_readable, srv)};
+    for (size_t i = 0; i < ARRAY_LEN(sigs); i++) event_add(sigs[i], NULL);
+    log_info("serving the API on %s and its socket", srv->cfg.listen);
+    event_base_dispatch(srv->base);
+    for (size_t i = 0; i < ARRAY_LEN(sigs); i++) event_free(sigs[i]);
+    evhttp_free(srv->http);
+    return 0;
+}
+
+int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd)
+{
+    struct server srv = {.cfg = *cfg, .keeper = keeper_sock};
+    err_t err = {0};
+    signal(SIGPIPE, SIG_IGN);
+    srv.base = event_base_new();
+    int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
+    if (r == 0) r = hello(&srv, &err);
+    if (r == 0) r = restore(&srv, &err);
+    if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
+    if (r < 0) log_error("server: %s", err.msg[0] ? err.msg : strerror(-r));
+    while (srv.sandboxes) {
+        struct sbx *sb = srv.sandboxes;
+        srv.sandboxes = sb->next;
+        sbx_free(sb);
+    }
+    store_close(srv.store);
+    if (srv.base) event_base_free(srv.base);
+    close(keeper_sock);
+    return r < 0 ? 1 : 0;
+}

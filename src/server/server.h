@@ -1,0 +1,56 @@
+/* server: the unprivileged half of runtimed. It owns the event loop, the state
+ * (store), the registry of sandboxes and the connection to the keeper; the API
+ * (api.h) and, later, the gateway and egress proxy run on its loop. */
+#ifndef RUNTIME_SERVER_H
+#define RUNTIME_SERVER_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+#include "../proto/proto.h"
+
+struct server_config {
+    char state_dir[512];
+    char db_path[600];
+    char admin_key[80];
+    char public_url[256];
+    char listen[128];
+    uint32_t max_sandboxes;
+};
+
+/* A sandbox as the server knows it. spec is the normalized API settings object
+ * (name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network). */
+struct sbx {
+    char id[PROTO_ID_LEN];
+    uint32_t slot;
+    char status[16];
+    int64_t created_ms;
+    json_t *spec; /* owned */
+    struct sbx *next;
+};
+
+struct server;
+struct event_base;
+
+/* Runs until SIGTERM/SIGINT or the keeper hangs up. Takes ownership of the fds. */
+int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd);
+
+struct event_base *server_base(struct server *srv);
+const struct server_config *server_config(struct server *srv);
+
+/* Registry. Lookups take an id or a name. */
+struct sbx *server_sandbox_find(struct server *srv, const char *id_or_name);
+struct sbx *server_sandbox_first(struct server *srv);
+/* Creates from a normalized spec (taken); 0 with *out set, or negative with err. */
+int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err);
+int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err);
+
+/* Keeper calls on behalf of the API. */
+int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
+                const char *const *env, const char *cwd, uint32_t timeout_ms, int fds[4],
+                err_t *err);
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
+                     err_t *err);
+
+#endif

@@ -1,0 +1,143 @@
+#include "store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct store {
+    sqlite3 *db;
+};
+
+static const char *const schema =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;" /* acknowledged means on disk, even after a power cut */
+    "PRAGMA foreign_keys=ON;"
+    "CREATE TABLE IF NOT EXISTS sandboxes ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT UNIQUE,"
+    "  slot INTEGER NOT NULL UNIQUE,"
+    "  status TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  spec TEXT NOT NULL);";
+
+static int db_error(sqlite3 *db, err_t *err, const char *what)
+{
+    int code = sqlite3_extended_errcode(db);
+    int r = (code & 0xff) == SQLITE_CONSTRAINT ? -EEXIST : -EIO;
+    return err_set(err, r, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+int store_open(const char *path, struct store **out, err_t *err)
+{
+    struct store *st = calloc(1, sizeof *st);
+    if (!st) return err_set(err, -ENOMEM, "out of memory");
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
+        int r = err_set(err, -EIO, "cannot open the database %s: %s", path,
+                        st->db ? sqlite3_errmsg(st->db) : "out of memory");
+        store_close(st);
+        return r;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    char *msg = NULL;
+    if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        int r = err_set(err, -EIO, "cannot prepare the database %s: %s", path, msg);
+        sqlite3_free(msg);
+        store_close(st);
+        return r;
+    }
+    *out = st;
+    return 0;
+}
+
+void store_close(struct store *st)
+{
+    if (!st) return;
+    sqlite3_close(st->db);
+    free(st);
+}
+
+/* Runs one statement with text/int parameters given as a format: 't' text, 'i' int64. */
+static int run(struct store *st, err_t *err, const char *what, const char *sql, const char *fmt,
+               ...)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, what);
+    va_list ap;
+    va_start(ap, fmt);
+    for (int i = 0; fmt[i]; i++) {
+        if (fmt[i] == 't') {
+            const char *s = va_arg(ap, const char *);
+            if (s) sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT);
+            else sqlite3_bind_null(stmt, i + 1);
+        } else {
+            sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
+        }
+    }
+    va_end(ap);
+    int rc = sqlite3_step(stmt);
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, what);
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err)
+{
+    return run(st, err, "saving the sandbox",
+               "INSERT INTO sandboxes(id,name,slot,status,created_ms,spec) VALUES(?,?,?,?,?,?)",
+               "ttitit", sb->id, sb->name, (int64_t)sb->slot, sb->status, sb->created_ms,
+               sb->spec_json);
+}
+
+int store_sandbox_set_status(struct store *st, const char *id, const char *status, err_t *err)
+{
+    return run(st, err, "saving the sandbox status", "UPDATE sandboxes SET status=? WHERE id=?",
+               "tt", status, id);
+}
+
+int store_sandbox_delete(struct store *st, const char *id, err_t *err)
+{
+    return run(st, err, "deleting the sandbox", "DELETE FROM sandboxes WHERE id=?", "t", id);
+}
+
+static char *dup_col(sqlite3_stmt *stmt, int col)
+{
+    const unsigned char *t = sqlite3_column_text(stmt, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+int store_sandbox_each(struct store *st, int (*fn)(const struct store_sandbox *sb, void *arg),
+                       void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT id,name,slot,status,created_ms,spec FROM sandboxes "
+                      "ORDER BY created_ms, id";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading sandboxes");
+    int r = 0, rc;
+    while (r == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct store_sandbox sb = {0};
+        const unsigned char *id = sqlite3_column_text(stmt, 0);
+        str_copy(sb.id, sizeof sb.id, id ? (const char *)id : "");
+        sb.name = dup_col(stmt, 1);
+        sb.slot = (uint32_t)sqlite3_column_int64(stmt, 2);
+        const unsigned char *status = sqlite3_column_text(stmt, 3);
+        str_copy(sb.status, sizeof sb.status, status ? (const char *)status : "failed");
+        sb.created_ms = sqlite3_column_int64(stmt, 4);
+        sb.spec_json = dup_col(stmt, 5);
+        r = fn(&sb, arg);
+        store_sandbox_clear(&sb);
+    }
+    if (r == 0 && rc != SQLITE_DONE) r = db_error(st->db, err, "reading sandboxes");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+void store_sandbox_clear(struct store_sandbox *sb)
+{
+    free(sb->name);
+    free(sb->spec_json);
+    sb->name = sb->spec_json = NULL;
+}

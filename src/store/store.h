@@ -1,0 +1,35 @@
+/* store: the server's durable state in SQLite (WAL). Everything acknowledged to a
+ * client is committed here first, so a SIGKILL loses nothing that was answered. */
+#ifndef RUNTIME_STORE_H
+#define RUNTIME_STORE_H
+
+#include <stdint.h>
+
+#include "../common/common.h"
+
+struct store;
+
+/* A sandbox row. spec_json is the API's view of the sandbox's settings (name,
+ * limits, labels, env, network) as JSON text, owned by the row. */
+struct store_sandbox {
+    char id[32];
+    char *name;      /* NULL when unnamed */
+    uint32_t slot;   /* host uid range index */
+    char status[16]; /* creating|running|paused|stopped|failed */
+    int64_t created_ms;
+    char *spec_json;
+};
+
+int store_open(const char *path, struct store **out, err_t *err);
+void store_close(struct store *st);
+
+/* Inserts; -EEXIST when id, name or slot is taken. */
+int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err);
+int store_sandbox_set_status(struct store *st, const char *id, const char *status, err_t *err);
+int store_sandbox_delete(struct store *st, const char *id, err_t *err);
+/* Calls fn for each row in creation order; the row is borrowed for the call. */
+int store_sandbox_each(struct store *st, int (*fn)(const struct store_sandbox *sb, void *arg),
+                       void *arg, err_t *err);
+void store_sandbox_clear(struct store_sandbox *sb); /* frees name and spec_json */
+
+#endif
