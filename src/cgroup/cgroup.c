@@ -204,8 +204,10 @@ static int cg_init(struct cgroup *cg, const char *name, err_t *err)
                        name ? name : "(null)", CG_NAME_MAX);
     int v = cgroup_version();
     if (v < 0)
-        return err_set(err, v, "no cgroup hierarchy found under %s: mount cgroup2 there, or the "
-                               "v1 memory, cpu, cpuacct, pids and freezer hierarchies", cg_root);
+        return err_set(err, v,
+                       "no cgroup hierarchy found under %s: mount cgroup2 there, or the "
+                       "v1 memory, cpu, cpuacct, pids and freezer hierarchies",
+                       cg_root);
     memset(cg, 0, sizeof *cg);
     cg->version = v;
     str_copy(cg->name, sizeof cg->name, name);
@@ -259,8 +261,10 @@ static int make_dirs(struct cgroup *cg, bool *created, err_t *err)
         char parent[CG_PATH_MAX];
         parent_dir(parent, cg->version, i); /* fits: cg_init built a longer path */
         if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-            return err_set(err, -errno, "creating %s: %s; is the cgroup hierarchy mounted "
-                                        "read-write, and are we root?", parent, strerror(errno));
+            return err_set(err, -errno,
+                           "creating %s: %s; is the cgroup hierarchy mounted "
+                           "read-write, and are we root?",
+                           parent, strerror(errno));
         if (mkdir(cg->dirs[i], 0755) == 0) {
             created[i] = true;
         } else if (errno != EEXIST) {
@@ -283,8 +287,7 @@ int cgroup_create(const char *name, const struct cgroup_limits *lim, struct cgro
         return err_wrap(err, "creating cgroup %s", name);
     bool created[CG_NCTRL] = {false};
     r = make_dirs(cg, created, err);
-    if (r == 0)
-        r = cg->version == 1 ? cg1_set_limits(cg, lim, err) : cg2_set_limits(cg, lim, err);
+    if (r == 0) r = cg->version == 1 ? cg1_set_limits(cg, lim, err) : cg2_set_limits(cg, lim, err);
     if (r < 0) {
         /* Never leave a fresh cgroup without its limits behind. */
         remove_created(cg, created);
@@ -310,8 +313,8 @@ int cgroup_open(const char *name, struct cgroup **out, err_t *err)
             return 0;
         }
     }
-    return err_set(err, -ENOENT, "no cgroup %s (looked for %s): create it with cgroup_create",
-                   name, cg->dirs[0]);
+    return err_set(err, -ENOENT, "no cgroup %s (looked for %s): create it with cgroup_create", name,
+                   cg->dirs[0]);
 }
 
 void cgroup_free(struct cgroup *cg)
@@ -341,7 +344,8 @@ int cgroup_procs_fds(struct cgroup *cg, int *fds, int max)
         fds[i] = r < 0 ? -1 : open(path, O_WRONLY | O_CLOEXEC);
         if (fds[i] < 0) {
             r = r < 0 ? r : -errno;
-            while (i-- > 0) close(fds[i]);
+            while (i-- > 0)
+                close(fds[i]);
             return r;
         }
     }
@@ -446,9 +450,12 @@ int cgi_kill_listed(struct cgroup *cg)
      * task in some of them only. */
     for (int d = 0; d < cg->ndirs; d++) {
         int n = kill_dir(cg->dirs[d], self);
-        if (n == -ENOENT) missing++;
-        else if (n < 0) return n;
-        else total += n;
+        if (n == -ENOENT)
+            missing++;
+        else if (n < 0)
+            return n;
+        else
+            total += n;
     }
     return missing == cg->ndirs ? -ENOENT : total;
 }
@@ -457,8 +464,10 @@ int cgi_kill_frozen(struct cgroup *cg)
 {
     /* Frozen, nothing can fork while we read the list. If freezing fails we kill
      * anyway; cgroup_kill_all keeps killing until the cgroup is empty. */
-    if (cg->version == 1) cg1_freeze(cg, true, NULL);
-    else cg2_freeze(cg, true, NULL);
+    if (cg->version == 1)
+        cg1_freeze(cg, true, NULL);
+    else
+        cg2_freeze(cg, true, NULL);
     int r = cgi_kill_listed(cg);
     /* A frozen task only dies once thawed (v1). */
     int t = cg->version == 1 ? cg1_freeze(cg, false, NULL) : cg2_freeze(cg, false, NULL);
@@ -474,7 +483,9 @@ static int killed_all(struct cgroup *cg)
 int cgroup_kill_all(struct cgroup *cg)
 {
     int r = cg->version == 1 ? cgi_kill_frozen(cg) : cg2_kill_all(cg);
-    if (r < 0 && r != -ENOENT) return r;
+    if (r < 0 && r != -ENOENT)
+        log_debug("cgroup %s: first kill pass: %s; killing one by one", cg->name, strerror(-r));
+    /* Whatever that pass managed, what counts is that the cgroup ends up empty. */
     r = cgi_poll(killed_all, cg, CG_KILL_TIMEOUT_MS);
     if (r == -ENOENT) return 0; /* already destroyed */
     return r == -ETIMEDOUT ? -EBUSY : r;
@@ -523,8 +534,10 @@ int cgroup_destroy(struct cgroup *cg, err_t *err)
      * still runs tasks would be neither usable nor gone. */
     for (int i = 0; i < cg->ndirs; i++)
         if (dir_has_tasks(cg->dirs[i]))
-            return err_set(err, -EBUSY, "removing cgroup %s: %s still lists tasks; kill them "
-                                        "first with cgroup_kill_all", cg->name, cg->dirs[i]);
+            return err_set(err, -EBUSY,
+                           "removing cgroup %s: %s still lists tasks; kill them "
+                           "first with cgroup_kill_all",
+                           cg->name, cg->dirs[i]);
     int first = 0;
     for (int i = 0; i < cg->ndirs; i++) {
         int r = rmdir_retry(cg->dirs[i]);
@@ -585,7 +598,8 @@ int cgroup_list(void (*fn)(const char *name, void *arg), void *arg)
         if (r == 0) r = scan_parent(parent, &s);
     }
     if (r == 0) {
-        for (size_t i = 0; i < s.n; i++) fn(s.names[i], arg);
+        for (size_t i = 0; i < s.n; i++)
+            fn(s.names[i], arg);
         r = (int)s.n;
     }
     free(s.names);

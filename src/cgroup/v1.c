@@ -11,8 +11,10 @@ static int set_memory(struct cgroup *cg, uint64_t bytes, err_t *err)
 {
     const char *dir = cgi_dir(cg, CG_MEMORY);
     char v[32];
-    if (bytes) snprintf(v, sizeof v, "%" PRIu64, bytes);
-    else str_copy(v, sizeof v, "-1");
+    if (bytes)
+        snprintf(v, sizeof v, "%" PRIu64, bytes);
+    else
+        str_copy(v, sizeof v, "-1");
     /* memsw (memory+swap) exists only with swap accounting; it must stay >=
      * limit_in_bytes, so it goes second. Raising the limit of a reused cgroup
      * fails that way round (EINVAL), so then memsw goes first as well. */
@@ -24,8 +26,10 @@ static int set_memory(struct cgroup *cg, uint64_t bytes, err_t *err)
         r = cgi_write(dir, "memory.limit_in_bytes", v);
     }
     if (r < 0)
-        return err_set(err, r, "writing \"%s\" to %s/memory.limit_in_bytes: %s; is the memory "
-                               "in use above the new limit?", v, dir, strerror(-r));
+        return err_set(err, r,
+                       "writing \"%s\" to %s/memory.limit_in_bytes: %s; is the memory "
+                       "in use above the new limit?",
+                       v, dir, strerror(-r));
     return memsw ? cgi_write_err(dir, "memory.memsw.limit_in_bytes", v, err) : 0;
 }
 
@@ -36,8 +40,10 @@ static int set_cpu(struct cgroup *cg, uint32_t milli, err_t *err)
     snprintf(v, sizeof v, "%d", CG_CPU_PERIOD_US);
     int r = cgi_write_err(dir, "cpu.cfs_period_us", v, err);
     if (r < 0) return r;
-    if (milli) snprintf(v, sizeof v, "%" PRIu64, (uint64_t)milli * (CG_CPU_PERIOD_US / 1000));
-    else str_copy(v, sizeof v, "-1");
+    if (milli)
+        snprintf(v, sizeof v, "%" PRIu64, (uint64_t)milli * (CG_CPU_PERIOD_US / 1000));
+    else
+        str_copy(v, sizeof v, "-1");
     return cgi_write_err(dir, "cpu.cfs_quota_us", v, err);
 }
 
@@ -47,8 +53,10 @@ int cg1_set_limits(struct cgroup *cg, const struct cgroup_limits *lim, err_t *er
     if (r == 0) r = set_cpu(cg, lim->cpu_milli, err);
     if (r == 0) {
         char v[32];
-        if (lim->pids_max) snprintf(v, sizeof v, "%" PRIu32, lim->pids_max);
-        else str_copy(v, sizeof v, "max");
+        if (lim->pids_max)
+            snprintf(v, sizeof v, "%" PRIu32, lim->pids_max);
+        else
+            str_copy(v, sizeof v, "max");
         r = cgi_write_err(cgi_dir(cg, CG_PIDS), "pids.max", v, err);
     }
     return r;
@@ -93,7 +101,8 @@ int cg1_freeze(struct cgroup *cg, bool frozen, err_t *err)
 int cg1_stats(struct cgroup *cg, struct cgroup_stats *st)
 {
     int r = cgi_read_u64(cgi_dir(cg, CG_CPUACCT), "cpuacct.usage", &st->cpu_ns);
-    if (r == 0) r = cgi_read_u64(cgi_dir(cg, CG_MEMORY), "memory.usage_in_bytes", &st->memory_bytes);
+    if (r == 0)
+        r = cgi_read_u64(cgi_dir(cg, CG_MEMORY), "memory.usage_in_bytes", &st->memory_bytes);
     if (r == 0) r = cgi_read_u64(cgi_dir(cg, CG_PIDS), "pids.current", &st->pids);
     if (r == 0) {
         r = is_frozen(cg);

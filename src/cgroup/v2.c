@@ -38,15 +38,17 @@ static int enable_ctrl(const char *root, const char *parent, const char *c, err_
     int r = has_word(parent, "cgroup.controllers", c);
     if (r == 0) r = cgi_write(root, "cgroup.subtree_control", plus);
     if (r < 0)
-        return err_set(err, r, "enabling the %s controller for %s (writing \"%s\" to "
-                               "%s/cgroup.subtree_control): %s; the kernel or the cgroup above "
-                               "does not offer it, or %s holds processes",
+        return err_set(err, r,
+                       "enabling the %s controller for %s (writing \"%s\" to "
+                       "%s/cgroup.subtree_control): %s; the kernel or the cgroup above "
+                       "does not offer it, or %s holds processes",
                        c, parent, plus, root, strerror(-r), root);
     r = has_word(parent, "cgroup.subtree_control", c);
     if (r == 0) r = cgi_write(parent, "cgroup.subtree_control", plus);
     if (r < 0)
-        return err_set(err, r, "writing \"%s\" to %s/cgroup.subtree_control: %s; %s must hold "
-                               "no processes (move them to a leaf cgroup)",
+        return err_set(err, r,
+                       "writing \"%s\" to %s/cgroup.subtree_control: %s; %s must hold "
+                       "no processes (move them to a leaf cgroup)",
                        plus, parent, strerror(-r), parent);
     return 0;
 }
@@ -57,8 +59,10 @@ int cg2_prepare_parent(err_t *err)
     char parent[CG_PATH_MAX];
     snprintf(parent, sizeof parent, "%s/" CG_PARENT, root);
     if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-        return err_set(err, -errno, "creating %s: %s; is cgroup2 mounted read-write at %s, and "
-                                    "are we root?", parent, strerror(errno), root);
+        return err_set(err, -errno,
+                       "creating %s: %s; is cgroup2 mounted read-write at %s, and "
+                       "are we root?",
+                       parent, strerror(errno), root);
     unsigned want = cgi_v2_ctrls();
     for (size_t i = 0; i < ARRAY_LEN(ctrls); i++) {
         if (!(want & ctrls[i].bit)) continue;
@@ -79,8 +83,10 @@ void cg2_cpu_max_text(char *out, size_t size, uint32_t milli)
 
 static void max_or_number(char *out, size_t size, uint64_t v)
 {
-    if (v) snprintf(out, size, "%" PRIu64, v);
-    else str_copy(out, size, "max");
+    if (v)
+        snprintf(out, size, "%" PRIu64, v);
+    else
+        str_copy(out, size, "max");
 }
 
 int cg2_set_limits(struct cgroup *cg, const struct cgroup_limits *lim, err_t *err)

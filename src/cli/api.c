@@ -72,7 +72,7 @@ int api_json(struct cli *c, const char *method, const char *path, json_t *body, 
                            .body = text,
                            .body_len = text ? strlen(text) : 0,
                            .sink_fd = -1};
-    struct http_resp resp;
+    struct http_resp resp = {0};
     int r = api_call(c, &req, &resp);
     free(text);
     if (r) return r;

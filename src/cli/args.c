@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void args_init(struct args *a, int argc, char **argv, const char *cmd,
-               const struct opt_spec *opts)
+void args_init(struct args *a, int argc, char **argv, const char *cmd, const struct opt_spec *opts)
 {
     *a = (struct args){.argc = argc, .argv = argv, .cmd = cmd, .opts = opts};
 }
@@ -94,8 +93,7 @@ int parse_decimal(const char *cmd, const char *opt, const char *s, double *out)
     *out = v;
     return 0;
 bad:
-    return cli_usage_error(cmd, "bad value '%s' for --%s: expected a number like 2 or 0.5", s,
-                           opt);
+    return cli_usage_error(cmd, "bad value '%s' for --%s: expected a number like 2 or 0.5", s, opt);
 }
 
 int parse_kv_into(const char *cmd, const char *opt, const char *s, json_t *obj)

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../common/common.h"
 
@@ -52,8 +53,7 @@ struct args {
     const struct opt_spec *more; /* a second table (run = its own + create's), or NULL */
     const char *val;             /* option value or positional argument */
 };
-void args_init(struct args *a, int argc, char **argv, const char *cmd,
-               const struct opt_spec *opts);
+void args_init(struct args *a, int argc, char **argv, const char *cmd, const struct opt_spec *opts);
 /* Next option id, or ARG_POS (a->val), ARG_REST (a->i is after "--"), ARG_END, ARG_HELP,
  * ARG_BAD (usage error already printed). */
 int args_next(struct args *a);
@@ -76,7 +76,7 @@ struct http_req {
     const char *content_type;
     const char *body; /* may be NULL */
     size_t body_len;
-    int sink_fd;       /* >= 0: a 2xx answer's body is written here instead of collected */
+    int sink_fd;        /* >= 0: a 2xx answer's body is written here instead of collected */
     bool interruptible; /* abort when a signal set http_interrupted */
 };
 struct http_resp {
@@ -100,20 +100,20 @@ int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp);
 int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out);
 /* "/v1/sandboxes/<encoded id><suffix>"; malloc'd. */
 char *api_sandbox_path(const char *id, const char *suffix);
-/* Appends the percent-encoding of s (keeping unreserved characters and those in keep). */
+/* Percent-encodes s, keeping unreserved characters and those in keep; malloc'd. */
 char *url_encode(const char *s, const char *keep);
 /* Prints the body as received, with a final newline. */
 void print_raw_json(const struct http_resp *r);
 int parse_json_body(const struct http_resp *r, json_t **out);
 
 /* ---- commands ---- */
-int cmd_sandbox(struct cli *c, int argc, char **argv);      /* sandbox.c */
+int cmd_sandbox(struct cli *c, int argc, char **argv);        /* sandbox.c */
 int cmd_sandbox_create(struct cli *c, int argc, char **argv); /* create.c */
-int cmd_sandbox_run(struct cli *c, int argc, char **argv);  /* run.c */
-int cmd_sandbox_exec(struct cli *c, int argc, char **argv); /* exec.c */
-int cmd_sandbox_cp(struct cli *c, int argc, char **argv);   /* cp.c */
-int cmd_pending(const char *cmd, int argc, char **argv);    /* pending.c */
-const char *pending_usage(const char *cmd);                 /* pending.c */
+int cmd_sandbox_run(struct cli *c, int argc, char **argv);    /* run.c */
+int cmd_sandbox_exec(struct cli *c, int argc, char **argv);   /* exec.c */
+int cmd_sandbox_cp(struct cli *c, int argc, char **argv);     /* cp.c */
+int cmd_pending(const char *cmd, int argc, char **argv);      /* pending.c */
+const char *pending_usage(const char *cmd);                   /* pending.c */
 
 /* create.c: the options `sandbox create` and `sandbox run` share. */
 extern const struct opt_spec create_opt_specs[];

@@ -52,9 +52,9 @@ static int key_from_file(struct cli *c)
     int r = read_file_small(path, c->key, sizeof c->key);
     if (r < 0) {
         const char *hint = c->state_dir_given ? "" : "RUNTIME_API_KEY is not set and ";
-        return cli_error("no API key: %s%s cannot be read (%s); set RUNTIME_API_KEY, point "
-                         "--state-dir or RUNTIME_STATE_DIR at the daemon's state directory, or "
-                         "run as a user who can read it",
+        return cli_error("no API key: %s%s cannot be read (%s); set RUNTIME_API_KEY, or point "
+                         "--state-dir or RUNTIME_STATE_DIR at the directory where runtimed "
+                         "wrote it on first start, or run as a user who can read it",
                          hint, path, strerror(-r));
     }
     trim_end(c->key);

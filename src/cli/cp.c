@@ -69,8 +69,7 @@ static int read_local(const char *local, char **buf, size_t *len)
     if (r == 0 && S_ISDIR(st.st_mode)) r = -EISDIR;
     if (r == 0) r = read_fd_all(fd, MAX_UPLOAD, buf, len);
     if (fd > 0) close(fd);
-    if (r == -EISDIR)
-        return cli_error("%s is a directory; cp copies one file at a time", local);
+    if (r == -EISDIR) return cli_error("%s is a directory; cp copies one file at a time", local);
     if (r == -EFBIG) return cli_error("%s is over 1 GiB, too big to copy", local);
     if (r < 0) return cli_error("cannot read %s: %s", local, strerror(-r));
     return 0;
@@ -86,9 +85,12 @@ static int upload(struct cli *c, const char *local, const char *dst)
     int ret = read_local(local, &buf, &len);
     if (ret == 0 && !(path = files_path(&r))) ret = cli_error("out of memory");
     if (ret == 0) {
-        struct http_req req = {.method = "PUT", .path = path,
-                               .content_type = "application/octet-stream", .body = buf,
-                               .body_len = len, .sink_fd = -1};
+        struct http_req req = {.method = "PUT",
+                               .path = path,
+                               .content_type = "application/octet-stream",
+                               .body = buf,
+                               .body_len = len,
+                               .sink_fd = -1};
         struct http_resp resp = {0};
         ret = api_call(c, &req, &resp);
         http_resp_free(&resp);

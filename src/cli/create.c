@@ -18,9 +18,9 @@ enum {
 };
 
 const struct opt_spec create_opt_specs[] = {
-    {"name", true, C_NAME},         {"memory", true, C_MEMORY}, {"cpus", true, C_CPUS},
-    {"disk", true, C_DISK},         {"idle-pause", true, C_IDLE}, {"label", true, C_LABEL},
-    {"env", true, C_ENV},           {"allow", true, C_ALLOW},   {"no-internet", false, C_NO_INTERNET},
+    {"name", true, C_NAME}, {"memory", true, C_MEMORY},   {"cpus", true, C_CPUS},
+    {"disk", true, C_DISK}, {"idle-pause", true, C_IDLE}, {"label", true, C_LABEL},
+    {"env", true, C_ENV},   {"allow", true, C_ALLOW},     {"no-internet", false, C_NO_INTERNET},
     {NULL, false, 0},
 };
 

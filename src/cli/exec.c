@@ -11,7 +11,9 @@
 #define MAX_STDIN (64u << 20)
 
 static const struct opt_spec exec_specs[] = {
-    {"env", true, EXEC_ENV}, {"cwd", true, EXEC_CWD}, {"timeout", true, EXEC_TIMEOUT},
+    {"env", true, EXEC_ENV},
+    {"cwd", true, EXEC_CWD},
+    {"timeout", true, EXEC_TIMEOUT},
     {NULL, false, 0},
 };
 
@@ -145,10 +147,12 @@ static int scan(struct args *a, struct exec_opts *o, const char **sid)
     while ((id = args_next(a)) != ARG_END && id != ARG_REST) {
         if (id == ARG_HELP) return usage_print(a->cmd, stdout), -1;
         if (id == ARG_BAD) return EXIT_USAGE;
-        if (id == ARG_POS && !*sid && *a->val) *sid = a->val;
+        if (id == ARG_POS && !*sid && *a->val)
+            *sid = a->val;
         else if (id == ARG_POS)
             return cli_usage_error(a->cmd, "unexpected '%s'; put the command after --", a->val);
-        else if (exec_apply(a->cmd, o, id, a->val)) return EXIT_USAGE;
+        else if (exec_apply(a->cmd, o, id, a->val))
+            return EXIT_USAGE;
     }
     if (!*sid) return cli_usage_error(a->cmd, "missing the sandbox ID (an id or name)");
     if (id != ARG_REST || a->i >= a->argc)

@@ -114,7 +114,8 @@ static char *make_url(struct cli *c, const char *path)
 {
     const char *base = c->api_url ? c->api_url : "http://localhost";
     size_t bl = strlen(base);
-    while (bl > 0 && base[bl - 1] == '/') bl--;
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
     size_t n = bl + strlen(path) + 1;
     char *url = malloc(n);
     if (url) snprintf(url, n, "%.*s%s", (int)bl, base, path);
@@ -155,8 +156,14 @@ static int report_failure(struct cli *c, struct xfer *x, CURLcode rc, const char
     curl_easy_getinfo(x->h, CURLINFO_OS_ERRNO, &os_errno);
     if (rc == CURLE_ABORTED_BY_CALLBACK) return cli_error("interrupted");
     if (x->sink_err) return cli_error("cannot write the file: %s", strerror(x->sink_err));
-    if (rc == CURLE_WRITE_ERROR) return cli_error("the daemon's answer is too big or out of memory");
-    const char *why = os_errno ? strerror((int)os_errno) : (*errbuf ? errbuf : curl_easy_strerror(rc));
+    if (rc == CURLE_WRITE_ERROR)
+        return cli_error("the daemon's answer is too big or out of memory");
+    const char *why =
+        os_errno ? strerror((int)os_errno) : (*errbuf ? errbuf : curl_easy_strerror(rc));
+    if (rc == CURLE_COULDNT_CONNECT && os_errno == EACCES)
+        return cli_error("cannot reach the daemon at %s: %s; the socket is for root: run as "
+                         "root, or set RUNTIME_API_URL and RUNTIME_API_KEY",
+                         conn_where(c), why);
     if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
         rc == CURLE_OPERATION_TIMEDOUT)
         return cli_error("cannot reach the daemon at %s: %s; is runtimed running? set "

@@ -40,8 +40,8 @@ int tmpfile_open(struct tmpfile *t, const char *target)
     const char *slash = strrchr(target, '/');
     int dirlen = slash ? (int)(slash - target + 1) : 0;
     snprintf(t->target, sizeof t->target, "%s", target);
-    int n = snprintf(t->tmp, sizeof t->tmp, "%.*s.%s.runtime-XXXXXX", dirlen, target,
-                     target + dirlen);
+    int n =
+        snprintf(t->tmp, sizeof t->tmp, "%.*s.%s.runtime-XXXXXX", dirlen, target, target + dirlen);
     if (n < 0 || (size_t)n >= sizeof t->tmp || strlen(target) >= sizeof t->target)
         return -ENAMETOOLONG;
     t->fd = mkostemp(t->tmp, O_CLOEXEC);

@@ -30,9 +30,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 enum { G_API_URL, G_SOCKET, G_STATE_DIR, G_VERSION };
 
 static const struct opt_spec global_opts[] = {
-    {"api-url", true, G_API_URL},     {"socket", true, G_SOCKET},
-    {"state-dir", true, G_STATE_DIR}, {"version", false, G_VERSION},
-    {NULL, false, 0},
+    {"api-url", true, G_API_URL},  {"socket", true, G_SOCKET}, {"state-dir", true, G_STATE_DIR},
+    {"version", false, G_VERSION}, {NULL, false, 0},
 };
 
 static int print_usage(const char *cmd)
@@ -49,8 +48,7 @@ static int cmd_help(int argc, char **argv)
         size_t n = strlen(topic);
         snprintf(topic + n, sizeof topic - n, "%s%s", n ? " " : "", argv[i]);
     }
-    if (!usage_print(topic, stdout))
-        return cli_usage_error("", "no help for '%s'", topic);
+    if (!usage_print(topic, stdout)) return cli_usage_error("", "no help for '%s'", topic);
     return EXIT_OK;
 }
 

@@ -15,11 +15,12 @@ static const struct pending pending[] = {
     {"sandbox network", "Usage: runtime sandbox network ID [--internet on|off] [--allow HOST]... "
                         "[--clear]\n"},
     {"sandbox events", "Usage: runtime sandbox events ID [--follow] [--json]\n"},
-    {"sandbox mcp", "Usage: runtime sandbox mcp catalog [--json]\n"
-                    "       runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
-                    "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
-                    "       runtime sandbox mcp ID [--json]\n"
-                    "       runtime sandbox mcp ID stop SERVER\n"},
+    {"sandbox mcp",
+     "Usage: runtime sandbox mcp catalog [--json]\n"
+     "       runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
+     "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
+     "       runtime sandbox mcp ID [--json]\n"
+     "       runtime sandbox mcp ID stop SERVER\n"},
     {"secret", "Usage: runtime secret set NAME --host HOST... [--method M]... [--path GLOB]...\n"
                "                         (value on stdin, or --from-env VAR)\n"
                "       runtime secret list [--json]\n"
@@ -48,6 +49,7 @@ int cmd_pending(const char *cmd, int argc, char **argv)
     for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (p && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
             fputs(p->usage, stdout);
+            puts("\n(not available in this version of runtime)");
             return EXIT_OK;
         }
     }

@@ -28,43 +28,55 @@ static int add_label(FILE *q, const char *kv, bool first)
 static int print_list(struct cli *c, const char *path, bool json)
 {
     struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp;
+    struct http_resp resp = {0};
     json_t *list = NULL;
     int r = api_call(c, &req, &resp);
     if (r) return r;
-    if (json) print_raw_json(&resp);
+    if (json)
+        print_raw_json(&resp);
     else if (!(r = parse_json_body(&resp, &list))) {
-        if (json_is_array(list)) show_table(list);
-        else r = cli_error("the daemon's answer is not a list of sandboxes; is that runtimed?");
+        if (json_is_array(list))
+            show_table(list);
+        else
+            r = cli_error("the daemon's answer is not a list of sandboxes; is that runtimed?");
     }
     json_decref(list);
     http_resp_free(&resp);
     return r;
 }
 
+/* Builds "/v1/sandboxes?label=..." from the options. Returns -1 after printing help. */
+static int scan_list(struct args *a, FILE *q, bool *json)
+{
+    int id, n = 0;
+    fputs("/v1/sandboxes", q);
+    while ((id = args_next(a)) != ARG_END) {
+        if (id == ARG_HELP) return usage_print(a->cmd, stdout), -1;
+        if (id == ARG_BAD) return EXIT_USAGE;
+        if (id == O_JSON)
+            *json = true;
+        else if (id != O_LABEL)
+            return cli_usage_error(a->cmd, "unexpected argument '%s'", a->argv[a->i - 1]);
+        else if (add_label(q, a->val, n++ == 0))
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
     char *path = NULL;
     size_t len = 0;
+    bool json = false;
+    struct args a;
     FILE *q = open_memstream(&path, &len);
     if (!q) return cli_error("out of memory");
-    fputs("/v1/sandboxes", q);
-    struct args a;
-    bool json = false, first = true;
-    int id, r = 0;
     args_init(&a, argc, argv, "sandbox list", list_opts);
-    while (r == 0 && (id = args_next(&a)) != ARG_END) {
-        if (id == O_JSON) json = true;
-        else if (id == O_LABEL) r = add_label(q, a.val, first), first = false;
-        else if (id == ARG_HELP) r = -1;
-        else if (id == ARG_BAD) r = EXIT_USAGE;
-        else r = cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
-    }
+    int r = scan_list(&a, q, &json);
     fclose(q);
     if (r == 0) r = print_list(c, path, json);
-    else if (r == -1) r = !usage_print("sandbox list", stdout);
     free(path);
-    return r;
+    return r < 0 ? EXIT_OK : r;
 }
 
 /* Scans "ID [--json]"-shaped arguments: exactly one ID. Returns -1 after printing help. */
@@ -75,9 +87,12 @@ static int scan_one_id(struct args *a, const char **idp, bool *json)
     while ((id = args_next(a)) != ARG_END) {
         if (id == ARG_HELP) return usage_print(a->cmd, stdout), -1;
         if (id == ARG_BAD) return EXIT_USAGE;
-        if (id == O_JSON) *json = true;
-        else if (id == ARG_POS && !*idp && *a->val) *idp = a->val;
-        else return cli_usage_error(a->cmd, "unexpected argument '%s'", a->argv[a->i - 1]);
+        if (id == O_JSON)
+            *json = true;
+        else if (id == ARG_POS && !*idp && *a->val)
+            *idp = a->val;
+        else
+            return cli_usage_error(a->cmd, "unexpected argument '%s'", a->argv[a->i - 1]);
     }
     if (!*idp) return cli_usage_error(a->cmd, "missing the sandbox ID (an id or name)");
     return 0;
@@ -93,14 +108,16 @@ static int cmd_get(struct cli *c, int argc, char **argv)
     if (r) return r < 0 ? EXIT_OK : r;
     char *path = api_sandbox_path(sid, "");
     struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp;
+    struct http_resp resp = {0};
     json_t *sb = NULL;
     if (!path) return cli_error("out of memory");
     r = api_call(c, &req, &resp);
     free(path);
     if (r) return r;
-    if (json) print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &sb))) show_sandbox(sb);
+    if (json)
+        print_raw_json(&resp);
+    else if (!(r = parse_json_body(&resp, &sb)))
+        show_sandbox(sb);
     json_decref(sb);
     http_resp_free(&resp);
     return r;
@@ -131,7 +148,8 @@ static int cmd_rm(struct cli *c, int argc, char **argv)
         n++;
     }
     if (n == 0) return cli_usage_error(a.cmd, "missing the sandbox ID (an id or name)");
-    for (int i = 0; i < argc; i++) failed |= simple_call(c, "DELETE", argv[i], "") != 0;
+    for (int i = 0; i < argc; i++)
+        failed |= simple_call(c, "DELETE", argv[i], "") != 0;
     return failed ? EXIT_FAIL : EXIT_OK;
 }
 
@@ -162,9 +180,15 @@ struct sub {
 };
 
 static const struct sub subs[] = {
-    {"create", cmd_sandbox_create}, {"run", cmd_sandbox_run}, {"exec", cmd_sandbox_exec},
-    {"list", cmd_list},             {"get", cmd_get},         {"rm", cmd_rm},
-    {"pause", cmd_pause},           {"resume", cmd_resume},   {"cp", cmd_sandbox_cp},
+    {"create", cmd_sandbox_create},
+    {"run", cmd_sandbox_run},
+    {"exec", cmd_sandbox_exec},
+    {"list", cmd_list},
+    {"get", cmd_get},
+    {"rm", cmd_rm},
+    {"pause", cmd_pause},
+    {"resume", cmd_resume},
+    {"cp", cmd_sandbox_cp},
 };
 
 int cmd_sandbox(struct cli *c, int argc, char **argv)

@@ -6,8 +6,8 @@
 #include <time.h>
 
 enum { COLS = 7 };
-static const char *const heads[COLS] = {"ID", "NAME", "STATUS", "CREATED", "MEMORY", "CPUS",
-                                        "LABELS"};
+static const char *const heads[COLS] = {"ID",     "NAME", "STATUS", "CREATED",
+                                        "MEMORY", "CPUS", "LABELS"};
 
 static void num_text(json_t *v, const char *unit, char *out, size_t size)
 {
@@ -82,11 +82,16 @@ static void cell(json_t *sb, int col, char *out, size_t size)
     static const char *const keys[COLS] = {"id",        "name", "status", "createdAt",
                                            "memoryMiB", "cpus", "labels"};
     json_t *v = json_object_get(sb, keys[col]);
-    if (col == 3) age_text(v, out, size);
-    else if (col == 4) num_text(v, "MiB", out, size);
-    else if (col == 5) num_text(v, "", out, size);
-    else if (col == 6) map_text(v, ",", out, size);
-    else str_text(v, out, size);
+    if (col == 3)
+        age_text(v, out, size);
+    else if (col == 4)
+        num_text(v, "MiB", out, size);
+    else if (col == 5)
+        num_text(v, "", out, size);
+    else if (col == 6)
+        map_text(v, ",", out, size);
+    else
+        str_text(v, out, size);
     clean(out);
 }
 
@@ -97,7 +102,8 @@ void show_table(json_t *list)
     char buf[1024];
     size_t i;
     json_t *sb;
-    for (int c = 0; c < COLS; c++) width[c] = (int)strlen(heads[c]);
+    for (int c = 0; c < COLS; c++)
+        width[c] = (int)strlen(heads[c]);
     json_array_foreach(list, i, sb)
     {
         for (int c = 0; c < COLS - 1; c++) {
@@ -105,14 +111,17 @@ void show_table(json_t *list)
             if ((int)strlen(buf) > width[c]) width[c] = (int)strlen(buf);
         }
     }
-    for (int c = 0; c < COLS - 1; c++) printf("%-*s  ", width[c], heads[c]);
+    for (int c = 0; c < COLS - 1; c++)
+        printf("%-*s  ", width[c], heads[c]);
     printf("%s\n", heads[COLS - 1]);
     json_array_foreach(list, i, sb)
     {
         for (int c = 0; c < COLS; c++) {
             cell(sb, c, buf, sizeof buf);
-            if (c < COLS - 1) printf("%-*s  ", width[c], buf);
-            else printf("%s\n", buf);
+            if (c < COLS - 1)
+                printf("%-*s  ", width[c], buf);
+            else
+                printf("%s\n", buf);
         }
     }
 }
@@ -135,7 +144,8 @@ static void show_network(json_t *net)
     buf[0] = '\0';
     json_array_foreach(json_object_get(net, "allow"), i, h)
     {
-        int w = snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", json_string_value(h) ?: "");
+        int w =
+            snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "", json_string_value(h) ?: "");
         if (w < 0 || (size_t)w >= sizeof buf - n) break;
         n += (size_t)w;
     }

@@ -42,7 +42,7 @@ static const char top_usage[] =
     "  --socket PATH    the daemon's unix socket\n"
     "                   (default: $RUNTIME_SOCKET, else /run/runtime/api.sock)\n"
     "  --state-dir DIR  read the API key from DIR/admin.key\n"
-    "  -h, --help       show this help; `runtime sandbox CMD --help` for a command's\n"
+    "  -h, --help       show this help (each command has its own: runtime sandbox run --help)\n"
     "  --version        show the version\n"
     "\n"
     "The API key is $RUNTIME_API_KEY, else STATE/admin.key where STATE is --state-dir,\n"
@@ -75,7 +75,7 @@ static const char sandbox_usage[] =
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
     "  --env K=V             an environment variable; repeatable\n"                                \
     "  --allow HOST          a host the sandbox may reach; repeatable\n"                           \
-    "  --no-internet         no network access at all\n"
+    "  --no-internet         turn internet access off (network.internet = false)\n"
 
 static const char create_usage[] = "Usage: runtime sandbox create [OPTIONS]\n"
                                    "\n"
@@ -122,13 +122,14 @@ static const char get_usage[] = "Usage: runtime sandbox get ID [--json]\n"
                                 "Options:\n"
                                 "  --json        print the API's JSON\n";
 
-static const char rm_usage[] = "Usage: runtime sandbox rm ID [ID...]\n"
-                               "\n"
-                               "Deletes sandboxes and everything in them; prints each one deleted.\n";
+static const char rm_usage[] =
+    "Usage: runtime sandbox rm ID [ID...]\n"
+    "\n"
+    "Deletes sandboxes and everything in them; prints each one deleted.\n";
 
 static const char pause_usage[] = "Usage: runtime sandbox pause ID\n"
                                   "\n"
-                                  "Freezes a sandbox's processes; it is thawed by the next request.\n";
+                                  "Freezes a sandbox's processes; it keeps its memory and files.\n";
 
 static const char resume_usage[] = "Usage: runtime sandbox resume ID\n"
                                    "\n"

@@ -83,7 +83,8 @@ static pid_t fork_pause(void)
 {
     pid_t pid = fork();
     if (pid == 0) {
-        for (;;) pause();
+        for (;;)
+            pause();
     }
     return pid;
 }
@@ -101,10 +102,12 @@ static pid_t fork_busy_in(struct cgroup *cg)
         char ok = cgroup_attach_fds(fds, n, 0) == 0 ? 'y' : 'n';
         if (write(p[1], &ok, 1) != 1) _exit(1);
         volatile unsigned long spin = 0;
-        for (;;) spin++;
+        for (;;)
+            spin++;
     }
     close(p[1]);
-    for (int i = 0; i < n; i++) close(fds[i]);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
     char ok = 'n';
     if (pid > 0 && read(p[0], &ok, 1) != 1) ok = 'n';
     close(p[0]);
@@ -188,8 +191,8 @@ static struct cgroup *make(const char *tag, uint64_t mem, uint32_t milli, uint32
 
 TEST(cgroup_names_validated)
 {
-    const char *bad[] = {"", "Abc", "a/b", "..", "a.b", "a b", "a_b",
-                         "x123456789012345678901234567890a" /* 32 */};
+    const char *bad[] = {"",    "Abc", "a/b", "..",
+                         "a.b", "a b", "a_b", "x123456789012345678901234567890a" /* 32 */};
     struct cgroup_limits lim = {64 * MiB, 1000, 16};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         struct cgroup *cg = (struct cgroup *)1;
@@ -314,7 +317,8 @@ static void attach_kill_destroy(struct cgroup *cg, int *failed_)
 
     CHECK(cgroup_destroy(cg, &err) == -EBUSY); /* still has a task */
     CHECK(strstr(err.msg, "cgroup_kill_all") != NULL);
-    for (int i = 0; i < cg->ndirs; i++) CHECK(dir_exists(cg->dirs[i])); /* none removed */
+    for (int i = 0; i < cg->ndirs; i++)
+        CHECK(dir_exists(cg->dirs[i])); /* none removed */
 
     CHECK(cgroup_kill_all(cg) == 0);
     CHECK(cgroup_pids(cg, pids, 4) == 0); /* even before we reap the zombie */
@@ -379,13 +383,47 @@ TEST(cgroup_memory_limit_ooms)
         size_t size = 64 * MiB;
         char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) _exit(3);
-        for (size_t i = 0; i < size; i += 4096) p[i] = 1;
+        for (size_t i = 0; i < size; i += 4096)
+            p[i] = 1;
         _exit(0); /* the limit did not hold */
     }
     CHECK(pid > 0);
     int status = reap(pid);
     if (!killed_by_sigkill(status)) fprintf(stderr, "  child status 0x%x\n", status);
     CHECK(killed_by_sigkill(status));
+    cleanup(cg);
+}
+
+TEST(cgroup_stats_count_memory_and_pids)
+{
+    struct cgroup *cg = make("sta", 64 * MiB, 1000, 16, failed_);
+    if (!cg) return;
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        if (cgroup_attach(cg, getpid(), NULL) < 0) _exit(1);
+        size_t size = 8 * MiB;
+        char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) _exit(2);
+        for (size_t i = 0; i < size; i += 4096)
+            m[i] = 1; /* charged to the new cgroup */
+        if (write(p[1], "y", 1) != 1) _exit(3);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    char ok = 'n';
+    CHECK(pid > 0 && read(p[0], &ok, 1) == 1 && ok == 'y');
+    close(p[0]);
+    struct cgroup_stats st;
+    CHECK(cgroup_stats(cg, &st) == 0);
+    CHECK(st.memory_bytes >= 8 * MiB && st.memory_bytes < 64 * MiB);
+    CHECK(st.pids == 1);
+    CHECK(!st.frozen);
+    CHECK(cgroup_kill_all(cg) == 0);
+    CHECK(killed_by_sigkill(reap(pid)));
     cleanup(cg);
 }
 
@@ -400,7 +438,8 @@ TEST(cgroup_pids_limit)
         for (int n = 0; n < 2 * MAX; n++) {
             pid_t g = fork();
             if (g == 0) {
-                for (;;) pause();
+                for (;;)
+                    pause();
             }
             if (g < 0) _exit(errno == EAGAIN ? n : 101);
         }
@@ -444,7 +483,8 @@ TEST(cgroup_procs_fds_too_few)
     if (cg->ndirs > 1) CHECK(cgroup_procs_fds(cg, fds, cg->ndirs - 1) == -ENOBUFS);
     int n = cgroup_procs_fds(cg, fds, CGROUP_MAX_FDS);
     CHECK(n == cg->ndirs);
-    for (int i = 0; i < n; i++) close(fds[i]);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
     cleanup(cg);
 }
 
@@ -453,8 +493,7 @@ TEST(cgroup_procs_fds_too_few)
 static bool hybrid_host(void)
 {
     struct statfs sf;
-    return cgroup_version() == 1 && statfs(UNIFIED, &sf) == 0 &&
-           sf.f_type == CGROUP2_SUPER_MAGIC;
+    return cgroup_version() == 1 && statfs(UNIFIED, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC;
 }
 
 static void v2_done(void)
