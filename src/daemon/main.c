@@ -279,6 +279,8 @@ int main(int argc, char **argv)
     struct sandbox_host host = {0};
     snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
     instance_name(o.state_dir, host.instance, sizeof host.instance);
+    host.title = argv[0];
+    host.title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
     if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
         snprintf(host.ca_bundle, sizeof host.ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
     /* The server stops first and the keeper follows when its socket closes. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -48,8 +49,13 @@ static int sync_expect(int fd, const char *word, err_t *err)
 
 /* pid 1 of the sandbox: reaps whatever is reparented to it, forever. Signals
  * stay blocked, so nothing inside can stop it. */
-static void __attribute__((noreturn)) init_loop(void)
+static void __attribute__((noreturn)) init_loop(const struct sandbox_host *host)
 {
+    if (host->title && host->title_len > 0) {
+        memset(host->title, 0, host->title_len);
+        snprintf(host->title, host->title_len, "runtime-init");
+    }
+    prctl(PR_SET_NAME, "runtime-init");
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL);
@@ -85,7 +91,7 @@ static void __attribute__((noreturn)) child_main(const struct sandbox_host *host
         _exit(1);
     }
     sync_send(sync, "ready");
-    init_loop();
+    init_loop(host);
 }
 
 static int write_id_maps(pid_t pid, const struct sandbox_spec *spec, err_t *err)

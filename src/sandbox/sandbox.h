@@ -42,6 +42,8 @@ struct sandbox_host {
     char ca_bundle[512];  /* file bind-mounted as the sandbox's CA bundle */
     char instance[12];    /* 8 hex digits naming this daemon's cgroups (from its state dir),
                            * so daemons with different state dirs never touch each other's */
+    char *title;          /* the daemon's argv area, rewritten by each sandbox's pid 1 so it */
+    size_t title_len;     /* shows as runtime-init, not as the daemon's command line */
 };
 
 /* The cgroup name of sandbox id: "<instance>-<id>". */
