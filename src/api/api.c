@@ -45,7 +45,7 @@ void api_fail(struct evhttp_request *req, const err_t *err)
         {-EDQUOT, 507, "disk_full"},    {-EAGAIN, 429, "limit_reached"},
         {-EACCES, 403, "forbidden"},    {-EPERM, 403, "forbidden"},
         {-EISDIR, 400, "bad_request"},  {-ENOTDIR, 400, "bad_request"},
-        {-ELOOP, 400, "bad_request"},   {-EXDEV, 400, "bad_request"},
+        {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},   {-EXDEV, 400, "bad_request"},
         {-ENAMETOOLONG, 400, "bad_request"},
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
@@ -130,10 +130,11 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
     const char *name = json_string_value(json_object_get(spec, "name"));
     struct sbx *old = name ? server_sandbox_find(srv, name) : NULL;
     if (old) {
-        json_decref(spec);
-        if (get_or_create) return api_json(req, 200, sandbox_json(old));
-        return api_error(req, 409, "name_taken", "a sandbox named %s exists (%s); pick another "
-                         "name, remove it, or pass getOrCreate", name, old->id);
+        if (get_or_create) api_json(req, 200, sandbox_json(old));
+        else api_error(req, 409, "name_taken", "a sandbox named %s exists (%s); pick another "
+                       "name, remove it, or pass getOrCreate", name, old->id);
+        json_decref(spec); /* last: name points into it */
+        return;
     }
     struct sbx *sb = NULL;
     if (server_sandbox_create(srv, spec, &sb, &err) < 0) return api_fail(req, &err);
