@@ -186,6 +186,26 @@ int mkdir_p(const char *path, unsigned mode)
     return 0;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+void close_fds_except(const int *keep, size_t n)
+{
+    int sorted[64];
+    if (n > ARRAY_LEN(sorted)) n = ARRAY_LEN(sorted);
+    memcpy(sorted, keep, n * sizeof *keep);
+    qsort(sorted, n, sizeof *sorted, cmp_int);
+    unsigned from = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (sorted[i] < (int)from) continue;
+        if ((unsigned)sorted[i] > from) close_range(from, (unsigned)sorted[i] - 1, 0);
+        from = (unsigned)sorted[i] + 1;
+    }
+    close_range(from, ~0U, 0);
+}
+
 uint64_t now_ms(void)
 {
     struct timespec ts;

@@ -44,6 +44,10 @@ int read_file_small(const char *path, char *buf, size_t size); /* NUL-terminates
 /* mkdir -p with mode for the last component only created ones. */
 int mkdir_p(const char *path, unsigned mode);
 
+/* Closes every descriptor from 3 up except those in keep (a forked helper must
+ * not hold its parent's sockets: they would keep the peer from seeing EOF). */
+void close_fds_except(const int *keep, size_t n);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
 /* Seconds since the epoch with millisecond precision, as RFC 3339 text. */

@@ -112,6 +112,9 @@ static void __attribute__((noreturn)) monitor(struct sandbox *sb, const struct s
 {
     struct proto_exec_status st = {.exit_code = -1};
     uint64_t start = now_ms();
+    int keep[12] = {stdio[0], stdio[1], stdio[2], status_fd, sb->init_pidfd};
+    for (int i = 0; i < ncg && i < 7; i++) keep[5 + i] = cg_fds[i];
+    close_fds_except(keep, 5 + (size_t)(ncg < 7 ? ncg : 7));
     int go[2], errp[2];
     if (setns(sb->init_pidfd, ENTER_NS) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
         pipe2(errp, O_CLOEXEC) < 0) {
@@ -228,7 +231,8 @@ int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_
         return err_set(err, errno, "cannot fork: %s", strerror(errno));
     }
     if (pid == 0) {
-        close(sp[0]);
+        int keep[] = {sp[1], sb->init_pidfd};
+        close_fds_except(keep, ARRAY_LEN(keep));
         int got = open_inside(sb, path, write);
         struct proto_result res = {.status = got < 0 ? got : 0};
         proto_send(sp[1], PROTO_RESULT, 0, &res, sizeof res, got >= 0 ? &got : NULL,
