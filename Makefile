@@ -12,7 +12,7 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # One folder per subsystem; each program lists the folders it is made of.
-DAEMON_DIRS := common proto keeper sandbox cgroup confine store api server daemon
+DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff egress api server daemon
 CLI_DIRS    := common cli
 srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c))
 objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))

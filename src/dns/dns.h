@@ -1,0 +1,54 @@
+/* dns: the wire format of DNS messages (RFC 1035), for the stub resolver the
+ * egress proxy runs inside each sandbox. Only what a stub needs: read one
+ * question from a query, write an answer, an empty answer or an error. The
+ * parser treats every byte as hostile (compression loops, lengths past the
+ * end, label limits). Pure functions, unit-tested and fuzzed. */
+#ifndef RUNTIME_DNS_H
+#define RUNTIME_DNS_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNS_NAME_MAX 254
+#define DNS_TYPE_A 1
+#define DNS_TYPE_AAAA 28
+#define DNS_CLASS_IN 1
+#define DNS_RCODE_NOERROR 0
+#define DNS_RCODE_FORMERR 1
+#define DNS_RCODE_SERVFAIL 2
+#define DNS_RCODE_NXDOMAIN 3
+#define DNS_RCODE_NOTIMP 4
+#define DNS_RCODE_REFUSED 5
+
+struct dns_question {
+    uint16_t id;
+    uint16_t flags;           /* of the query, to echo RD */
+    char name[DNS_NAME_MAX];  /* lower case, no trailing dot, "" for the root */
+    uint16_t qtype, qclass;
+    size_t question_end;      /* offset after the question, to copy it */
+};
+
+/* Parses a query with exactly one question (QR=0, opcode 0). Returns 0, or a
+ * DNS_RCODE_* > 0 to answer with (FORMERR, NOTIMP), or -1 if the message is too
+ * broken to answer at all. EDNS OPT records in the additional section are
+ * accepted and ignored. */
+int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *q);
+
+/* Builds a response to q into out (size >= 512): the question copied from the
+ * query, and n_addrs A records (each 4 bytes, network order) with ttl. Returns
+ * the length or -1 if it does not fit. With n_addrs = 0 it is an empty
+ * NOERROR answer (what AAAA queries get). */
+int dns_build_answer(const uint8_t *query, const struct dns_question *q,
+                     const struct in_addr *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
+                     size_t size);
+/* Builds an error response (rcode) echoing the question when q is parsed, or a
+ * bare header when q is NULL. */
+int dns_build_error(const uint8_t *query, size_t qlen, const struct dns_question *q, int rcode,
+                    uint8_t *out, size_t size);
+
+/* DNS over TCP frames each message with a 2-byte length: returns the message
+ * length once buf holds a whole frame, 0 if more bytes are needed. */
+size_t dns_tcp_frame(const uint8_t *buf, size_t len);
+
+#endif

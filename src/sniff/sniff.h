@@ -1,0 +1,27 @@
+/* sniff: what a client's first bytes say about where it wants to go, read
+ * without consuming them: the SNI of a TLS ClientHello (which may arrive split
+ * over many TCP segments and several TLS records) or the Host of an HTTP/1.x
+ * request head. Pure functions over a byte buffer, unit-tested and fuzzed. */
+#ifndef RUNTIME_SNIFF_H
+#define RUNTIME_SNIFF_H
+
+#include <stddef.h>
+
+#define SNIFF_NAME_MAX 256
+
+enum sniff_result {
+    SNIFF_MORE = 0,     /* need more bytes to decide */
+    SNIFF_TLS,          /* a ClientHello; name holds the SNI host name, "" if none */
+    SNIFF_HTTP,         /* an HTTP/1.x request head; name holds Host without port */
+    SNIFF_OTHER,        /* neither: some other protocol */
+    SNIFF_BAD,          /* looks like TLS or HTTP but is malformed (refuse) */
+};
+
+/* Looks at buf[0..len); name gets the host (lower case, no trailing dot,
+ * without :port; IPv6 literals without brackets). A ClientHello with more than
+ * one server_name entry, or an HTTP head with several Host headers, is BAD.
+ * max: the most bytes the caller will ever buffer; past that, MORE becomes BAD. */
+enum sniff_result sniff_peek(const unsigned char *buf, size_t len, size_t max,
+                             char name[SNIFF_NAME_MAX]);
+
+#endif
