@@ -203,6 +203,34 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
     else get_file(req, srv, sb, path);
 }
 
+static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+{
+    json_t *body = api_body_json(req, false);
+    if (!body) return;
+    err_t err = {0};
+    int r = server_sandbox_set_network(srv, sb, body, &err);
+    json_decref(body);
+    if (r < 0) return api_fail(req, &err);
+    api_json(req, 200, json_incref(json_object_get(sb->spec, "network")));
+}
+
+static void events(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+{
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    evhttp_parse_query_str(query ? query : "", &q);
+    const char *after = evhttp_find_header(&q, "after");
+    char *end = NULL;
+    long long seq = after ? strtoll(after, &end, 10) : 0;
+    bool bad = after && (*end || seq < 0);
+    evhttp_clear_headers(&q);
+    if (bad) return api_error(req, 400, "bad_request", "after must be an event seq number");
+    json_t *list = NULL;
+    err_t err = {0};
+    if (server_events(srv, sb, seq, &list, &err) < 0) return api_fail(req, &err);
+    api_json(req, 200, list);
+}
+
 static void one_sandbox(struct evhttp_request *req, struct server *srv, const char *key,
                         const char *action)
 {
@@ -219,6 +247,10 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
     if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST) return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
         return files(req, srv, sb);
+    if (action && strcmp(action, "network") == 0 && m == EVHTTP_REQ_PUT)
+        return set_network(req, srv, sb);
+    if (action && strcmp(action, "events") == 0 && m == EVHTTP_REQ_GET)
+        return events(req, srv, sb);
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../policy/policy.h"
 #include "api.h"
 
 static bool valid_name(const char *s)
@@ -84,27 +85,54 @@ static bool valid_label_key(const char *s)
     return valid_name(s) || (strchr(s, '/') && strlen(s) < 128);
 }
 
-static int network_field(json_t *body, json_t *out, err_t *err)
+int api_network_policy(json_t *network, struct policy *out, err_t *err)
 {
-    json_t *v = json_object_get(body, "network"), *net = json_object(), *allow = json_array();
+    json_t *allow = json_object_get(network, "allow");
+    size_t n = json_array_size(allow);
+    const char **hosts = calloc(n + 1, sizeof *hosts);
+    if (!hosts) return err_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) hosts[i] = json_string_value(json_array_get(allow, i));
+    int r = policy_build(!json_is_false(json_object_get(network, "internet")), hosts, n, out, err);
+    free(hosts);
+    return r;
+}
+
+json_t *api_network_spec(json_t *v, err_t *err)
+{
+    json_t *net = json_object(), *allow = json_array();
     json_object_set_new(net, "internet", json_true());
     json_object_set_new(net, "allow", allow);
-    json_object_set_new(out, "network", net);
-    if (!v || json_is_null(v)) return 0;
-    if (!json_is_object(v)) return err_set(err, -EINVAL, "network must be {internet, allow[]}");
+    if (!v || json_is_null(v)) return net;
+    int r = 0;
     json_t *inet = json_object_get(v, "internet"), *list = json_object_get(v, "allow");
-    if (inet && !json_is_boolean(inet))
-        return err_set(err, -EINVAL, "network.internet must be true or false");
-    if (inet) json_object_set(net, "internet", inet);
-    if (list && !json_is_array(list))
-        return err_set(err, -EINVAL, "network.allow must be an array of host names");
+    if (!json_is_object(v)) r = err_set(err, -EINVAL, "network must be {internet, allow[]}");
+    else if (inet && !json_is_boolean(inet))
+        r = err_set(err, -EINVAL, "network.internet must be true or false");
+    else if (list && !json_is_array(list))
+        r = err_set(err, -EINVAL, "network.allow must be an array of host names");
+    if (inet && r == 0) json_object_set(net, "internet", inet);
     size_t i;
     json_t *h;
     json_array_foreach(list, i, h) {
-        if (!json_is_string(h) || json_string_length(h) == 0 || json_string_length(h) > 253)
-            return err_set(err, -EINVAL, "network.allow[%zu] must be a host name", i);
-        json_array_append(allow, h);
+        if (r < 0) break;
+        if (!json_is_string(h)) r = err_set(err, -EINVAL, "network.allow[%zu] must be a string", i);
+        else json_array_append(allow, h);
     }
+    struct policy pol;
+    if (r == 0 && (r = api_network_policy(net, &pol, err)) < 0) err_wrap(err, "network.allow");
+    if (r == 0) policy_clear(&pol);
+    if (r < 0) {
+        json_decref(net);
+        return NULL;
+    }
+    return net;
+}
+
+static int network_field(json_t *body, json_t *out, err_t *err)
+{
+    json_t *net = api_network_spec(json_object_get(body, "network"), err);
+    if (!net) return -EINVAL;
+    json_object_set_new(out, "network", net);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,6 +37,9 @@ struct options {
     char driver[32];
     char log_format[16];
     unsigned max_sandboxes;
+    struct egress_pin pins[64];
+    size_t n_pins;
+    char upstream_ca[512];
 };
 
 static const char usage[] =
@@ -50,6 +54,9 @@ static const char usage[] =
     "  --socket PATH         API for local clients, root only (default /run/runtime/api.sock)\n"
     "  --public-url URL      base of gateway URLs (default http://<listen>)\n"
     "  --driver ns           isolation driver (default: best available, ns)\n"
+    "  --resolve HOST:PORT:ADDR  pin a name to an address for the egress proxy\n"
+    "                        (repeatable, like curl's --resolve; PORT 0 = any)\n"
+    "  --upstream-ca FILE    extra CA certificates trusted for upstream TLS\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
     "  --log-format text|json\n"
     "  -h, --help            this text\n";
@@ -58,6 +65,26 @@ static void opt_default(char *dst, size_t size, const char *env, const char *def
 {
     const char *v = getenv(env);
     snprintf(dst, size, "%s", v && *v ? v : def);
+}
+
+/* One or more space-separated HOST:PORT:ADDR pins. */
+static int add_pins(struct options *o, const char *text)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        err_t err = {0};
+        if (o->n_pins == ARRAY_LEN(o->pins)) {
+            fprintf(stderr, "runtimed: at most %zu --resolve pins\n", ARRAY_LEN(o->pins));
+            return -1;
+        }
+        if (egress_parse_pin(tok, &o->pins[o->n_pins], &err) < 0) {
+            fprintf(stderr, "runtimed: %s\n", err.msg);
+            return -1;
+        }
+        o->n_pins++;
+    }
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -73,7 +100,11 @@ static int parse_options(int argc, char **argv, struct options *o)
     static const struct option longs[] = {
         {"state-dir", 1, 0, 's'}, {"listen", 1, 0, 'l'}, {"socket", 1, 0, 'S'},
         {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
-        {"max-sandboxes", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
+    const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
+    if (env_pins && add_pins(o, env_pins) < 0) return -1;
     int c;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         switch (c) {
@@ -84,6 +115,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'd': snprintf(o->driver, sizeof o->driver, "%s", optarg); break;
         case 'f': snprintf(o->log_format, sizeof o->log_format, "%s", optarg); break;
         case 'm': snprintf(max, sizeof max, "%s", optarg); break;
+        case 'r': if (add_pins(o, optarg) < 0) return -1; break;
+        case 'u': snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -101,6 +134,10 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->max_sandboxes = (unsigned)m;
     if (strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
         fprintf(stderr, "runtimed: --log-format must be text or json\n");
+        return -1;
+    }
+    if (o->upstream_ca[0] && access(o->upstream_ca, R_OK) < 0) {
+        fprintf(stderr, "runtimed: --upstream-ca %s: %s\n", o->upstream_ca, strerror(errno));
         return -1;
     }
     if (!o->public_url[0]) snprintf(o->public_url, sizeof o->public_url, "http://%s", o->listen);
@@ -206,6 +243,9 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
     snprintf(cfg.admin_key, sizeof cfg.admin_key, "%s", key);
     snprintf(cfg.public_url, sizeof cfg.public_url, "%s", o->public_url);
     snprintf(cfg.listen, sizeof cfg.listen, "%s", o->listen);
+    snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
+    memcpy(cfg.pins, o->pins, sizeof cfg.pins);
+    cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     err_t err = {0};
@@ -258,6 +298,12 @@ int main(int argc, char **argv)
     if (unx < 0) {
         fprintf(stderr, "runtimed: %s\n", err.msg);
         return 1;
+    }
+    /* Each proxied connection holds six descriptors (two sockets, two pipes). */
+    struct rlimit nofile = {1 << 20, 1 << 20};
+    if (setrlimit(RLIMIT_NOFILE, &nofile) < 0) {
+        nofile.rlim_cur = nofile.rlim_max = 65536;
+        setrlimit(RLIMIT_NOFILE, &nofile);
     }
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
         perror("runtimed: socketpair");

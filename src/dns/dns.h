@@ -31,24 +31,35 @@ struct dns_question {
 
 /* Parses a query with exactly one question (QR=0, opcode 0). Returns 0, or a
  * DNS_RCODE_* > 0 to answer with (FORMERR, NOTIMP), or -1 if the message is too
- * broken to answer at all. EDNS OPT records in the additional section are
- * accepted and ignored. */
+ * broken to answer at all (shorter than a header, or a response: QR=1). EDNS OPT
+ * records in the additional section are accepted and ignored. Names hold only
+ * [a-z0-9-_] labels of 1..63 (upper case folded), 253 characters at most;
+ * compression pointers in the question are FORMERR (a query has nothing to
+ * point back at), so are trailing bytes. question_end is set (non-zero) once the
+ * question itself was read, also when a later part fails: dns_build_error then
+ * echoes it. Use q->name only when the result is 0. */
 int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *q);
 
 /* Builds a response to q into out (size >= 512): the question copied from the
  * query, and n_addrs A records (each 4 bytes, network order) with ttl. Returns
  * the length or -1 if it does not fit. With n_addrs = 0 it is an empty
- * NOERROR answer (what AAAA queries get). */
+ * NOERROR answer (what AAAA queries get). out may be the query's own buffer. */
 int dns_build_answer(const uint8_t *query, const struct dns_question *q,
                      const struct in_addr *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
                      size_t size);
-/* Builds an error response (rcode) echoing the question when q is parsed, or a
- * bare header when q is NULL. */
+/* Builds an error response (rcode 0..15) echoing the question when q is parsed,
+ * or a bare header (QDCOUNT 0) when q is NULL or holds no question; id, opcode and
+ * RD come from the query. Returns the length, or -1 when qlen < 12 or it does not
+ * fit. out may be the query's own buffer. */
 int dns_build_error(const uint8_t *query, size_t qlen, const struct dns_question *q, int rcode,
                     uint8_t *out, size_t size);
 
-/* DNS over TCP frames each message with a 2-byte length: returns the message
- * length once buf holds a whole frame, 0 if more bytes are needed. */
+/* DNS over TCP frames each message with a 2-byte big-endian length: returns
+ * the message length (the message starts at buf + 2) once buf holds a whole
+ * frame, 0 if more bytes are needed, or DNS_TCP_BAD when the frame is shorter
+ * than a DNS header (e.g. length 0): the peer is not speaking DNS, close the
+ * connection. Responses get the same 2-byte prefix. */
+#define DNS_TCP_BAD ((size_t)-1)
 size_t dns_tcp_frame(const uint8_t *buf, size_t len);
 
 #endif

@@ -251,6 +251,11 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
         r = on_open(k, buf, len, &fds[0], &err);
         if (r == 0) nfds = 1;
         break;
+    case PROTO_NET_SOCKETS:
+        if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
+        r = k->drv->net_sockets(e->sb, fds, &err);
+        if (r == 0) nfds = 3;
+        break;
     case PROTO_FREEZE:
         if (!(e = find_ref(k, buf, len, &flag))) return -EPROTO;
         r = k->drv->freeze(e->sb, flag != 0, &err);

@@ -16,8 +16,12 @@
 
 /* Canonical form of a DNS name: lower case, no trailing dot, IDNA labels as
  * punycode ("bücher.example" -> "xn--bcher-kva.example"), each label 1..63 of
- * [a-z0-9-_] not starting or ending with '-', total <= 253. Returns 0 or -EINVAL
- * with a message in err. */
+ * [a-z0-9-_] not starting or ending with '-', total <= 253. Non-ASCII input must
+ * be UTF-8; only ASCII, Latin-1, Greek and Cyrillic capitals are lower-cased
+ * (no full UTS #46 mapping: other spellings fail closed). A name whose
+ * last label is a number ("1.2.3.4", "127.0.0.1.", "a.0x7f") is refused: it is
+ * an IP address spelling, so try policy_parse_ip() first. Returns 0 or -EINVAL
+ * with a message in err (err may be NULL). */
 int policy_canon_name(const char *in, char out[POLICY_NAME_MAX], err_t *err);
 
 /* An address in a form that covers both families: IPv4 is kept as IPv4. */
@@ -72,6 +76,7 @@ struct policy_rule {
 int policy_parse_rule(const char *text, struct policy_rule *out, err_t *err);
 
 /* A sandbox's network policy. */
+#define POLICY_RULES_MAX 256 /* entries in network.allow */
 struct policy {
     bool internet;
     struct policy_rule *rules; /* owned */
@@ -85,7 +90,8 @@ void policy_clear(struct policy *p);
 /* Decision for a destination: name is canonical or NULL (IP-only connection),
  * addr may be NULL (not resolved yet). internet=false refuses all; an empty
  * list allows any public host; otherwise a rule must match the name (or the
- * address, for IP and CIDR rules) and the port. */
+ * address, for IP and CIDR rules) and the port. Port 0 in a rule matches any
+ * port; port 0 here means "any port" too (a DNS question has no port yet). */
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY_OFFLINE, POLICY_DENY_NOT_LISTED };
 enum policy_verdict policy_check(const struct policy *p, const char *name,
                                  const struct policy_addr *addr, uint16_t port);

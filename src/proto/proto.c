@@ -123,7 +123,7 @@ const char *proto_type_name(uint16_t type)
         [PROTO_HELLO] = "hello",     [PROTO_CREATE] = "create",   [PROTO_ADOPT] = "adopt",
         [PROTO_SWEEP] = "sweep",     [PROTO_DESTROY] = "destroy", [PROTO_EXEC] = "exec",
         [PROTO_OPEN_FILE] = "open",  [PROTO_FREEZE] = "freeze",   [PROTO_STATS] = "stats",
-        [PROTO_RESULT] = "result",
+        [PROTO_RESULT] = "result",   [PROTO_NET_SOCKETS] = "net_sockets",
     };
     return type < PROTO_TYPE_END && names[type] ? names[type] : "unknown";
 }

@@ -29,6 +29,7 @@ enum proto_type {
     PROTO_OPEN_FILE,  /* s->k: proto_file                    -> RESULT + fd */
     PROTO_FREEZE,     /* s->k: proto_ref (flag 1 freeze, 0 thaw) -> RESULT */
     PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids */
+    PROTO_NET_SOCKETS, /* s->k: proto_ref                    -> RESULT + fds proxy, dns udp, dns tcp */
     PROTO_RESULT,     /* k->s: proto_result */
     PROTO_TYPE_END,
 };

@@ -315,6 +315,7 @@ const struct sandbox_driver sandbox_ns_driver = {
     .destroy = ns_destroy,
     .exec = ns_exec,
     .open_file = ns_open_file,
+    .net_sockets = ns_net_sockets,
     .freeze = ns_freeze,
     .stats = ns_stats,
     .sweep = ns_sweep,

@@ -30,6 +30,11 @@ int workspace_attach(const char *image, int *loop_fd, err_t *err);
 int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
                  err_t *err);
 
+/* net.c: routes and nft rules, run inside the new network namespace as host
+ * root; and the daemon's listening sockets made inside it. */
+int net_setup_namespace(err_t *err);
+int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
+
 /* exec.c */
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
 int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err);

@@ -239,7 +239,8 @@ static int step_uts_net(struct build *b)
     ifr.ifr_flags |= IFF_UP;
     if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0) r = -errno;
     close(s);
-    return r < 0 ? err_set(b->err, r, "cannot bring up loopback: %s", strerror(-r)) : 0;
+    if (r < 0) return err_set(b->err, r, "cannot bring up loopback: %s", strerror(-r));
+    return net_setup_namespace(b->err);
 }
 
 int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,

@@ -11,20 +11,7 @@
 #include <unistd.h>
 
 #include "../api/api.h"
-#include "../store/store.h"
-
-#define DEFAULT_PIDS_MAX 1024
-
-struct server {
-    struct server_config cfg;
-    struct event_base *base;
-    struct evhttp *http;
-    struct store *store;
-    int keeper;
-    uint32_t next_req;
-    struct sbx *sandboxes; /* newest first */
-    size_t count;
-};
+#include "server_impl.h"
 
 struct event_base *server_base(struct server *srv)
 {
@@ -97,6 +84,7 @@ static uint32_t free_slot(struct server *srv)
 static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
+    if (sb->egress) egress_sandbox_remove(sb->egress);
     json_decref(sb->spec);
     free(sb);
 }
@@ -129,6 +117,53 @@ static int save_new(struct server *srv, struct sbx *sb, err_t *err)
     int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
+}
+
+/* Gives the running sandbox its egress: sockets made inside its network
+ * namespace by the keeper, served by the proxy and stub with its policy. */
+static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct proto_ref ref = {0};
+    struct proto_result res;
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int fds[3];
+    int r = keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
+    if (r < 0) return r;
+    struct policy pol;
+    r = api_network_policy(json_object_get(sb->spec, "network"), &pol, err);
+    if (r < 0) {
+        for (int i = 0; i < 3; i++) close(fds[i]);
+        return r;
+    }
+    return egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
+}
+
+static void detach_egress(struct sbx *sb)
+{
+    if (sb->egress) egress_sandbox_remove(sb->egress);
+    sb->egress = NULL;
+}
+
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *network, err_t *err)
+{
+    json_t *net = api_network_spec(network, err);
+    if (!net) return -EINVAL;
+    json_t *spec = json_deep_copy(sb->spec);
+    json_object_set_new(spec, "network", net);
+    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    int r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
+                 : err_set(err, -ENOMEM, "out of memory");
+    free(text);
+    if (r < 0) {
+        json_decref(spec);
+        return r;
+    }
+    json_decref(sb->spec);
+    sb->spec = spec;
+    struct policy pol;
+    if (sb->egress && api_network_policy(net, &pol, err) == 0)
+        egress_sandbox_set_policy(sb->egress, &pol);
+    return 0;
 }
 
 int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err)
@@ -165,6 +200,16 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
         sbx_free(sb);
         return err_wrap(err, "cannot create the sandbox");
     }
+    if (attach_egress(srv, sb, err) < 0) {
+        err_t ignored;
+        struct proto_ref ref = {0};
+        memcpy(ref.id, sb->id, sizeof ref.id);
+        keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, &ignored);
+        store_sandbox_delete(srv->store, sb->id, &ignored);
+        unlink_sandbox(srv, sb);
+        sbx_free(sb);
+        return err_wrap(err, "cannot give the sandbox its network");
+    }
     snprintf(sb->status, sizeof sb->status, "running");
     r = store_sandbox_set_status(srv->store, sb->id, sb->status, err);
     *out = sb;
@@ -177,9 +222,12 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
     int r = 0;
+    detach_egress(sb);
     if (strcmp(sb->status, "failed") != 0)
         r = keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
     if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
+    events_flush(srv);
+    store_events_delete(srv->store, sb->id, err);
     r = store_sandbox_delete(srv->store, sb->id, err);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
@@ -254,7 +302,8 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     err_t err = {0};
     fill_proto_sandbox(sb, &p);
     bool ok = strcmp(row->status, "creating") != 0 &&
-              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, NULL, 0, &err) == 0;
+              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, NULL, 0, &err) == 0 &&
+              attach_egress(srv, sb, &err) == 0;
     snprintf(sb->status, sizeof sb->status, "%s", ok ? "running" : "failed");
     if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
@@ -331,6 +380,18 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     return 0;
 }
 
+static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
+{
+    server_event(arg, sandbox_id, kind, fields);
+}
+
+static int start_egress(struct server *srv, err_t *err)
+{
+    struct egress_config ec = {.pins = srv->cfg.pins, .n_pins = srv->cfg.n_pins,
+                               .on_event = on_egress_event, .event_arg = srv};
+    return egress_new(srv->base, &ec, &srv->egress, err);
+}
+
 int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd)
 {
     struct server srv = {.cfg = *cfg, .keeper = keeper_sock};
@@ -338,6 +399,8 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     signal(SIGPIPE, SIG_IGN);
     srv.base = event_base_new();
     int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
+    if (r == 0) r = events_start(&srv);
+    if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
@@ -347,6 +410,8 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
         srv.sandboxes = sb->next;
         sbx_free(sb);
     }
+    egress_free(srv.egress);
+    events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);
     close(keeper_sock);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../common/common.h"
+#include "../egress/egress.h"
 #include "../proto/proto.h"
 
 struct server_config {
@@ -17,6 +18,9 @@ struct server_config {
     char public_url[256];
     char listen[128];
     uint32_t max_sandboxes;
+    struct egress_pin pins[64]; /* --resolve */
+    size_t n_pins;
+    char upstream_ca[512];      /* --upstream-ca, "" for none */
 };
 
 /* A sandbox as the server knows it. spec is the normalized API settings object
@@ -27,6 +31,7 @@ struct sbx {
     char status[16];
     int64_t created_ms;
     json_t *spec; /* owned */
+    struct egress_sandbox *egress; /* NULL while not running */
     struct sbx *next;
 };
 
@@ -45,6 +50,15 @@ struct sbx *server_sandbox_first(struct server *srv);
 /* Creates from a normalized spec (taken); 0 with *out set, or negative with err. */
 int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err);
+
+/* Replaces the sandbox's network policy ({internet, allow[]}, validated here);
+ * open connections the new policy refuses are closed at once. */
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *network, err_t *err);
+
+/* Events: recorded in memory and written to the store in batches. */
+void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
+/* The sandbox's events after seq `after`, oldest first, as the API's JSON array. */
+int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err);
 
 /* Keeper calls on behalf of the API. */
 int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,

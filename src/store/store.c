@@ -19,7 +19,14 @@ static const char *const schema =
     "  slot INTEGER NOT NULL UNIQUE,"
     "  status TEXT NOT NULL,"
     "  created_ms INTEGER NOT NULL,"
-    "  spec TEXT NOT NULL);";
+    "  spec TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  sandbox TEXT NOT NULL,"
+    "  time_ms INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  fields TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox, seq);";
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
 {
@@ -140,4 +147,58 @@ void store_sandbox_clear(struct store_sandbox *sb)
     free(sb->name);
     free(sb->spec_json);
     sb->name = sb->spec_json = NULL;
+}
+
+int store_sandbox_set_spec(struct store *st, const char *id, const char *spec_json, err_t *err)
+{
+    return run(st, err, "saving the sandbox settings", "UPDATE sandboxes SET spec=? WHERE id=?",
+               "tt", spec_json, id);
+}
+
+int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev,
+                     size_t n, err_t *err)
+{
+    int r = run(st, err, "saving events", "BEGIN", "");
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = run(st, err, "saving an event",
+                "INSERT INTO events(sandbox,time_ms,kind,fields) VALUES(?,?,?,?)", "titt",
+                sandbox, ev[i].time_ms, ev[i].kind, ev[i].fields_json);
+    if (r == 0)
+        r = run(st, err, "dropping old events",
+                "DELETE FROM events WHERE sandbox=?1 AND seq <= "
+                "(SELECT seq FROM events WHERE sandbox=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+                "ti", sandbox, (int64_t)STORE_EVENTS_KEPT);
+    run(st, NULL, "saving events", r == 0 ? "COMMIT" : "ROLLBACK", "");
+    return r;
+}
+
+int store_events_each(struct store *st, const char *sandbox, int64_t after, int limit,
+                      int (*fn)(const struct store_event *ev, void *arg), void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT seq,time_ms,kind,fields FROM events WHERE sandbox=? AND seq>? "
+                      "ORDER BY seq LIMIT ?";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading events");
+    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(stmt, 2, after);
+    sqlite3_bind_int(stmt, 3, limit);
+    int r = 0, rc;
+    while (r == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct store_event ev = {
+            .seq = sqlite3_column_int64(stmt, 0),
+            .time_ms = sqlite3_column_int64(stmt, 1),
+            .kind = (const char *)sqlite3_column_text(stmt, 2),
+            .fields_json = (const char *)sqlite3_column_text(stmt, 3),
+        };
+        r = fn(&ev, arg);
+    }
+    if (r == 0 && rc != SQLITE_DONE) r = db_error(st->db, err, "reading events");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_events_delete(struct store *st, const char *sandbox, err_t *err)
+{
+    return run(st, err, "deleting events", "DELETE FROM events WHERE sandbox=?", "t", sandbox);
 }

@@ -31,5 +31,23 @@ int store_sandbox_delete(struct store *st, const char *id, err_t *err);
 int store_sandbox_each(struct store *st, int (*fn)(const struct store_sandbox *sb, void *arg),
                        void *arg, err_t *err);
 void store_sandbox_clear(struct store_sandbox *sb); /* frees name and spec_json */
+int store_sandbox_set_spec(struct store *st, const char *id, const char *spec_json, err_t *err);
+
+/* Events of a sandbox, numbered by a global sequence. */
+struct store_event {
+    int64_t seq;
+    int64_t time_ms;
+    const char *kind;
+    const char *fields_json; /* an object with the event's own fields */
+};
+#define STORE_EVENTS_KEPT 10000 /* per sandbox; older ones are dropped */
+
+/* Appends events of one sandbox in one transaction (callers batch them). */
+int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev,
+                     size_t n, err_t *err);
+/* Calls fn for events of sandbox with seq > after, oldest first, at most limit. */
+int store_events_each(struct store *st, const char *sandbox, int64_t after, int limit,
+                      int (*fn)(const struct store_event *ev, void *arg), void *arg, err_t *err);
+int store_events_delete(struct store *st, const char *sandbox, err_t *err);
 
 #endif

@@ -1,0 +1,177 @@
+/* The egress registry: per-sandbox listeners and policy, host addresses for the
+ * guard, events. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "egress_impl.h"
+
+/* The host's own addresses: a sandbox must not reach services bound to them. */
+static void load_host_addrs(struct egress *eg)
+{
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) < 0) return;
+    size_t n = 0;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) n++;
+    eg->host_addrs = calloc(n ? n : 1, sizeof *eg->host_addrs);
+    for (struct ifaddrs *i = ifa; i && eg->host_addrs; i = i->ifa_next) {
+        if (!i->ifa_addr) continue;
+        struct policy_addr *a = &eg->host_addrs[eg->n_host_addrs];
+        if (i->ifa_addr->sa_family == AF_INET) {
+            a->family = AF_INET;
+            a->v4 = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            a->family = AF_INET6;
+            a->v6 = ((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+        } else {
+            continue;
+        }
+        eg->n_host_addrs++;
+    }
+    freeifaddrs(ifa);
+}
+
+int egress_new(struct event_base *base, const struct egress_config *cfg, struct egress **out,
+               err_t *err)
+{
+    struct egress *eg = calloc(1, sizeof *eg);
+    if (!eg) return err_set(err, -ENOMEM, "out of memory");
+    eg->base = base;
+    eg->on_event = cfg->on_event;
+    eg->event_arg = cfg->event_arg;
+    if (cfg->n_pins) {
+        eg->pins = calloc(cfg->n_pins, sizeof *eg->pins);
+        if (!eg->pins) {
+            free(eg);
+            return err_set(err, -ENOMEM, "out of memory");
+        }
+        memcpy(eg->pins, cfg->pins, cfg->n_pins * sizeof *eg->pins);
+        eg->n_pins = cfg->n_pins;
+    }
+    /* Resolution failures are answers too; a missing resolv.conf is not fatal. */
+    eg->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                       EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (!eg->dns) eg->dns = evdns_base_new(base, 0);
+    load_host_addrs(eg);
+    *out = eg;
+    return 0;
+}
+
+void egress_free(struct egress *eg)
+{
+    if (!eg) return;
+    while (eg->sandboxes) egress_sandbox_remove(eg->sandboxes);
+    if (eg->dns) evdns_base_free(eg->dns, 0);
+    free(eg->host_addrs);
+    free(eg->pins);
+    free(eg);
+}
+
+int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct policy *pol,
+                       struct egress_sandbox **out, err_t *err)
+{
+    struct egress_sandbox *es = calloc(1, sizeof *es);
+    if (!es) return err_set(err, -ENOMEM, "out of memory");
+    es->eg = eg;
+    snprintf(es->id, sizeof es->id, "%s", id);
+    es->pol = *pol;
+    memset(pol, 0, sizeof *pol);
+    for (int i = 0; i < 3; i++) {
+        es->fds[i] = fds[i];
+        evutil_make_socket_nonblocking(fds[i]);
+    }
+    es->proxy_ev = event_new(eg->base, fds[0], EV_READ | EV_PERSIST, proxy_on_accept, es);
+    es->udp_ev = event_new(eg->base, fds[1], EV_READ | EV_PERSIST, dnsstub_on_udp, es);
+    es->tcp_ev = event_new(eg->base, fds[2], EV_READ | EV_PERSIST, dnsstub_on_tcp_accept, es);
+    event_add(es->proxy_ev, NULL);
+    event_add(es->udp_ev, NULL);
+    event_add(es->tcp_ev, NULL);
+    es->next = eg->sandboxes;
+    if (eg->sandboxes) eg->sandboxes->prev = es;
+    eg->sandboxes = es;
+    if (out) *out = es;
+    return 0;
+}
+
+void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol)
+{
+    policy_clear(&es->pol);
+    es->pol = *pol;
+    memset(pol, 0, sizeof *pol);
+    for (struct conn *c = es->conns, *next; c; c = next) {
+        next = c->next; /* conn_recheck may free c */
+        conn_recheck(c);
+    }
+}
+
+void egress_sandbox_remove(struct egress_sandbox *es)
+{
+    while (es->conns) conn_close(es->conns);
+    while (es->dns_conns) dnsstub_tcp_close(es->dns_conns);
+    event_free(es->proxy_ev);
+    event_free(es->udp_ev);
+    event_free(es->tcp_ev);
+    for (int i = 0; i < 3; i++) close(es->fds[i]);
+    names_clear(&es->names);
+    policy_clear(&es->pol);
+    if (es->prev) es->prev->next = es->next;
+    else es->eg->sandboxes = es->next;
+    if (es->next) es->next->prev = es->prev;
+    free(es);
+}
+
+void egress_sandbox_stats(const struct egress_sandbox *es, struct egress_stats *st)
+{
+    *st = es->stats;
+    st->open = es->n_conns;
+}
+
+void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
+                    const char *reason, const char *stage)
+{
+    es->stats.refused++;
+    if (!es->eg->on_event) return;
+    json_t *f = json_pack("{s:s,s:i,s:s,s:s}", "host", host, "port", port, "reason", reason,
+                          "stage", stage);
+    if (f) es->eg->on_event(es->eg->event_arg, es->id, "egress.refused", f);
+    json_decref(f);
+}
+
+void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,
+                    const struct policy_addr *addr)
+{
+    es->stats.allowed++;
+    if (!es->eg->on_event) return;
+    char text[64];
+    policy_addr_str(addr, text, sizeof text);
+    json_t *f = json_pack("{s:s,s:i,s:s}", "host", host, "port", port, "address", text);
+    if (f) es->eg->on_event(es->eg->event_arg, es->id, "egress.allowed", f);
+    json_decref(f);
+}
+
+int egress_parse_pin(const char *text, struct egress_pin *out, err_t *err)
+{
+    char buf[400];
+    if (str_copy(buf, sizeof buf, text) < 0) return err_set(err, -EINVAL, "--resolve is too long");
+    char *c1 = strchr(buf, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2)
+        return err_set(err, -EINVAL, "--resolve %s: want HOST:PORT:ADDR, e.g. "
+                       "api.github.com:443:198.51.100.7", text);
+    *c1 = *c2 = '\0';
+    char *end;
+    long port = strtol(c1 + 1, &end, 10);
+    memset(out, 0, sizeof *out);
+    if (*end || port < 0 || port > 65535)
+        return err_set(err, -EINVAL, "--resolve %s: bad port", text);
+    out->port = (uint16_t)port;
+    int r = policy_canon_name(buf, out->host, err);
+    if (r < 0) return err_wrap(err, "--resolve %s", text);
+    if (policy_parse_ip(c2 + 1, &out->addr) < 0)
+        return err_set(err, -EINVAL, "--resolve %s: %s is not an IP address", text, c2 + 1);
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* egress: every connection a sandbox makes, through the daemon. Runs in the
+ * server (unprivileged) on its event loop.
+ *
+ * In each sandbox's network namespace, nft rules (set up by the keeper) send
+ * every TCP connection to EGRESS_PROXY_PORT and every DNS query to port 53 on
+ * 127.0.0.1, where sockets the keeper made *inside* that namespace listen. The
+ * stub resolver answers allowed names with addresses from 198.18.0.0/15 that it
+ * maps back to the name; the proxy reads the original destination, the TLS SNI
+ * or HTTP Host, checks the policy, resolves the name itself, refuses blocked
+ * address classes on the address it actually dials, and splices bytes in the
+ * kernel. */
+#ifndef RUNTIME_EGRESS_H
+#define RUNTIME_EGRESS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+#include "../policy/policy.h"
+
+#define EGRESS_PROXY_PORT 900 /* privileged inside the sandbox: no one there can squat it */
+#define EGRESS_DNS_PORT 53
+#define EGRESS_MAX_CONNS 4096 /* open proxied connections per sandbox */
+#define EGRESS_SNIFF_MAX 16384
+#define EGRESS_SNIFF_TIMEOUT_MS 10000
+#define EGRESS_CONNECT_TIMEOUT_MS 10000
+
+/* A name pinned to an address, like curl's --resolve HOST:PORT:ADDR (port 0: any). */
+struct egress_pin {
+    char host[POLICY_NAME_MAX];
+    uint16_t port;
+    struct policy_addr addr;
+};
+
+/* Called for every event a sandbox's traffic raises: kind is "egress.refused" or
+ * "egress.allowed"; fields is borrowed. */
+typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *kind,
+                                json_t *fields);
+
+struct egress_config {
+    const struct egress_pin *pins;
+    size_t n_pins;
+    egress_event_fn on_event;
+    void *event_arg;
+};
+
+struct egress;
+struct egress_sandbox;
+struct event_base;
+
+int egress_new(struct event_base *base, const struct egress_config *cfg, struct egress **out,
+               err_t *err);
+void egress_free(struct egress *eg);
+
+/* Starts serving a sandbox on its listening sockets (taken): fds[0] TCP proxy,
+ * fds[1] UDP DNS, fds[2] TCP DNS. The policy is taken. */
+int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct policy *pol,
+                       struct egress_sandbox **out, err_t *err);
+/* Replaces the policy (taken) and closes every open connection it refuses. */
+void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol);
+/* Closes everything of the sandbox. */
+void egress_sandbox_remove(struct egress_sandbox *es);
+
+/* Parses "HOST:PORT:ADDR" (ADDR may be [v6]). */
+int egress_parse_pin(const char *text, struct egress_pin *out, err_t *err);
+
+/* Counters for metrics and tests. */
+struct egress_stats {
+    uint64_t allowed, refused, open;
+};
+void egress_sandbox_stats(const struct egress_sandbox *es, struct egress_stats *st);
+
+#endif

@@ -1,0 +1,101 @@
+/* Private to the egress folder. */
+#ifndef RUNTIME_EGRESS_IMPL_H
+#define RUNTIME_EGRESS_IMPL_H
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "egress.h"
+
+/* Synthetic addresses the stub hands out: 198.18.0.0/15, reserved for
+ * benchmarking, never a real destination, and refused as a literal anyway. */
+#define SYNTH_BASE 0xC6120000u /* 198.18.0.0 */
+#define SYNTH_COUNT 131072u
+
+struct names {
+    char **by_index; /* SYNTH_COUNT slots, allocated on first use */
+    uint32_t next;   /* next slot to hand out (wraps, reusing the oldest) */
+};
+
+/* One direction of a spliced connection: src -> pipe -> dst. */
+struct pump {
+    struct conn *owner;
+    int src, dst;
+    int pipe[2];
+    size_t in_pipe;
+    bool eof, done;
+    struct event *rd, *wr;
+};
+
+enum conn_state { CONN_SNIFFING, CONN_RESOLVING, CONN_CONNECTING, CONN_SPLICING };
+
+struct conn {
+    struct egress_sandbox *es;
+    enum conn_state state;
+    int client, upstream;
+    uint16_t port;
+    char name[POLICY_NAME_MAX]; /* "" when the sandbox dialled an IP literal */
+    struct policy_addr literal; /* the literal it dialled, when name is "" */
+    struct policy_addr dialled;
+    struct event *ev;
+    struct evdns_getaddrinfo_request *dns_req;
+    struct pump up, down;
+    struct conn *prev, *next;
+};
+
+struct egress {
+    struct event_base *base;
+    struct evdns_base *dns;
+    struct egress_pin *pins;
+    size_t n_pins;
+    egress_event_fn on_event;
+    void *event_arg;
+    struct policy_addr *host_addrs;
+    size_t n_host_addrs;
+    struct egress_sandbox *sandboxes;
+};
+
+struct egress_sandbox {
+    struct egress *eg;
+    char id[32];
+    struct policy pol;
+    int fds[3];
+    struct event *proxy_ev, *udp_ev, *tcp_ev;
+    struct names names;
+    struct conn *conns;
+    size_t n_conns;
+    struct dns_tcp *dns_conns;
+    struct egress_stats stats;
+    struct egress_sandbox *prev, *next;
+};
+
+/* names.c */
+uint32_t names_lookup_or_add(struct names *n, const char *name); /* host-order IPv4 */
+const char *names_by_addr(const struct names *n, uint32_t addr);
+void names_clear(struct names *n);
+
+/* proxy.c */
+void proxy_on_accept(evutil_socket_t fd, short what, void *arg);
+void conn_close(struct conn *c);
+/* Re-judges an open connection after a policy change; closes it if refused. */
+void conn_recheck(struct conn *c);
+
+/* pump.c: kernel splicing of both directions once the upstream is connected. */
+int pump_start(struct conn *c);
+void pump_stop(struct pump *p);
+
+/* dnsstub.c */
+struct dns_tcp;
+void dnsstub_tcp_close(struct dns_tcp *t);
+void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg);
+void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
+
+/* egress.c */
+void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
+                    const char *reason, const char *stage);
+void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,
+                    const struct policy_addr *addr);
+
+#endif

@@ -1,0 +1,41 @@
+/* The stub resolver's memory: which synthetic address stands for which name.
+ * Stable for a name while the sandbox lives (a lookup returns the address it
+ * was given before), wrapping around and reusing the oldest slot when full. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "egress_impl.h"
+
+uint32_t names_lookup_or_add(struct names *n, const char *name)
+{
+    if (!n->by_index) {
+        n->by_index = calloc(SYNTH_COUNT, sizeof *n->by_index);
+        if (!n->by_index) return 0;
+    }
+    /* A sandbox uses tens to hundreds of names; a linear scan of the used part
+     * is cheaper than keeping a second index in step. Slot 0 (the network
+     * address) is never handed out. */
+    const uint32_t cap = SYNTH_COUNT - 1;
+    uint32_t used = n->next < cap ? n->next : cap;
+    for (uint32_t i = 1; i <= used; i++)
+        if (n->by_index[i] && strcmp(n->by_index[i], name) == 0) return SYNTH_BASE + i;
+    uint32_t slot = 1 + n->next % cap;
+    free(n->by_index[slot]);
+    n->by_index[slot] = strdup(name);
+    n->next++;
+    return n->by_index[slot] ? SYNTH_BASE + slot : 0;
+}
+
+const char *names_by_addr(const struct names *n, uint32_t addr)
+{
+    if (!n->by_index || addr < SYNTH_BASE || addr >= SYNTH_BASE + SYNTH_COUNT) return NULL;
+    return n->by_index[addr - SYNTH_BASE];
+}
+
+void names_clear(struct names *n)
+{
+    if (!n->by_index) return;
+    for (uint32_t i = 0; i < SYNTH_COUNT; i++) free(n->by_index[i]);
+    free(n->by_index);
+    n->by_index = NULL;
+}

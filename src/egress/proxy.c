@@ -1,0 +1,265 @@
+/* One proxied connection: learn where it wants to go (original destination,
+ * the name behind a synthetic address, SNI or Host), judge it, resolve the
+ * name ourselves, refuse blocked address classes on the address we dial,
+ * connect, then hand over to the pump. Every refusal is an event. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter_ipv4.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sniff/sniff.h"
+#include "egress_impl.h"
+
+static void conn_unlink(struct conn *c)
+{
+    struct egress_sandbox *es = c->es;
+    if (c->prev) c->prev->next = c->next;
+    else es->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    es->n_conns--;
+}
+
+void conn_close(struct conn *c)
+{
+    if (c->dns_req) evdns_getaddrinfo_cancel(c->dns_req); /* its callback frees nothing */
+    pump_stop(&c->up);
+    pump_stop(&c->down);
+    if (c->ev) event_free(c->ev);
+    if (c->client >= 0) close(c->client);
+    if (c->upstream >= 0) close(c->upstream);
+    conn_unlink(c);
+    free(c);
+}
+
+static const char *conn_host(const struct conn *c, char *buf, size_t n)
+{
+    if (c->name[0]) return c->name;
+    policy_addr_str(&c->literal, buf, n);
+    return buf;
+}
+
+static void refuse(struct conn *c, const char *reason)
+{
+    char buf[64];
+    egress_refused(c->es, conn_host(c, buf, sizeof buf), c->port, reason, "connect");
+    conn_close(c);
+}
+
+static enum policy_verdict judge(const struct conn *c)
+{
+    return policy_check(&c->es->pol, c->name[0] ? c->name : NULL,
+                        c->name[0] ? NULL : &c->literal, c->port);
+}
+
+void conn_recheck(struct conn *c)
+{
+    enum policy_verdict v = judge(c);
+    if (v != POLICY_ALLOW) refuse(c, policy_verdict_name(v));
+}
+
+/* The guard, on the exact address about to be dialled. */
+static enum policy_addr_class guard(const struct conn *c, const struct policy_addr *a)
+{
+    const struct egress *eg = c->es->eg;
+    return policy_classify(a, eg->host_addrs, eg->n_host_addrs);
+}
+
+static void on_connected(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    int soerr = 0;
+    socklen_t len = sizeof soerr;
+    if (what & EV_TIMEOUT) return refuse(c, "connect_timeout");
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr != 0)
+        return refuse(c, "connect_failed");
+    event_free(c->ev);
+    c->ev = NULL;
+    char buf[64];
+    egress_allowed(c->es, conn_host(c, buf, sizeof buf), c->port, &c->dialled);
+    c->state = CONN_SPLICING;
+    if (pump_start(c) < 0) conn_close(c);
+}
+
+static void dial(struct conn *c, const struct policy_addr *a)
+{
+    c->dialled = *a;
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (a->family == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_addr = a->v4;
+        s4->sin_port = htons(c->port);
+        len = sizeof *s4;
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_addr = a->v6;
+        s6->sin6_port = htons(c->port);
+        len = sizeof *s6;
+    }
+    c->upstream = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->upstream < 0) return refuse(c, "no_socket");
+    if (connect(c->upstream, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)
+        return refuse(c, "connect_failed");
+    c->state = CONN_CONNECTING;
+    c->ev = event_new(c->es->eg->base, c->upstream, EV_WRITE, on_connected, c);
+    struct timeval tv = {EGRESS_CONNECT_TIMEOUT_MS / 1000, 0};
+    event_add(c->ev, &tv);
+}
+
+static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct conn *c = arg;
+    if (result == EVUTIL_EAI_CANCEL) return; /* conn_close cancelled us */
+    c->dns_req = NULL;
+    enum policy_addr_class why = POLICY_ADDR_OK;
+    struct policy_addr pick = {0};
+    bool found = false;
+    for (struct evutil_addrinfo *ai = result == 0 ? res : NULL; ai && !found; ai = ai->ai_next) {
+        struct policy_addr a = {.family = ai->ai_family};
+        if (ai->ai_family == AF_INET) a.v4 = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        else if (ai->ai_family == AF_INET6) a.v6 = ((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+        else continue;
+        enum policy_addr_class k = guard(c, &a);
+        if (k == POLICY_ADDR_OK) {
+            pick = a;
+            found = true;
+        } else {
+            why = k;
+        }
+    }
+    if (res) evutil_freeaddrinfo(res);
+    if (found) return dial(c, &pick);
+    char reason[64];
+    if (why != POLICY_ADDR_OK)
+        snprintf(reason, sizeof reason, "address_blocked:%s", policy_addr_class_name(why));
+    else
+        snprintf(reason, sizeof reason, "resolve_failed");
+    refuse(c, reason);
+}
+
+static const struct egress_pin *find_pin(const struct egress *eg, const char *name, uint16_t port)
+{
+    for (size_t i = 0; i < eg->n_pins; i++)
+        if (strcmp(eg->pins[i].host, name) == 0 && (!eg->pins[i].port || eg->pins[i].port == port))
+            return &eg->pins[i];
+    return NULL;
+}
+
+/* After the policy: a pinned address, a lookup, or the literal itself. Each
+ * is judged by the guard; the address checked is the address dialled. */
+static void resolve(struct conn *c)
+{
+    const struct egress *eg = c->es->eg;
+    if (!c->name[0]) {
+        enum policy_addr_class k = guard(c, &c->literal);
+        if (k != POLICY_ADDR_OK) {
+            char reason[64];
+            snprintf(reason, sizeof reason, "address_blocked:%s", policy_addr_class_name(k));
+            return refuse(c, reason);
+        }
+        return dial(c, &c->literal);
+    }
+    const struct egress_pin *pin = find_pin(eg, c->name, c->port);
+    if (pin) {
+        enum policy_addr_class k = guard(c, &pin->addr);
+        if (k != POLICY_ADDR_OK) {
+            char reason[64];
+            snprintf(reason, sizeof reason, "address_blocked:%s", policy_addr_class_name(k));
+            return refuse(c, reason);
+        }
+        return dial(c, &pin->addr);
+    }
+    if (!eg->dns) return refuse(c, "resolve_failed");
+    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                    .ai_flags = EVUTIL_AI_ADDRCONFIG};
+    c->state = CONN_RESOLVING;
+    c->dns_req = evdns_getaddrinfo(eg->dns, c->name, NULL, &hints, on_resolved, c);
+    /* evdns may answer at once (and then c may be gone): do not touch c here. */
+}
+
+/* The first bytes the client sends, peeked (they stay in the socket for the
+ * splice): a TLS SNI or HTTP Host must agree with the name it resolved. */
+static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    unsigned char buf[EGRESS_SNIFF_MAX];
+    char seen[SNIFF_NAME_MAX] = "";
+    enum sniff_result r = SNIFF_OTHER;
+    if (what & EV_READ) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_PEEK);
+        if (n <= 0) return conn_close(c); /* left before saying anything */
+        r = sniff_peek(buf, (size_t)n, sizeof buf, seen);
+        if (r == SNIFF_MORE) return; /* the event stays armed */
+    } else if (c->port == 80 || c->port == 443) {
+        return refuse(c, "no_request"); /* web clients speak first; silence is odd */
+    }
+    event_free(c->ev);
+    c->ev = NULL;
+    if (r == SNIFF_BAD) return refuse(c, "malformed_request");
+    if ((r == SNIFF_TLS || r == SNIFF_HTTP) && seen[0] && c->name[0] && strcmp(seen, c->name) != 0)
+        return refuse(c, r == SNIFF_TLS ? "sni_mismatch" : "host_mismatch");
+    resolve(c);
+}
+
+/* Where the sandbox meant to go, from the NAT table. */
+static int original_dst(int fd, struct sockaddr_in *dst)
+{
+    socklen_t len = sizeof *dst;
+    return getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, dst, &len);
+}
+
+static void start_conn(struct egress_sandbox *es, int fd)
+{
+    struct sockaddr_in dst;
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->es = es;
+    c->client = fd;
+    c->upstream = -1;
+    c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
+    c->next = es->conns;
+    if (es->conns) es->conns->prev = c;
+    es->conns = c;
+    es->n_conns++;
+    if (original_dst(fd, &dst) < 0) return refuse(c, "no_destination");
+    c->port = ntohs(dst.sin_port);
+    uint32_t ip = ntohl(dst.sin_addr.s_addr);
+    const char *name = names_by_addr(&es->names, ip);
+    if (name) snprintf(c->name, sizeof c->name, "%s", name);
+    c->literal = (struct policy_addr){.family = AF_INET, .v4 = dst.sin_addr};
+    if (!name && ip >= SYNTH_BASE && ip < SYNTH_BASE + SYNTH_COUNT)
+        return refuse(c, "stale_address"); /* a synthetic address we no longer know */
+    enum policy_verdict v = judge(c);
+    if (v != POLICY_ALLOW) return refuse(c, policy_verdict_name(v));
+    /* Edge-triggered: peeked bytes stay readable, so wake only when more arrive. */
+    c->ev = event_new(es->eg->base, fd, EV_READ | EV_PERSIST | EV_ET, on_first_bytes, c);
+    /* Ports where the server speaks first (SSH banners aside, SMTP...) get a
+     * short wait; web ports must say where they are going. */
+    int ms = (c->port == 80 || c->port == 443) ? EGRESS_SNIFF_TIMEOUT_MS : 300;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    event_add(c->ev, &tv);
+}
+
+void proxy_on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct egress_sandbox *es = arg;
+    for (int i = 0; i < 64; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        if (es->n_conns >= EGRESS_MAX_CONNS) {
+            egress_refused(es, "-", 0, "too_many_connections", "accept");
+            close(fd);
+            continue;
+        }
+        start_conn(es, fd);
+    }
+}

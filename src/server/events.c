@@ -1,0 +1,103 @@
+/* Sandbox events (egress.refused, egress.allowed, ...): kept in memory for a
+ * moment and written in one transaction, so a busy sandbox costs one fsync per
+ * batch rather than one per connection. */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_impl.h"
+
+static void flush_group(struct server *srv, size_t from, size_t to)
+{
+    struct store_event evs[EVENTS_PENDING_MAX];
+    for (size_t i = from; i < to; i++) evs[i - from] = srv->pending[i].ev;
+    err_t err = {0};
+    if (store_events_add(srv->store, srv->pending[from].sandbox, evs, to - from, &err) < 0)
+        log_warn("events of sandbox %s not saved: %s", srv->pending[from].sandbox, err.msg);
+}
+
+void events_flush(struct server *srv)
+{
+    /* Group runs of the same sandbox; order within a sandbox is kept. */
+    size_t from = 0;
+    for (size_t i = 1; i <= srv->n_pending; i++) {
+        if (i < srv->n_pending && strcmp(srv->pending[i].sandbox, srv->pending[from].sandbox) == 0)
+            continue;
+        flush_group(srv, from, i);
+        from = i;
+    }
+    for (size_t i = 0; i < srv->n_pending; i++) {
+        free((char *)srv->pending[i].ev.kind);
+        free((char *)srv->pending[i].ev.fields_json);
+    }
+    srv->n_pending = 0;
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    events_flush(arg);
+}
+
+int events_start(struct server *srv)
+{
+    srv->flush_timer = evtimer_new(srv->base, on_flush, srv);
+    return srv->flush_timer ? 0 : -ENOMEM;
+}
+
+void events_stop(struct server *srv)
+{
+    events_flush(srv);
+    if (srv->flush_timer) event_free(srv->flush_timer);
+    srv->flush_timer = NULL;
+}
+
+void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
+{
+    if (srv->n_pending == EVENTS_PENDING_MAX) events_flush(srv);
+    struct pending_event *p = &srv->pending[srv->n_pending];
+    snprintf(p->sandbox, sizeof p->sandbox, "%s", sandbox_id);
+    p->ev = (struct store_event){.time_ms = now_unix_ms(), .kind = strdup(kind),
+                                 .fields_json = json_dumps(fields, JSON_COMPACT)};
+    if (!p->ev.kind || !p->ev.fields_json) {
+        free((char *)p->ev.kind);
+        free((char *)p->ev.fields_json);
+        return;
+    }
+    srv->n_pending++;
+    if (!evtimer_pending(srv->flush_timer, NULL)) {
+        struct timeval tv = {0, EVENTS_FLUSH_MS * 1000};
+        evtimer_add(srv->flush_timer, &tv);
+    }
+}
+
+static int append_event(const struct store_event *ev, void *arg)
+{
+    json_t *arr = arg;
+    json_error_t jerr;
+    json_t *e = json_loads(ev->fields_json ? ev->fields_json : "{}", 0, &jerr);
+    if (!json_is_object(e)) {
+        json_decref(e);
+        e = json_object();
+    }
+    char when[40];
+    time_rfc3339(when, sizeof when, ev->time_ms);
+    json_object_set_new(e, "seq", json_integer(ev->seq));
+    json_object_set_new(e, "time", json_string(when));
+    json_object_set_new(e, "kind", json_string(ev->kind ? ev->kind : ""));
+    json_array_append_new(arr, e);
+    return 0;
+}
+
+int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err)
+{
+    events_flush(srv);
+    json_t *arr = json_array();
+    int r = store_events_each(srv->store, sb->id, after, 1000, append_event, arr, err);
+    if (r < 0) {
+        json_decref(arr);
+        return r;
+    }
+    *out = arr;
+    return 0;
+}
