@@ -40,6 +40,7 @@ struct options {
     struct egress_pin pins[64];
     size_t n_pins;
     char upstream_ca[512];
+    char nameserver[128];
 };
 
 static const char usage[] =
@@ -57,6 +58,8 @@ static const char usage[] =
     "  --resolve HOST:PORT:ADDR  pin a name to an address for the egress proxy\n"
     "                        (repeatable, like curl's --resolve; PORT 0 = any)\n"
     "  --upstream-ca FILE    extra CA certificates trusted for upstream TLS\n"
+    "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
+    "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
     "  --log-format text|json\n"
     "  -h, --help            this text\n";
@@ -101,8 +104,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"state-dir", 1, 0, 's'}, {"listen", 1, 0, 'l'}, {"socket", 1, 0, 'S'},
         {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
         {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
+        {"nameserver", 1, 0, 'n'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
+    opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -1;
     int c;
@@ -117,6 +122,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'm': snprintf(max, sizeof max, "%s", optarg); break;
         case 'r': if (add_pins(o, optarg) < 0) return -1; break;
         case 'u': snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg); break;
+        case 'n': snprintf(o->nameserver, sizeof o->nameserver, "%s", optarg); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -244,6 +250,7 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
     snprintf(cfg.public_url, sizeof cfg.public_url, "%s", o->public_url);
     snprintf(cfg.listen, sizeof cfg.listen, "%s", o->listen);
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
+    snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);

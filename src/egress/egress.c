@@ -53,8 +53,18 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
         eg->n_pins = cfg->n_pins;
     }
     /* Resolution failures are answers too; a missing resolv.conf is not fatal. */
-    eg->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                       EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    if (cfg->nameserver && *cfg->nameserver) {
+        eg->dns = evdns_base_new(base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+        if (eg->dns && evdns_base_nameserver_ip_add(eg->dns, cfg->nameserver) != 0) {
+            evdns_base_free(eg->dns, 0);
+            free(eg->pins);
+            free(eg);
+            return err_set(err, -EINVAL, "--nameserver %s: not an ADDR[:PORT]", cfg->nameserver);
+        }
+    } else {
+        eg->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                           EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+    }
     if (!eg->dns) eg->dns = evdns_base_new(base, 0);
     load_host_addrs(eg);
     *out = eg;

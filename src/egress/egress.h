@@ -40,6 +40,7 @@ typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *k
 struct egress_config {
     const struct egress_pin *pins;
     size_t n_pins;
+    const char *nameserver; /* "ADDR[:PORT]" to resolve with, or NULL for resolv.conf */
     egress_event_fn on_event;
     void *event_arg;
 };

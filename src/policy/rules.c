@@ -97,7 +97,7 @@ static int set_cidr(struct policy_rule *out, const struct policy_addr *a, unsign
     }
     if (out->prefix == 0)
         return err_set(err, -EINVAL,
-                       "/0 matches every address; to allow any public host, "
+                       "the range covers every address; to allow any public host, "
                        "leave the allow list empty");
     struct policy_addr masked = {.family = out->addr.family};
     uint8_t *dst = masked.family == AF_INET ? (uint8_t *)&masked.v4 : masked.v6.s6_addr;

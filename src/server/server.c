@@ -388,6 +388,7 @@ static void on_egress_event(void *arg, const char *sandbox_id, const char *kind,
 static int start_egress(struct server *srv, err_t *err)
 {
     struct egress_config ec = {.pins = srv->cfg.pins, .n_pins = srv->cfg.n_pins,
+                               .nameserver = srv->cfg.nameserver,
                                .on_event = on_egress_event, .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);
 }

@@ -21,6 +21,7 @@ struct server_config {
     struct egress_pin pins[64]; /* --resolve */
     size_t n_pins;
     char upstream_ca[512];      /* --upstream-ca, "" for none */
+    char nameserver[128];       /* --nameserver, "" for resolv.conf */
 };
 
 /* A sandbox as the server knows it. spec is the normalized API settings object
