@@ -174,8 +174,7 @@ size_t dns_tcp_frame(const uint8_t *buf, size_t len)
 {
     if (len < 2) return 0;
     size_t n = get16(buf);
-    /* Shorter than a header: no reply is possible, and a 0 length would
-     * otherwise read as "need more bytes" for ever. */
-    if (n < HDR_LEN) return DNS_TCP_BAD;
-    return len - 2 >= n ? n : 0;
+    /* A frame shorter than a header is still returned whole, so that the
+     * caller drains it (dns_parse_query then says -1); only 0 cannot be. */
+    return n > 0 && len - 2 >= n ? n : 0;
 }

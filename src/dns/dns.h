@@ -56,10 +56,9 @@ int dns_build_error(const uint8_t *query, size_t qlen, const struct dns_question
 
 /* DNS over TCP frames each message with a 2-byte big-endian length: returns
  * the message length (the message starts at buf + 2) once buf holds a whole
- * frame, 0 if more bytes are needed, or DNS_TCP_BAD when the frame is shorter
- * than a DNS header (e.g. length 0): the peer is not speaking DNS, close the
- * connection. Responses get the same 2-byte prefix. */
-#define DNS_TCP_BAD ((size_t)-1)
+ * frame, 0 if more bytes are needed. A frame of length 0 never completes (0
+ * means "more"): callers bound what they buffer (2 + 65535) and idle time, or
+ * close a connection whose next two bytes are 0. Responses get the same prefix. */
 size_t dns_tcp_frame(const uint8_t *buf, size_t len);
 
 #endif

@@ -179,8 +179,10 @@ static void resolve(struct conn *c)
     struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                                     .ai_flags = EVUTIL_AI_ADDRCONFIG};
     c->state = CONN_RESOLVING;
-    c->dns_req = evdns_getaddrinfo(eg->dns, c->name, NULL, &hints, on_resolved, c);
-    /* evdns may answer at once (and then c may be gone): do not touch c here. */
+    /* evdns may answer at once, and then c may be gone and req is NULL. */
+    struct evdns_getaddrinfo_request *req =
+        evdns_getaddrinfo(eg->dns, c->name, NULL, &hints, on_resolved, c);
+    if (req) c->dns_req = req;
 }
 
 /* The first bytes the client sends, peeked (they stay in the socket for the
