@@ -78,6 +78,10 @@ static void tcp_read(struct bufferevent *bev, void *arg)
     for (;;) {
         size_t have = evbuffer_get_length(in);
         uint8_t *buf = evbuffer_pullup(in, have < 2 + 65535 ? (ssize_t)have : 2 + 65535);
+        if (have >= 2 && buf[0] == 0 && buf[1] == 0) {
+            dnsstub_tcp_close(t); /* a zero-length frame never completes */
+            return;
+        }
         size_t mlen = dns_tcp_frame(buf, have);
         if (mlen == 0) return;
         uint8_t out[2 + 512];
