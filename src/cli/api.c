@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The daemon's text goes to a terminal: keep it on one line, without escape sequences. */
-static void print_clean(FILE *f, const char *s, size_t max)
+void print_clean(FILE *f, const char *s, size_t max)
 {
     for (size_t i = 0; s[i] && i < max; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -47,6 +46,7 @@ int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp)
     if (conn_load_key(c)) return EXIT_FAIL;
     if (http_do(c, req, resp)) return EXIT_FAIL;
     if (resp->status >= 200 && resp->status < 300) return 0;
+    if (req->accept_status && resp->status == req->accept_status) return 0;
     api_error(c, resp);
     http_resp_free(resp);
     return EXIT_FAIL;
@@ -99,6 +99,21 @@ char *url_encode(const char *s, const char *keep)
     }
     *p = '\0';
     return out;
+}
+
+int api_get_sandbox(struct cli *c, const char *id, json_t **sb)
+{
+    *sb = NULL;
+    char *path = api_sandbox_path(id, "");
+    if (!path) return cli_error("out of memory");
+    int r = api_json(c, "GET", path, NULL, sb);
+    free(path);
+    if (r == 0 && !json_is_object(*sb)) {
+        json_decref(*sb);
+        *sb = NULL;
+        r = cli_error("the daemon's answer is not a sandbox; is that runtimed?");
+    }
+    return r;
 }
 
 char *api_sandbox_path(const char *id, const char *suffix)

@@ -76,8 +76,10 @@ struct http_req {
     const char *content_type;
     const char *body; /* may be NULL */
     size_t body_len;
-    int sink_fd;        /* >= 0: a 2xx answer's body is written here instead of collected */
-    bool interruptible; /* abort when a signal set http_interrupted */
+    int sink_fd;          /* >= 0: a 2xx answer's body is written here instead of collected */
+    bool interruptible;   /* abort when a signal set http_interrupted */
+    bool quiet_interrupt; /* ... and say nothing: the caller takes a signal as the way out */
+    long accept_status;   /* a non-2xx status api_call hands back rather than reports, or 0 */
 };
 struct http_resp {
     long status;
@@ -94,26 +96,34 @@ void http_catch_signals(void);
 void http_default_signals(void);
 
 /* ---- API calls (api.c) ---- */
-/* Sends the request with the key; non-2xx answers print the API's error and return EXIT_FAIL. */
+/* Sends the request with the key; non-2xx answers (but req->accept_status) print the API's
+ * error and return EXIT_FAIL. */
 int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp);
 /* JSON in, JSON out: *out is the parsed answer (NULL for an empty body). */
 int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out);
+/* GET /v1/sandboxes/{id or name}: 0 and the sandbox (an object), or EXIT_FAIL. */
+int api_get_sandbox(struct cli *c, const char *id, json_t **sb);
 /* "/v1/sandboxes/<encoded id><suffix>"; malloc'd. */
 char *api_sandbox_path(const char *id, const char *suffix);
 /* Percent-encodes s, keeping unreserved characters and those in keep; malloc'd. */
 char *url_encode(const char *s, const char *keep);
+/* Prints at most max bytes of s with control characters as spaces: the daemon's text goes to
+ * a terminal, on one line and without escape sequences. */
+void print_clean(FILE *f, const char *s, size_t max);
 /* Prints the body as received, with a final newline. */
 void print_raw_json(const struct http_resp *r);
 int parse_json_body(const struct http_resp *r, json_t **out);
 
 /* ---- commands ---- */
-int cmd_sandbox(struct cli *c, int argc, char **argv);        /* sandbox.c */
-int cmd_sandbox_create(struct cli *c, int argc, char **argv); /* create.c */
-int cmd_sandbox_run(struct cli *c, int argc, char **argv);    /* run.c */
-int cmd_sandbox_exec(struct cli *c, int argc, char **argv);   /* exec.c */
-int cmd_sandbox_cp(struct cli *c, int argc, char **argv);     /* cp.c */
-int cmd_pending(const char *cmd, int argc, char **argv);      /* pending.c */
-const char *pending_usage(const char *cmd);                   /* pending.c */
+int cmd_sandbox(struct cli *c, int argc, char **argv);         /* sandbox.c */
+int cmd_sandbox_create(struct cli *c, int argc, char **argv);  /* create.c */
+int cmd_sandbox_run(struct cli *c, int argc, char **argv);     /* run.c */
+int cmd_sandbox_exec(struct cli *c, int argc, char **argv);    /* exec.c */
+int cmd_sandbox_cp(struct cli *c, int argc, char **argv);      /* cp.c */
+int cmd_sandbox_network(struct cli *c, int argc, char **argv); /* network.c */
+int cmd_sandbox_events(struct cli *c, int argc, char **argv);  /* events.c */
+int cmd_pending(const char *cmd, int argc, char **argv);       /* pending.c */
+const char *pending_usage(const char *cmd);                    /* pending.c */
 
 /* create.c: the options `sandbox create` and `sandbox run` share. */
 extern const struct opt_spec create_opt_specs[];

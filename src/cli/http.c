@@ -154,7 +154,8 @@ static int report_failure(struct cli *c, struct xfer *x, CURLcode rc, const char
 {
     long os_errno = 0;
     curl_easy_getinfo(x->h, CURLINFO_OS_ERRNO, &os_errno);
-    if (rc == CURLE_ABORTED_BY_CALLBACK) return cli_error("interrupted");
+    if (rc == CURLE_ABORTED_BY_CALLBACK)
+        return x->req->quiet_interrupt ? EXIT_FAIL : cli_error("interrupted");
     if (x->sink_err) return cli_error("cannot write the file: %s", strerror(x->sink_err));
     if (rc == CURLE_WRITE_ERROR)
         return cli_error("the daemon's answer is too big or out of memory");

@@ -12,9 +12,6 @@ struct pending {
 };
 
 static const struct pending pending[] = {
-    {"sandbox network", "Usage: runtime sandbox network ID [--internet on|off] [--allow HOST]... "
-                        "[--clear]\n"},
-    {"sandbox events", "Usage: runtime sandbox events ID [--follow] [--json]\n"},
     {"sandbox mcp",
      "Usage: runtime sandbox mcp catalog [--json]\n"
      "       runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"

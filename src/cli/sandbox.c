@@ -188,7 +188,9 @@ static const struct sub subs[] = {
     {"rm", cmd_rm},
     {"pause", cmd_pause},
     {"resume", cmd_resume},
+    {"network", cmd_sandbox_network},
     {"cp", cmd_sandbox_cp},
+    {"events", cmd_sandbox_events},
 };
 
 int cmd_sandbox(struct cli *c, int argc, char **argv)

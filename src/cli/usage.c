@@ -19,10 +19,11 @@ static const char top_usage[] =
     "  sandbox get ID [--json]                 show a sandbox\n"
     "  sandbox rm ID [ID...]                   delete sandboxes\n"
     "  sandbox pause ID | resume ID            freeze or thaw a sandbox\n"
-    "  sandbox network ID [--internet on|off] [--allow HOST]... [--clear]\n"
+    "  sandbox network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
+    "                                          show or change where it may connect\n"
     "  sandbox cp LOCAL ID:PATH | ID:PATH LOCAL\n"
     "                                          copy a file in or out\n"
-    "  sandbox events ID [--follow] [--json]\n"
+    "  sandbox events ID [--follow] [--json]   show its events (egress, secrets, MCP)\n"
     "  sandbox mcp catalog [--json]\n"
     "  sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
     "                 [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
@@ -59,9 +60,10 @@ static const char sandbox_usage[] =
     "  get ID [--json]                         show a sandbox\n"
     "  rm ID [ID...]                           delete sandboxes\n"
     "  pause ID | resume ID                    freeze or thaw a sandbox\n"
-    "  network ID [--internet on|off] [--allow HOST]... [--clear]\n"
+    "  network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
+    "                                          show or change where it may connect\n"
     "  cp LOCAL ID:PATH | ID:PATH LOCAL        copy a file in or out\n"
-    "  events ID [--follow] [--json]\n"
+    "  events ID [--follow] [--json]           show its events (egress, secrets, MCP)\n"
     "  mcp ...                                 MCP servers in a sandbox\n"
     "\n"
     "Run 'runtime sandbox COMMAND --help' for a command's options.\n";
@@ -144,6 +146,43 @@ static const char cp_usage[] =
     "is a directory takes the other side's file name. Write a local path that\n"
     "contains ':' as ./NAME.\n";
 
+static const char network_usage[] =
+    "Usage: runtime sandbox network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
+    "\n"
+    "Shows or changes where the sandbox ID may connect. The change takes effect at\n"
+    "once, also on open connections. Without options, shows the current policy:\n"
+    "\n"
+    "  internet: on\n"
+    "  allow: api.github.com, *.example.com\n"
+    "\n"
+    "An empty allow list lets the sandbox reach any public host; with internet off\n"
+    "every connection is refused. Private, loopback and metadata addresses are\n"
+    "always refused.\n"
+    "\n"
+    "Options:\n"
+    "  --internet on|off     turn internet access on or off\n"
+    "  --allow HOST          add a host to the allow list (e.g. api.github.com,\n"
+    "                        *.example.com); repeatable\n"
+    "  --clear               empty the allow list first (then add any --allow)\n"
+    "  --json                print the API's JSON of the network policy\n";
+
+static const char events_usage[] =
+    "Usage: runtime sandbox events ID [--follow] [--json]\n"
+    "\n"
+    "Prints the sandbox's events, oldest first, one a line:\n"
+    "\n"
+    "  TIME KIND KEY=VALUE...\n"
+    "\n"
+    "e.g. 2026-11-29T18:46:33.962Z egress.refused host=local.test port=80 ...\n"
+    "Kinds: egress.refused, egress.allowed, secret.used, secret.misdirected,\n"
+    "mcp.refused, mcp.exited, ... A VALUE with spaces or quotes, and any value\n"
+    "that is not text, is written as JSON.\n"
+    "\n"
+    "Options:\n"
+    "  --follow              keep printing new events until Ctrl-C (exit 0) or\n"
+    "                        until the sandbox is deleted (exit 1)\n"
+    "  --json                print each event as the API's JSON, one a line\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -160,7 +199,9 @@ static const struct usage_entry entries[] = {
     {"sandbox rm", rm_usage},
     {"sandbox pause", pause_usage},
     {"sandbox resume", resume_usage},
+    {"sandbox network", network_usage},
     {"sandbox cp", cp_usage},
+    {"sandbox events", events_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)
