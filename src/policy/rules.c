@@ -170,8 +170,6 @@ static int parse_cidr(const char *text, struct policy_rule *out, err_t *err)
     memcpy(buf, text, len);
     buf[len] = '\0';
     struct policy_addr a;
-    if (buf[0] == '[')
-        return err_set(err, -EINVAL, "write a CIDR range without brackets, as in 2001:db8::/32");
     char shown[72];
     policy_show(buf, len, shown, sizeof shown);
     if (policy_parse_ip(buf, &a) < 0)
