@@ -179,7 +179,8 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
     if (server_open_file(srv, sb, path, 0, &fd, &err) < 0) return api_fail(req, &err);
     struct stat st;
     struct evbuffer *out = evbuffer_new();
-    if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
+    if (fstat(fd, &st) == 0 && st.st_size == 0) close(fd); /* nothing to map */
+    else if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
         close(fd);
         evbuffer_free(out);
         return api_error(req, 500, "internal", "cannot read %s", path);
@@ -244,6 +245,12 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
         if (server_sandbox_delete(srv, sb, &err) < 0) return api_fail(req, &err);
         return evhttp_send_reply(req, 204, NULL, NULL);
     }
+    bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0);
+    if (needs_running && strcmp(sb->status, "running") != 0)
+        return api_error(req, 409, "not_running", "sandbox %s is %s; remove it with `runtime "
+                         "sandbox rm %s` (its /workspace is kept only while it exists), or "
+                         "restart runtimed to rebuild it on its workspace", sb->id, sb->status,
+                         sb->id);
     if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST) return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
         return files(req, srv, sb);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -222,6 +223,29 @@ static int listen_unix(const char *path, err_t *err)
     return fd;
 }
 
+/* One daemon per state directory: a second one would fight the first over its
+ * sandboxes. The lock lives as long as the keeper. */
+static int lock_state(const char *state, err_t *err)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/lock", state);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return err_set(err, errno, "cannot open %s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char pid[32] = "";
+        read_file_small(path, pid, sizeof pid);
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        return err_set(err, -EBUSY, "%s is in use by another runtimed%s%s%s; stop it first or "
+                       "give this one another --state-dir", state, pid[0] ? " (pid " : "", pid,
+                       pid[0] ? ")" : "");
+    }
+    char text[32];
+    snprintf(text, sizeof text, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) == 0) write_all(fd, text, strlen(text));
+    return fd;
+}
+
 /* STATE/db belongs to the server: it is the only directory it may write. */
 static int prepare_state(const struct options *o, err_t *err)
 {
@@ -299,7 +323,8 @@ int main(int argc, char **argv)
     char key[128];
     int sp[2], tcp = -1, unx = -1;
     if (cgroup_version() < 0) err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
-    else if (prepare_state(&o, &err) == 0 && admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
+    else if (prepare_state(&o, &err) == 0 && lock_state(o.state_dir, &err) >= 0 &&
+             admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
              (tcp = listen_tcp(o.listen, &err)) >= 0)
         unx = listen_unix(o.socket_path, &err);
     if (unx < 0) {

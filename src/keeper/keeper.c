@@ -234,6 +234,11 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
     case PROTO_CREATE:
     case PROTO_ADOPT:
         r = on_create(k, buf, len, hdr->type == PROTO_ADOPT, values, &err);
+        if (r == 0) {
+            const struct proto_sandbox *p = (const void *)buf;
+            fds[0] = k->drv->watch_fd(find(k, p->id)->sb);
+            nfds = fds[0] >= 0;
+        }
         break;
     case PROTO_SWEEP:
         r = on_sweep(k, buf, len, &err);

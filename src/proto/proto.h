@@ -21,8 +21,8 @@
 
 enum proto_type {
     PROTO_HELLO = 1,  /* s->k: proto_hello                   -> RESULT */
-    PROTO_CREATE,     /* s->k: proto_sandbox                 -> RESULT */
-    PROTO_ADOPT,      /* s->k: proto_sandbox (restart)       -> RESULT values[0]=1 adopted, 2 recreated */
+    PROTO_CREATE,     /* s->k: proto_sandbox                 -> RESULT + fd that is readable once it died */
+    PROTO_ADOPT,      /* s->k: proto_sandbox (restart)       -> the same; values[0]=1 adopted, 2 recreated */
     PROTO_SWEEP,      /* s->k: proto_sweep + ids             -> RESULT; removes all not listed */
     PROTO_DESTROY,    /* s->k: proto_ref                     -> RESULT */
     PROTO_EXEC,       /* s->k: proto_exec + argv,env strings -> RESULT + fds stdin,stdout,stderr,status */

@@ -150,6 +150,10 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
     sb->init_pid = (pid_t)pid;
     sb->init_pidfd = pidfd;
     int r = cgroup_attach(sb->cg, sb->init_pid, err);
+    /* The OOM killer must never pick pid 1: the sandbox would die with it. */
+    char oom[64];
+    snprintf(oom, sizeof oom, "/proc/%d/oom_score_adj", sb->init_pid);
+    if (r == 0 && write_file(oom, "-1000") < 0) log_warn("cannot protect %s from the OOM killer", oom);
     if (r == 0) r = sync_send(sp[0], "go");
     if (r == 0) r = sync_expect(sp[0], "user", err);
     if (r == 0) r = write_id_maps(sb->init_pid, &sb->spec, err);
@@ -268,8 +272,14 @@ static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *
     int n = r == 0 ? cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids)) : 0;
     for (int i = 0; i < n && sb->init_pidfd < 0; i++) {
         if (inner_pid(pids[i]) != 1) continue;
-        sb->init_pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-        sb->init_pid = pids[i];
+        int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (fd >= 0 && poll(&p, 1, 0) == 0) { /* readable means it is exiting */
+            sb->init_pidfd = fd;
+            sb->init_pid = pids[i];
+        } else if (fd >= 0) {
+            close(fd);
+        }
     }
     if (sb->init_pidfd < 0) {
         ns_free(sb);
@@ -298,6 +308,11 @@ static int ns_destroy(struct sandbox *sb, err_t *err)
     return r;
 }
 
+static int ns_watch_fd(struct sandbox *sb)
+{
+    return fcntl(sb->init_pidfd, F_DUPFD_CLOEXEC, 3);
+}
+
 static int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
 {
     return cgroup_freeze(sb->cg, frozen, err);
@@ -316,6 +331,7 @@ const struct sandbox_driver sandbox_ns_driver = {
     .exec = ns_exec,
     .open_file = ns_open_file,
     .net_sockets = ns_net_sockets,
+    .watch_fd = ns_watch_fd,
     .freeze = ns_freeze,
     .stats = ns_stats,
     .sweep = ns_sweep,

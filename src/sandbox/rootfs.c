@@ -176,7 +176,11 @@ static int step_dev(struct build *b)
     if (r == 0)
         r = do_mount(b, "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                      "newinstance,ptmxmode=0666,mode=0620");
-    if (r == 0) r = do_mount(b, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+    /* tmpfs pages count against the memory limit: cap them below it, so filling
+     * them ends in ENOSPC rather than the OOM killer. */
+    char shm[64];
+    snprintf(shm, sizeof shm, "mode=1777,size=%um", b->sb->spec.memory_mib / 4 + 1);
+    if (r == 0) r = do_mount(b, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, shm);
     static const char *const links[][2] = {{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"},
                                            {"/proc/self/fd/0", "/dev/stdin"},
                                            {"/proc/self/fd/1", "/dev/stdout"},
@@ -189,7 +193,7 @@ static int step_dev(struct build *b)
 static int step_tmp(struct build *b)
 {
     char opts[64];
-    snprintf(opts, sizeof opts, "mode=1777,size=%um", b->sb->spec.memory_mib);
+    snprintf(opts, sizeof opts, "mode=1777,size=%um", b->sb->spec.memory_mib / 2 + 1);
     int r = do_mount(b, "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts);
     if (r == 0) r = do_mount(b, "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
     return r;

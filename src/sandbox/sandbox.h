@@ -71,6 +71,9 @@ struct sandbox_driver {
     /* Listening sockets made inside the sandbox's network namespace for the
      * egress proxy and DNS stub: fds[0] TCP proxy, fds[1] UDP 53, fds[2] TCP 53. */
     int (*net_sockets)(struct sandbox *sb, int fds[3], err_t *err);
+    /* A descriptor that becomes readable when the sandbox dies (its init's
+     * pidfd, duplicated; harmless in unprivileged hands: it cannot signal). */
+    int (*watch_fd)(struct sandbox *sb);
     int (*freeze)(struct sandbox *sb, bool frozen, err_t *err);
     int (*stats)(struct sandbox *sb, struct cgroup_stats *st);
     /* Removes what a sandbox that no longer exists may have left (cgroups, files). */

@@ -85,6 +85,7 @@ static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
     if (sb->egress) egress_sandbox_remove(sb->egress);
+    if (sb->death) event_free(sb->death);
     json_decref(sb->spec);
     free(sb);
 }
@@ -117,6 +118,35 @@ static int save_new(struct server *srv, struct sbx *sb, err_t *err)
     int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
+}
+
+static void detach_egress(struct sbx *sb);
+
+/* Its init died (killed from the host, say): nothing runs in it any more. The
+ * workspace is kept; a restart of runtimed rebuilds it. */
+static void on_death(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx *sb = arg;
+    struct server *srv = sb->owner;
+    event_free(sb->death);
+    sb->death = NULL;
+    close(fd);
+    detach_egress(sb);
+    snprintf(sb->status, sizeof sb->status, "stopped");
+    err_t err = {0};
+    store_sandbox_set_status(srv->store, sb->id, sb->status, &err);
+    json_t *f = json_pack("{s:s}", "reason", "init process exited");
+    server_event(srv, sb->id, "sandbox.exited", f);
+    json_decref(f);
+    log_warn("sandbox %s stopped: its init process exited", sb->id);
+}
+
+static void watch_death(struct server *srv, struct sbx *sb, int fd)
+{
+    sb->owner = srv;
+    sb->death = event_new(srv->base, fd, EV_READ, on_death, sb);
+    if (sb->death) event_add(sb->death, NULL);
+    else close(fd);
 }
 
 /* Gives the running sandbox its egress: sockets made inside its network
@@ -192,7 +222,8 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     struct proto_sandbox p;
     struct proto_result res;
     fill_proto_sandbox(sb, &p);
-    r = keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, NULL, 0, err);
+    int watch = -1;
+    r = keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, &watch, 1, err);
     if (r < 0) {
         err_t ignored;
         store_sandbox_delete(srv->store, sb->id, &ignored);
@@ -200,6 +231,7 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
         sbx_free(sb);
         return err_wrap(err, "cannot create the sandbox");
     }
+    if (watch >= 0) watch_death(srv, sb, watch);
     if (attach_egress(srv, sb, err) < 0) {
         err_t ignored;
         struct proto_ref ref = {0};
@@ -301,9 +333,11 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     struct proto_result res;
     err_t err = {0};
     fill_proto_sandbox(sb, &p);
+    int watch = -1;
     bool ok = strcmp(row->status, "creating") != 0 &&
-              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, NULL, 0, &err) == 0 &&
-              attach_egress(srv, sb, &err) == 0;
+              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
+    if (ok && watch >= 0) watch_death(srv, sb, watch);
+    ok = ok && attach_egress(srv, sb, &err) == 0;
     snprintf(sb->status, sizeof sb->status, "%s", ok ? "running" : "failed");
     if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);

@@ -33,6 +33,8 @@ struct sbx {
     int64_t created_ms;
     json_t *spec; /* owned */
     struct egress_sandbox *egress; /* NULL while not running */
+    struct event *death;           /* fires when its init process exits */
+    struct server *owner;
     struct sbx *next;
 };
 

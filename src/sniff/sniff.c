@@ -249,8 +249,10 @@ static enum step tls_client_hello(struct tls_rd *r, size_t max, char name[SNIFF_
     if (body < TLS_CLIENT_HELLO_MIN || body > max || r->pos > max - body) return STEP_BAD;
     r->hs_end = r->hs + body;
 
+    /* TLS 1.0 or later; a server must negotiate down from a version it does
+     * not know (RFC 5246 E.1), so higher minor versions are fine. */
     unsigned version = (unsigned)tls_uint(r, 2);
-    if (r->st == STEP_OK && (version < 0x0301 || version > 0x0304)) return STEP_BAD;
+    if (r->st == STEP_OK && (version >> 8 != 3 || (version & 0xff) < 1)) return STEP_BAD;
     tls_skip(r, 32);                       /* random */
     tls_skip(r, tls_vec_len(r, 1, 0, 32)); /* legacy_session_id */
     size_t suites = tls_vec_len(r, 2, 2, SIZE_MAX);

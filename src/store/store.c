@@ -41,7 +41,9 @@ int store_open(const char *path, struct store **out, err_t *err)
     if (!st) return err_set(err, -ENOMEM, "out of memory");
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
-        int r = err_set(err, -EIO, "cannot open the database %s: %s", path,
+        int r = err_set(err, -EIO, "cannot open the database %s: %s; the daemon's "
+                        "unprivileged server must reach it: every directory above the state "
+                        "directory needs search (x) permission for others", path,
                         st->db ? sqlite3_errmsg(st->db) : "out of memory");
         store_close(st);
         return r;

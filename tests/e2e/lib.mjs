@@ -1,0 +1,472 @@
+// Helpers for the end-to-end and escape suites: a real runtimed in a fresh temp dir
+// on a free loopback port, the real CLI, the HTTP API over TCP, and host-side
+// inspection (processes, cgroups, loop devices, mounts) to prove what is left.
+//
+// Nothing here sleeps for synchronisation: every wait polls a condition with a
+// deadline and fails with a message naming what it waited for.
+
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import crypto from 'node:crypto';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const RUNTIMED = path.join(ROOT, 'build', 'runtimed');
+export const RUNTIME = path.join(ROOT, 'build', 'runtime');
+export const PROBE_SRC = path.join(ROOT, 'tests', 'escape', 'probe.c');
+
+// Host uids: the server drops to this one; sandboxes get ranges from SANDBOX_UID_BASE.
+export const SANDBOX_UID_BASE = 1000000000;
+
+export const delay = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn() until it returns a truthy value; throws after timeoutMs. */
+export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 25, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      if (e && e.fatal) throw e; // no point in waiting any longer
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}` +
+        (last ? `; last error: ${last.message}` : ''));
+    }
+    await delay(intervalMs);
+  }
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A unique token, for markers that must never be seen where they do not belong. */
+export function token(prefix = 'rt') {
+  return `${prefix}-${crypto.randomBytes(12).toString('hex')}`;
+}
+
+export function isRoot() {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/** Runs a program to its end (bounded); returns {code, signal, stdout, stderr}. */
+export function run(cmd, args, { input, env, timeoutMs = 60000, encoding = 'utf8', cwd } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: env ?? process.env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out = [], err = [];
+    child.stdout.on('data', (d) => out.push(d));
+    child.stderr.on('data', (d) => err.push(d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => { clearTimeout(timer); reject(e); });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stdout = Buffer.concat(out), stderr = Buffer.concat(err);
+      resolve({
+        code, signal,
+        stdout: encoding === 'buffer' ? stdout : stdout.toString(encoding),
+        stderr: stderr.toString('utf8'),
+      });
+    });
+    child.stdin.on('error', () => {}); // the program may exit without reading
+    if (input !== undefined) child.stdin.end(input);
+    else child.stdin.end();
+  });
+}
+
+// ---------------------------------------------------------------- host inspection
+
+function readOr(file, dflt = null, enc = 'utf8') {
+  try {
+    return fs.readFileSync(file, enc);
+  } catch {
+    return dflt;
+  }
+}
+
+/** Host processes as {pid, ppid, uid, cmdline}. */
+export function hostProcesses() {
+  const procs = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = readOr(`/proc/${name}/status`);
+    const cmd = readOr(`/proc/${name}/cmdline`, null, null);
+    if (status === null || cmd === null) continue;
+    const uid = Number((/^Uid:\s+(\d+)/m.exec(status) || [])[1]);
+    const ppid = Number((/^PPid:\s+(\d+)/m.exec(status) || [])[1]);
+    const state = (/^State:\s+(\S)/m.exec(status) || [])[1];
+    const stat = readOr(`/proc/${name}/stat`, '');
+    const pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    const cmdline = cmd.toString('utf8').split('\0').filter((s, i, a) => i < a.length - 1 || s).join(' ');
+    procs.push({ pid: Number(name), ppid, pgid, uid, state, cmdline, status });
+  }
+  return procs;
+}
+
+/** Live (non-zombie) host processes whose command line contains needle. */
+export function processesMatching(needle) {
+  return hostProcesses().filter((p) => p.state !== 'Z' && p.cmdline.includes(needle));
+}
+
+export function pidAlive(pid) {
+  const status = readOr(`/proc/${pid}/status`);
+  return status !== null && !/^State:\s+Z/m.test(status);
+}
+
+/** The daemon's instance tag: FNV-1a of the state dir's real path (src/daemon/main.c). */
+export function instanceName(stateDir) {
+  let h = 2166136261;
+  for (const b of Buffer.from(fs.realpathSync(stateDir))) {
+    h = Math.imul(h ^ b, 16777619) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** Cgroup dirs under /sys/fs/cgroup/<any>/runtime/ that belong to the daemon of stateDir. */
+export function cgroupDirs(stateDir) {
+  const tag = instanceName(stateDir) + '-';
+  const found = [];
+  let hier = [];
+  try {
+    hier = fs.readdirSync('/sys/fs/cgroup');
+  } catch {
+    return found;
+  }
+  // v1 hierarchies and v2 (unified, or the root itself when it is v2).
+  const bases = hier.map((h) => path.join('/sys/fs/cgroup', h, 'runtime')).concat(['/sys/fs/cgroup/runtime']);
+  for (const base of bases) {
+    let names = [];
+    try {
+      names = fs.readdirSync(base);
+    } catch {
+      continue;
+    }
+    for (const n of names) if (n.startsWith(tag)) found.push(path.join(base, n));
+  }
+  return found;
+}
+
+/** Loop devices whose backing file lies in dir. */
+export function loopDevicesInto(dir) {
+  const real = fs.realpathSync(dir);
+  const found = [];
+  for (const name of fs.readdirSync('/sys/block')) {
+    if (!name.startsWith('loop')) continue;
+    const backing = readOr(`/sys/block/${name}/loop/backing_file`);
+    if (backing && (backing.startsWith(real + '/') || backing.startsWith(dir + '/'))) {
+      found.push(`/dev/${name} -> ${backing.trim()}`);
+    }
+  }
+  return found;
+}
+
+/** Mounts (in our mount namespace) whose source or target lies in dir. */
+export function mountsOf(dir) {
+  const real = fs.realpathSync(dir);
+  return readOr('/proc/self/mountinfo', '').split('\n')
+    .filter((l) => l.includes(real) || l.includes(dir));
+}
+
+// ---------------------------------------------------------------- the daemon
+
+let probeCache = null;
+
+/** Compiles tests/escape/probe.c once per test process; returns the binary's path. */
+export function buildProbe(dir) {
+  if (probeCache && fs.existsSync(probeCache)) return probeCache;
+  const out = path.join(dir, 'probe');
+  const r = spawnSync('cc', ['-O2', '-Wall', '-o', out, PROBE_SRC], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`cannot compile probe.c: ${r.stderr}`);
+  probeCache = out;
+  return out;
+}
+
+export class Daemon {
+  constructor(dir) {
+    this.dir = dir;
+    this.stateDir = path.join(dir, 'state');
+    this.socket = path.join(dir, 'api.sock');
+    this.logFile = path.join(dir, 'runtimed.log');
+    this.port = 0;
+    this.proc = null;
+    this.exited = null; // {code, signal} once the keeper has exited
+    this.sandboxes = new Set(); // ids created by tests, removed at the end
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get key() {
+    return fs.readFileSync(path.join(this.stateDir, 'admin.key'), 'utf8').trim();
+  }
+
+  log() {
+    return readOr(this.logFile, '');
+  }
+
+  args() {
+    return ['--state-dir', this.stateDir, '--listen', `127.0.0.1:${this.port}`, '--socket', this.socket];
+  }
+
+  /** Spawns the daemon; resolves once the API answers an authorised request. */
+  async start({ port } = {}) {
+    if (!this.port) this.port = port ?? (await freePort());
+    const logFd = fs.openSync(this.logFile, 'a');
+    // Own process group, so a test can tell the daemon's processes from node's.
+    this.proc = spawn(RUNTIMED, this.args(), { stdio: ['ignore', logFd, logFd], detached: true });
+    fs.closeSync(logFd);
+    this.exited = null;
+    const proc = this.proc;
+    proc.on('exit', (code, signal) => {
+      if (this.proc === proc) this.exited = { code, signal };
+    });
+    await waitFor(async () => {
+      if (this.exited) {
+        throw Object.assign(new Error(`runtimed exited (${JSON.stringify(this.exited)}):\n${this.log()}`),
+          { fatal: true });
+      }
+      if (!fs.existsSync(path.join(this.stateDir, 'admin.key'))) return false;
+      const r = await this.api('GET', '/v1/sandboxes', undefined, { timeoutMs: 1000 });
+      return r.status === 200;
+    }, { timeoutMs: 15000, what: `runtimed on port ${this.port} to answer` }).catch((e) => {
+      if (this.exited) throw new Error(`runtimed exited (${JSON.stringify(this.exited)}):\n${this.log()}`);
+      throw e;
+    });
+    return this;
+  }
+
+  /** The keeper (the process we spawned) and the server (its child with the same
+   * command line, not a sandbox: those run as uids >= SANDBOX_UID_BASE). */
+  daemonPids() {
+    if (!this.proc) return [];
+    const keeper = this.proc.pid;
+    const kids = hostProcesses().filter((p) => p.ppid === keeper && p.uid < SANDBOX_UID_BASE);
+    return [keeper, ...new Set(kids.map((p) => p.pid))];
+  }
+
+  /** SIGKILL the keeper's whole process group (server and sandbox inits too), as
+   * `systemctl kill -s KILL` would, and wait until every one of them is gone. */
+  async killGroup() {
+    const pgid = this.proc.pid;
+    const pids = hostProcesses().filter((p) => p.pgid === pgid).map((p) => p.pid);
+    process.kill(-pgid, 'SIGKILL');
+    await waitFor(() => this.exited && pids.every((p) => !pidAlive(p)),
+      { timeoutMs: 10000, what: 'the process group to die after SIGKILL' });
+    return pids;
+  }
+
+  /** SIGTERM, then wait for the keeper and server to exit. */
+  async stop({ timeoutMs = 10000 } = {}) {
+    if (!this.proc || this.exited) return this.exited;
+    const pids = this.daemonPids();
+    this.proc.kill('SIGTERM');
+    try {
+      await waitFor(() => this.exited && pids.every((p) => !pidAlive(p)),
+        { timeoutMs, what: 'runtimed to exit after SIGTERM' });
+    } catch (e) {
+      for (const p of pids) try { process.kill(p, 'SIGKILL'); } catch {}
+      throw e;
+    }
+    return this.exited;
+  }
+
+  /** SIGKILL the keeper and the server at once (a crash); sandboxes are left alone. */
+  async kill9() {
+    const pids = this.daemonPids();
+    for (const p of pids) try { process.kill(p, 'SIGKILL'); } catch {}
+    await waitFor(() => this.exited && pids.every((p) => !pidAlive(p)),
+      { timeoutMs: 10000, what: 'runtimed to die after SIGKILL' });
+    return pids;
+  }
+
+  env(extra = {}) {
+    const env = { ...process.env, RUNTIME_API_URL: this.url, RUNTIME_API_KEY: this.key, ...extra };
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    return env;
+  }
+
+  /** The CLI with this daemon's URL and key: {code, stdout, stderr}. */
+  cli(args, { input, env, timeoutMs = 60000, encoding } = {}) {
+    return run(RUNTIME, args, { input, env: this.env(env), timeoutMs, encoding });
+  }
+
+  /** The HTTP API over TCP: {status, body (parsed JSON or null), text, headers}. */
+  async api(method, p, body, { key, raw, headers = {}, timeoutMs = 120000 } = {}) {
+    const h = { ...headers };
+    const k = key === undefined ? this.key : key;
+    if (k !== null) h.Authorization = `Bearer ${k}`;
+    let payload;
+    if (raw !== undefined) payload = raw;
+    else if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      h['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(this.url + p, {
+      method, headers: h, body: payload, signal: AbortSignal.timeout(timeoutMs),
+    });
+    const buf = Buffer.from(await res.arrayBuffer());
+    const text = buf.toString('utf8');
+    let json = null;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: res.status, body: json, text, buf, headers: res.headers };
+  }
+
+  /** Creates a sandbox through the API (remembered for cleanup); returns it. */
+  async create(spec = {}) {
+    const r = await this.api('POST', '/v1/sandboxes', spec);
+    if (r.status !== 201 && r.status !== 200) {
+      throw new Error(`create failed: HTTP ${r.status} ${r.text}`);
+    }
+    this.sandboxes.add(r.body.id);
+    return r.body;
+  }
+
+  track(id) {
+    this.sandboxes.add(id);
+  }
+
+  /** exec through the API; throws unless HTTP 200. */
+  async exec(id, argv, opts = {}) {
+    const r = await this.api('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, { argv, ...opts });
+    if (r.status !== 200) throw new Error(`exec ${JSON.stringify(argv)} failed: HTTP ${r.status} ${r.text}`);
+    return r.body;
+  }
+
+  /** exec of `sh -c SCRIPT`. */
+  sh(id, script, opts = {}) {
+    return this.exec(id, ['sh', '-c', script], opts);
+  }
+
+  async remove(id) {
+    const r = await this.api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}`);
+    if (r.status === 204 || r.status === 404) this.sandboxes.delete(id);
+    return r;
+  }
+
+  /** Copies the probe into a sandbox with `runtime sandbox cp`; returns its path inside. */
+  async installProbe(id) {
+    const bin = buildProbe(this.dir);
+    const r = await this.cli(['sandbox', 'cp', bin, `${id}:/workspace/probe`]);
+    if (r.code !== 0) throw new Error(`cp probe: ${r.stderr}`);
+    const c = await this.exec(id, ['chmod', '755', '/workspace/probe']);
+    if (c.exitCode !== 0) throw new Error(`chmod probe: ${c.stderr}`);
+    return '/workspace/probe';
+  }
+
+  /** Removes every sandbox the daemon knows, while it runs. */
+  async removeAll() {
+    if (!this.proc || this.exited) return;
+    const r = await this.api('GET', '/v1/sandboxes').catch(() => null);
+    const ids = new Set(this.sandboxes);
+    if (r && r.status === 200) for (const s of r.body) ids.add(s.id);
+    for (const id of ids) await this.remove(id).catch(() => {});
+  }
+
+  /** What the daemon left on the host. */
+  leftovers() {
+    return {
+      processes: processesMatching(this.stateDir).map((p) => `${p.pid} uid=${p.uid} ${p.cmdline}`),
+      cgroups: cgroupDirs(this.stateDir),
+      loops: loopDevicesInto(this.stateDir),
+      mounts: mountsOf(this.stateDir),
+    };
+  }
+
+  /** Last resort after a test failed: stop everything this daemon left, so the host
+   * stays clean. Returns what it had to clean (empty when the daemon did its job). */
+  forceCleanup() {
+    const left = this.leftovers();
+    const victims = new Set(processesMatching(this.stateDir).map((p) => p.pid));
+    for (const d of left.cgroups) {
+      for (const l of readOr(path.join(d, 'cgroup.procs'), '').split('\n')) if (l) victims.add(Number(l));
+    }
+    for (const p of victims) try { process.kill(p, 'SIGKILL'); } catch {}
+    for (const m of left.mounts) {
+      const target = m.split(' ')[4];
+      if (target) spawnSync('umount', ['-l', target]);
+    }
+    for (const l of left.loops) spawnSync('losetup', ['-d', l.split(' ')[0]]);
+    // A cgroup can be removed once its processes are gone; poll a little, bounded.
+    const deadline = Date.now() + 3000;
+    let cgs = left.cgroups;
+    while (cgs.length && Date.now() < deadline) {
+      cgs = cgs.filter((d) => {
+        try { fs.rmdirSync(d); return false; } catch { return true; }
+      });
+      if (cgs.length) spawnSync('sleep', ['0.05']); // bounded back-off in a sync cleanup path
+    }
+    return left;
+  }
+
+  /** The whole teardown for after(): remove sandboxes, stop, clean what is left, rm dir. */
+  async close({ keepDir = false } = {}) {
+    try {
+      await this.removeAll();
+    } catch {}
+    try {
+      await this.stop();
+    } catch {}
+    const left = this.forceCleanup();
+    const dirty = Object.entries(left).filter(([, v]) => v.length);
+    if (dirty.length) process.stderr.write(`# cleanup of ${this.dir} removed: ${JSON.stringify(left)}\n`);
+    if (!keepDir && !process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A daemon in a fresh temp dir, started and answering. */
+export async function startDaemon({ prefix = 'runtime-e2e-' } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  // mkdtemp makes 0700; the unprivileged server process must traverse it to reach
+  // STATE/db, so open it up for search (not listing).
+  fs.chmodSync(dir, 0o711);
+  const d = new Daemon(dir);
+  try {
+    await d.start();
+  } catch (e) {
+    d.forceCleanup();
+    if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+  return d;
+}
+
+/** Stops the daemon and removes its dir; use in after(). */
+export async function stopDaemon(d) {
+  if (d) await d.close();
+}
+
+// ---------------------------------------------------------------- escape helpers
+
+/** Runs the probe (see installProbe) in a sandbox: the exec result. */
+export function probe(d, id, args, opts = {}) {
+  return d.exec(id, ['/workspace/probe', ...args.map(String)], { timeoutMs: 20000, ...opts });
+}
+
+/** The attack failed: non-zero exit, no SUCCEEDED line; either the probe says it
+ * was refused (matching `re` when given) or the kernel killed it (status > 128). */
+export function assertRefused(r, what, re) {
+  const text = `${what}: exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+  if (r.exitCode === 0 || /SUCCEEDED/.test(r.stdout)) throw new Error(`ESCAPE: ${text}`);
+  if (r.exitCode === 2) throw new Error(`probe usage error: ${text}`);
+  if (r.exitCode < 128) {
+    if (!/refused/.test(r.stdout)) throw new Error(`no refusal reported: ${text}`);
+    if (re && !re.test(r.stdout)) throw new Error(`refused, but not as expected (${re}): ${text}`);
+  }
+}

@@ -1,0 +1,167 @@
+// From inside a sandbox: exhausting memory, processes, disk or CPU stays inside
+// its limits, the host and the daemon and other sandboxes keep working, and no
+// process outlives `rm`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { startDaemon, stopDaemon, processesMatching, pidAlive, waitFor, instanceName, run } from '../e2e/lib.mjs';
+
+let d, witness;
+before(async () => {
+  d = await startDaemon();
+  witness = await d.create({ name: 'witness' });
+});
+after(async () => {
+  await stopDaemon(d);
+});
+
+function cgroupFile(ctrl, id, file) {
+  return fs.readFileSync(path.join('/sys/fs/cgroup', ctrl, 'runtime', `${instanceName(d.stateDir)}-${id}`, file), 'utf8').trim();
+}
+
+async function othersStillWork() {
+  const r = await d.exec(witness.id, ['echo', 'still here']);
+  assert.equal(r.stdout, 'still here\n', 'another sandbox execs');
+  assert.equal((await d.api('GET', '/v1/sandboxes')).status, 200, 'the daemon answers');
+  const host = spawnSync('/bin/true');
+  assert.equal(host.status, 0, 'the host can fork');
+}
+
+function uniqueSleep() {
+  return `1000.${Math.floor(Math.random() * 900000) + 100000}`;
+}
+
+test('memory: a process allocating beyond memoryMiB=128 is killed, nothing else is', async () => {
+  const sb = await d.create({ memoryMiB: 128 });
+  const limit = Number(cgroupFile('memory', sb.id, 'memory.limit_in_bytes'));
+  assert.ok(limit <= 128 * 1024 * 1024, `memory.limit_in_bytes is ${limit}`);
+  const node = await d.exec(sb.id, ['node', '-e',
+    'const a=[];for(let i=0;i<64;i++){a.push(Buffer.alloc(16<<20,1));}console.log("ALLOCATED 1 GiB")'], { timeoutMs: 60000 });
+  assert.notEqual(node.exitCode, 0, `node survived: ${node.stdout}`);
+  assert.doesNotMatch(node.stdout, /ALLOCATED/);
+  const perl = await d.exec(sb.id, ['perl', '-e', '$x = "x" x (512*1024*1024); print "ALLOCATED\\n"'], { timeoutMs: 60000 });
+  assert.notEqual(perl.exitCode, 0);
+  assert.doesNotMatch(perl.stdout, /ALLOCATED/);
+  const peak = Number(cgroupFile('memory', sb.id, 'memory.max_usage_in_bytes'));
+  assert.ok(peak <= limit, `peak ${peak} within ${limit}`);
+  // The sandbox itself survives its OOM kills.
+  assert.equal((await d.exec(sb.id, ['echo', 'ok'])).stdout, 'ok\n');
+  await othersStillWork();
+  await d.remove(sb.id);
+});
+
+test('memory: filling tmpfs (/dev/shm, /tmp) stays inside the sandbox, which survives it', async () => {
+  for (const dir of ['/dev/shm', '/tmp']) {
+    const sb = await d.create({ memoryMiB: 128 });
+    const r = await d.sh(sb.id, `dd if=/dev/zero of=${dir}/fill bs=1M count=400 2>&1; echo "rc=$?"`, { timeoutMs: 60000 });
+    assert.doesNotMatch(r.stdout, /rc=0/, `400 MiB into ${dir} of a 128 MiB sandbox: ${r.stdout}`);
+    await othersStillWork();
+    // The sandbox is still usable: the file can be removed and commands run. (Its
+    // init must not be the OOM killer's victim, and the tmpfs must not be able to
+    // pin all of the sandbox's memory.)
+    const after_ = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['rm', '-f', `${dir}/fill`] });
+    assert.equal(after_.status, 200, `after filling ${dir}, exec in the same sandbox fails: ${after_.text}`);
+    const echo = await d.exec(sb.id, ['echo', 'ok']);
+    assert.equal(echo.stdout, 'ok\n');
+    await d.remove(sb.id);
+  }
+});
+
+test('pids: a fork bomb stays inside; the host forks, the daemon answers, others exec', async () => {
+  const sb = await d.create({});
+  const max = Number(cgroupFile('pids', sb.id, 'pids.max'));
+  assert.ok(max > 0 && max <= 65536, `pids.max is ${max}`);
+  // Bounded: every process leaves the loop after 4 s, and exec's own timeout backs it up.
+  const bomb = d.exec(sb.id, ['perl', '-e', '$t = time + 4; while (time < $t) { fork } exit 0'], { timeoutMs: 20000 });
+  // While it runs.
+  await waitFor(() => Number(cgroupFile('pids', sb.id, 'pids.current')) >= Math.min(max, 200),
+    { timeoutMs: 5000, what: 'the bomb to grow' });
+  await othersStillWork();
+  const r = await bomb;
+  assert.ok(r.durationMs < 20000);
+  const hits = Number((cgroupFile('pids', sb.id, 'pids.events').match(/max (\d+)/) || [])[1] ?? 0);
+  assert.ok(hits > 0, `the bomb ran into pids.max (${max}): pids.events says ${hits}`);
+  // Afterwards everything is back.
+  await waitFor(() => Number(cgroupFile('pids', sb.id, 'pids.current')) <= 2,
+    { timeoutMs: 10000, what: 'the bomb to end' });
+  await othersStillWork();
+  assert.equal((await d.exec(sb.id, ['echo', 'ok'])).stdout, 'ok\n');
+  // A shell fork loop with no end of its own is ended by exec's timeout.
+  const loop = await d.exec(sb.id, ['bash', '-c', 'while :; do sleep 100 & done'], { timeoutMs: 3000 });
+  assert.equal(loop.timedOut, true);
+  await othersStillWork();
+  await d.remove(sb.id);
+});
+
+test('disk: writing beyond diskMiB=64 fails with ENOSPC; the host barely notices', async () => {
+  const sb = await d.create({ diskMiB: 64 });
+  const statfs = () => {
+    const s = fs.statfsSync(d.stateDir);
+    return s.bavail * s.bsize;
+  };
+  const before_ = statfs();
+  const r = await d.sh(sb.id, 'dd if=/dev/zero of=/workspace/big bs=1M count=256 2>&1; echo "rc=$?"', { timeoutMs: 60000 });
+  assert.match(r.stdout, /No space left on device/, r.stdout);
+  assert.doesNotMatch(r.stdout, /rc=0/);
+  const size = Number((await d.exec(sb.id, ['stat', '-c', '%s', '/workspace/big'])).stdout);
+  assert.ok(size <= 64 * 1024 * 1024, `wrote ${size} bytes`);
+  // The image on the host holds at most diskMiB plus filesystem overhead.
+  const img = path.join(d.stateDir, 'sandboxes', sb.id, 'workspace.img');
+  if (fs.existsSync(img)) {
+    const st = fs.statSync(img);
+    assert.ok(st.blocks * 512 <= 72 * 1024 * 1024, `image uses ${st.blocks * 512} bytes`);
+  }
+  const used = before_ - statfs();
+  assert.ok(used < 100 * 1024 * 1024, `host free space fell by ${used} bytes`);
+  // Many small files: the inode side of the cap.
+  const many = await d.sh(sb.id, 'rm -f /workspace/big; mkdir /workspace/m; i=0; while [ $i -lt 200000 ] && true > /workspace/m/f$i 2>/dev/null; do i=$((i+1)); done; echo "$i"',
+    { timeoutMs: 120000 });
+  assert.ok(Number(many.stdout) > 0 && Number(many.stdout) < 200000, `created ${many.stdout} files before the inodes ran out`);
+  // /workspace still works after it filled up, once there is room again.
+  await d.sh(sb.id, 'rm -rf /workspace/m');
+  assert.equal((await d.sh(sb.id, 'echo fine > /workspace/after && cat /workspace/after')).stdout, 'fine\n');
+  await othersStillWork();
+  await d.remove(sb.id);
+});
+
+test('cpu: cpus=0.5 gets about half a CPU', async () => {
+  const sb = await d.create({ cpus: 0.5 });
+  const usage = () => Number(cgroupFile('cpuacct', sb.id, 'cpuacct.usage'));
+  const u0 = usage();
+  const t0 = process.hrtime.bigint();
+  await d.exec(sb.id, ['sh', '-c', 'timeout 2 sh -c "while :; do :; done" & timeout 2 sh -c "while :; do :; done" & wait'], { timeoutMs: 10000 });
+  const wall = Number(process.hrtime.bigint() - t0);
+  const cpu = usage() - u0;
+  assert.ok(cpu / wall < 0.7, `used ${(cpu / wall).toFixed(2)} CPUs with cpus=0.5`);
+  assert.ok(cpu / wall > 0.05, `used ${(cpu / wall).toFixed(2)} CPUs (the loops ran)`);
+  await d.remove(sb.id);
+});
+
+test('no process outlives rm: background, setsid, nohup, double fork', async () => {
+  const sb = await d.create({});
+  const arg = uniqueSleep();
+  await d.sh(sb.id, [
+    `sleep ${arg} </dev/null >/dev/null 2>&1 &`,
+    `setsid sleep ${arg} </dev/null >/dev/null 2>&1 &`,
+    `nohup sleep ${arg} </dev/null >/dev/null 2>&1 &`,
+    `(sh -c "sleep ${arg} </dev/null >/dev/null 2>&1 &" &)`,
+    `perl -e 'fork and exit; setpgrp; $SIG{TERM}="IGNORE"; $SIG{HUP}="IGNORE"; exec "sleep", "${arg}"' </dev/null >/dev/null 2>&1`,
+  ].join('\n'));
+  const procs = await waitFor(() => {
+    const p = processesMatching(`sleep ${arg}`);
+    return p.length === 5 && p;
+  }, { what: `five "sleep ${arg}" on the host` });
+  const rm = await d.cli(['sandbox', 'rm', sb.id]);
+  assert.equal(rm.code, 0, rm.stderr);
+  await waitFor(() => procs.every((p) => !pidAlive(p.pid)), { timeoutMs: 3000, what: 'every sleep to be gone after rm' });
+  assert.deepEqual(processesMatching(`sleep ${arg}`), []);
+});
+
+test('the daemon itself is unharmed: its processes and memory after all this', async () => {
+  for (const pid of d.daemonPids()) assert.ok(pidAlive(pid), `daemon process ${pid}`);
+  const r = await run('/bin/true', []);
+  assert.equal(r.code, 0);
+  await othersStillWork();
+});

@@ -1,0 +1,173 @@
+// From inside a sandbox: host processes and other sandboxes' processes are
+// invisible and out of reach; the sandbox's own processes have no privilege.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import { startDaemon, stopDaemon, probe, assertRefused, processesMatching, pidAlive, waitFor,
+  SANDBOX_UID_BASE } from '../e2e/lib.mjs';
+
+let d, a, b, bSleep, bSleepHost;
+
+before(async () => {
+  d = await startDaemon();
+  a = await d.create({ name: 'proc-a' });
+  b = await d.create({ name: 'proc-b' });
+  await d.installProbe(a.id);
+  bSleep = `1000.${Math.floor(Math.random() * 900000) + 100000}`;
+  await d.sh(b.id, `sleep ${bSleep} </dev/null >/dev/null 2>&1 &`);
+  [bSleepHost] = await waitFor(() => {
+    const p = processesMatching(`sleep ${bSleep}`);
+    return p.length === 1 && p;
+  }, { what: "b's sleep on the host" });
+});
+
+after(async () => {
+  await stopDaemon(d);
+});
+
+async function innerPids(id) {
+  const r = await d.sh(id, 'for p in /proc/[0-9]*; do echo ${p#/proc/}; done');
+  return r.stdout.trim().split('\n').map(Number);
+}
+
+test('ps and /proc show only the sandbox\'s own processes', async () => {
+  const ps = await d.exec(a.id, ['ps', '-eo', 'pid,user,args']);
+  const lines = ps.stdout.trim().split('\n').slice(1);
+  assert.ok(lines.length <= 4, `a handful of processes (init, ps): ${ps.stdout}`);
+  assert.ok(!ps.stdout.includes('runtimed'), `the daemon is visible:\n${ps.stdout}`);
+  assert.ok(!ps.stdout.includes(bSleep), `b's process is visible:\n${ps.stdout}`);
+  assert.ok(!ps.stdout.includes(d.stateDir), `the state dir shows:\n${ps.stdout}`);
+  const host = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length;
+  const inner = await innerPids(a.id);
+  assert.ok(inner.length < 10 && inner.length < host, `pids inside: ${inner}`);
+  assert.ok(!inner.includes(d.proc.pid) || d.proc.pid < 10, 'the keeper\'s host pid is not listed');
+});
+
+test('/proc/1 is the sandbox\'s init and reveals nothing of the host', async () => {
+  const r = await d.sh(a.id, "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/comm; readlink /proc/1/exe; true");
+  assert.ok(!r.stdout.includes(d.stateDir), `/proc/1 shows the state dir: ${r.stdout}`);
+  assert.ok(!r.stdout.includes('--listen') && !r.stdout.includes(String(d.port)), `/proc/1 shows the daemon's options: ${r.stdout}`);
+  const hostInit = fs.readFileSync('/proc/1/cmdline', 'utf8').split('\0')[0];
+  assert.ok(!r.stdout.split('\n')[0].startsWith(hostInit) || hostInit === '', 'not the host\'s init');
+  // Its environment, fds, root and memory belong to another (namespace-root) user.
+  for (const p of ['/proc/1/fd', '/proc/1/root/', '/proc/1/cwd/', '/proc/1/map_files']) {
+    const c = await d.exec(a.id, ['ls', p]);
+    assert.notEqual(c.exitCode, 0, `${p} is listable: ${c.stdout}`);
+  }
+  for (const p of ['/proc/1/environ', '/proc/1/mem', '/proc/1/maps']) {
+    const c = await d.exec(a.id, ['cat', p]);
+    assert.notEqual(c.exitCode, 0, `${p} is readable`);
+  }
+});
+
+test('every namespace differs from the host\'s and from the other sandbox\'s', async () => {
+  const kinds = ['user', 'mnt', 'pid', 'net', 'ipc', 'uts', 'cgroup'];
+  const script = kinds.map((k) => `readlink /proc/self/ns/${k}`).join('; ');
+  const inA = (await d.sh(a.id, script)).stdout.trim().split('\n');
+  const inB = (await d.sh(b.id, script)).stdout.trim().split('\n');
+  kinds.forEach((k, i) => {
+    const host = fs.readlinkSync(`/proc/self/ns/${k}`);
+    assert.notEqual(inA[i], host, `${k} namespace is the host's`);
+    assert.notEqual(inA[i], inB[i], `${k} namespace is shared between sandboxes`);
+  });
+  const hn = await d.exec(a.id, ['hostname']);
+  assert.notEqual(hn.stdout.trim(), os.hostname(), 'the host name is not visible');
+});
+
+test('the daemon cannot be signalled: kill -9 of its host pids fails', async () => {
+  const pids = d.daemonPids();
+  assert.ok(pids.length >= 2);
+  for (const pid of pids) {
+    const sh = await d.sh(a.id, `kill -9 ${pid}; echo "rc=$?"`);
+    assert.match(sh.stdout, /rc=[1-9]/, `kill -9 ${pid}: ${sh.stdout}${sh.stderr}`);
+    assertRefused(await probe(d, a.id, ['kill', pid, 9]), `kill ${pid}`, /No such process|Operation not permitted/);
+    assertRefused(await probe(d, a.id, ['ptrace', pid]), `ptrace ${pid}`);
+  }
+  for (const pid of pids) assert.ok(pidAlive(pid), `daemon process ${pid} died`);
+  assert.equal((await d.api('GET', '/v1/sandboxes')).status, 200);
+  // Signals to every process it can see (kill -1) only reach its own.
+  await d.sh(a.id, 'kill -9 -1; echo after', { timeoutMs: 5000 });
+  for (const pid of pids) assert.ok(pidAlive(pid), `daemon process ${pid} died after kill -1`);
+  assert.ok(pidAlive(bSleepHost.pid), "b's process died after kill -1 in a");
+});
+
+test("a pid seen in another sandbox cannot be signalled", async () => {
+  const ps = await d.exec(b.id, ['ps', '-eo', 'pid,args']);
+  const line = ps.stdout.split('\n').find((l) => l.includes(`sleep ${bSleep}`));
+  assert.ok(line, ps.stdout);
+  const innerPid = Number(line.trim().split(/\s+/)[0]);
+  // If that number is taken in a by one of a's own processes, pick b's host pid too.
+  const mine = await innerPids(a.id);
+  for (const pid of [innerPid, bSleepHost.pid]) {
+    if (mine.includes(pid)) continue;
+    assertRefused(await probe(d, a.id, ['kill', pid, 9]), `kill ${pid} of b`, /No such process/);
+    assertRefused(await probe(d, a.id, ['ptrace', pid]), `ptrace ${pid} of b`);
+  }
+  assert.ok(pidAlive(bSleepHost.pid), "b's sleep is still running");
+});
+
+test('ptrace: pid 1 and other processes refused', async () => {
+  assertRefused(await probe(d, a.id, ['ptrace', 1]), 'ptrace 1');
+  const sib = await d.sh(a.id, 'sleep 30 </dev/null >/dev/null 2>&1 & echo $!');
+  assertRefused(await probe(d, a.id, ['ptrace', sib.stdout.trim()]), 'ptrace of a sibling');
+  await d.sh(a.id, `kill ${sib.stdout.trim()}`);
+  // Own child: allowed or not, it must not crash anything; seccomp denies ptrace outright here.
+  const child = await probe(d, a.id, ['ptrace-child']);
+  assert.ok([0, 1].includes(child.exitCode), child.stdout);
+  const pv = await d.sh(a.id, 'cat /proc/1/stack 2>&1; cat /proc/1/syscall 2>&1; true');
+  assert.doesNotMatch(pv.stdout, /^\[<[0-9a-f]+>\]/m, 'no kernel stack of init');
+});
+
+test('no capabilities, no_new_privs, seccomp filter; uid 1000 inside, unprivileged host uid outside', async () => {
+  const aSleep = `1000.${Math.floor(Math.random() * 900000) + 100000}`;
+  const st = await d.sh(a.id, `cat /proc/self/status; sleep ${aSleep} </dev/null >/dev/null 2>&1 &`);
+  const s = st.stdout;
+  for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) {
+    assert.match(s, new RegExp(`^${cap}:\\s+0{16}$`, 'm'), `${cap} is empty`);
+  }
+  assert.match(s, /^NoNewPrivs:\s+1$/m);
+  assert.match(s, /^Seccomp:\s+2$/m);
+  assert.match(s, /^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
+  assert.match(s, /^Gid:\s+1000\s+1000\s+1000\s+1000$/m);
+  assert.match(s, /^Groups:\s*$/m, 'no supplementary groups');
+
+  // From the host: the sandbox's processes run as a high, unprivileged uid.
+  const aSleepHost = await waitFor(() => {
+    const p = processesMatching(`sleep ${aSleep}`);
+    return p.length === 1 && p;
+  }, { what: "a's sleep on the host" });
+  for (const p of [bSleepHost, ...aSleepHost]) {
+    const status = fs.readFileSync(`/proc/${p.pid}/status`, 'utf8');
+    const uids = /^Uid:\s+(.*)$/m.exec(status)[1].split(/\s+/).map(Number);
+    const gids = /^Gid:\s+(.*)$/m.exec(status)[1].split(/\s+/).map(Number);
+    for (const u of [...uids, ...gids]) assert.ok(u >= SANDBOX_UID_BASE, `host uid/gid ${u} of pid ${p.pid}`);
+    assert.match(status, /^CapEff:\s+0{16}$/m);
+  }
+  // And two sandboxes never share a host uid.
+  assert.ok(aSleepHost.every((p) => p.uid !== bSleepHost.uid), `a and b share host uid ${bSleepHost.uid}`);
+  const mapA = (await d.exec(a.id, ['cat', '/proc/self/uid_map'])).stdout.trim().split(/\s+/).map(Number);
+  const mapB = (await d.exec(b.id, ['cat', '/proc/self/uid_map'])).stdout.trim().split(/\s+/).map(Number);
+  assert.ok(mapA[1] >= SANDBOX_UID_BASE && mapB[1] >= SANDBOX_UID_BASE);
+  assert.ok(mapA[1] + mapA[2] <= mapB[1] || mapB[1] + mapB[2] <= mapA[1], `uid ranges overlap: ${mapA} / ${mapB}`);
+  await d.sh(a.id, `pkill -f 'sleep ${aSleep}'; true`);
+});
+
+test('the init of the sandbox is unprivileged on the host too', async () => {
+  const inits = processesMatching('runtime-init').filter((p) => p.ppid === d.proc.pid);
+  assert.ok(inits.length >= 2, 'one init per sandbox');
+  for (const p of inits) {
+    assert.ok(p.uid >= SANDBOX_UID_BASE, `init ${p.pid} runs as host uid ${p.uid}`);
+    assert.match(p.status, /^CapEff:\s+0{16}$/m);
+    assert.match(p.status, /^NoNewPrivs:\s+1$/m);
+  }
+});
+
+test('exec gets only stdin, stdout and stderr: no inherited descriptors', async () => {
+  const r = await d.sh(a.id, 'ls /proc/$/fd');
+  const fds = r.stdout.trim().split(/\s+/).map(Number);
+  assert.deepEqual(fds.filter((fd) => fd > 2), [], `descriptors beyond 0-2 leaked into the sandbox: ${fds}`);
+  const links = await d.sh(a.id, 'for f in /proc/$$/fd/*; do readlink $f; done');
+  assert.ok(!links.stdout.includes(d.stateDir) && !/socket:/.test(links.stdout.replace(/pipe:\[\d+\]/g, '')),
+    `descriptors: ${links.stdout}`);
+});
