@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,9 @@
 static void load_host_addrs(struct egress *eg)
 {
     struct ifaddrs *ifa = NULL;
+    free(eg->host_addrs);
+    eg->host_addrs = NULL;
+    eg->n_host_addrs = 0;
     if (getifaddrs(&ifa) < 0) return;
     size_t n = 0;
     for (struct ifaddrs *i = ifa; i; i = i->ifa_next) n++;
@@ -33,6 +38,33 @@ static void load_host_addrs(struct egress *eg)
         eg->n_host_addrs++;
     }
     freeifaddrs(ifa);
+}
+
+/* Subscribes to address changes: the kernel queues the notice before the
+ * address can be used, so checking the queue before each dial is exact. */
+static void watch_host_addrs(struct egress *eg)
+{
+    eg->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+                             .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+    if (eg->nl_fd >= 0 && bind(eg->nl_fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(eg->nl_fd);
+        eg->nl_fd = -1;
+    }
+}
+
+const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n)
+{
+    char buf[8192];
+    bool changed = eg->nl_fd < 0; /* without notices, look every time */
+    for (;;) {
+        ssize_t r = recv(eg->nl_fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r > 0 || (r < 0 && errno == ENOBUFS)) changed = true;
+        else break;
+    }
+    if (changed) load_host_addrs(eg);
+    *n = eg->n_host_addrs;
+    return eg->host_addrs;
 }
 
 int egress_new(struct event_base *base, const struct egress_config *cfg, struct egress **out,
@@ -66,6 +98,7 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
                                            EVDNS_BASE_DISABLE_WHEN_INACTIVE);
     }
     if (!eg->dns) eg->dns = evdns_base_new(base, 0);
+    watch_host_addrs(eg);
     load_host_addrs(eg);
     *out = eg;
     return 0;
@@ -76,6 +109,7 @@ void egress_free(struct egress *eg)
     if (!eg) return;
     while (eg->sandboxes) egress_sandbox_remove(eg->sandboxes);
     if (eg->dns) evdns_base_free(eg->dns, 0);
+    if (eg->nl_fd >= 0) close(eg->nl_fd);
     free(eg->host_addrs);
     free(eg->pins);
     free(eg);

@@ -54,6 +54,7 @@ struct egress {
     void *event_arg;
     struct policy_addr *host_addrs;
     size_t n_host_addrs;
+    int nl_fd; /* rtnetlink address notices, -1 if unavailable */
     struct egress_sandbox *sandboxes;
 };
 
@@ -93,6 +94,8 @@ void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg);
 void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 
 /* egress.c */
+/* The host's own addresses, reloaded first if they changed. */
+const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n);
 void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
                     const char *reason, const char *stage);
 void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,

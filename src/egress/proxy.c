@@ -64,8 +64,9 @@ void conn_recheck(struct conn *c)
 /* The guard, on the exact address about to be dialled. */
 static enum policy_addr_class guard(const struct conn *c, const struct policy_addr *a)
 {
-    const struct egress *eg = c->es->eg;
-    return policy_classify(a, eg->host_addrs, eg->n_host_addrs);
+    size_t n;
+    const struct policy_addr *host = egress_host_addrs(c->es->eg, &n);
+    return policy_classify(a, host, n);
 }
 
 static void on_connected(evutil_socket_t fd, short what, void *arg)

@@ -1,0 +1,74 @@
+// No route bypasses the proxy: with the daemon killed (SIGKILL of keeper and
+// server; sandboxes keep running), a program in a sandbox that keeps trying to
+// reach an allowed upstream gets nowhere, and the upstream sees nothing. When
+// the daemon comes back on the same state dir it re-adopts the sandbox and its
+// egress works again.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { pidAlive, processesMatching, token } from '../e2e/lib.mjs';
+import { World, delay, isRoot, waitFor } from './lib.mjs';
+
+const DOWN_MS = 1500; // how long the daemon stays dead: the window the sandbox must get nothing through
+
+let w, d;
+
+describe('egress with the daemon stopped', { skip: !isRoot() && 'must run as root (runtimed and ip netns need it)' }, () => {
+  before(async () => {
+    w = await new World({ pins: ['example.test:0:198.51.100.1'], traps: false }).setup();
+    d = w.daemon;
+  });
+  after(async () => {
+    await w?.teardown();
+  });
+
+  test('nothing leaves while the daemon is down; the sandbox is re-adopted after', async (t) => {
+    const sb = await d.sandbox({ internet: true, allow: ['example.test'] });
+    const tag = token('egress-loop');
+    const log = '/workspace/loop.log';
+    await d.insideBackground(sb.id, 'loop', { name: 'example.test', port: 80, everyMs: 100, maxMs: 20000, log, tag });
+    const loopPid = await waitFor(() => processesMatching(tag).find((p) => p.cmdline.startsWith('node'))?.pid,
+      { what: 'the loop process in the sandbox' });
+    const loopReqs = () => w.upstream.find((e) => e.ev === 'req' && e.url.startsWith('/hello?loop='));
+    await waitFor(() => loopReqs().length >= 4, { what: 'the loop to reach the upstream through the daemon' });
+
+    const pids = await d.kill9();
+    const tDead = process.hrtime.bigint();
+    const wallDead = Date.now();
+    assert.equal(pids.length, 2, `keeper and server: ${pids}`);
+    assert.ok(pidAlive(loopPid), 'the sandbox keeps running without the daemon');
+    const seenBefore = w.upstream.events.length;
+    await delay(DOWN_MS); // the window under test, not a synchronisation
+    assert.ok(pidAlive(loopPid), 'the sandbox keeps running without the daemon');
+    const duringDown = w.upstream.events.slice(seenBefore).filter((e) => e.ev !== 'close');
+    const wallRestart = Date.now();
+    const tRestart = process.hrtime.bigint();
+    assert.deepEqual(duringDown, [], 'the upstream heard from the sandbox while the daemon was down');
+
+    await d.start();
+    const s = await d.api('GET', `/v1/sandboxes/${sb.id}`);
+    assert.equal(s.status, 200);
+    assert.equal(s.body.status, 'running');
+    assert.match(d.log(), new RegExp(`sandbox ${sb.id} re-adopted`));
+
+    const lines = await waitFor(async () => {
+      const text = await d.getFile(sb.id, log);
+      const l = (text ?? '').split('\n').filter(Boolean).map((x) => JSON.parse(x));
+      return l.some((x) => x.ev === 'done') && l;
+    }, { timeoutMs: 25000, what: 'the loop in the sandbox to finish' });
+    const attempts = lines.filter((l) => l.i !== undefined);
+    const down = attempts.filter((a) => a.t0 > wallDead && a.t < wallRestart);
+    const leaked = down.filter((a) => a.old === 'ok' || a.now === 'ok' || !a.dns.startsWith('fail'));
+    t.diagnostic(`${down.length} attempts while the daemon was down; e.g. ${JSON.stringify(down[0])}`);
+    assert.ok(down.length >= 5, `too few attempts in the window: ${JSON.stringify(attempts)}`);
+    assert.deepEqual(leaked, [], 'something got through with the daemon down');
+    assert.ok(w.upstream.find((e) => e.ev === 'conn' && e.t > tDead && e.t < tRestart).length === 0);
+
+    // After the restart, the same running program gets through again.
+    const done = lines.find((l) => l.ev === 'done');
+    assert.equal(done.phase, 3, `the loop never got through after the restart: ${JSON.stringify(attempts.slice(-5))}`);
+    assert.ok(loopReqs().some((e) => e.t > tRestart), 'the upstream heard nothing after the restart');
+    await d.remove(sb.id);
+  });
+});
