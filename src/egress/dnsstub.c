@@ -35,8 +35,11 @@ static int answer(struct egress_sandbox *es, const uint8_t *msg, size_t len, uin
         return dns_build_error(msg, len, &q, DNS_RCODE_NXDOMAIN, out, size);
     }
     if (q.qtype != DNS_TYPE_A) return dns_build_answer(msg, &q, NULL, 0, DNS_TTL, out, size);
-    uint32_t ip = names_lookup_or_add(&es->names, name);
+    bool added;
+    uint32_t ip = names_lookup_or_add(&es->names, name, &added);
     if (!ip) return dns_build_error(msg, len, &q, DNS_RCODE_SERVFAIL, out, size);
+    if (added && es->eg->on_name)
+        es->eg->on_name(es->eg->event_arg, es->id, ip - SYNTH_BASE, es->names.next - 1, name);
     struct in_addr a = {.s_addr = htonl(ip)};
     return dns_build_answer(msg, &q, &a, 1, DNS_TTL, out, size);
 }

@@ -74,6 +74,7 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     if (!eg) return err_set(err, -ENOMEM, "out of memory");
     eg->base = base;
     eg->on_event = cfg->on_event;
+    eg->on_name = cfg->on_name;
     eg->event_arg = cfg->event_arg;
     if (cfg->n_pins) {
         eg->pins = calloc(cfg->n_pins, sizeof *eg->pins);
@@ -139,6 +140,12 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     eg->sandboxes = es;
     if (out) *out = es;
     return 0;
+}
+
+void egress_sandbox_restore_name(struct egress_sandbox *es, uint32_t slot, uint64_t seq,
+                                 const char *name)
+{
+    names_restore(&es->names, slot, seq, name);
 }
 
 void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol)

@@ -37,12 +37,18 @@ struct egress_pin {
 typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *kind,
                                 json_t *fields);
 
+/* Called when the stub hands out a new address (slot) for a name, before the
+ * answer is sent, so the caller can make it durable. */
+typedef void (*egress_name_fn)(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
+                               const char *name);
+
 struct egress_config {
     const struct egress_pin *pins;
     size_t n_pins;
     const char *nameserver; /* "ADDR[:PORT]" to resolve with, or NULL for resolv.conf */
     egress_event_fn on_event;
-    void *event_arg;
+    egress_name_fn on_name;
+    void *event_arg; /* passed to on_event and on_name */
 };
 
 struct egress;
@@ -57,6 +63,9 @@ void egress_free(struct egress *eg);
  * fds[1] UDP DNS, fds[2] TCP DNS. The policy is taken. */
 int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct policy *pol,
                        struct egress_sandbox **out, err_t *err);
+/* Restores a name the stub handed out in an earlier run (see egress_name_fn). */
+void egress_sandbox_restore_name(struct egress_sandbox *es, uint32_t slot, uint64_t seq,
+                                 const char *name);
 /* Replaces the policy (taken) and closes every open connection it refuses. */
 void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol);
 /* Closes everything of the sandbox. */

@@ -16,7 +16,7 @@
 
 struct names {
     char **by_index; /* SYNTH_COUNT slots, allocated on first use */
-    uint32_t next;   /* next slot to hand out (wraps, reusing the oldest) */
+    uint64_t next;   /* allocations so far: the next slot is 1 + next % (SYNTH_COUNT-1) */
 };
 
 /* One direction of a spliced connection: src -> pipe -> dst. */
@@ -51,6 +51,7 @@ struct egress {
     struct egress_pin *pins;
     size_t n_pins;
     egress_event_fn on_event;
+    egress_name_fn on_name;
     void *event_arg;
     struct policy_addr *host_addrs;
     size_t n_host_addrs;
@@ -73,7 +74,9 @@ struct egress_sandbox {
 };
 
 /* names.c */
-uint32_t names_lookup_or_add(struct names *n, const char *name); /* host-order IPv4 */
+/* Host-order IPv4 of name, adding it if new (*added), 0 when out of memory. */
+uint32_t names_lookup_or_add(struct names *n, const char *name, bool *added);
+void names_restore(struct names *n, uint32_t slot, uint64_t seq, const char *name);
 const char *names_by_addr(const struct names *n, uint32_t addr);
 void names_clear(struct names *n);
 

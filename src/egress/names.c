@@ -6,24 +6,37 @@
 
 #include "egress_impl.h"
 
-uint32_t names_lookup_or_add(struct names *n, const char *name)
+static bool names_alloc(struct names *n)
 {
-    if (!n->by_index) {
-        n->by_index = calloc(SYNTH_COUNT, sizeof *n->by_index);
-        if (!n->by_index) return 0;
-    }
+    if (!n->by_index) n->by_index = calloc(SYNTH_COUNT, sizeof *n->by_index);
+    return n->by_index != NULL;
+}
+
+void names_restore(struct names *n, uint32_t slot, uint64_t seq, const char *name)
+{
+    if (slot == 0 || slot >= SYNTH_COUNT || !names_alloc(n)) return;
+    free(n->by_index[slot]);
+    n->by_index[slot] = strdup(name);
+    if (seq + 1 > n->next) n->next = seq + 1;
+}
+
+uint32_t names_lookup_or_add(struct names *n, const char *name, bool *added)
+{
+    *added = false;
+    if (!names_alloc(n)) return 0;
     /* A sandbox uses tens to hundreds of names; a linear scan of the used part
      * is cheaper than keeping a second index in step. Slot 0 (the network
      * address) is never handed out. */
     const uint32_t cap = SYNTH_COUNT - 1;
-    uint32_t used = n->next < cap ? n->next : cap;
+    uint32_t used = n->next < cap ? (uint32_t)n->next : cap;
     for (uint32_t i = 1; i <= used; i++)
         if (n->by_index[i] && strcmp(n->by_index[i], name) == 0) return SYNTH_BASE + i;
-    uint32_t slot = 1 + n->next % cap;
+    uint32_t slot = 1 + (uint32_t)(n->next % cap);
     free(n->by_index[slot]);
     n->by_index[slot] = strdup(name);
     n->next++;
-    return n->by_index[slot] ? SYNTH_BASE + slot : 0;
+    *added = n->by_index[slot] != NULL;
+    return *added ? SYNTH_BASE + slot : 0;
 }
 
 const char *names_by_addr(const struct names *n, uint32_t addr)

@@ -64,7 +64,7 @@ struct http_request {
      * excluded) with percent-encoded unreserved characters decoded and other
      * escapes in upper-case hex; "/" for absolute-form without a path, "*"
      * for "OPTIONS *". Never holds a dot segment, an empty segment (but a
-     * final one: "/a/"), a decoded '/', '\\' or control character. */
+     * final one: "/a/"), a decoded '/', backslash or control character. */
     char path[HTTP_PATH_MAX];
     size_t head_len; /* bytes of the head with its final empty line; the body starts here */
     enum http_framing framing;
@@ -181,14 +181,15 @@ enum http_result http_request_rewrite(const char *buf, const struct http_request
 /* ---- path globs ---- */
 
 /* A secret's path glob: '/'-separated segments, compared with
- * http_request.path, case-sensitively. In a segment, '*' matches any
- * characters but '/' (also none: "/a/*" matches "/a/" and "/a/x", not "/a/x/y"
- * nor "/ab"); a segment that is exactly "**" matches zero or more whole
- * segments ("/a/**" matches "/a", "/a/", "/a/x/y", not "/ab"). Valid globs
- * start with '/', hold printable ASCII but '?', '#', '\\', no "//" (a final
- * '/' is fine), no "." or ".." segment, '*' runs only as "*" or a whole "**"
+ * http_request.path, case-sensitively. In a segment, '*' matches any run of
+ * characters but '/', the empty one too; a segment that is exactly "**"
+ * matches zero or more whole segments. ("/\*" below stands for slash-star,
+ * which a C comment cannot hold.) "/a/\*" matches "/a/" and "/a/x", not
+ * "/a/x/y" nor "/ab"; "/a/\*\*" matches "/a", "/a/", "/a/x/y", not "/ab".
+ * Valid globs start with '/', hold printable ASCII but '?', '#', backslash, no
+ * "//" (a final '/' is fine), no "." or ".." segment, "**" only as a whole
  * segment, and '%' only as upper-case hex that http_request.path would keep
- * encoded (not an unreserved character, '/', '\\' or a control). */
+ * encoded (not an unreserved character, '/', backslash or a control). */
 bool http_glob_valid(const char *pattern, const char **why);
 /* False for an invalid pattern. */
 bool http_glob_match(const char *pattern, const char *path);

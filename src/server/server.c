@@ -149,6 +149,11 @@ static void watch_death(struct server *srv, struct sbx *sb, int fd)
     else close(fd);
 }
 
+static void restore_name(uint32_t slot, uint64_t seq, const char *name, void *arg)
+{
+    egress_sandbox_restore_name(arg, slot, seq, name);
+}
+
 /* Gives the running sandbox its egress: sockets made inside its network
  * namespace by the keeper, served by the proxy and stub with its policy. */
 static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
@@ -165,7 +170,9 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
         for (int i = 0; i < 3; i++) close(fds[i]);
         return r;
     }
-    return egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
+    r = egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
+    if (r == 0) r = store_names_each(srv->store, sb->id, restore_name, sb->egress, err);
+    return r;
 }
 
 static void detach_egress(struct sbx *sb)
@@ -260,6 +267,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
     events_flush(srv);
     store_events_delete(srv->store, sb->id, err);
+    store_names_delete(srv->store, sb->id, err);
     r = store_sandbox_delete(srv->store, sb->id, err);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
@@ -419,9 +427,20 @@ static void on_egress_event(void *arg, const char *sandbox_id, const char *kind,
     server_event(arg, sandbox_id, kind, fields);
 }
 
+/* Written before the DNS answer leaves, so no address outlives its meaning. */
+static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
+                           const char *name)
+{
+    struct server *srv = arg;
+    err_t err = {0};
+    if (store_names_put(srv->store, sandbox_id, slot, seq, name, &err) < 0)
+        log_warn("name %s of sandbox %s not saved: %s", name, sandbox_id, err.msg);
+}
+
 static int start_egress(struct server *srv, err_t *err)
 {
     struct egress_config ec = {.pins = srv->cfg.pins, .n_pins = srv->cfg.n_pins,
+                               .on_name = on_egress_name,
                                .nameserver = srv->cfg.nameserver,
                                .on_event = on_egress_event, .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);

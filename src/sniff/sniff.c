@@ -491,6 +491,8 @@ enum sniff_result sniff_peek(const unsigned char *buf, size_t len, size_t max,
         res = tls_peek(buf, len, max, name);
     else if (len > 0 && buf[0] >= 'A' && buf[0] <= 'Z')
         res = http_peek(buf, len, name);
+    else if (len > 0 && (buf[0] == '\r' || buf[0] == '\n'))
+        res = SNIFF_BAD; /* servers skip blank lines before a request: it would hide Host */
     else if (len > 0)
         res = SNIFF_OTHER;
     if (res == SNIFF_MORE && len >= max) res = SNIFF_BAD;

@@ -26,7 +26,13 @@ static const char *const schema =
     "  time_ms INTEGER NOT NULL,"
     "  kind TEXT NOT NULL,"
     "  fields TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox, seq);";
+    "CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox, seq);"
+    "CREATE TABLE IF NOT EXISTS egress_names ("
+    "  sandbox TEXT NOT NULL,"
+    "  slot INTEGER NOT NULL,"
+    "  seq INTEGER NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  PRIMARY KEY (sandbox, slot));";
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
 {
@@ -203,4 +209,39 @@ int store_events_each(struct store *st, const char *sandbox, int64_t after, int 
 int store_events_delete(struct store *st, const char *sandbox, err_t *err)
 {
     return run(st, err, "deleting events", "DELETE FROM events WHERE sandbox=?", "t", sandbox);
+}
+
+int store_names_put(struct store *st, const char *sandbox, uint32_t slot, uint64_t seq,
+                    const char *name, err_t *err)
+{
+    return run(st, err, "saving a name",
+               "INSERT OR REPLACE INTO egress_names(sandbox,slot,seq,name) VALUES(?,?,?,?)",
+               "tiit", sandbox, (int64_t)slot, (int64_t)seq, name);
+}
+
+int store_names_each(struct store *st, const char *sandbox,
+                     void (*fn)(uint32_t slot, uint64_t seq, const char *name, void *arg),
+                     void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT slot,seq,name FROM egress_names WHERE sandbox=?";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading names");
+    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(stmt, 2);
+        if (name)
+            fn((uint32_t)sqlite3_column_int64(stmt, 0), (uint64_t)sqlite3_column_int64(stmt, 1),
+               (const char *)name, arg);
+    }
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading names");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_names_delete(struct store *st, const char *sandbox, err_t *err)
+{
+    return run(st, err, "deleting names", "DELETE FROM egress_names WHERE sandbox=?", "t",
+               sandbox);
 }

@@ -50,4 +50,14 @@ int store_events_each(struct store *st, const char *sandbox, int64_t after, int 
                       int (*fn)(const struct store_event *ev, void *arg), void *arg, err_t *err);
 int store_events_delete(struct store *st, const char *sandbox, err_t *err);
 
+/* The egress stub's names: which synthetic address (slot) stands for which name
+ * in a sandbox, kept so that an address handed out before a restart never
+ * leads to another name after it. seq orders allocations (oldest reused first). */
+int store_names_put(struct store *st, const char *sandbox, uint32_t slot, uint64_t seq,
+                    const char *name, err_t *err);
+int store_names_each(struct store *st, const char *sandbox,
+                     void (*fn)(uint32_t slot, uint64_t seq, const char *name, void *arg),
+                     void *arg, err_t *err);
+int store_names_delete(struct store *st, const char *sandbox, err_t *err);
+
 #endif

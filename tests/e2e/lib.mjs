@@ -14,8 +14,10 @@ import { fileURLToPath } from 'node:url';
 import crypto from 'node:crypto';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const RUNTIMED = path.join(ROOT, 'build', 'runtimed');
-export const RUNTIME = path.join(ROOT, 'build', 'runtime');
+// RUNTIME_BUILD picks another build tree, e.g. build/asan (make check runs both).
+const BUILD = process.env.RUNTIME_BUILD ? path.resolve(ROOT, process.env.RUNTIME_BUILD) : path.join(ROOT, 'build');
+export const RUNTIMED = path.join(BUILD, 'runtimed');
+export const RUNTIME = path.join(BUILD, 'runtime');
 export const PROBE_SRC = path.join(ROOT, 'tests', 'escape', 'probe.c');
 
 // Host uids: the server drops to this one; sandboxes get ranges from SANDBOX_UID_BASE.

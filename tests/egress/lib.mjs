@@ -5,7 +5,8 @@
 //   "daemon" namespace  198.51.100.254/24, 2001:db8:100::254/64 (veth), loopback
 //       runtimed runs here (nsenter --net), so the proxy dials from here; its API
 //       is reached through its unix socket. The only routes lead to the upstream
-//       namespace, so even a broken proxy could reach nothing real.
+//       namespace, so even a broken proxy could reach nothing real. (The IPv6
+//       address is there so that the daemon's resolver asks for AAAA records too.)
 //   "upstream" namespace  198.51.100.1, .2, .53 /24 and 2001:db8:100::1/64 (veth),
 //       plus every blocked address the guard tests name (10.0.0.1,
 //       169.254.169.254, fd00:ec2::254, ...) on its loopback, routed to from the

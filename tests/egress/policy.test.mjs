@@ -157,6 +157,20 @@ describe('egress policy', { skip: !isRoot() && 'must run as root (runtimed and i
     for (const r of fine.result) assert.ok(ok200(r), JSON.stringify(r));
   });
 
+  // Servers skip empty lines before a request line (RFC 9112 2.2; node and nginx do),
+  // so such a request must be judged by its Host like any other, or refused.
+  test('empty lines before the request line do not hide its Host', async () => {
+    const { result, events, upstreamConns } = await observe(() => d.inside(sb.id, 'probe', {
+      targets: ['\r\n', '\n', '\r\n\r\n'].map((lead) => ({
+        host: 'example.test', send: `${lead}GET /hello HTTP/1.1\r\nHost: forbidden.test\r\nConnection: close\r\n\r\n`,
+      })),
+    }));
+    const reached = w.upstream.find((e) => e.ev === 'req' && upstreamConns.some((c) => c.id === e.id));
+    assert.deepEqual(reached.map((e) => `${e.method} ${e.url} Host: ${e.host}`), [],
+      `requests for forbidden.test reached the upstream of example.test: ${JSON.stringify(result.map((r) => r.response.split('\r\n')[0]))}; ` +
+      `events: ${showEvents(events).join('; ')}`);
+  });
+
   test('TLS SNI must be the name the sandbox resolved', async () => {
     const good = await d.exec(sb.id, ['curl', '-sS', '-m', '5', '--cacert', '/workspace/ca.pem', 'https://example.test/hello']);
     assert.equal(good.exitCode, 0, good.stderr);
