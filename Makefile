@@ -2,7 +2,7 @@
 # packages, found with pkg-config; nothing is vendored or downloaded.
 CC      ?= cc
 BUILD   ?= build
-PKGS_D  := libevent jansson sqlite3 libseccomp libnftables libmnl
+PKGS_D  := libevent libevent_openssl openssl jansson sqlite3 libseccomp libnftables libmnl
 PKGS_C  := libcurl jansson
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wno-unused-parameter -Wno-format-truncation
 HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
@@ -12,7 +12,7 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # One folder per subsystem; each program lists the folders it is made of.
-DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff http egress api server daemon
+DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff http secrets mitm egress api server daemon
 CLI_DIRS    := common cli
 srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c))
 objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
@@ -53,6 +53,7 @@ unit: $(BUILD)/unit
 check: all $(BUILD)/unit asan
 	$(BUILD)/unit
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/unit
+	$(MAKE) fuzz-replay
 	tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 

@@ -29,7 +29,9 @@ void api_error(struct evhttp_request *req, int status, const char *code, const c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    /* The message may echo user bytes (or cut them mid-character): keep it UTF-8. */
+    json_t *err = json_pack("{s:{s:s,s:o}}", "error", "code", code, "message",
+                            api_json_text(msg, strlen(msg)));
     api_json(req, status, err);
 }
 
@@ -261,6 +263,28 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
 
+static void secrets_route(struct evhttp_request *req, struct server *srv, const char *name)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    err_t err = {0};
+    if (!name && m == EVHTTP_REQ_GET) return api_json(req, 200, server_secrets_list(srv));
+    if (name && m == EVHTTP_REQ_DELETE) {
+        if (server_secret_delete(srv, name, &err) < 0) return api_fail(req, &err);
+        return evhttp_send_reply(req, 204, NULL, NULL);
+    }
+    if (name && m == EVHTTP_REQ_PUT) {
+        json_t *body = api_body_json(req, false), *out = NULL;
+        if (!body) return;
+        bool created = false;
+        int r = server_secret_put(srv, name, body, &out, &created, &err);
+        json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
+        json_decref(body);
+        if (r < 0) return api_fail(req, &err);
+        return api_json(req, created ? 201 : 200, out);
+    }
+    api_error(req, 405, "method_not_allowed", "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
+}
+
 /* Splits "/v1/sandboxes/ID/ACTION" into segments in place. */
 static int split_path(char *path, char **seg, int max)
 {
@@ -288,6 +312,8 @@ static void route(struct evhttp_request *req, void *arg)
         else if (n == 2 && m == EVHTTP_REQ_POST) create_sandbox(req, srv);
         else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL);
         else api_error(req, 404, "not_found", "no such API path: %s", raw);
+    } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
+        secrets_route(req, srv, n == 3 ? seg[2] : NULL);
     } else {
         api_error(req, 404, "not_found", "no such API path: %s", raw ? raw : "/");
     }

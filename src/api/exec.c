@@ -144,13 +144,18 @@ static int argv_from(json_t *arr, const char **out, size_t max, err_t *err)
     return 0;
 }
 
-/* The environment: defaults, then the sandbox's env, then the request's. */
-static json_t *merged_env(struct sbx *sb, json_t *req_env)
+/* The environment: defaults, the secrets' placeholders under their own names,
+ * then the sandbox's env, then the request's. */
+static json_t *merged_env(struct server *srv, struct sbx *sb, json_t *req_env, err_t *err)
 {
     json_t *env = json_pack("{s:s,s:s,s:s,s:s,s:s}", "PATH",
                             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                             "HOME", "/workspace", "USER", "user", "LOGNAME", "user", "LANG",
                             "C.UTF-8");
+    if (server_secret_env(srv, sb, env, err) < 0) {
+        json_decref(env);
+        return NULL;
+    }
     json_object_update(env, json_object_get(sb->spec, "env"));
     json_object_update(env, req_env);
     return env;
@@ -182,7 +187,8 @@ static void free_list(char **list)
     free(list);
 }
 
-static int parse_request(json_t *body, struct sbx *sb, const char **argv, char ***envp,
+static int parse_request(json_t *body, struct server *srv, struct sbx *sb, const char **argv,
+                         char ***envp,
                          const char **cwd, uint32_t *timeout, err_t *err)
 {
     int r = argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
@@ -199,7 +205,8 @@ static int parse_request(json_t *body, struct sbx *sb, const char **argv, char *
     if (in && !json_is_string(in) && !json_is_null(in))
         return err_set(err, -EINVAL, "stdin must be a string");
     *timeout = (uint32_t)ms;
-    json_t *env = merged_env(sb, e);
+    json_t *env = merged_env(srv, sb, e, err);
+    if (!env) return -EIO;
     r = env_list(env, envp, err);
     json_decref(env);
     return r;
@@ -247,7 +254,7 @@ void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
     uint32_t timeout = 0;
     err_t err = {0};
     int fds[4];
-    int r = parse_request(body, sb, argv, &envp, &cwd, &timeout, &err);
+    int r = parse_request(body, srv, sb, argv, &envp, &cwd, &timeout, &err);
     if (r == 0)
         r = server_exec(srv, sb, argv, (const char *const *)envp, cwd, timeout, fds, &err);
     if (r < 0) api_fail(req, &err);

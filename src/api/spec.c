@@ -157,9 +157,12 @@ json_t *api_sandbox_spec(json_t *body, err_t *err)
         }
     }
     json_t *out = json_object();
-    json_t *name = json_object_get(body, "name");
+    json_t *name = json_object_get(body, "name"), *goc = json_object_get(body, "getOrCreate");
     int r = 0;
-    if (name && !json_is_null(name) && (!json_is_string(name) || !valid_name(json_string_value(name))))
+    if (goc && !json_is_boolean(goc) && !json_is_null(goc))
+        r = err_set(err, -EINVAL, "getOrCreate must be true or false");
+    if (r == 0 && name && !json_is_null(name) &&
+        (!json_is_string(name) || !valid_name(json_string_value(name))))
         r = err_set(err, -EINVAL, "name must be 1-63 letters, digits, '_', '.' or '-', starting "
                     "with a letter or digit");
     json_object_set(out, "name", name && json_is_string(name) ? name : json_null());

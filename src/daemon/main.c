@@ -24,6 +24,7 @@
 #include "../cgroup/cgroup.h"
 #include "../confine/confine.h"
 #include "../keeper/keeper.h"
+#include "../secrets/secrets.h"
 #include "../server/server.h"
 
 /* The server's own uid and gid, just below the sandbox uid ranges: owned by no
@@ -265,9 +266,11 @@ static int prepare_state(const struct options *o, err_t *err)
 }
 
 static void __attribute__((noreturn)) run_server(const struct options *o, const char *key,
-                                                 int ksock, int tcp, int unx)
+                                                 const uint8_t *sealing_key, int ksock, int tcp,
+                                                 int unx)
 {
     struct server_config cfg = {.max_sandboxes = o->max_sandboxes};
+    memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
     snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);
     snprintf(cfg.db_path, sizeof cfg.db_path, "%s/db/runtime.db", o->state_dir);
     snprintf(cfg.admin_key, sizeof cfg.admin_key, "%s", key);
@@ -320,11 +323,14 @@ int main(int argc, char **argv)
         return 2;
     }
     err_t err = {0};
-    char key[128];
+    char key[128], sealing_path[600];
+    uint8_t sealing_key[SECRETS_KEY_LEN];
+    snprintf(sealing_path, sizeof sealing_path, "%s/secrets.key", o.state_dir);
     int sp[2], tcp = -1, unx = -1;
     if (cgroup_version() < 0) err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
     else if (prepare_state(&o, &err) == 0 && lock_state(o.state_dir, &err) >= 0 &&
              admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
+             secrets_key_load(sealing_path, sealing_key, &err) == 0 &&
              (tcp = listen_tcp(o.listen, &err)) >= 0)
         unx = listen_unix(o.socket_path, &err);
     if (unx < 0) {
@@ -348,9 +354,10 @@ int main(int argc, char **argv)
     }
     if (server == 0) {
         close(sp[0]);
-        run_server(&o, key, sp[1], tcp, unx);
+        run_server(&o, key, sealing_key, sp[1], tcp, unx);
     }
     explicit_bzero(key, sizeof key);
+    explicit_bzero(sealing_key, sizeof sealing_key);
     close(sp[1]);
     close(tcp);
     close(unx);

@@ -31,6 +31,13 @@ struct keeper {
     bool hello;
 };
 
+/* -EPROTO from the keeper's own checks ends the session; a driver that happens
+ * to fail with EPROTO must not. */
+static int from_driver(int r)
+{
+    return r == -EPROTO ? -EIO : r;
+}
+
 static struct entry *find(struct keeper *k, const char *id)
 {
     for (size_t i = 0; i < k->n; i++)
@@ -105,10 +112,10 @@ static int on_create(struct keeper *k, const void *buf, int len, bool adopt, uin
     values[0] = 0;
     if (adopt) {
         err_t ignored = {0};
-        r = k->drv->adopt(k->host, &spec, &sb, &ignored);
+        r = from_driver(k->drv->adopt(k->host, &spec, &sb, &ignored));
         values[0] = r == 0 ? 1 : 2;
     }
-    if (!sb) r = k->drv->create(k->host, &spec, adopt, &sb, err);
+    if (!sb) r = from_driver(k->drv->create(k->host, &spec, adopt, &sb, err));
     if (r < 0) return r;
     if (add(k, &spec, sb) < 0) {
         k->drv->destroy(sb, NULL);
@@ -198,7 +205,7 @@ static int on_exec(struct keeper *k, const char *buf, int len, int fds[4], err_t
         strs[h.argc + 1 + h.envc] = NULL;
         struct sandbox_exec ex = {.argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd,
                                   .timeout_ms = h.timeout_ms};
-        r = k->drv->exec(e->sb, &ex, fds, err);
+        r = from_driver(k->drv->exec(e->sb, &ex, fds, err));
     }
     free(strs);
     return r;
@@ -211,7 +218,7 @@ static int on_open(struct keeper *k, const void *buf, int len, int *fd, err_t *e
     if (proto_check_id(p->id) < 0 || !memchr(p->path, '\0', sizeof p->path)) return -EPROTO;
     struct entry *e = find(k, p->id);
     if (!e) return err_set(err, -ENOENT, "no sandbox %s", p->id);
-    return k->drv->open_file(e->sb, p->path, p->write != 0, fd, err);
+    return from_driver(k->drv->open_file(e->sb, p->path, p->write != 0, fd, err));
 }
 
 /* Handles one request; returns -EPROTO when the server broke the protocol. */
@@ -226,11 +233,15 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
     int r;
     if (!k->hello && hdr->type != PROTO_HELLO) return -EPROTO;
     switch ((enum proto_type)hdr->type) {
-    case PROTO_HELLO:
-        if (len != (int)sizeof(struct proto_hello)) return -EPROTO;
+    case PROTO_HELLO: {
+        struct proto_hello h;
+        if (len != (int)sizeof h || k->hello) return -EPROTO;
+        memcpy(&h, buf, sizeof h);
+        if (h.version != PROTO_VERSION) return -EPROTO;
         k->hello = true;
         r = 0;
         break;
+    }
     case PROTO_CREATE:
     case PROTO_ADOPT:
         r = on_create(k, buf, len, hdr->type == PROTO_ADOPT, values, &err);
@@ -245,7 +256,7 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
         break;
     case PROTO_DESTROY:
         if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = k->drv->destroy(e->sb, &err);
+        r = from_driver(k->drv->destroy(e->sb, &err));
         drop(k, e);
         break;
     case PROTO_EXEC:
@@ -258,17 +269,17 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
         break;
     case PROTO_NET_SOCKETS:
         if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = k->drv->net_sockets(e->sb, fds, &err);
+        r = from_driver(k->drv->net_sockets(e->sb, fds, &err));
         if (r == 0) nfds = 3;
         break;
     case PROTO_FREEZE:
         if (!(e = find_ref(k, buf, len, &flag))) return -EPROTO;
-        r = k->drv->freeze(e->sb, flag != 0, &err);
+        r = from_driver(k->drv->freeze(e->sb, flag != 0, &err));
         break;
     case PROTO_STATS: {
         struct cgroup_stats st = {0};
         if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = k->drv->stats(e->sb, &st);
+        r = from_driver(k->drv->stats(e->sb, &st));
         values[0] = st.cpu_ns;
         values[1] = st.memory_bytes;
         values[2] = st.pids;
@@ -312,7 +323,7 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
             reap_children();
         }
         if (!p[0].revents) continue;
-        struct proto_hdr hdr;
+        struct proto_hdr hdr = {0};
         int fds[PROTO_MAX_FDS];
         int len = proto_recv(sock, &hdr, buf, PROTO_MAX_MSG, fds, 0);
         if (len == -ECONNRESET) break; /* the server is gone: so are we */
@@ -326,5 +337,6 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
     for (size_t i = 0; i < k.n; i++) drv->free(k.entries[i].sb); /* sandboxes keep running */
     free(k.entries);
     free(buf);
+    if (sfd >= 0) close(sfd);
     return status;
 }

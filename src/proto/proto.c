@@ -80,10 +80,13 @@ int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds
     do r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (r < 0 && errno == EINTR);
     if (r < 0) return -errno;
-    if (r == 0) return -ECONNRESET;
     if (maxfds > PROTO_MAX_FDS) maxfds = PROTO_MAX_FDS;
-    int nfds = take_fds(&msg, fds, maxfds);
+    int nfds = take_fds(&msg, fds, maxfds); /* first: installed descriptors must not leak */
     if (nfds < 0) return nfds;
+    if (r == 0) {
+        close_all(fds, (unsigned)nfds);
+        return -ECONNRESET;
+    }
     if ((msg.msg_flags & MSG_TRUNC) || (size_t)r < sizeof *hdr || hdr->version != PROTO_VERSION ||
         hdr->len != (size_t)r - sizeof *hdr || hdr->nfds != (uint32_t)nfds ||
         hdr->type == 0 || hdr->type >= PROTO_TYPE_END) {

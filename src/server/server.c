@@ -268,6 +268,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     events_flush(srv);
     store_events_delete(srv->store, sb->id, err);
     store_names_delete(srv->store, sb->id, err);
+    vault_forget_sandbox(srv, sb->id);
     r = store_sandbox_delete(srv->store, sb->id, err);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
@@ -454,6 +455,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     srv.base = event_base_new();
     int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
     if (r == 0) r = events_start(&srv);
+    if (r == 0) r = vault_load(&srv, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
@@ -465,6 +467,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
         sbx_free(sb);
     }
     egress_free(srv.egress);
+    vault_free(&srv);
     events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);

@@ -2,6 +2,7 @@
 #ifndef RUNTIME_SERVER_IMPL_H
 #define RUNTIME_SERVER_IMPL_H
 
+#include "../secrets/secrets.h"
 #include "../store/store.h"
 #include "server.h"
 
@@ -12,6 +13,22 @@
 struct pending_event {
     char sandbox[PROTO_ID_LEN];
     struct store_event ev; /* kind and fields_json owned */
+};
+
+struct secret_entry {
+    char name[SECRET_NAME_MAX + 1];
+    uint8_t *sealed;
+    size_t sealed_len;
+    json_t *rules; /* {hosts[], methods[], paths[]} */
+    int64_t created_ms, updated_ms;
+    struct secret_entry *next;
+};
+
+struct placeholder_entry {
+    char placeholder[PLACEHOLDER_LEN + 1];
+    char sandbox[PROTO_ID_LEN];
+    char secret[SECRET_NAME_MAX + 1];
+    struct placeholder_entry *next;
 };
 
 struct server {
@@ -27,7 +44,16 @@ struct server {
     struct pending_event pending[EVENTS_PENDING_MAX];
     size_t n_pending;
     struct event *flush_timer;
+    uint8_t secrets_key[SECRETS_KEY_LEN];
+    struct secret_entry *secrets;
+    size_t n_secrets;
+    struct placeholder_entry *placeholders;
 };
+
+/* vault.c */
+int vault_load(struct server *srv, err_t *err);
+void vault_free(struct server *srv);
+void vault_forget_sandbox(struct server *srv, const char *sandbox);
 
 /* events.c */
 int events_start(struct server *srv);

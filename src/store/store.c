@@ -32,7 +32,18 @@ static const char *const schema =
     "  slot INTEGER NOT NULL,"
     "  seq INTEGER NOT NULL,"
     "  name TEXT NOT NULL,"
-    "  PRIMARY KEY (sandbox, slot));";
+    "  PRIMARY KEY (sandbox, slot));"
+    "CREATE TABLE IF NOT EXISTS secrets ("
+    "  name TEXT PRIMARY KEY,"
+    "  sealed BLOB NOT NULL,"
+    "  rules TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  updated_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS placeholders ("
+    "  sandbox TEXT NOT NULL,"
+    "  secret TEXT NOT NULL,"
+    "  placeholder TEXT NOT NULL UNIQUE,"
+    "  PRIMARY KEY (sandbox, secret));";
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
 {
@@ -244,4 +255,90 @@ int store_names_delete(struct store *st, const char *sandbox, err_t *err)
 {
     return run(st, err, "deleting names", "DELETE FROM egress_names WHERE sandbox=?", "t",
                sandbox);
+}
+
+int store_secret_put(struct store *st, const struct store_secret *s, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "INSERT INTO secrets(name,sealed,rules,created_ms,updated_ms) "
+                      "VALUES(?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET sealed=excluded.sealed,"
+                      " rules=excluded.rules, updated_ms=excluded.updated_ms";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "saving the secret");
+    sqlite3_bind_text(stmt, 1, s->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_blob(stmt, 2, s->sealed, (int)s->sealed_len, SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt, 3, s->rules_json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(stmt, 4, s->created_ms);
+    sqlite3_bind_int64(stmt, 5, s->updated_ms);
+    int r = sqlite3_step(stmt) == SQLITE_DONE ? 0 : db_error(st->db, err, "saving the secret");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_secret_delete(struct store *st, const char *name, err_t *err)
+{
+    return run(st, err, "deleting the secret", "DELETE FROM secrets WHERE name=?", "t", name);
+}
+
+int store_secrets_each(struct store *st, void (*fn)(const struct store_secret *s, void *arg),
+                       void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT name,sealed,rules,created_ms,updated_ms FROM secrets ORDER BY name";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading secrets");
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct store_secret s = {
+            .name = (const char *)sqlite3_column_text(stmt, 0),
+            .sealed = sqlite3_column_blob(stmt, 1),
+            .sealed_len = (size_t)sqlite3_column_bytes(stmt, 1),
+            .rules_json = (const char *)sqlite3_column_text(stmt, 2),
+            .created_ms = sqlite3_column_int64(stmt, 3),
+            .updated_ms = sqlite3_column_int64(stmt, 4),
+        };
+        if (s.name && s.sealed && s.rules_json) fn(&s, arg);
+    }
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading secrets");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_placeholder_put(struct store *st, const char *sandbox, const char *secret,
+                          const char *placeholder, err_t *err)
+{
+    return run(st, err, "saving a placeholder",
+               "INSERT OR REPLACE INTO placeholders(sandbox,secret,placeholder) VALUES(?,?,?)",
+               "ttt", sandbox, secret, placeholder);
+}
+
+int store_placeholders_each(struct store *st,
+                            void (*fn)(const char *sandbox, const char *secret,
+                                       const char *placeholder, void *arg),
+                            void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT sandbox,secret,placeholder FROM placeholders";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading placeholders");
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *a = (const char *)sqlite3_column_text(stmt, 0);
+        const char *b = (const char *)sqlite3_column_text(stmt, 1);
+        const char *c = (const char *)sqlite3_column_text(stmt, 2);
+        if (a && b && c) fn(a, b, c, arg);
+    }
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading placeholders");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
+                              err_t *err)
+{
+    if (sandbox)
+        return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE sandbox=?",
+                   "t", sandbox);
+    return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE secret=?", "t",
+               secret);
 }

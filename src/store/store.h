@@ -60,4 +60,28 @@ int store_names_each(struct store *st, const char *sandbox,
                      void *arg, err_t *err);
 int store_names_delete(struct store *st, const char *sandbox, err_t *err);
 
+/* Secrets: sealed values and their rules ({hosts, methods, paths} as JSON). */
+struct store_secret {
+    const char *name;
+    const uint8_t *sealed;
+    size_t sealed_len;
+    const char *rules_json;
+    int64_t created_ms, updated_ms;
+};
+int store_secret_put(struct store *st, const struct store_secret *s, err_t *err);
+int store_secret_delete(struct store *st, const char *name, err_t *err);
+int store_secrets_each(struct store *st, void (*fn)(const struct store_secret *s, void *arg),
+                       void *arg, err_t *err);
+
+/* Placeholders: one per secret per sandbox. */
+int store_placeholder_put(struct store *st, const char *sandbox, const char *secret,
+                          const char *placeholder, err_t *err);
+int store_placeholders_each(struct store *st,
+                            void (*fn)(const char *sandbox, const char *secret,
+                                       const char *placeholder, void *arg),
+                            void *arg, err_t *err);
+/* Removes the placeholders of a sandbox (secret NULL) or of a secret (sandbox NULL). */
+int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
+                              err_t *err);
+
 #endif

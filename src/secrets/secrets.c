@@ -1,0 +1,137 @@
+#include "secrets.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NONCE_LEN 12
+#define TAG_LEN 16
+
+int secrets_key_load(const char *path, uint8_t key[SECRETS_KEY_LEN], err_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) {
+        random_bytes(key, SECRETS_KEY_LEN);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) return err_set(err, errno, "cannot create %s: %s", path, strerror(errno));
+        int r = write_all(fd, key, SECRETS_KEY_LEN);
+        if (r == 0 && fsync(fd) < 0) r = -errno;
+        close(fd);
+        return r < 0 ? err_set(err, r, "cannot write %s: %s", path, strerror(-r)) : 0;
+    }
+    if (fd < 0) return err_set(err, errno, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077) == 0) n = read(fd, key, SECRETS_KEY_LEN);
+    close(fd);
+    if ((st.st_mode & 077) != 0)
+        return err_set(err, -EPERM, "%s is readable by others; chmod 600 it (and consider "
+                       "the secrets in it exposed)", path);
+    if (n != SECRETS_KEY_LEN)
+        return err_set(err, -EINVAL, "%s is not a %d-byte key; restore it from a backup (the "
+                       "secrets sealed with it cannot be opened without it)", path,
+                       SECRETS_KEY_LEN);
+    return 0;
+}
+
+/* One AES-256-GCM pass; encrypt or decrypt according to enc. */
+static int gcm(int enc, const uint8_t *key, const uint8_t *nonce, const char *aad,
+               const uint8_t *in, size_t len, uint8_t *out, uint8_t *tag)
+{
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int ok = ctx && EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, nonce, enc) == 1;
+    int n = 0;
+    ok = ok && EVP_CipherUpdate(ctx, NULL, &n, (const uint8_t *)aad, (int)strlen(aad)) == 1;
+    ok = ok && (len == 0 || EVP_CipherUpdate(ctx, out, &n, in, (int)len) == 1);
+    if (ok && !enc) ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag) == 1;
+    ok = ok && EVP_CipherFinal_ex(ctx, out + n, &n) == 1;
+    if (ok && enc) ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_LEN, tag) == 1;
+    EVP_CIPHER_CTX_free(ctx);
+    return ok ? 0 : -EBADMSG;
+}
+
+int secrets_seal(const uint8_t key[SECRETS_KEY_LEN], const char *name, const void *value,
+                 size_t len, uint8_t **sealed, size_t *sealed_len, err_t *err)
+{
+    size_t total = NONCE_LEN + len + TAG_LEN;
+    uint8_t *buf = malloc(total);
+    if (!buf) return err_set(err, -ENOMEM, "out of memory");
+    random_bytes(buf, NONCE_LEN);
+    if (gcm(1, key, buf, name, value, len, buf + NONCE_LEN, buf + NONCE_LEN + len) < 0) {
+        free(buf);
+        return err_set(err, -EIO, "cannot seal the secret %s", name);
+    }
+    *sealed = buf;
+    *sealed_len = total;
+    return 0;
+}
+
+int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uint8_t *sealed,
+                 size_t sealed_len, char **value, size_t *len, err_t *err)
+{
+    if (sealed_len < NONCE_LEN + TAG_LEN) return err_set(err, -EBADMSG, "secret %s is damaged", name);
+    size_t n = sealed_len - NONCE_LEN - TAG_LEN;
+    char *out = malloc(n + 1);
+    if (!out) return err_set(err, -ENOMEM, "out of memory");
+    uint8_t tag[TAG_LEN];
+    memcpy(tag, sealed + NONCE_LEN + n, TAG_LEN);
+    if (gcm(0, key, sealed, name, sealed + NONCE_LEN, n, (uint8_t *)out, tag) < 0) {
+        secrets_release(out, n);
+        return err_set(err, -EBADMSG, "secret %s cannot be opened: the key file is not the one "
+                       "it was sealed with, or the store was altered", name);
+    }
+    out[n] = '\0';
+    *value = out;
+    *len = n;
+    return 0;
+}
+
+void secrets_release(char *value, size_t len)
+{
+    if (!value) return;
+    explicit_bzero(value, len + 1);
+    free(value);
+}
+
+int secrets_check_name(const char *name, err_t *err)
+{
+    size_t n = strlen(name);
+    bool ok = n > 0 && n <= SECRET_NAME_MAX && !isdigit((unsigned char)name[0]);
+    for (size_t i = 0; ok && i < n; i++) ok = isalnum((unsigned char)name[i]) || name[i] == '_';
+    if (!ok)
+        return err_set(err, -EINVAL, "secret name \"%.64s\" must be an environment variable "
+                       "name: letters, digits and '_', not starting with a digit, at most %d",
+                       name, SECRET_NAME_MAX);
+    return 0;
+}
+
+int secrets_check_value(const char *value, size_t len, err_t *err)
+{
+    if (len == 0 || len > SECRET_VALUE_MAX)
+        return err_set(err, len ? -EFBIG : -EINVAL, "a secret's value must be 1 to %d bytes",
+                       SECRET_VALUE_MAX);
+    if (memchr(value, '\0', len) || memchr(value, '\r', len) || memchr(value, '\n', len))
+        return err_set(err, -EINVAL, "a secret's value cannot contain NUL, CR or LF (it is put "
+                       "into HTTP headers); strip the trailing newline");
+    return 0;
+}
+
+void secrets_placeholder(char out[PLACEHOLDER_LEN + 1])
+{
+    memcpy(out, PLACEHOLDER_PREFIX, sizeof PLACEHOLDER_PREFIX - 1);
+    random_hex(out + sizeof PLACEHOLDER_PREFIX - 1, 16);
+}
+
+bool secrets_is_placeholder(const char *s, size_t n)
+{
+    const size_t p = sizeof PLACEHOLDER_PREFIX - 1;
+    if (n < PLACEHOLDER_LEN || memcmp(s, PLACEHOLDER_PREFIX, p) != 0) return false;
+    for (size_t i = p; i < PLACEHOLDER_LEN; i++)
+        if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i])) return false;
+    return true;
+}

@@ -1,0 +1,47 @@
+/* secrets: API keys that never enter a sandbox. Values are sealed at rest with
+ * AES-256-GCM under a key file of mode 0600 (the secret's name is the
+ * associated data, so a sealed value cannot be moved to another name); a
+ * sandbox sees only placeholders, one per secret per sandbox, each with 128
+ * random bits; the egress proxy puts the value in place of its placeholder only
+ * in HTTPS requests to the secret's own hosts, methods and paths. */
+#ifndef RUNTIME_SECRETS_H
+#define RUNTIME_SECRETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+#define SECRETS_KEY_LEN 32
+#define SECRET_VALUE_MAX 16384
+#define SECRETS_PER_OWNER 50
+#define SECRET_NAME_MAX 128
+#define SECRET_RULES_MAX 32 /* hosts, methods, paths: each at most this many */
+#define PLACEHOLDER_PREFIX "RUNTIME_PH_"
+#define PLACEHOLDER_LEN (sizeof PLACEHOLDER_PREFIX - 1 + 32)
+
+/* Reads the sealing key from path, or makes one (mode 0600) when missing. */
+int secrets_key_load(const char *path, uint8_t key[SECRETS_KEY_LEN], err_t *err);
+
+/* Seals value under key with name as associated data: nonce(12) || ct || tag(16). */
+int secrets_seal(const uint8_t key[SECRETS_KEY_LEN], const char *name, const void *value,
+                 size_t len, uint8_t **sealed, size_t *sealed_len, err_t *err);
+/* Opens what secrets_seal made; *value is NUL-terminated, to be released with
+ * secrets_release (which wipes it). */
+int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uint8_t *sealed,
+                 size_t sealed_len, char **value, size_t *len, err_t *err);
+void secrets_release(char *value, size_t len);
+
+/* A name is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most
+ * SECRET_NAME_MAX bytes. */
+int secrets_check_name(const char *name, err_t *err);
+/* A value: 1..SECRET_VALUE_MAX bytes, no NUL, CR or LF (it goes into headers). */
+int secrets_check_value(const char *value, size_t len, err_t *err);
+
+/* A fresh placeholder: PLACEHOLDER_PREFIX and 32 hex digits of getrandom. */
+void secrets_placeholder(char out[PLACEHOLDER_LEN + 1]);
+/* True when s[0..n) starts with a well-formed placeholder. */
+bool secrets_is_placeholder(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,294 @@
+/* The server's secrets: sealed values and rules in memory and in the store,
+ * and the placeholders each sandbox sees. Values are opened only when a
+ * request needs them and wiped at once (secrets_release). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policy/policy.h"
+#include "server_impl.h"
+
+static struct secret_entry *find_secret(struct server *srv, const char *name)
+{
+    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+        if (strcmp(s->name, name) == 0) return s;
+    return NULL;
+}
+
+static void free_secret(struct secret_entry *s)
+{
+    free(s->sealed);
+    json_decref(s->rules);
+    free(s);
+}
+
+static void load_secret(const struct store_secret *row, void *arg)
+{
+    struct server *srv = arg;
+    struct secret_entry *s = calloc(1, sizeof *s);
+    json_error_t jerr;
+    if (!s || str_copy(s->name, sizeof s->name, row->name) < 0 ||
+        !(s->sealed = malloc(row->sealed_len))) {
+        free(s);
+        return;
+    }
+    memcpy(s->sealed, row->sealed, row->sealed_len);
+    s->sealed_len = row->sealed_len;
+    s->rules = json_loads(row->rules_json, 0, &jerr);
+    if (!s->rules) s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
+    s->created_ms = row->created_ms;
+    s->updated_ms = row->updated_ms;
+    s->next = srv->secrets;
+    srv->secrets = s;
+    srv->n_secrets++;
+}
+
+static void load_placeholder(const char *sandbox, const char *secret, const char *ph, void *arg)
+{
+    struct server *srv = arg;
+    struct placeholder_entry *p = calloc(1, sizeof *p);
+    if (!p || str_copy(p->placeholder, sizeof p->placeholder, ph) < 0 ||
+        str_copy(p->sandbox, sizeof p->sandbox, sandbox) < 0 ||
+        str_copy(p->secret, sizeof p->secret, secret) < 0) {
+        free(p);
+        return;
+    }
+    p->next = srv->placeholders;
+    srv->placeholders = p;
+}
+
+int vault_load(struct server *srv, err_t *err)
+{
+    memcpy(srv->secrets_key, srv->cfg.secrets_key, SECRETS_KEY_LEN);
+    explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
+    int r = store_secrets_each(srv->store, load_secret, srv, err);
+    if (r == 0) r = store_placeholders_each(srv->store, load_placeholder, srv, err);
+    return r;
+}
+
+void vault_free(struct server *srv)
+{
+    while (srv->secrets) {
+        struct secret_entry *s = srv->secrets;
+        srv->secrets = s->next;
+        free_secret(s);
+    }
+    while (srv->placeholders) {
+        struct placeholder_entry *p = srv->placeholders;
+        srv->placeholders = p->next;
+        free(p);
+    }
+    explicit_bzero(srv->secrets_key, sizeof srv->secrets_key);
+}
+
+/* Removes placeholders matching sandbox or secret from memory. */
+static void drop_placeholders(struct server *srv, const char *sandbox, const char *secret)
+{
+    for (struct placeholder_entry **pp = &srv->placeholders; *pp;) {
+        struct placeholder_entry *p = *pp;
+        if ((sandbox && strcmp(p->sandbox, sandbox) == 0) ||
+            (secret && strcmp(p->secret, secret) == 0)) {
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+void vault_forget_sandbox(struct server *srv, const char *sandbox)
+{
+    err_t err = {0};
+    drop_placeholders(srv, sandbox, NULL);
+    store_placeholders_delete(srv->store, sandbox, NULL, &err);
+}
+
+/* A list of strings, each checked by ok(). */
+static int string_list(json_t *body, const char *key, bool required, json_t *out,
+                       int (*ok)(const char *s, err_t *err), err_t *err)
+{
+    json_t *v = json_object_get(body, key), *list = json_array();
+    json_object_set_new(out, key, list);
+    if (!v || json_is_null(v)) {
+        if (required) return err_set(err, -EINVAL, "%s is required: the hosts the secret may be "
+                                     "sent to, e.g. [\"api.github.com\"]", key);
+        return 0;
+    }
+    if (!json_is_array(v) || json_array_size(v) > SECRET_RULES_MAX ||
+        (required && json_array_size(v) == 0))
+        return err_set(err, -EINVAL, "%s must be an array of 1 to %d strings", key,
+                       SECRET_RULES_MAX);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        const char *s = json_string_value(e);
+        if (!s) return err_set(err, -EINVAL, "%s[%zu] must be a string", key, i);
+        int r = ok(s, err);
+        if (r < 0) return err_wrap(err, "%s[%zu]", key, i);
+        json_array_append(list, e);
+    }
+    return 0;
+}
+
+static int host_ok(const char *s, err_t *err)
+{
+    struct policy_rule rule;
+    int r = policy_parse_rule(s, &rule, err);
+    if (r == 0 && rule.kind == POLICY_RULE_CIDR && rule.prefix != 32 && rule.prefix != 128)
+        r = err_set(err, -EINVAL, "\"%s\": a secret's host is a name or one address, not a "
+                    "range", s);
+    return r;
+}
+
+static int method_ok(const char *s, err_t *err)
+{
+    size_t n = strlen(s);
+    bool ok = n > 0 && n <= 16;
+    for (size_t i = 0; ok && i < n; i++) ok = isupper((unsigned char)s[i]);
+    return ok ? 0 : err_set(err, -EINVAL, "\"%.32s\" is not an HTTP method like GET or POST", s);
+}
+
+static int path_ok(const char *s, err_t *err)
+{
+    bool ok = s[0] == '/' && strlen(s) < 1024 && !strstr(s, "/../") && !strstr(s, "//");
+    for (const char *p = s; ok && *p; p++) ok = (unsigned char)*p > 0x20 && *p != 0x7f;
+    return ok ? 0 : err_set(err, -EINVAL, "\"%.64s\" is not a path glob like /repos/acme/*", s);
+}
+
+static json_t *secret_json(const struct secret_entry *s)
+{
+    char created[40], updated[40];
+    time_rfc3339(created, sizeof created, s->created_ms);
+    time_rfc3339(updated, sizeof updated, s->updated_ms);
+    json_t *v = json_deep_copy(s->rules);
+    json_object_set_new(v, "name", json_string(s->name));
+    json_object_set_new(v, "createdAt", json_string(created));
+    json_object_set_new(v, "updatedAt", json_string(updated));
+    return v;
+}
+
+static json_t *parse_rules(json_t *body, err_t *err)
+{
+    json_t *rules = json_object();
+    int r = string_list(body, "hosts", true, rules, host_ok, err);
+    if (r == 0) r = string_list(body, "methods", false, rules, method_ok, err);
+    if (r == 0) r = string_list(body, "paths", false, rules, path_ok, err);
+    if (r < 0) {
+        json_decref(rules);
+        return NULL;
+    }
+    return rules;
+}
+
+static int save(struct server *srv, struct secret_entry *s, err_t *err)
+{
+    char *text = json_dumps(s->rules, JSON_COMPACT);
+    struct store_secret row = {.name = s->name, .sealed = s->sealed,
+                               .sealed_len = s->sealed_len, .rules_json = text,
+                               .created_ms = s->created_ms, .updated_ms = s->updated_ms};
+    int r = text ? store_secret_put(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
+    free(text);
+    return r;
+}
+
+int server_secret_put(struct server *srv, const char *name, json_t *body, json_t **out,
+                      bool *created, err_t *err)
+{
+    json_t *value = json_object_get(body, "value");
+    int r = secrets_check_name(name, err);
+    if (r < 0) return r;
+    if (!json_is_object(body) || !json_is_string(value))
+        return err_set(err, -EINVAL, "the body must be {value, hosts[], methods?[], paths?[]}");
+    r = secrets_check_value(json_string_value(value), json_string_length(value), err);
+    if (r < 0) return r;
+    struct secret_entry *s = find_secret(srv, name);
+    if (!s && srv->n_secrets >= SECRETS_PER_OWNER)
+        return err_set(err, -EAGAIN, "there are already %d secrets, the limit; remove one first",
+                       SECRETS_PER_OWNER);
+    json_t *rules = parse_rules(body, err);
+    if (!rules) return -EINVAL;
+    uint8_t *sealed;
+    size_t sealed_len;
+    r = secrets_seal(srv->secrets_key, name, json_string_value(value), json_string_length(value),
+                     &sealed, &sealed_len, err);
+    if (r < 0) {
+        json_decref(rules);
+        return r;
+    }
+    *created = s == NULL;
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        str_copy(s->name, sizeof s->name, name);
+        s->created_ms = now_unix_ms();
+        s->next = srv->secrets;
+        srv->secrets = s;
+        srv->n_secrets++;
+    }
+    free(s->sealed);
+    json_decref(s->rules);
+    s->sealed = sealed;
+    s->sealed_len = sealed_len;
+    s->rules = rules;
+    s->updated_ms = now_unix_ms();
+    r = save(srv, s, err);
+    if (r == 0) *out = secret_json(s);
+    return r;
+}
+
+json_t *server_secrets_list(struct server *srv)
+{
+    json_t *arr = json_array();
+    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+        json_array_insert_new(arr, 0, secret_json(s));
+    return arr;
+}
+
+int server_secret_delete(struct server *srv, const char *name, err_t *err)
+{
+    for (struct secret_entry **pp = &srv->secrets; *pp; pp = &(*pp)->next) {
+        struct secret_entry *s = *pp;
+        if (strcmp(s->name, name) != 0) continue;
+        int r = store_secret_delete(srv->store, name, err);
+        if (r < 0) return r;
+        store_placeholders_delete(srv->store, NULL, name, err);
+        drop_placeholders(srv, NULL, name);
+        *pp = s->next;
+        srv->n_secrets--;
+        free_secret(s);
+        return 0;
+    }
+    return err_set(err, -ENOENT, "no secret %s; `runtime secret list` shows them", name);
+}
+
+static const char *placeholder_of(struct server *srv, const char *sandbox, const char *secret)
+{
+    for (struct placeholder_entry *p = srv->placeholders; p; p = p->next)
+        if (strcmp(p->sandbox, sandbox) == 0 && strcmp(p->secret, secret) == 0)
+            return p->placeholder;
+    return NULL;
+}
+
+int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *err)
+{
+    for (struct secret_entry *s = srv->secrets; s; s = s->next) {
+        const char *ph = placeholder_of(srv, sb->id, s->name);
+        if (!ph) {
+            struct placeholder_entry *p = calloc(1, sizeof *p);
+            if (!p) return err_set(err, -ENOMEM, "out of memory");
+            secrets_placeholder(p->placeholder);
+            str_copy(p->sandbox, sizeof p->sandbox, sb->id);
+            str_copy(p->secret, sizeof p->secret, s->name);
+            int r = store_placeholder_put(srv->store, sb->id, s->name, p->placeholder, err);
+            if (r < 0) {
+                free(p);
+                return r;
+            }
+            p->next = srv->placeholders;
+            srv->placeholders = p;
+            ph = p->placeholder;
+        }
+        json_object_set_new(env, s->name, json_string(ph));
+    }
+    return 0;
+}

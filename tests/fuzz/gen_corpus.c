@@ -1,0 +1,400 @@
+/* Writes the seed corpora of fuzz_keeper and fuzz_proto: well-formed sessions
+ * of every request type, plus the near misses the keeper must refuse. The
+ * formats are described at the top of fuzz_keeper.c and fuzz_proto.c.
+ *
+ *   make fuzz && build/fuzz/gen_corpus tests/fuzz/corpus
+ *
+ * writes tests/fuzz/corpus/keeper/seed-* and tests/fuzz/corpus/proto/seed-*. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "proto/proto.h"
+#include "sandbox/sandbox.h"
+
+/* fuzz_keeper's header byte and driver ops (enum op there). */
+#define K_HELLO 1
+enum {
+    OP_CREATE,
+    OP_ADOPT,
+    OP_DESTROY,
+    OP_EXEC,
+    OP_OPEN,
+    OP_FREEZE,
+    OP_STATS,
+    OP_SWEEP,
+    OP_NET,
+    OP_WATCH
+};
+enum { E_EIO, E_ENOENT, E_EPROTO, E_ENOMEM };
+#define R_RAW 4
+#define R_PAD 8
+
+struct buf {
+    unsigned char b[1 << 17];
+    size_t n;
+};
+
+static const char *g_dir;
+
+static void put(struct buf *o, const void *p, size_t n)
+{
+    if (n == 0) return;
+    if (o->n + n > sizeof o->b) abort();
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+static void save(const char *sub, const char *name, const struct buf *o)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, sub);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/seed-%s", g_dir, sub, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(o->b, 1, o->n, f) != o->n || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+/* ---- keeper sessions ------------------------------------------------------ */
+
+static struct buf s;
+
+static void session(unsigned flags, unsigned fail_mask, unsigned err)
+{
+    s.n = 0;
+    unsigned char h[4] = {(unsigned char)flags, (unsigned char)(fail_mask & 0xff),
+                          (unsigned char)(fail_mask >> 8), (unsigned char)err};
+    put(&s, h, 4);
+}
+
+static uint32_t g_reqid;
+
+/* One record: rflags, u16 length, then header + payload. */
+static void rec_hdr(unsigned rflags, const struct proto_hdr *hdr, const void *payload, size_t len)
+{
+    size_t total = sizeof *hdr + len;
+    unsigned char pre[3] = {(unsigned char)rflags, (unsigned char)(total & 0xff),
+                            (unsigned char)(total >> 8)};
+    put(&s, pre, 3);
+    put(&s, hdr, sizeof *hdr);
+    put(&s, payload, len);
+}
+
+static void rec(unsigned rflags, uint16_t type, const void *payload, size_t len)
+{
+    struct proto_hdr hdr = {.type = type,
+                            .version = PROTO_VERSION,
+                            .len = (uint32_t)len,
+                            .id = ++g_reqid,
+                            .nfds = rflags & 3};
+    rec_hdr(rflags, &hdr, payload, len);
+}
+
+static struct proto_sandbox sandbox(const char *id, uint32_t slot)
+{
+    struct proto_sandbox p = {
+        .slot = slot, .memory_mib = 1024, .cpu_milli = 1000, .disk_mib = 2048, .pids_max = 1024};
+    snprintf(p.id, sizeof p.id, "%s", id);
+    return p;
+}
+
+static void create(const char *id, uint32_t slot)
+{
+    struct proto_sandbox p = sandbox(id, slot);
+    rec(0, PROTO_CREATE, &p, sizeof p);
+}
+
+static void ref(uint16_t type, const char *id, uint32_t flag)
+{
+    struct proto_ref r = {.flag = flag};
+    snprintf(r.id, sizeof r.id, "%s", id);
+    rec(0, type, &r, sizeof r);
+}
+
+/* strings: NUL-separated, given as one literal with embedded \0 and its size. */
+static void exec(const char *id, const char *cwd, uint32_t argc, uint32_t envc, const char *strs,
+                 size_t strs_len)
+{
+    static unsigned char b[PROTO_MAX_MSG];
+    struct proto_exec e = {.timeout_ms = 60000, .argc = argc, .envc = envc};
+    snprintf(e.id, sizeof e.id, "%s", id);
+    snprintf(e.cwd, sizeof e.cwd, "%s", cwd);
+    memcpy(b, &e, sizeof e);
+    memcpy(b + sizeof e, strs, strs_len);
+    rec(0, PROTO_EXEC, b, sizeof e + strs_len);
+}
+
+static void open_file(const char *id, const char *path, uint32_t write)
+{
+    struct proto_file f = {.write = write};
+    snprintf(f.id, sizeof f.id, "%s", id);
+    snprintf(f.path, sizeof f.path, "%s", path);
+    rec(0, PROTO_OPEN_FILE, &f, sizeof f);
+}
+
+static void sweep(uint32_t count, const char *strs, size_t strs_len)
+{
+    unsigned char b[256];
+    struct proto_sweep h = {.count = count};
+    memcpy(b, &h, sizeof h);
+    memcpy(b + sizeof h, strs, strs_len);
+    rec(0, PROTO_SWEEP, b, sizeof h + strs_len);
+}
+
+#define STRS(lit) lit, sizeof(lit) - 1 /* the literal's bytes, embedded NULs included */
+
+static void keeper_corpus(void)
+{
+    struct proto_hello hello = {PROTO_VERSION};
+
+    session(K_HELLO, 0, 0);
+    save("keeper", "hello", &s);
+
+    session(0, 0, 0);
+    rec(0, PROTO_HELLO, &hello, sizeof hello);
+    rec(0, PROTO_HELLO, &hello, sizeof hello);
+    save("keeper", "hello-explicit-twice", &s);
+
+    session(0, 0, 0);
+    create("alpha", 1);
+    save("keeper", "create-before-hello", &s);
+
+    session(K_HELLO, 0, 0);
+    rec(1, PROTO_HELLO, &hello, sizeof hello);
+    save("keeper", "fd-attached", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    create("beta", 2);
+    save("keeper", "create", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    create("alpha", 2);
+    create("beta", 1);
+    save("keeper", "create-taken", &s);
+
+    session(K_HELLO, 0, 0);
+    struct proto_sandbox p = sandbox("alpha", SANDBOX_MAX_SLOTS);
+    rec(0, PROTO_CREATE, &p, sizeof p);
+    p = sandbox("alpha", 1);
+    p.memory_mib = 8;
+    rec(0, PROTO_CREATE, &p, sizeof p);
+    p = sandbox("Alpha", 1);
+    rec(0, PROTO_CREATE, &p, sizeof p);
+    memset(p.id, 'a', sizeof p.id); /* unterminated */
+    rec(0, PROTO_CREATE, &p, sizeof p);
+    save("keeper", "create-bad", &s);
+
+    session(K_HELLO, 1u << OP_CREATE, E_EIO);
+    create("alpha", 1);
+    create("alpha", 1);
+    save("keeper", "create-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    p = sandbox("alpha", 3);
+    rec(0, PROTO_ADOPT, &p, sizeof p);
+    save("keeper", "adopt", &s);
+
+    session(K_HELLO, 1u << OP_ADOPT, E_ENOENT);
+    rec(0, PROTO_ADOPT, &p, sizeof p);
+    save("keeper", "adopt-recreates", &s);
+
+    session(K_HELLO, 1u << OP_WATCH, E_EIO);
+    create("beta", 1);
+    rec(0, PROTO_ADOPT, &p, sizeof p);
+    save("keeper", "no-watch-fd", &s);
+
+    session(K_HELLO, 1u << OP_ADOPT | 1u << OP_CREATE, E_EIO);
+    rec(0, PROTO_ADOPT, &p, sizeof p);
+    save("keeper", "adopt-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    sweep(0, "", 0);
+    save("keeper", "sweep-none", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    sweep(2, STRS("zeta\0delta\0"));
+    save("keeper", "sweep-keep", &s);
+
+    session(K_HELLO, 1u << OP_SWEEP, E_EIO);
+    sweep(1, STRS("epsilon\0"));
+    sweep(3, STRS("a\0b\0"));
+    save("keeper", "sweep-bad-count", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    ref(PROTO_DESTROY, "alpha", 0);
+    create("alpha", 1);
+    ref(PROTO_DESTROY, "alpha", 0);
+    ref(PROTO_DESTROY, "alpha", 0);
+    save("keeper", "destroy-twice", &s);
+
+    session(K_HELLO, 1u << OP_DESTROY, E_EIO);
+    create("alpha", 1);
+    ref(PROTO_DESTROY, "alpha", 0);
+    ref(PROTO_STATS, "alpha", 0);
+    save("keeper", "destroy-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    exec("alpha", "/workspace", 3, 1, STRS("sh\0-c\0echo hi\0PATH=/usr/bin\0"));
+    exec("alpha", "/", 1, 0, STRS("ls\0"));
+    save("keeper", "exec", &s);
+
+    session(K_HELLO, 1u << OP_EXEC, E_EIO);
+    create("alpha", 1);
+    exec("alpha", "/workspace", 1, 0, STRS("true\0"));
+    exec("beta", "/workspace", 1, 0, STRS("true\0"));
+    save("keeper", "exec-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    exec("alpha", "/workspace", 0, 1, STRS("A=b\0"));
+    save("keeper", "exec-argc0", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    exec("alpha", "/workspace", 2, 0, STRS("sh\0-c")); /* last string unterminated */
+    save("keeper", "exec-unterminated", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    open_file("alpha", "/workspace/a.txt", 0);
+    open_file("alpha", "/workspace/b.txt", 1);
+    open_file("alpha", "workspace/relative", 0);
+    open_file("beta", "/etc/passwd", 0);
+    save("keeper", "open", &s);
+
+    session(K_HELLO, 1u << OP_OPEN, E_ENOENT);
+    create("alpha", 1);
+    open_file("alpha", "/nope", 0);
+    save("keeper", "open-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    ref(PROTO_FREEZE, "alpha", 1);
+    ref(PROTO_FREEZE, "alpha", 0);
+    ref(PROTO_STATS, "alpha", 0);
+    ref(PROTO_STATS, "beta", 0);
+    save("keeper", "freeze-stats", &s);
+
+    session(K_HELLO, 1u << OP_FREEZE | 1u << OP_STATS, E_ENOMEM);
+    create("alpha", 1);
+    ref(PROTO_FREEZE, "alpha", 1);
+    ref(PROTO_STATS, "alpha", 0);
+    save("keeper", "freeze-stats-fail", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    ref(PROTO_NET_SOCKETS, "alpha", 0);
+    ref(PROTO_NET_SOCKETS, "beta", 0);
+    save("keeper", "net-sockets", &s);
+
+    session(K_HELLO, 1u << OP_NET, E_EIO);
+    create("alpha", 1);
+    ref(PROTO_NET_SOCKETS, "alpha", 0);
+    save("keeper", "net-sockets-fails", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    exec("alpha", "/workspace", 1, 0, STRS("id\0"));
+    ref(PROTO_NET_SOCKETS, "alpha", 0);
+    open_file("alpha", "/workspace/x", 1);
+    ref(PROTO_FREEZE, "alpha", 1);
+    ref(PROTO_STATS, "alpha", 0);
+    ref(PROTO_DESTROY, "alpha", 0);
+    sweep(0, "", 0);
+    save("keeper", "lifecycle", &s);
+
+    /* Headers the keeper must refuse. */
+    session(K_HELLO, 0, 0);
+    struct proto_hdr bad = {.type = PROTO_HELLO, .version = 2, .len = sizeof hello, .id = 9};
+    rec_hdr(R_RAW, &bad, &hello, sizeof hello);
+    save("keeper", "bad-version", &s);
+
+    session(K_HELLO, 0, 0);
+    bad = (struct proto_hdr){.type = PROTO_HELLO, .version = PROTO_VERSION, .len = 99, .id = 9};
+    rec_hdr(R_RAW, &bad, &hello, sizeof hello);
+    save("keeper", "bad-len", &s);
+
+    session(K_HELLO, 0, 0);
+    struct proto_result res = {0};
+    rec(0, PROTO_RESULT, &res, sizeof res);
+    save("keeper", "type-result", &s);
+
+    session(K_HELLO, 0, 0);
+    rec(0, PROTO_TYPE_END, &hello, sizeof hello);
+    save("keeper", "type-end", &s);
+
+    session(K_HELLO, 0, 0);
+    rec(R_PAD, PROTO_SWEEP, NULL, 0);
+    save("keeper", "oversize-edge", &s);
+
+    session(K_HELLO, 0, 0);
+    rec(R_PAD, PROTO_HELLO, &hello, sizeof hello);
+    save("keeper", "oversize", &s);
+}
+
+/* ---- proto records -------------------------------------------------------- */
+
+static void proto_one(const char *name, unsigned maxfds, unsigned attach, unsigned sizesel,
+                      unsigned nstr, unsigned mode, uint16_t type, const void *payload, size_t len)
+{
+    s.n = 0;
+    unsigned char h[5] = {(unsigned char)maxfds, (unsigned char)attach, (unsigned char)sizesel,
+                          (unsigned char)nstr, (unsigned char)mode};
+    put(&s, h, 5);
+    struct proto_hdr hdr = {
+        .type = type, .version = PROTO_VERSION, .len = (uint32_t)len, .id = 7, .nfds = attach};
+    put(&s, &hdr, sizeof hdr);
+    put(&s, payload, len);
+    save("proto", name, &s);
+}
+
+static void proto_corpus(void)
+{
+    struct proto_hello hello = {PROTO_VERSION};
+    struct proto_ref r = {.id = "alpha", .flag = 1};
+    struct proto_result res = {.status = -2, .msg = "no sandbox alpha"};
+    unsigned char ex[sizeof(struct proto_exec) + 16];
+    struct proto_exec e = {.id = "alpha", .cwd = "/workspace", .argc = 2, .envc = 1};
+    memcpy(ex, &e, sizeof e);
+    memcpy(ex + sizeof e, "ls\0-l\0A=1\0", 10);
+    unsigned char sw[4 + 12] = {2, 0, 0, 0};
+    memcpy(sw + 4, "alpha\0beta\0", 11);
+
+    proto_one("hello", 0, 0, 0, 0, 1, PROTO_HELLO, &hello, sizeof hello);
+    proto_one("ref-fd", 1, 1, 0, 0, 1, PROTO_FREEZE, &r, sizeof r);
+    proto_one("fds-unwanted", 0, 2, 0, 0, 1, PROTO_HELLO, &hello, sizeof hello);
+    proto_one("fds-too-many", 4, 6, 0, 0, 1, PROTO_EXEC, ex, sizeof e + 10);
+    proto_one("result-small-buf", 1, 0, 1, 0, 1, PROTO_RESULT, &res, sizeof res);
+    proto_one("result-tiny-buf", 0, 0, 2 | (8 << 2), 0, 1, PROTO_RESULT, &res, sizeof res);
+    proto_one("exec-strings", 0, 0, 0, 3, 1, PROTO_EXEC, ex, sizeof e + 10);
+    proto_one("sweep-strings", 0, 0, 0, 3, 1 | 8, PROTO_SWEEP, sw, 4 + 11);
+    proto_one("id", 0, 0, 0, 1, 8, PROTO_DESTROY, "alpha-1\0", 8);
+    proto_one("raw-bad-len", 0, 0, 0, 0, 0, PROTO_HELLO, &hello, 0);
+    proto_one("type-zero", 0, 0, 0, 0, 1, 0, &hello, sizeof hello);
+    proto_one("roundtrip", 4, 4, 0, 0, 1 | 2, PROTO_EXEC, ex, sizeof e + 10);
+    proto_one("roundtrip-bad", 4, 5, 0, 0, 2 | 4, 77, &hello, sizeof hello);
+    proto_one("oversize", 0, 0, 0, 0, 1 | 4, PROTO_SWEEP, sw, 4);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CORPUS_DIR (e.g. tests/fuzz/corpus)\n", argv[0]);
+        return 2;
+    }
+    g_dir = argv[1];
+    mkdir(g_dir, 0755);
+    keeper_corpus();
+    proto_corpus();
+    return 0;
+}
