@@ -148,10 +148,14 @@ static int argv_from(json_t *arr, const char **out, size_t max, err_t *err)
  * then the sandbox's env, then the request's. */
 static json_t *merged_env(struct server *srv, struct sbx *sb, json_t *req_env, err_t *err)
 {
-    json_t *env = json_pack("{s:s,s:s,s:s,s:s,s:s}", "PATH",
+    /* The bundle holds the system roots and the interception CA; tools that do
+     * not read the system store are pointed at it. */
+    const char *bundle = "/etc/ssl/certs/ca-certificates.crt";
+    json_t *env = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "PATH",
                             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                             "HOME", "/workspace", "USER", "user", "LOGNAME", "user", "LANG",
-                            "C.UTF-8");
+                            "C.UTF-8", "NODE_EXTRA_CA_CERTS", bundle, "SSL_CERT_FILE", bundle,
+                            "REQUESTS_CA_BUNDLE", bundle, "GIT_SSL_CAINFO", bundle);
     if (server_secret_env(srv, sb, env, err) < 0) {
         json_decref(env);
         return NULL;

@@ -122,6 +122,8 @@ int cmd_sandbox_exec(struct cli *c, int argc, char **argv);    /* exec.c */
 int cmd_sandbox_cp(struct cli *c, int argc, char **argv);      /* cp.c */
 int cmd_sandbox_network(struct cli *c, int argc, char **argv); /* network.c */
 int cmd_sandbox_events(struct cli *c, int argc, char **argv);  /* events.c */
+int cmd_secret(struct cli *c, int argc, char **argv);          /* secret.c */
+int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c */
 int cmd_pending(const char *cmd, int argc, char **argv);       /* pending.c */
 const char *pending_usage(const char *cmd);                    /* pending.c */
 
@@ -158,8 +160,26 @@ struct tmpfile {
 int tmpfile_open(struct tmpfile *t, const char *target);
 int tmpfile_finish(struct tmpfile *t, bool keep);
 
+/* secret_value.c: a secret's value, read without echo and wiped after use. */
+struct secret_value {
+    char *buf; /* mlock'd when possible; NULL until read */
+    size_t len;
+    size_t cap;
+};
+/* Reads the value of secret name from the environment variable env (when not NULL) or
+ * stdin: to its end, one trailing "\n" or "\r\n" removed; on a terminal one line without
+ * echo after a prompt on stderr. Prints why on failure (never the value) and returns
+ * EXIT_FAIL. */
+int secret_value_read(const char *name, const char *env, struct secret_value *v);
+/* Wipes and frees the value. */
+void secret_value_wipe(struct secret_value *v);
+
 /* show.c */
 void show_table(json_t *list);
 void show_sandbox(json_t *sb);
+/* "5 minutes ago" from an RFC 3339 UTC time; the text itself when it is not one. */
+void show_age(json_t *v, char *out, size_t size);
+/* Replaces control characters with '?': names and labels are other people's text. */
+void show_clean(char *s);
 
 #endif

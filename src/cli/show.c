@@ -43,7 +43,7 @@ static void map_text(json_t *obj, const char *sep, char *out, size_t size)
 }
 
 /* "5 minutes ago" from RFC 3339 UTC text; the text itself when it is not that. */
-static void age_text(json_t *v, char *out, size_t size)
+void show_age(json_t *v, char *out, size_t size)
 {
     const char *s = json_string_value(v);
     struct tm tm = {0};
@@ -71,7 +71,7 @@ static void age_text(json_t *v, char *out, size_t size)
 }
 
 /* Labels and names are other people's text: no terminal escapes from them. */
-static void clean(char *s)
+void show_clean(char *s)
 {
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
@@ -83,7 +83,7 @@ static void cell(json_t *sb, int col, char *out, size_t size)
                                            "memoryMiB", "cpus", "labels"};
     json_t *v = json_object_get(sb, keys[col]);
     if (col == 3)
-        age_text(v, out, size);
+        show_age(v, out, size);
     else if (col == 4)
         num_text(v, "MiB", out, size);
     else if (col == 5)
@@ -92,7 +92,7 @@ static void cell(json_t *sb, int col, char *out, size_t size)
         map_text(v, ",", out, size);
     else
         str_text(v, out, size);
-    clean(out);
+    show_clean(out);
 }
 
 /* Two passes over the cells (widths, then print) rather than holding them all. */
@@ -130,7 +130,7 @@ static void line(const char *label, const char *text)
 {
     char b[4096];
     snprintf(b, sizeof b, "%s", text);
-    clean(b);
+    show_clean(b);
     printf("%-12s%s\n", label, b);
 }
 
@@ -159,7 +159,7 @@ void show_sandbox(json_t *sb)
     str_text(json_object_get(sb, "id"), buf, sizeof buf), line("ID:", buf);
     str_text(json_object_get(sb, "name"), buf, sizeof buf), line("Name:", buf);
     str_text(json_object_get(sb, "status"), buf, sizeof buf), line("Status:", buf);
-    age_text(json_object_get(sb, "createdAt"), age, sizeof age);
+    show_age(json_object_get(sb, "createdAt"), age, sizeof age);
     snprintf(buf, sizeof buf, "%s (%s)", created ? created : "-", age);
     line("Created:", created ? buf : "-");
     num_text(json_object_get(sb, "memoryMiB"), " MiB", buf, sizeof buf), line("Memory:", buf);

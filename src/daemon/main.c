@@ -24,6 +24,7 @@
 #include "../cgroup/cgroup.h"
 #include "../confine/confine.h"
 #include "../keeper/keeper.h"
+#include "../mitm/mitm.h"
 #include "../secrets/secrets.h"
 #include "../server/server.h"
 
@@ -300,6 +301,31 @@ static void instance_name(const char *state_dir, char *out, size_t n)
     snprintf(out, n, "%08x", h);
 }
 
+/* STATE/ca/bundle.pem: the system roots plus the interception CA, bind-mounted
+ * as every sandbox's CA bundle. Written atomically at each start. */
+static int write_bundle(const char *state, const struct mitm_ca *ca, char *out, size_t n,
+                        err_t *err)
+{
+    char tmp[700];
+    snprintf(out, n, "%s/ca/bundle.pem", state);
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return err_set(err, errno, "cannot write %s: %s", tmp, strerror(errno));
+    int sys = open("/etc/ssl/certs/ca-certificates.crt", O_RDONLY | O_CLOEXEC);
+    char buf[65536];
+    ssize_t got;
+    int r = 0;
+    while (sys >= 0 && r == 0 && (got = read(sys, buf, sizeof buf)) > 0) r = write_all(fd, buf, (size_t)got);
+    if (sys >= 0) close(sys);
+    const char *pem = mitm_ca_cert_pem(ca);
+    if (r == 0) r = write_all(fd, "\n", 1);
+    if (r == 0) r = write_all(fd, pem, strlen(pem));
+    if (r == 0 && fchmod(fd, 0644) < 0) r = -errno;
+    close(fd);
+    if (r == 0 && rename(tmp, out) < 0) r = -errno;
+    return r < 0 ? err_set(err, r, "cannot write %s: %s", out, strerror(-r)) : 0;
+}
+
 static volatile pid_t server_pid;
 
 static void forward_stop(int sig)
@@ -363,11 +389,17 @@ int main(int argc, char **argv)
     close(unx);
     struct sandbox_host host = {0};
     snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
+    char cadir[600];
+    snprintf(cadir, sizeof cadir, "%s/ca", o.state_dir);
+    if (mitm_ca_load_or_create(cadir, &host.ca, &err) < 0 ||
+        write_bundle(o.state_dir, host.ca, host.ca_bundle, sizeof host.ca_bundle, &err) < 0) {
+        log_error("%s", err.msg);
+        kill(server, SIGTERM);
+        return 1;
+    }
     instance_name(o.state_dir, host.instance, sizeof host.instance);
     host.title = argv[0];
     host.title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
-    if (access("/etc/ssl/certs/ca-certificates.crt", R_OK) == 0)
-        snprintf(host.ca_bundle, sizeof host.ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
     /* The server stops first and the keeper follows when its socket closes. */
     server_pid = server;
     struct sigaction sa = {.sa_handler = forward_stop};

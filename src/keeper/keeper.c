@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../mitm/mitm.h"
 #include "../proto/proto.h"
 
 #define MAX_SANDBOXES SANDBOX_MAX_SLOTS
@@ -221,6 +223,31 @@ static int on_open(struct keeper *k, const void *buf, int len, int *fd, err_t *e
     return from_driver(k->drv->open_file(e->sb, p->path, p->write != 0, fd, err));
 }
 
+/* Signs a leaf for the server and hands it back in a memfd (the reply itself
+ * has no room for a certificate). */
+static int on_sign(struct keeper *k, const void *buf, int len, int *fd, err_t *err)
+{
+    if (len != (int)sizeof(struct proto_sign)) return -EPROTO;
+    const struct proto_sign *p = buf;
+    if (!memchr(p->name, '\0', sizeof p->name) || p->spki_len == 0 ||
+        p->spki_len > sizeof p->spki)
+        return -EPROTO;
+    if (!k->host->ca) return err_set(err, -ENOTSUP, "interception is not set up");
+    uint8_t *der = NULL;
+    size_t der_len = 0;
+    int r = mitm_ca_sign(k->host->ca, p->spki, p->spki_len, p->name, &der, &der_len, err);
+    if (r < 0) return from_driver(r);
+    int m = memfd_create("leaf", MFD_CLOEXEC);
+    if (m < 0 || write_all(m, der, der_len) < 0) r = err_set(err, -EIO, "cannot pass the leaf");
+    free(der);
+    if (r < 0) {
+        if (m >= 0) close(m);
+        return r;
+    }
+    *fd = m;
+    return 0;
+}
+
 /* Handles one request; returns -EPROTO when the server broke the protocol. */
 static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf, int len)
 {
@@ -271,6 +298,10 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
         if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
         r = from_driver(k->drv->net_sockets(e->sb, fds, &err));
         if (r == 0) nfds = 3;
+        break;
+    case PROTO_SIGN:
+        r = on_sign(k, buf, len, &fds[0], &err);
+        if (r == 0) nfds = 1;
         break;
     case PROTO_FREEZE:
         if (!(e = find_ref(k, buf, len, &flag))) return -EPROTO;

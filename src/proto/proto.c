@@ -127,6 +127,7 @@ const char *proto_type_name(uint16_t type)
         [PROTO_SWEEP] = "sweep",     [PROTO_DESTROY] = "destroy", [PROTO_EXEC] = "exec",
         [PROTO_OPEN_FILE] = "open",  [PROTO_FREEZE] = "freeze",   [PROTO_STATS] = "stats",
         [PROTO_RESULT] = "result",   [PROTO_NET_SOCKETS] = "net_sockets",
+        [PROTO_SIGN] = "sign",
     };
     return type < PROTO_TYPE_END && names[type] ? names[type] : "unknown";
 }

@@ -30,6 +30,7 @@ enum proto_type {
     PROTO_FREEZE,     /* s->k: proto_ref (flag 1 freeze, 0 thaw) -> RESULT */
     PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids */
     PROTO_NET_SOCKETS, /* s->k: proto_ref                    -> RESULT + fds proxy, dns udp, dns tcp */
+    PROTO_SIGN,       /* s->k: proto_sign                    -> RESULT + memfd holding the DER leaf */
     PROTO_RESULT,     /* k->s: proto_result */
     PROTO_TYPE_END,
 };
@@ -85,6 +86,13 @@ struct proto_file {
     char id[PROTO_ID_LEN];
     char path[PROTO_PATH_LEN];
     uint32_t write; /* 1: create/truncate for writing, 0: read */
+};
+
+/* A leaf certificate for name, for the server's leaf key (DER SubjectPublicKeyInfo). */
+struct proto_sign {
+    char name[256];
+    uint32_t spki_len;
+    uint8_t spki[1024];
 };
 
 struct proto_result {

@@ -76,6 +76,21 @@ static int make_file(struct build *b, const char *rel, const char *text, unsigne
     return r < 0 ? err_set(b->err, r, "cannot write %s", rel) : 0;
 }
 
+static int copy_in(struct build *b, const char *src, const char *rel)
+{
+    char path[800], buf[65536];
+    snprintf(path, sizeof path, "%s%s", b->root, rel);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ssize_t n = 0;
+    int r = in < 0 || out < 0 ? -errno : 0;
+    while (r == 0 && (n = read(in, buf, sizeof buf)) > 0) r = write_all(out, buf, (size_t)n);
+    if (r == 0 && n < 0) r = -errno;
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    return r < 0 ? err_set(b->err, r, "cannot copy %s into the sandbox: %s", src, strerror(-r)) : 0;
+}
+
 static int make_link(struct build *b, const char *target, const char *rel)
 {
     char path[800];
@@ -132,10 +147,9 @@ static int step_etc(struct build *b)
         r = make_dir(b, "/etc/alternatives", 0755);
         if (r == 0) r = bind_ro(b, "/etc/alternatives", "/etc/alternatives");
     }
-    if (r == 0 && b->host->ca_bundle[0]) {
-        r = make_file(b, "/etc/ssl/certs/ca-certificates.crt", "", 0644);
-        if (r == 0) r = bind_ro(b, b->host->ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
-    }
+    /* Copied, not bound: a bind would show the state dir's path in mountinfo. */
+    if (r == 0 && b->host->ca_bundle[0])
+        r = copy_in(b, b->host->ca_bundle, "/etc/ssl/certs/ca-certificates.crt");
     return r;
 }
 

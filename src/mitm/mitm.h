@@ -1,0 +1,67 @@
+/* mitm: the interception CA and the leaf certificates minted from it, for the
+ * hosts where the egress proxy must see requests to swap secrets in.
+ *
+ * Key separation (OpenBSD relayd's ca.c): the CA key is loaded only by the
+ * keeper, which signs on request; the unprivileged server holds one leaf key per
+ * CA and asks the keeper for a certificate per name, which it caches. A
+ * compromised server can get certificates minted while it runs, but never the
+ * CA key. */
+#ifndef RUNTIME_MITM_H
+#define RUNTIME_MITM_H
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+#define MITM_LEAF_DAYS 30    /* leaf validity, capped by the CA's own */
+#define MITM_CACHE_MAX 1024  /* leaf certificates kept by the server */
+#define MITM_NAME_MAX 254    /* a DNS name of 253 characters and its NUL */
+
+/* ---- names (both sides) ---- */
+enum mitm_name_kind { MITM_NAME_DNS, MITM_NAME_IPV4, MITM_NAME_IPV6 };
+/* Checks that the len bytes at name (as TLS SNI carries them, so an embedded
+ * NUL is refused) are a DNS name (LDH labels, underscore allowed, no wildcard,
+ * no trailing dot, a top label that starts with a letter so that no numeric
+ * form such as 2130706433 or 0x7f.1 passes) or an IPv4/IPv6 literal without
+ * brackets, and writes its canonical form to out: lowercase, or the address as
+ * inet_ntop prints it. kind may be NULL. Returns 0 or -EINVAL. The names given
+ * to the functions below go through this; they use the canonical form. */
+int mitm_name_canon(const char *name, size_t len, char out[MITM_NAME_MAX],
+                    enum mitm_name_kind *kind, err_t *err);
+
+/* ---- keeper side ---- */
+struct mitm_ca;
+/* Loads DIR/ca.crt and DIR/ca.key, or creates them (EC P-256, 10 years,
+ * basicConstraints CA:true pathlen 0, keyCertSign, a CN that names this
+ * daemon); the key file is 0600, the certificate 0644. */
+int mitm_ca_load_or_create(const char *dir, struct mitm_ca **out, err_t *err);
+void mitm_ca_free(struct mitm_ca *ca);
+/* The CA certificate in PEM (borrowed), for trust bundles. */
+const char *mitm_ca_cert_pem(const struct mitm_ca *ca);
+/* Signs a leaf for name (a DNS name, or an IPv4/IPv6 literal) with the given
+ * subject public key (DER SubjectPublicKeyInfo): SAN DNS or IP, SKI and AKI,
+ * CA:false, keyUsage digitalSignature, extKeyUsage serverAuth, a random 128-bit
+ * serial, notBefore a day back, notAfter MITM_LEAF_DAYS ahead but never past
+ * the CA's. Returns the certificate in DER (malloc'd). */
+int mitm_ca_sign(struct mitm_ca *ca, const uint8_t *spki, size_t spki_len, const char *name,
+                 uint8_t **der, size_t *der_len, err_t *err);
+
+/* ---- server side ---- */
+struct mitm_leaves;
+/* A fresh leaf key (EC P-256) and an empty cache of at most max certificates. */
+int mitm_leaves_new(size_t max, struct mitm_leaves **out, err_t *err);
+void mitm_leaves_free(struct mitm_leaves *lv);
+/* The leaf key's public half, DER SubjectPublicKeyInfo (borrowed). */
+const uint8_t *mitm_leaves_spki(const struct mitm_leaves *lv, size_t *len);
+EVP_PKEY *mitm_leaves_key(const struct mitm_leaves *lv); /* borrowed */
+/* The cached certificate for name, or NULL (borrowed; valid until the next put). */
+X509 *mitm_leaves_get(struct mitm_leaves *lv, const char *name);
+/* Adds a certificate from mitm_ca_sign, evicting the least recently used. */
+int mitm_leaves_put(struct mitm_leaves *lv, const char *name, const uint8_t *der, size_t len,
+                    err_t *err);
+size_t mitm_leaves_count(const struct mitm_leaves *lv);
+
+#endif
