@@ -75,6 +75,7 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->base = base;
     eg->on_event = cfg->on_event;
     eg->on_name = cfg->on_name;
+    eg->secrets = cfg->secrets;
     eg->event_arg = cfg->event_arg;
     if (cfg->n_pins) {
         eg->pins = calloc(cfg->n_pins, sizeof *eg->pins);
@@ -101,6 +102,11 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     if (!eg->dns) eg->dns = evdns_base_new(base, 0);
     watch_host_addrs(eg);
     load_host_addrs(eg);
+    int r = intercept_init(eg, cfg->upstream_ca, err);
+    if (r < 0) {
+        egress_free(eg);
+        return r;
+    }
     *out = eg;
     return 0;
 }
@@ -111,6 +117,7 @@ void egress_free(struct egress *eg)
     while (eg->sandboxes) egress_sandbox_remove(eg->sandboxes);
     if (eg->dns) evdns_base_free(eg->dns, 0);
     if (eg->nl_fd >= 0) close(eg->nl_fd);
+    intercept_fini(eg);
     free(eg->host_addrs);
     free(eg->pins);
     free(eg);

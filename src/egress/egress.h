@@ -42,13 +42,29 @@ typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *k
 typedef void (*egress_name_fn)(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
                                const char *name);
 
+/* What the proxy needs from the secrets, for hosts it must intercept. */
+struct egress_secrets {
+    /* Whether some secret visible in the sandbox may go to host:port. */
+    bool (*wants)(void *arg, const char *sandbox_id, const char *host, uint16_t port);
+    /* The value to put in place of placeholder in this request, or NULL to keep
+     * it (reported as secret.misdirected). *opened must be passed to release. */
+    char *(*value)(void *arg, const char *sandbox_id, const char *host, const char *method,
+                   const char *path, const char *placeholder, size_t *len);
+    void (*release)(char *value, size_t len);
+    /* A leaf certificate for name over the given public key, DER (malloc'd). */
+    int (*sign)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
+                uint8_t **der, size_t *der_len);
+};
+
 struct egress_config {
     const struct egress_pin *pins;
     size_t n_pins;
     const char *nameserver; /* "ADDR[:PORT]" to resolve with, or NULL for resolv.conf */
     egress_event_fn on_event;
     egress_name_fn on_name;
-    void *event_arg; /* passed to on_event and on_name */
+    void *event_arg; /* passed to on_event, on_name and the secrets callbacks */
+    const struct egress_secrets *secrets; /* NULL: never intercept */
+    const char *upstream_ca;              /* extra CA file for upstream TLS, or NULL */
 };
 
 struct egress;

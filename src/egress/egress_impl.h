@@ -3,6 +3,7 @@
 #define RUNTIME_EGRESS_IMPL_H
 
 #include <event2/dns.h>
+#include <openssl/ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -29,7 +30,10 @@ struct pump {
     struct event *rd, *wr;
 };
 
-enum conn_state { CONN_SNIFFING, CONN_RESOLVING, CONN_CONNECTING, CONN_SPLICING };
+enum conn_state { CONN_SNIFFING, CONN_RESOLVING, CONN_CONNECTING, CONN_SPLICING,
+                  CONN_INTERCEPTING };
+
+struct intercept; /* intercept.c: the TLS-terminated half of a connection */
 
 struct conn {
     struct egress_sandbox *es;
@@ -42,6 +46,8 @@ struct conn {
     struct event *ev;
     struct evdns_getaddrinfo_request *dns_req;
     struct pump up, down;
+    bool intercept;         /* a secret may go to this host: terminate TLS */
+    struct intercept *tls;  /* set once intercepting */
     struct conn *prev, *next;
 };
 
@@ -57,6 +63,10 @@ struct egress {
     size_t n_host_addrs;
     int nl_fd; /* rtnetlink address notices, -1 if unavailable */
     struct egress_sandbox *sandboxes;
+    const struct egress_secrets *secrets;
+    struct mitm_leaves *leaves; /* leaf key and certificates, when intercepting */
+    SSL_CTX *tls_down;          /* toward sandboxes: minted certificates, ALPN http/1.1 */
+    SSL_CTX *tls_up;            /* toward real hosts: full verification */
 };
 
 struct egress_sandbox {
@@ -89,6 +99,12 @@ void conn_recheck(struct conn *c);
 /* pump.c: kernel splicing of both directions once the upstream is connected. */
 int pump_start(struct conn *c);
 void pump_stop(struct pump *p);
+
+/* intercept.c */
+int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err);
+void intercept_fini(struct egress *eg);
+int intercept_start(struct conn *c);
+void intercept_stop(struct conn *c);
 
 /* dnsstub.c */
 struct dns_tcp;

@@ -26,6 +26,7 @@ static void conn_unlink(struct conn *c)
 void conn_close(struct conn *c)
 {
     if (c->dns_req) evdns_getaddrinfo_cancel(c->dns_req); /* its callback frees nothing */
+    intercept_stop(c);
     pump_stop(&c->up);
     pump_stop(&c->down);
     if (c->ev) event_free(c->ev);
@@ -82,7 +83,7 @@ static void on_connected(evutil_socket_t fd, short what, void *arg)
     char buf[64];
     egress_allowed(c->es, conn_host(c, buf, sizeof buf), c->port, &c->dialled);
     c->state = CONN_SPLICING;
-    if (pump_start(c) < 0) conn_close(c);
+    if ((c->intercept ? intercept_start(c) : pump_start(c)) < 0) conn_close(c);
 }
 
 static void dial(struct conn *c, const struct policy_addr *a)
@@ -207,6 +208,9 @@ static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
     if (r == SNIFF_BAD) return refuse(c, "malformed_request");
     if ((r == SNIFF_TLS || r == SNIFF_HTTP) && seen[0] && c->name[0] && strcmp(seen, c->name) != 0)
         return refuse(c, r == SNIFF_TLS ? "sni_mismatch" : "host_mismatch");
+    const struct egress *eg = c->es->eg;
+    c->intercept = r == SNIFF_TLS && c->name[0] && eg->secrets &&
+                   eg->secrets->wants(eg->event_arg, c->es->id, c->name, c->port);
     resolve(c);
 }
 

@@ -275,6 +275,30 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     return r;
 }
 
+int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
+                       uint8_t **der, size_t *der_len, err_t *err)
+{
+    struct proto_sign req = {.spki_len = (uint32_t)spki_len};
+    if (spki_len > sizeof req.spki || str_copy(req.name, sizeof req.name, name) < 0)
+        return err_set(err, -EINVAL, "name or key too long");
+    memcpy(req.spki, spki, spki_len);
+    struct proto_result res;
+    int fd = -1;
+    int r = keeper_call(srv, PROTO_SIGN, &req, sizeof req, &res, &fd, 1, err);
+    if (r < 0) return r;
+    off_t size = lseek(fd, 0, SEEK_END);
+    uint8_t *buf = size > 0 && size < 65536 ? malloc((size_t)size) : NULL;
+    if (!buf || pread(fd, buf, (size_t)size, 0) != size) r = err_set(err, -EIO, "bad leaf from the keeper");
+    close(fd);
+    if (r < 0) {
+        free(buf);
+        return r;
+    }
+    *der = buf;
+    *der_len = (size_t)size;
+    return 0;
+}
+
 /* Packs a proto_exec and its strings; returns the length or negative. */
 static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *const *argv,
                      const char *const *env, const char *cwd, uint32_t timeout_ms, err_t *err)
@@ -442,6 +466,8 @@ static int start_egress(struct server *srv, err_t *err)
 {
     struct egress_config ec = {.pins = srv->cfg.pins, .n_pins = srv->cfg.n_pins,
                                .on_name = on_egress_name,
+                               .secrets = &vault_egress,
+                               .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
                                .on_event = on_egress_event, .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);

@@ -54,6 +54,10 @@ struct server {
 int vault_load(struct server *srv, err_t *err);
 void vault_free(struct server *srv);
 void vault_forget_sandbox(struct server *srv, const char *sandbox);
+extern const struct egress_secrets vault_egress;
+/* server.c: asks the keeper for a leaf certificate (DER, malloc'd). */
+int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
+                       uint8_t **der, size_t *der_len, err_t *err);
 
 /* events.c */
 int events_start(struct server *srv);

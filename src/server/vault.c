@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../http/http.h"
 #include "../policy/policy.h"
 #include "server_impl.h"
 
@@ -292,3 +293,117 @@ int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *er
     }
     return 0;
 }
+
+/* ---- what the egress proxy asks (struct egress_secrets) ---- */
+
+static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
+{
+    size_t n = json_array_size(hosts);
+    const char *list[SECRET_RULES_MAX];
+    for (size_t i = 0; i < n && i < SECRET_RULES_MAX; i++)
+        list[i] = json_string_value(json_array_get(hosts, i));
+    struct policy pol;
+    if (n == 0 || policy_build(true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
+        return false;
+    bool ok = policy_check(&pol, host, NULL, port) == POLICY_ALLOW;
+    policy_clear(&pol);
+    return ok;
+}
+
+static bool list_has(json_t *list, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
+    return false;
+}
+
+static bool path_allowed(json_t *globs, const char *path)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(globs, i, v) if (http_glob_match(json_string_value(v), path)) return true;
+    return false;
+}
+
+static bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port)
+{
+    struct server *srv = arg;
+    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+        if (host_allowed(json_object_get(s->rules, "hosts"), host, port)) return true;
+    return false;
+}
+
+static struct placeholder_entry *find_placeholder(struct server *srv, const char *token)
+{
+    for (struct placeholder_entry *p = srv->placeholders; p; p = p->next)
+        if (str_equal_ct(p->placeholder, token)) return p;
+    return NULL;
+}
+
+static void secret_event(struct server *srv, const char *sandbox, const char *kind,
+                         const char *secret, const char *host, const char *method,
+                         const char *path, const char *reason)
+{
+    json_t *f = json_pack("{s:s?,s:s,s:s,s:s}", "secret", secret, "host", host, "method", method,
+                          "path", path);
+    if (reason) json_object_set_new(f, "reason", json_string(reason));
+    server_event(srv, sandbox, kind, f);
+    json_decref(f);
+}
+
+/* Why the placeholder may not be swapped here, or NULL when it may. */
+static const char *refusal(struct server *srv, struct placeholder_entry *p, const char *sandbox,
+                           const char *host, const char *method, const char *path,
+                           struct secret_entry **out)
+{
+    if (!p) return "unknown placeholder";
+    if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
+    struct secret_entry *s = find_secret(srv, p->secret);
+    if (!s) return "secret removed";
+    json_t *methods = json_object_get(s->rules, "methods");
+    json_t *paths = json_object_get(s->rules, "paths");
+    if (!host_allowed(json_object_get(s->rules, "hosts"), host, 0)) return "host not allowed";
+    if (json_array_size(methods) && !list_has(methods, method)) return "method not allowed";
+    if (json_array_size(paths) && !path_allowed(paths, path)) return "path not allowed";
+    *out = s;
+    return NULL;
+}
+
+static char *vault_value(void *arg, const char *sandbox, const char *host, const char *method,
+                         const char *path, const char *token, size_t *len)
+{
+    struct server *srv = arg;
+    struct placeholder_entry *p = find_placeholder(srv, token);
+    struct secret_entry *s = NULL;
+    const char *why = refusal(srv, p, sandbox, host, method, path, &s);
+    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
+    if (why) {
+        secret_event(srv, sandbox, "secret.misdirected", name, host, method, path, why);
+        return NULL;
+    }
+    char *value = NULL;
+    err_t err = {0};
+    if (secrets_open(srv->secrets_key, s->name, s->sealed, s->sealed_len, &value, len, &err) < 0) {
+        log_error("%s", err.msg);
+        return NULL;
+    }
+    secret_event(srv, sandbox, "secret.used", s->name, host, method, path, NULL);
+    return value;
+}
+
+static int vault_sign(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
+                      uint8_t **der, size_t *der_len)
+{
+    err_t err = {0};
+    int r = server_keeper_sign(arg, name, spki, spki_len, der, der_len, &err);
+    if (r < 0) log_warn("no certificate for %s: %s", name, err.msg);
+    return r;
+}
+
+const struct egress_secrets vault_egress = {
+    .wants = vault_wants,
+    .value = vault_value,
+    .release = secrets_release,
+    .sign = vault_sign,
+};

@@ -1,0 +1,284 @@
+/* Interception, only for hosts some secret of the sandbox may go to: the proxy
+ * terminates the sandbox's TLS with a leaf minted for the name (keys and
+ * signing in src/mitm), opens its own TLS to the real host with full
+ * verification, and reads each request head strictly (src/http): Host must be
+ * the name, placeholders the secret allows for this host, method and path are
+ * swapped for the value, others stay and are reported. Bodies and responses
+ * pass through as they arrive. Every other host is spliced undecrypted. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../http/http.h"
+#include "../mitm/mitm.h"
+#include "../secrets/secrets.h"
+#include "egress_impl.h"
+
+#define HEAD_MAX (64 * 1024)
+#define FLOW_HIGH (1 << 20) /* stop reading a side while the other has this much queued */
+#define OPENED_MAX 16
+
+struct intercept {
+    struct conn *c;
+    struct bufferevent *down, *up; /* sandbox side, upstream side */
+    bool in_body;
+    bool closing; /* an error answer is on its way; close once it is sent */
+    struct http_body body;
+    /* Values opened for the request being rewritten; wiped right after. */
+    char *opened[OPENED_MAX];
+    size_t opened_len[OPENED_MAX];
+    size_t n_opened;
+    const char *method, *path;
+};
+
+static int select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                         const unsigned char *in, unsigned inlen, void *arg)
+{
+    static const unsigned char h11[] = "\x08http/1.1";
+    unsigned char *sel;
+    if (SSL_select_next_proto(&sel, outlen, h11, sizeof h11 - 1, in, inlen) !=
+        OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_ALERT_FATAL; /* h2 only: we speak http/1.1 */
+    *out = sel;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err)
+{
+    if (!eg->secrets) return 0;
+    int r = mitm_leaves_new(MITM_CACHE_MAX, &eg->leaves, err);
+    if (r < 0) return r;
+    eg->tls_down = SSL_CTX_new(TLS_server_method());
+    eg->tls_up = SSL_CTX_new(TLS_client_method());
+    if (!eg->tls_down || !eg->tls_up)
+        return err_set(err, -ENOMEM, "cannot make TLS contexts");
+    SSL_CTX_set_min_proto_version(eg->tls_down, TLS1_2_VERSION);
+    SSL_CTX_set_alpn_select_cb(eg->tls_down, select_http11, NULL);
+    SSL_CTX_set_min_proto_version(eg->tls_up, TLS1_2_VERSION);
+    SSL_CTX_set_verify(eg->tls_up, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_alpn_protos(eg->tls_up, (const unsigned char *)"\x08http/1.1", 9);
+    if (SSL_CTX_set_default_verify_paths(eg->tls_up) != 1)
+        return err_set(err, -EIO, "cannot load the system CA certificates");
+    if (upstream_ca && *upstream_ca && SSL_CTX_load_verify_locations(eg->tls_up, upstream_ca, NULL) != 1)
+        return err_set(err, -EIO, "cannot load --upstream-ca %s", upstream_ca);
+    return 0;
+}
+
+void intercept_fini(struct egress *eg)
+{
+    if (eg->tls_down) SSL_CTX_free(eg->tls_down);
+    if (eg->tls_up) SSL_CTX_free(eg->tls_up);
+    mitm_leaves_free(eg->leaves);
+}
+
+static X509 *leaf_for(struct egress *eg, const char *name)
+{
+    X509 *x = mitm_leaves_get(eg->leaves, name);
+    if (x) return x;
+    size_t spki_len;
+    const uint8_t *spki = mitm_leaves_spki(eg->leaves, &spki_len);
+    uint8_t *der = NULL;
+    size_t der_len = 0;
+    if (eg->secrets->sign(eg->event_arg, name, spki, spki_len, &der, &der_len) < 0) return NULL;
+    err_t err = {0};
+    int r = mitm_leaves_put(eg->leaves, name, der, der_len, &err);
+    free(der);
+    return r == 0 ? mitm_leaves_get(eg->leaves, name) : NULL;
+}
+
+void intercept_stop(struct conn *c)
+{
+    struct intercept *t = c->tls;
+    if (!t) return;
+    if (t->down) bufferevent_free(t->down); /* closes the fds: conn_close must not */
+    if (t->up) bufferevent_free(t->up);
+    free(t);
+    c->tls = NULL;
+}
+
+/* A short answer to the sandbox, then the end of the connection. */
+static void answer_and_close(struct intercept *t, const char *status, const char *why)
+{
+    evbuffer_add_printf(bufferevent_get_output(t->down),
+                        "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                        "Content-Length: %zu\r\n\r\n%s\n", status, strlen(why) + 1, why);
+    t->closing = true;
+    bufferevent_disable(t->down, EV_READ);
+    bufferevent_disable(t->up, EV_READ | EV_WRITE);
+    egress_refused(t->c->es, t->c->name, t->c->port, why, "request");
+}
+
+static const char *decide(void *arg, const struct http_request *req,
+                          const struct http_placeholder *ph, size_t *len)
+{
+    struct intercept *t = arg;
+    struct egress *eg = t->c->es->eg;
+    if (t->n_opened == OPENED_MAX) return NULL;
+    char *v = eg->secrets->value(eg->event_arg, t->c->es->id, req->host, req->method, req->path,
+                                 ph->token, len);
+    if (!v) return NULL;
+    t->opened[t->n_opened] = v;
+    t->opened_len[t->n_opened++] = *len;
+    return v;
+}
+
+static void release_opened(struct intercept *t)
+{
+    struct egress *eg = t->c->es->eg;
+    for (size_t i = 0; i < t->n_opened; i++) eg->secrets->release(t->opened[i], t->opened_len[i]);
+    t->n_opened = 0;
+}
+
+/* One request head: parse, check Host, rewrite, forward. */
+static int forward_head(struct intercept *t, struct evbuffer *in)
+{
+    size_t have = evbuffer_get_length(in);
+    size_t look = have < HEAD_MAX ? have : HEAD_MAX;
+    const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)look);
+    struct http_request *req = malloc(sizeof *req);
+    const char *why = NULL;
+    if (!req) return -1;
+    enum http_result r = http_request_parse(buf, look, HEAD_MAX, req, &why);
+    if (r == HTTP_MORE) {
+        free(req);
+        return 0;
+    }
+    if (r == HTTP_BAD) {
+        answer_and_close(t, "400 Bad Request", why);
+        free(req);
+        return -1;
+    }
+    if (strcmp(req->host, t->c->name) != 0) {
+        answer_and_close(t, "421 Misdirected Request", "host_mismatch");
+        free(req);
+        return -1;
+    }
+    size_t out_size = req->head_len + 64 * 1024, out_len = 0;
+    char *out = malloc(out_size);
+    r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size,
+                                   &out_len, &why)
+            : HTTP_BAD;
+    release_opened(t);
+    if (r == HTTP_OK) {
+        bufferevent_write(t->up, out, out_len);
+        explicit_bzero(out, out_len); /* it may hold values */
+        evbuffer_drain(in, req->head_len);
+        http_body_init(&t->body, req);
+        t->in_body = true;
+    } else {
+        answer_and_close(t, "400 Bad Request", why ? why : "out of memory");
+    }
+    free(out);
+    free(req);
+    return r == HTTP_OK ? 1 : -1;
+}
+
+/* Body bytes of the current request, exactly as its framing says. */
+static int forward_body(struct intercept *t, struct evbuffer *in)
+{
+    size_t have = evbuffer_get_length(in), used = 0;
+    const char *why = NULL;
+    const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)have);
+    enum http_result r = http_body_feed(&t->body, buf, have, &used, &why);
+    if (used) evbuffer_remove_buffer(in, bufferevent_get_output(t->up), used);
+    if (r == HTTP_BAD) {
+        answer_and_close(t, "400 Bad Request", why);
+        return -1;
+    }
+    if (r == HTTP_OK) t->in_body = false;
+    return r == HTTP_OK ? 1 : 0;
+}
+
+static void on_down_read(struct bufferevent *bev, void *arg)
+{
+    struct intercept *t = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    int r = 1;
+    while (r > 0 && evbuffer_get_length(in) > 0)
+        r = t->in_body ? forward_body(t, in) : forward_head(t, in);
+    if (evbuffer_get_length(bufferevent_get_output(t->up)) > FLOW_HIGH)
+        bufferevent_disable(bev, EV_READ);
+}
+
+static void on_up_read(struct bufferevent *bev, void *arg)
+{
+    struct intercept *t = arg;
+    bufferevent_write_buffer(t->down, bufferevent_get_input(bev));
+    if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
+        bufferevent_disable(bev, EV_READ);
+}
+
+/* The other side drained: read again. */
+static void on_down_written(struct bufferevent *bev, void *arg)
+{
+    struct intercept *t = arg;
+    if (t->closing) return conn_close(t->c);
+    bufferevent_enable(t->up, EV_READ);
+}
+
+static void on_up_written(struct bufferevent *bev, void *arg)
+{
+    struct intercept *t = arg;
+    if (!t->closing) bufferevent_enable(t->down, EV_READ);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct intercept *t = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
+    if (bev == t->up && (what & BEV_EVENT_ERROR) && ERR_peek_error())
+        egress_refused(t->c->es, t->c->name, t->c->port, "upstream_tls_failed", "connect");
+    ERR_clear_error();
+    conn_close(t->c);
+}
+
+static SSL *upstream_ssl(struct egress *eg, const char *name, bool is_ip)
+{
+    SSL *ssl = SSL_new(eg->tls_up);
+    if (!ssl) return NULL;
+    if (is_ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name);
+    } else {
+        SSL_set_tlsext_host_name(ssl, name);
+        SSL_set1_host(ssl, name);
+    }
+    return ssl;
+}
+
+int intercept_start(struct conn *c)
+{
+    struct egress *eg = c->es->eg;
+    X509 *cert = leaf_for(eg, c->name);
+    struct intercept *t = calloc(1, sizeof *t);
+    SSL *down = cert ? SSL_new(eg->tls_down) : NULL;
+    struct policy_addr ignored;
+    SSL *up = upstream_ssl(eg, c->name, policy_parse_ip(c->name, &ignored) == 0);
+    if (!t || !down || !up || SSL_use_certificate(down, cert) != 1 ||
+        SSL_use_PrivateKey(down, mitm_leaves_key(eg->leaves)) != 1) {
+        free(t);
+        if (down) SSL_free(down);
+        if (up) SSL_free(up);
+        return -1;
+    }
+    t->c = c;
+    t->down = bufferevent_openssl_socket_new(eg->base, c->client, down, BUFFEREVENT_SSL_ACCEPTING,
+                                             BEV_OPT_CLOSE_ON_FREE);
+    t->up = bufferevent_openssl_socket_new(eg->base, c->upstream, up, BUFFEREVENT_SSL_CONNECTING,
+                                           BEV_OPT_CLOSE_ON_FREE);
+    c->client = c->upstream = -1; /* the bufferevents own them now */
+    c->tls = t;
+    c->state = CONN_INTERCEPTING;
+    if (!t->down || !t->up) return -1;
+    bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
+    bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
+    bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);
+    bufferevent_enable(t->down, EV_READ | EV_WRITE);
+    bufferevent_enable(t->up, EV_READ | EV_WRITE);
+    return 0;
+}
