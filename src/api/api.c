@@ -274,6 +274,9 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
     }
     if (name && m == EVHTTP_REQ_PUT) {
         json_t *body = api_body_json(req, false), *out = NULL;
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t n = evbuffer_get_length(in);
+        explicit_bzero(evbuffer_pullup(in, (ssize_t)n), n); /* the raw value, parsed now */
         if (!body) return;
         bool created = false;
         int r = server_secret_put(srv, name, body, &out, &created, &err);
