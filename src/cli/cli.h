@@ -160,6 +160,12 @@ struct tmpfile {
 int tmpfile_open(struct tmpfile *t, const char *target);
 int tmpfile_finish(struct tmpfile *t, bool keep);
 
+/* secret.c */
+/* "a, b" of a secret's hosts, methods or paths, "any" when none; cleaned for a terminal. */
+void secret_rules_text(json_t *list, const char *sep, char *out, size_t size);
+/* "/v1/secrets/<encoded name>"; malloc'd. */
+char *secret_path(const char *name);
+
 /* secret_value.c: a secret's value, read without echo and wiped after use. */
 struct secret_value {
     char *buf; /* mlock'd when possible; NULL until read */

@@ -18,10 +18,6 @@ static const struct pending pending[] = {
      "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
      "       runtime sandbox mcp ID [--json]\n"
      "       runtime sandbox mcp ID stop SERVER\n"},
-    {"secret", "Usage: runtime secret set NAME --host HOST... [--method M]... [--path GLOB]...\n"
-               "                         (value on stdin, or --from-env VAR)\n"
-               "       runtime secret list [--json]\n"
-               "       runtime secret rm NAME\n"},
     {"mcp", "Usage: runtime mcp fingerprint [FILE|-]\n"
             "       runtime mcp review OLD NEW\n"},
     {"usage", "Usage: runtime usage [--json]\n"},

@@ -30,9 +30,13 @@ static const char top_usage[] =
     "  sandbox mcp ID [--json]\n"
     "  sandbox mcp ID stop SERVER\n"
     "\n"
-    "Secrets, MCP review, usage:\n"
-    "  secret set NAME --host HOST... [--method M]... [--path GLOB]...\n"
-    "  secret list [--json] | rm NAME\n"
+    "Secrets (API keys that never enter a sandbox):\n"
+    "  secret set NAME --host HOST... [--method M]... [--path GLOB]... [--from-env VAR]\n"
+    "                                          save a secret; the value on stdin\n"
+    "  secret list [--json]                    list secrets (never their values)\n"
+    "  secret rm NAME                          delete a secret\n"
+    "\n"
+    "MCP review, usage:\n"
     "  mcp fingerprint [FILE|-]\n"
     "  mcp review OLD NEW\n"
     "  usage [--json]\n"
@@ -183,6 +187,62 @@ static const char events_usage[] =
     "                        until the sandbox is deleted (exit 1)\n"
     "  --json                print each event as the API's JSON, one a line\n";
 
+static const char secret_usage[] =
+    "Usage: runtime secret COMMAND ...\n"
+    "\n"
+    "Secrets are API keys that never enter a sandbox. Inside every sandbox the\n"
+    "variable NAME holds a placeholder (RUNTIME_PH_...); the egress proxy puts the\n"
+    "value in its place only in HTTPS requests to the secret's hosts (and methods\n"
+    "and paths, when given).\n"
+    "\n"
+    "Commands:\n"
+    "  set NAME --host HOST... [--method M]... [--path GLOB]... [--from-env VAR]\n"
+    "                                          save a secret; the value on stdin\n"
+    "  list [--json]                           list secrets (never their values)\n"
+    "  rm NAME                                 delete a secret\n"
+    "\n"
+    "Run 'runtime secret COMMAND --help' for a command's options.\n";
+
+static const char secret_set_usage[] =
+    "Usage: runtime secret set NAME --host HOST... [--method M]... [--path GLOB]...\n"
+    "                          [--from-env VAR]\n"
+    "\n"
+    "Saves the secret NAME, or replaces the one of that name. NAME is an\n"
+    "environment variable name: inside every sandbox $NAME holds a placeholder that\n"
+    "the egress proxy swaps for the value only in HTTPS requests to HOST (and with\n"
+    "method M and a path matching GLOB, when given).\n"
+    "\n"
+    "The value is read from standard input to its end, with one trailing newline\n"
+    "removed; on a terminal it is asked for without echo. Give it as\n"
+    "  printf '%s' \"$KEY\" | runtime secret set NAME --host api.example.com\n"
+    "  runtime secret set NAME --host api.example.com < key.txt\n"
+    "or with --from-env. It is never printed and never on a command line.\n"
+    "\n"
+    "Options:\n"
+    "  --host HOST       a host the value may be sent to, e.g. api.github.com;\n"
+    "                    required, repeatable\n"
+    "  --method M        only in requests with this method (GET, POST, ...);\n"
+    "                    repeatable (default: any)\n"
+    "  --path GLOB       only in requests whose path matches, e.g. /repos/acme/*;\n"
+    "                    repeatable (default: any)\n"
+    "  --from-env VAR    take the value from the environment variable VAR\n"
+    "\n"
+    "Prints: secret NAME saved (hosts: H, ...; methods: any|M, ...; paths: any|GLOB, ...)\n";
+
+static const char secret_list_usage[] =
+    "Usage: runtime secret list [--json]\n"
+    "\n"
+    "Lists secrets: NAME HOSTS METHODS PATHS UPDATED. Values are never shown.\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON\n";
+
+static const char secret_rm_usage[] =
+    "Usage: runtime secret rm NAME\n"
+    "\n"
+    "Deletes the secret NAME. Its placeholder is no longer swapped for the value\n"
+    "anywhere, and new commands in sandboxes no longer get the variable.\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -202,6 +262,10 @@ static const struct usage_entry entries[] = {
     {"sandbox network", network_usage},
     {"sandbox cp", cp_usage},
     {"sandbox events", events_usage},
+    {"secret", secret_usage},
+    {"secret set", secret_set_usage},
+    {"secret list", secret_list_usage},
+    {"secret rm", secret_rm_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)

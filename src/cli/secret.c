@@ -1,0 +1,161 @@
+/* `runtime secret ...`: dispatch, list and rm (set is in secret_set.c). The API never
+ * answers with a value, so nothing here can show one. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { O_JSON };
+
+static const struct opt_spec json_opts[] = {{"json", false, O_JSON}, {NULL, false, 0}};
+static const struct opt_spec no_opts[] = {{NULL, false, 0}};
+
+void secret_rules_text(json_t *list, const char *sep, char *out, size_t size)
+{
+    size_t i, n = 0;
+    json_t *e;
+    out[0] = '\0';
+    json_array_foreach(list, i, e)
+    {
+        const char *s = json_string_value(e);
+        if (!s) continue;
+        int w = snprintf(out + n, size - n, "%s%s", n ? sep : "", s);
+        if (w < 0 || (size_t)w >= size - n) break;
+        n += (size_t)w;
+    }
+    if (!out[0]) snprintf(out, size, "any");
+    show_clean(out);
+}
+
+char *secret_path(const char *name)
+{
+    char *enc = url_encode(name, NULL), *path = NULL;
+    if (enc && asprintf(&path, "/v1/secrets/%s", enc) < 0) path = NULL;
+    free(enc);
+    return path;
+}
+
+/* ---- list ---- */
+
+enum { COLS = 5 };
+static const char *const heads[COLS] = {"NAME", "HOSTS", "METHODS", "PATHS", "UPDATED"};
+
+static void cell(json_t *s, int col, char *out, size_t size)
+{
+    static const char *const keys[COLS] = {"name", "hosts", "methods", "paths", "updatedAt"};
+    json_t *v = json_object_get(s, keys[col]);
+    if (col == 0) {
+        snprintf(out, size, "%s", json_string_value(v) ?: "-");
+        show_clean(out);
+    } else if (col < 4) {
+        secret_rules_text(v, ",", out, size);
+    } else {
+        show_age(v, out, size);
+        show_clean(out);
+    }
+}
+
+/* Two passes over the cells, widths then print, like `sandbox list`. */
+static void secret_table(json_t *list)
+{
+    int width[COLS];
+    char buf[2048];
+    size_t i;
+    json_t *s;
+    for (int c = 0; c < COLS; c++)
+        width[c] = (int)strlen(heads[c]);
+    json_array_foreach(list, i, s)
+    {
+        for (int c = 0; c < COLS - 1; c++) {
+            cell(s, c, buf, sizeof buf);
+            if ((int)strlen(buf) > width[c]) width[c] = (int)strlen(buf);
+        }
+    }
+    for (int c = 0; c < COLS - 1; c++)
+        printf("%-*s  ", width[c], heads[c]);
+    printf("%s\n", heads[COLS - 1]);
+    json_array_foreach(list, i, s)
+    {
+        for (int c = 0; c < COLS; c++) {
+            cell(s, c, buf, sizeof buf);
+            if (c < COLS - 1)
+                printf("%-*s  ", width[c], buf);
+            else
+                printf("%s\n", buf);
+        }
+    }
+}
+
+static int cmd_list(struct cli *c, int argc, char **argv)
+{
+    struct args a;
+    bool json = false;
+    int id;
+    args_init(&a, argc, argv, "secret list", json_opts);
+    while ((id = args_next(&a)) != ARG_END) {
+        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
+        if (id == ARG_BAD) return EXIT_USAGE;
+        if (id != O_JSON)
+            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
+        json = true;
+    }
+    struct http_req req = {.method = "GET", .path = "/v1/secrets", .sink_fd = -1};
+    struct http_resp resp = {0};
+    json_t *list = NULL;
+    int r = api_call(c, &req, &resp);
+    if (r) return r;
+    if (json)
+        print_raw_json(&resp);
+    else if (!(r = parse_json_body(&resp, &list))) {
+        if (json_is_array(list))
+            secret_table(list);
+        else
+            r = cli_error("the daemon's answer is not a list of secrets; is that runtimed?");
+    }
+    json_decref(list);
+    http_resp_free(&resp);
+    return r;
+}
+
+/* ---- rm ---- */
+
+static int cmd_rm(struct cli *c, int argc, char **argv)
+{
+    struct args a;
+    const char *name = NULL;
+    int id;
+    args_init(&a, argc, argv, "secret rm", no_opts);
+    while ((id = args_next(&a)) != ARG_END) {
+        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
+        if (id == ARG_BAD) return EXIT_USAGE;
+        if (id != ARG_POS || name || !*a.val)
+            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
+        name = a.val;
+    }
+    if (!name) return cli_usage_error(a.cmd, "missing the secret NAME");
+    char *path = secret_path(name);
+    if (!path) return cli_error("out of memory");
+    int r = api_json(c, "DELETE", path, NULL, NULL);
+    free(path);
+    if (r == 0) printf("secret %s removed\n", name);
+    return r;
+}
+
+int cmd_secret(struct cli *c, int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(struct cli *c, int argc, char **argv);
+    } subs[] = {{"set", cmd_secret_set}, {"list", cmd_list}, {"rm", cmd_rm}};
+    if (argc == 0) {
+        usage_print("secret", stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 ||
+        strcmp(argv[0], "help") == 0)
+        return usage_print("secret", stdout), EXIT_OK;
+    for (size_t i = 0; i < ARRAY_LEN(subs); i++)
+        if (strcmp(subs[i].name, argv[0]) == 0) return subs[i].fn(c, argc - 1, argv + 1);
+    return cli_usage_error("secret", "unknown command 'secret %s'", argv[0]);
+}
