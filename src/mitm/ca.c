@@ -94,6 +94,11 @@ static int no_password(char *buf, int size, int rwflag, void *u)
 static int load_key(const char *path, EVP_PKEY **out, err_t *err)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return err_set(err, ENOENT,
+                       "%s is missing but the CA certificate is there; restore the key, or "
+                       "remove ca.crt to create a new CA",
+                       path);
     if (fd < 0) return err_set(err, errno, "cannot open the CA key %s: %m", path);
     char *buf = OPENSSL_secure_malloc(KEY_FILE_MAX);
     size_t got = 0;
@@ -123,8 +128,7 @@ static int load_cert(const char *path, X509 **out, err_t *err)
 
 /* Writes through a temporary file and rename, so a crash leaves either the
  * old file or the whole new one. */
-static int write_file_mode(const char *path, const char *data, size_t len, mode_t mode,
-                           err_t *err)
+static int write_file_mode(const char *path, const char *data, size_t len, mode_t mode, err_t *err)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
@@ -176,7 +180,7 @@ static int set_random_serial(X509 *x)
     do
         random_bytes(b, sizeof b);
     while (b[0] == 0 && !memcmp(b, b + 1, sizeof b - 1)); /* all zero: not a valid serial */
-    BIGNUM *bn = BN_bin2bn(b, sizeof b, NULL); /* unsigned, so always positive */
+    BIGNUM *bn = BN_bin2bn(b, sizeof b, NULL);            /* unsigned, so always positive */
     int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
     BN_free(bn);
     return ok ? 0 : -1;
@@ -214,8 +218,7 @@ static X509 *cert_start(EVP_PKEY *subject_key, const X509_NAME *issuer)
 {
     X509 *x = X509_new();
     if (!x || !X509_set_version(x, X509_VERSION_3) || set_random_serial(x) < 0 ||
-        !X509_set_pubkey(x, subject_key) ||
-        (issuer && !X509_set_issuer_name(x, issuer))) {
+        !X509_set_pubkey(x, subject_key) || (issuer && !X509_set_issuer_name(x, issuer))) {
         X509_free(x);
         return NULL;
     }
@@ -271,8 +274,8 @@ static int write_key_pem(BIO *bio, const void *k)
 
 /* Writes the key first and the certificate last: a key without a certificate
  * was never handed to a sandbox, so the next start may replace it. */
-static int ca_save(struct mitm_ca *ca, const char *dir, const char *key_path,
-                   const char *cert_path, err_t *err)
+static int ca_save(struct mitm_ca *ca, const char *dir, const char *key_path, const char *cert_path,
+                   err_t *err)
 {
     /* secmem: the memory BIO that held the key is cleared when freed */
     char *key_pem = pem_of(write_key_pem, ca->key, BIO_new(BIO_s_secmem()));
@@ -289,6 +292,10 @@ static int ca_save(struct mitm_ca *ca, const char *dir, const char *key_path,
 static int ca_create(struct mitm_ca *ca, const char *dir, const char *key_path,
                      const char *cert_path, err_t *err)
 {
+    if (access(key_path, F_OK) == 0)
+        log_warn("replacing %s: it has no certificate, so an earlier start was cut short before "
+                 "publishing it",
+                 key_path);
     ca->key = EVP_EC_gen("P-256");
     if (!ca->key) return ssl_fail(err, "cannot generate the CA key");
     ca->cert = ca_cert_build(ca->key);
@@ -306,20 +313,26 @@ static int ca_check(struct mitm_ca *ca, const char *dir, err_t *err)
         return ssl_fail(err, "ca.key does not belong to ca.crt; restore the pair, or remove "
                              "both to create a new CA");
     if (X509_check_ca(ca->cert) != 1)
-        return err_set(err, EINVAL, "%s/ca.crt is not a CA certificate; remove ca.crt and "
-                                    "ca.key to create a new CA", dir);
+        return err_set(err, EINVAL,
+                       "%s/ca.crt is not a CA certificate; remove ca.crt and "
+                       "ca.key to create a new CA",
+                       dir);
     if (X509_cmp_current_time(X509_get0_notAfter(ca->cert)) <= 0)
-        return err_set(err, EKEYEXPIRED, "the interception CA in %s has expired; remove ca.crt "
-                                         "and ca.key to create a new one", dir);
+        return err_set(err, EKEYEXPIRED,
+                       "the interception CA in %s has expired; remove ca.crt "
+                       "and ca.key to create a new one",
+                       dir);
     int id = EVP_PKEY_get_base_id(ca->key);
     if (id != EVP_PKEY_EC && id != EVP_PKEY_RSA)
-        return err_set(err, EINVAL, "%s/ca.key is neither an EC nor an RSA key; remove ca.crt "
-                                    "and ca.key to create a new CA", dir);
+        return err_set(err, EINVAL,
+                       "%s/ca.key is neither an EC nor an RSA key; remove ca.crt "
+                       "and ca.key to create a new CA",
+                       dir);
     return 0;
 }
 
-static int ca_load(struct mitm_ca *ca, const char *dir, const char *key_path,
-                   const char *cert_path, err_t *err)
+static int ca_load(struct mitm_ca *ca, const char *dir, const char *key_path, const char *cert_path,
+                   err_t *err)
 {
     int r = load_key(key_path, &ca->key, err);
     if (r == 0) r = load_cert(cert_path, &ca->cert, err);
@@ -340,9 +353,12 @@ int mitm_ca_load_or_create(const char *dir, struct mitm_ca **out, err_t *err)
     if (r < 0) return r;
     struct mitm_ca *ca = calloc(1, sizeof *ca);
     if (!ca) return err_set(err, ENOMEM, "out of memory");
-    if (access(cert_path, F_OK) == 0) r = ca_load(ca, dir, key_path, cert_path, err);
-    else if (errno == ENOENT) r = ca_create(ca, dir, key_path, cert_path, err);
-    else r = err_set(err, errno, "cannot look at %s: %m", cert_path);
+    if (access(cert_path, F_OK) == 0)
+        r = ca_load(ca, dir, key_path, cert_path, err);
+    else if (errno == ENOENT)
+        r = ca_create(ca, dir, key_path, cert_path, err);
+    else
+        r = err_set(err, errno, "cannot look at %s: %m", cert_path);
     if (r < 0) {
         err_wrap(err, "interception CA in %s", dir);
         mitm_ca_free(ca);
@@ -370,10 +386,8 @@ const char *mitm_ca_cert_pem(const struct mitm_ca *ca)
 /* ---- leaves ---- */
 
 static const char *const leaf_exts[][2] = {
-    {"basicConstraints", "critical,CA:FALSE"},
-    {"keyUsage", "critical,digitalSignature"},
-    {"extendedKeyUsage", "serverAuth"},
-    {"subjectKeyIdentifier", "hash"},
+    {"basicConstraints", "critical,CA:FALSE"},  {"keyUsage", "critical,digitalSignature"},
+    {"extendedKeyUsage", "serverAuth"},         {"subjectKeyIdentifier", "hash"},
     {"authorityKeyIdentifier", "keyid:always"},
 };
 
@@ -382,8 +396,7 @@ static const char *const leaf_exts[][2] = {
 static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *err)
 {
     if (!spki || len == 0 || len > SPKI_MAX)
-        return err_set(err, EINVAL, "the leaf public key is missing or too large (%zu bytes)",
-                       len);
+        return err_set(err, EINVAL, "the leaf public key is missing or too large (%zu bytes)", len);
     const unsigned char *p = spki;
     EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, (long)len);
     char group[64] = "";
@@ -401,8 +414,7 @@ static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *er
 }
 
 /* The key for spki, parsed and checked once per distinct key (borrowed). */
-static int leaf_key(struct mitm_ca *ca, const uint8_t *spki, size_t len, EVP_PKEY **out,
-                    err_t *err)
+static int leaf_key(struct mitm_ca *ca, const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *err)
 {
     if (!spki || !ca->last_pk || len != ca->last_len || memcmp(spki, ca->last_spki, len) != 0) {
         EVP_PKEY *pk = NULL;
@@ -493,8 +505,9 @@ int mitm_ca_sign(struct mitm_ca *ca, const uint8_t *spki, size_t spki_len, const
     int r = mitm_name_canon(name, name ? strlen(name) : 0, canon, &kind, err);
     if (r == 0) r = leaf_key(ca, spki, spki_len, &pk, err);
     if (r == 0 && X509_cmp_current_time(X509_get0_notAfter(ca->cert)) <= 0)
-        r = err_set(err, EKEYEXPIRED, "the interception CA has expired; remove ca.crt and ca.key "
-                                      "and restart the daemon to create a new one");
+        r = err_set(err, EKEYEXPIRED,
+                    "the interception CA has expired; remove ca.crt and ca.key "
+                    "and restart the daemon to create a new one");
     if (r == 0) {
         X509 *x = leaf_build(ca, pk, canon, kind);
         r = x ? to_der(x, der, der_len, err) : ssl_fail(err, "cannot build the leaf certificate");

@@ -56,10 +56,14 @@ static struct leaf *lookup(struct mitm_leaves *lv, const char *name, uint64_t ha
 
 static void lru_unlink(struct mitm_leaves *lv, struct leaf *l)
 {
-    if (l->prev) l->prev->next = l->next;
-    else lv->head = l->next;
-    if (l->next) l->next->prev = l->prev;
-    else lv->tail = l->prev;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        lv->head = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    else
+        lv->tail = l->prev;
     l->prev = l->next = NULL;
 }
 
@@ -183,8 +187,10 @@ static int parse_leaf(struct mitm_leaves *lv, const char *canon, enum mitm_name_
     const unsigned char *p = der;
     X509 *x = der && len > 0 && len <= LONG_MAX ? d2i_X509(NULL, &p, (long)len) : NULL;
     const char *problem = NULL;
-    if (!x || p != der + len) problem = "is not exactly one DER certificate";
-    else if (X509_check_private_key(x, lv->key) != 1) problem = "is not for this leaf key";
+    if (!x || p != der + len)
+        problem = "is not exactly one DER certificate";
+    else if (X509_check_private_key(x, lv->key) != 1)
+        problem = "is not for this leaf key";
     else if (kind == MITM_NAME_DNS
                  ? X509_check_host(x, canon, 0, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, NULL) != 1
                  : X509_check_ip_asc(x, canon, 0) != 1)
@@ -192,8 +198,8 @@ static int parse_leaf(struct mitm_leaves *lv, const char *canon, enum mitm_name_
     ERR_clear_error();
     if (problem) {
         X509_free(x);
-        return err_set(err, EINVAL, "the certificate for %s %s; this is a bug in the keeper",
-                       canon, problem);
+        return err_set(err, EINVAL, "the certificate for %s %s; this is a bug in the keeper", canon,
+                       problem);
     }
     *out = x;
     return 0;

@@ -16,9 +16,9 @@
 
 #include "../common/common.h"
 
-#define MITM_LEAF_DAYS 30    /* leaf validity, capped by the CA's own */
-#define MITM_CACHE_MAX 1024  /* leaf certificates kept by the server */
-#define MITM_NAME_MAX 254    /* a DNS name of 253 characters and its NUL */
+#define MITM_LEAF_DAYS 30   /* leaf validity, capped by the CA's own */
+#define MITM_CACHE_MAX 1024 /* leaf certificates kept by the server */
+#define MITM_NAME_MAX 254   /* a DNS name of 253 characters and its NUL */
 
 /* ---- names (both sides) ---- */
 enum mitm_name_kind { MITM_NAME_DNS, MITM_NAME_IPV4, MITM_NAME_IPV6 };

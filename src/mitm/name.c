@@ -35,6 +35,7 @@ static const char *label_problem(const char *s, size_t len)
 static const char *dns_problem(const char *s, size_t len)
 {
     size_t start = 0;
+    if (memchr(s, '*', len)) return "contains '*': certificates are minted for exact names only";
     for (size_t i = 0; i <= len; i++) {
         if (i < len && s[i] != '.') continue;
         const char *p = label_problem(s + start, i - start);
@@ -76,8 +77,7 @@ int mitm_name_canon(const char *name, size_t len, char out[MITM_NAME_MAX],
     if (len > MITM_NAME_MAX - 1)
         return err_set(err, EINVAL, "the host name is %zu bytes long; at most 253 are allowed",
                        len);
-    if (memchr(name, '\0', len))
-        return err_set(err, EINVAL, "the host name contains a NUL byte");
+    if (memchr(name, '\0', len)) return err_set(err, EINVAL, "the host name contains a NUL byte");
     char buf[MITM_NAME_MAX];
     memcpy(buf, name, len);
     buf[len] = '\0';
@@ -89,8 +89,8 @@ int mitm_name_canon(const char *name, size_t len, char out[MITM_NAME_MAX],
     if (canon_ip(buf, kind, out) == 0) return 0;
     const char *problem = dns_problem(buf, len);
     if (problem)
-        return err_set(err, EINVAL,
-                       "\"%s\" is neither an IP address nor a valid DNS name: it %s", shown, problem);
+        return err_set(err, EINVAL, "\"%s\" is neither an IP address nor a valid DNS name: it %s",
+                       shown, problem);
     for (size_t i = 0; i <= len; i++)
         out[i] = (buf[i] >= 'A' && buf[i] <= 'Z') ? (char)(buf[i] - 'A' + 'a') : buf[i];
     *kind = MITM_NAME_DNS;

@@ -1,0 +1,623 @@
+/* mitm mints the certificates a sandbox's TLS clients will trust, so these
+ * check every property a strict verifier looks at (OpenSSL's X509_verify_cert
+ * with X509_STRICT, hostname and IP checks without CN fallback), the CA's files
+ * and their modes, the name checks, and that the leaf cache stays bounded. */
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "mitm/mitm.h"
+#include "unit.h"
+
+#define DAY 86400
+
+/* A fresh directory path (not created) under /tmp; the caller removes it. */
+static void tmp_path(char *out, size_t size)
+{
+    char hex[17];
+    random_hex(hex, 8);
+    snprintf(out, size, "/tmp/runtime-mitm-test-%s", hex);
+}
+
+static void rm_ca_dir(const char *dir)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/ca.key", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/ca.crt", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+static mode_t file_mode(const char *dir, const char *file)
+{
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    return stat(p, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+static X509 *pem_cert(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    return x;
+}
+
+static X509 *der_cert(const uint8_t *der, size_t len)
+{
+    const unsigned char *p = der;
+    return d2i_X509(NULL, &p, (long)len);
+}
+
+static int ext_critical(X509 *x, int nid)
+{
+    int i = X509_get_ext_by_NID(x, nid, -1);
+    return i < 0 ? -1 : X509_EXTENSION_get_critical(X509_get_ext(x, i));
+}
+
+/* Seconds from now to t (negative: in the past). */
+static long secs_from_now(const ASN1_TIME *t)
+{
+    int days = 0, secs = 0;
+    if (!ASN1_TIME_diff(&days, &secs, NULL, t)) return 0;
+    return (long)days * DAY + secs;
+}
+
+/* What a TLS client does: chain to the CA only, strict, for a server, and match
+ * the name against the SAN alone. */
+static int verify_leaf(X509 *ca, X509 *leaf, const char *host, const char *ip)
+{
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    int ok = -1;
+    if (store && ctx && X509_STORE_add_cert(store, ca) &&
+        X509_STORE_CTX_init(ctx, store, leaf, NULL)) {
+        X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx);
+        X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_X509_STRICT);
+        X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER);
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+        if (host) X509_VERIFY_PARAM_set1_host(param, host, 0);
+        if (ip) X509_VERIFY_PARAM_set1_ip_asc(param, ip);
+        ok = X509_verify_cert(ctx);
+        if (ok != 1 && getenv("MITM_TEST_VERBOSE"))
+            fprintf(stderr, "  verify: %s\n",
+                    X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+    }
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    ERR_clear_error();
+    return ok;
+}
+
+struct fixture {
+    char dir[256];
+    struct mitm_ca *ca;
+    struct mitm_leaves *lv;
+    X509 *ca_cert;
+};
+
+static int fixture_open(struct fixture *f, size_t max)
+{
+    err_t err = {0};
+    memset(f, 0, sizeof *f);
+    tmp_path(f->dir, sizeof f->dir);
+    if (mitm_ca_load_or_create(f->dir, &f->ca, &err) < 0 ||
+        mitm_leaves_new(max, &f->lv, &err) < 0) {
+        fprintf(stderr, "  fixture: %s\n", err.msg);
+        return -1;
+    }
+    f->ca_cert = pem_cert(mitm_ca_cert_pem(f->ca));
+    return f->ca_cert ? 0 : -1;
+}
+
+static void fixture_close(struct fixture *f)
+{
+    X509_free(f->ca_cert);
+    mitm_leaves_free(f->lv);
+    mitm_ca_free(f->ca);
+    rm_ca_dir(f->dir);
+}
+
+static X509 *mint(struct fixture *f, const char *name, uint8_t **der, size_t *len)
+{
+    size_t spki_len;
+    const uint8_t *spki = mitm_leaves_spki(f->lv, &spki_len);
+    err_t err = {0};
+    if (mitm_ca_sign(f->ca, spki, spki_len, name, der, len, &err) < 0) {
+        fprintf(stderr, "  mint %s: %s\n", name, err.msg);
+        return NULL;
+    }
+    return der_cert(*der, *len);
+}
+
+/* ---- the CA ---- */
+
+TEST(mitm_ca_create_then_load)
+{
+    char dir[256];
+    err_t err = {0};
+    struct mitm_ca *a = NULL, *b = NULL;
+    tmp_path(dir, sizeof dir);
+    CHECK(mitm_ca_load_or_create(dir, &a, &err) == 0);
+    CHECK(file_mode(dir, "") == 0700);
+    CHECK(file_mode(dir, "ca.key") == 0600);
+    CHECK(file_mode(dir, "ca.crt") == 0644);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) == 0);
+    CHECK(a && b && strcmp(mitm_ca_cert_pem(a), mitm_ca_cert_pem(b)) == 0);
+    CHECK(a && strstr(mitm_ca_cert_pem(a), "-----BEGIN CERTIFICATE-----") != NULL);
+    mitm_ca_free(a);
+    mitm_ca_free(b);
+    rm_ca_dir(dir);
+}
+
+TEST(mitm_ca_refuses_readable_key)
+{
+    char dir[256], key[512];
+    err_t err = {0};
+    struct mitm_ca *a = NULL, *b = NULL;
+    tmp_path(dir, sizeof dir);
+    CHECK(mitm_ca_load_or_create(dir, &a, &err) == 0);
+    snprintf(key, sizeof key, "%s/ca.key", dir);
+    CHECK(chmod(key, 0640) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) == -EPERM);
+    CHECK(b == NULL);
+    CHECK(strstr(err.msg, "readable") != NULL && strstr(err.msg, "chmod 600") != NULL);
+    CHECK(chmod(key, 0604) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) == -EPERM);
+    CHECK(chmod(key, 0600) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) == 0);
+    mitm_ca_free(a);
+    mitm_ca_free(b);
+    rm_ca_dir(dir);
+}
+
+TEST(mitm_ca_cert_without_key_fails_key_without_cert_replaced)
+{
+    char dir[256], p[512];
+    err_t err = {0};
+    struct mitm_ca *a = NULL, *b = NULL;
+    tmp_path(dir, sizeof dir);
+    CHECK(mitm_ca_load_or_create(dir, &a, &err) == 0);
+    char *old = a ? strdup(mitm_ca_cert_pem(a)) : NULL;
+    mitm_ca_free(a);
+    /* a key without its certificate was never published: a new CA is made */
+    snprintf(p, sizeof p, "%s/ca.crt", dir);
+    CHECK(unlink(p) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) == 0);
+    CHECK(b && old && strcmp(old, mitm_ca_cert_pem(b)) != 0);
+    mitm_ca_free(b);
+    b = NULL;
+    /* a certificate without its key cannot sign: refuse, and say what to do */
+    snprintf(p, sizeof p, "%s/ca.key", dir);
+    CHECK(unlink(p) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &b, &err) < 0);
+    CHECK(b == NULL && strstr(err.msg, "ca.key") != NULL);
+    free(old);
+    rm_ca_dir(dir);
+}
+
+TEST(mitm_ca_properties)
+{
+    struct fixture f;
+    CHECK(fixture_open(&f, 4) == 0);
+    X509 *ca = f.ca_cert;
+    if (!ca) goto out;
+    CHECK(X509_get_version(ca) == X509_VERSION_3);
+    CHECK((X509_get_extension_flags(ca) & EXFLAG_CA) != 0);
+    CHECK(ext_critical(ca, NID_basic_constraints) == 1);
+    CHECK(X509_get_pathlen(ca) == 0);
+    CHECK(ext_critical(ca, NID_key_usage) == 1);
+    CHECK(X509_get_key_usage(ca) == (KU_KEY_CERT_SIGN | KU_CRL_SIGN));
+    CHECK(X509_get0_subject_key_id(ca) != NULL);
+    CHECK(X509_self_signed(ca, 1) == 1);
+    long life = secs_from_now(X509_get0_notAfter(ca)) - secs_from_now(X509_get0_notBefore(ca));
+    CHECK(life >= 3650L * DAY && life <= 3652L * DAY);
+    CHECK(secs_from_now(X509_get0_notBefore(ca)) <= 0);
+    X509_NAME *subj = X509_get_subject_name(ca);
+    char cn[128] = "";
+    X509_NAME_get_text_by_NID(subj, NID_commonName, cn, sizeof cn);
+    CHECK(strstr(cn, "runtimed") != NULL);
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+    CHECK(store && ctx && X509_STORE_add_cert(store, ca) &&
+          X509_STORE_CTX_init(ctx, store, ca, NULL) && X509_verify_cert(ctx) == 1);
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+out:
+    fixture_close(&f);
+}
+
+/* ---- leaves ---- */
+
+static void check_leaf_props(int *failed_, struct fixture *f, X509 *leaf, int gen_type)
+{
+    X509 *ca = f->ca_cert;
+    CHECK(X509_get_version(leaf) == X509_VERSION_3);
+    GENERAL_NAMES *san = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL);
+    CHECK(san && sk_GENERAL_NAME_num(san) == 1 && sk_GENERAL_NAME_value(san, 0)->type == gen_type);
+    GENERAL_NAMES_free(san);
+    /* SKI is the SHA-1 of the leaf's public key bits (RFC 5280 method 1) */
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    CHECK(X509_pubkey_digest(leaf, EVP_sha1(), md, &mdlen) == 1);
+    const ASN1_OCTET_STRING *ski = X509_get0_subject_key_id(leaf);
+    CHECK(ski && ASN1_STRING_length(ski) == (int)mdlen &&
+          memcmp(ASN1_STRING_get0_data(ski), md, mdlen) == 0);
+    const ASN1_OCTET_STRING *aki = X509_get0_authority_key_id(leaf);
+    CHECK(aki && ASN1_OCTET_STRING_cmp(aki, X509_get0_subject_key_id(ca)) == 0);
+    CHECK((X509_get_extension_flags(leaf) & EXFLAG_CA) == 0);
+    CHECK(ext_critical(leaf, NID_basic_constraints) == 1);
+    CHECK(ext_critical(leaf, NID_key_usage) == 1);
+    CHECK(X509_get_key_usage(leaf) == KU_DIGITAL_SIGNATURE);
+    CHECK(X509_get_extended_key_usage(leaf) == XKU_SSL_SERVER);
+    CHECK(secs_from_now(X509_get0_notBefore(leaf)) <= -86000);
+    CHECK(ASN1_TIME_compare(X509_get0_notAfter(leaf), X509_get0_notAfter(ca)) <= 0);
+    CHECK(secs_from_now(X509_get0_notAfter(leaf)) <= (long)MITM_LEAF_DAYS * DAY);
+    CHECK(secs_from_now(X509_get0_notAfter(leaf)) >= (long)MITM_LEAF_DAYS * DAY - 60);
+    CHECK(X509_check_private_key(leaf, mitm_leaves_key(f->lv)) == 1);
+    BIGNUM *serial = ASN1_INTEGER_to_BN(X509_get0_serialNumber(leaf), NULL);
+    CHECK(serial && !BN_is_negative(serial) && !BN_is_zero(serial) && BN_num_bits(serial) <= 128 &&
+          BN_num_bits(serial) > 96);
+    BN_free(serial);
+}
+
+TEST(mitm_leaf_dns)
+{
+    struct fixture f;
+    uint8_t *der = NULL, *der2 = NULL;
+    size_t len = 0, len2 = 0;
+    CHECK(fixture_open(&f, 4) == 0);
+    X509 *leaf = mint(&f, "api.example.test", &der, &len);
+    X509 *again = mint(&f, "api.example.test", &der2, &len2);
+    CHECK(leaf && again);
+    if (!leaf || !again) goto out;
+    check_leaf_props(failed_, &f, leaf, GEN_DNS);
+    CHECK(ASN1_INTEGER_cmp(X509_get0_serialNumber(leaf), X509_get0_serialNumber(again)) != 0);
+    CHECK(verify_leaf(f.ca_cert, leaf, "api.example.test", NULL) == 1);
+    CHECK(verify_leaf(f.ca_cert, leaf, "API.Example.Test", NULL) == 1);
+    CHECK(verify_leaf(f.ca_cert, leaf, "other.example.test", NULL) != 1);
+    CHECK(verify_leaf(f.ca_cert, leaf, "example.test", NULL) != 1);
+    CHECK(verify_leaf(f.ca_cert, leaf, NULL, "127.0.0.1") != 1);
+out:
+    X509_free(leaf);
+    X509_free(again);
+    free(der);
+    free(der2);
+    fixture_close(&f);
+}
+
+TEST(mitm_leaf_ipv4_ipv6)
+{
+    struct fixture f;
+    uint8_t *d4 = NULL, *d6 = NULL;
+    size_t l4 = 0, l6 = 0;
+    CHECK(fixture_open(&f, 4) == 0);
+    X509 *v4 = mint(&f, "127.0.0.1", &d4, &l4);
+    X509 *v6 = mint(&f, "0:0::1", &d6, &l6); /* a non-canonical spelling of ::1 */
+    CHECK(v4 && v6);
+    if (!v4 || !v6) goto out;
+    check_leaf_props(failed_, &f, v4, GEN_IPADD);
+    check_leaf_props(failed_, &f, v6, GEN_IPADD);
+    CHECK(verify_leaf(f.ca_cert, v4, NULL, "127.0.0.1") == 1);
+    CHECK(verify_leaf(f.ca_cert, v4, NULL, "127.0.0.2") != 1);
+    CHECK(verify_leaf(f.ca_cert, v4, "127.0.0.1", NULL) != 1); /* an IP is not a DNS SAN */
+    CHECK(verify_leaf(f.ca_cert, v6, NULL, "::1") == 1);
+    CHECK(verify_leaf(f.ca_cert, v6, NULL, "::2") != 1);
+    CHECK(verify_leaf(f.ca_cert, v6, NULL, "127.0.0.1") != 1);
+out:
+    X509_free(v4);
+    X509_free(v6);
+    free(d4);
+    free(d6);
+    fixture_close(&f);
+}
+
+TEST(mitm_leaf_from_other_ca_fails)
+{
+    struct fixture f, g;
+    uint8_t *der = NULL;
+    size_t len = 0;
+    CHECK(fixture_open(&f, 4) == 0);
+    CHECK(fixture_open(&g, 4) == 0);
+    X509 *leaf = mint(&f, "api.example.test", &der, &len);
+    CHECK(leaf && verify_leaf(g.ca_cert, leaf, "api.example.test", NULL) != 1);
+    X509_free(leaf);
+    free(der);
+    fixture_close(&g);
+    fixture_close(&f);
+}
+
+TEST(mitm_sign_refuses_bad_spki)
+{
+    struct fixture f;
+    uint8_t *der = NULL;
+    size_t len = 0, spki_len = 0;
+    err_t err = {0};
+    CHECK(fixture_open(&f, 4) == 0);
+    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
+    uint8_t longer[1100] = {0};
+    memcpy(longer, spki, spki_len);
+    CHECK(mitm_ca_sign(f.ca, spki, spki_len - 1, "a.test", &der, &len, &err) < 0);
+    CHECK(mitm_ca_sign(f.ca, longer, spki_len + 1, "a.test", &der, &len, &err) < 0);
+    CHECK(mitm_ca_sign(f.ca, longer, sizeof longer, "a.test", &der, &len, &err) < 0);
+    CHECK(mitm_ca_sign(f.ca, NULL, 0, "a.test", &der, &len, &err) < 0);
+    EVP_PKEY *rsa = EVP_RSA_gen(2048);
+    unsigned char *rsa_der = NULL;
+    int rsa_len = rsa ? i2d_PUBKEY(rsa, &rsa_der) : -1;
+    CHECK(rsa_len > 0 &&
+          mitm_ca_sign(f.ca, rsa_der, (size_t)rsa_len, "a.test", &der, &len, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "P-256") != NULL);
+    CHECK(der == NULL && len == 0);
+    OPENSSL_free(rsa_der);
+    EVP_PKEY_free(rsa);
+    fixture_close(&f);
+}
+
+/* ---- names ---- */
+
+static int canon(const char *name, char *out)
+{
+    return mitm_name_canon(name, strlen(name), out, NULL, NULL);
+}
+
+TEST(mitm_name_accepts)
+{
+    char out[MITM_NAME_MAX];
+    enum mitm_name_kind kind = -1;
+    CHECK(canon("api.example.test", out) == 0);
+    CHECK_STR(out, "api.example.test");
+    CHECK(canon("API.GitHub.COM", out) == 0);
+    CHECK_STR(out, "api.github.com");
+    CHECK(canon("localhost", out) == 0);
+    CHECK(canon("xn--bcher-kva.example", out) == 0);
+    CHECK(canon("my_bucket.s3.amazonaws.com", out) == 0);
+    CHECK(mitm_name_canon("10.0.0.1", 8, out, &kind, NULL) == 0 && kind == MITM_NAME_IPV4);
+    CHECK(mitm_name_canon("2001:DB8:0::1", 13, out, &kind, NULL) == 0 && kind == MITM_NAME_IPV6);
+    CHECK_STR(out, "2001:db8::1");
+    CHECK(mitm_name_canon("a.b", 3, out, &kind, NULL) == 0 && kind == MITM_NAME_DNS);
+    char longest[254];
+    memset(longest, 'a', 253); /* 63+1+63+1+63+1+61 */
+    longest[63] = longest[127] = longest[191] = '.';
+    longest[253] = '\0';
+    CHECK(canon(longest, out) == 0);
+}
+
+TEST(mitm_name_refuses)
+{
+    static const char *bad[] = {
+        "",
+        " ",
+        "api .example.test",
+        "*.example.test",
+        "a/b",
+        "a\\b",
+        "a..b",
+        ".a.b",
+        "a.b.",
+        "-a.b",
+        "a-.b",
+        "a:b",
+        "[::1]",
+        "1.2.3",
+        "2130706433",
+        "0x7f.1",
+        "1.2.3.256",
+        "a.b.1",
+        "a\nb",
+        "a\tb",
+        "caf\xc3\xa9.test",
+        "a%b",
+        "a@b",
+        "::1%lo",
+        "01.2.3.4x",
+    };
+    char out[MITM_NAME_MAX];
+    err_t err = {0};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        int r = mitm_name_canon(bad[i], strlen(bad[i]), out, NULL, &err);
+        if (r != -EINVAL) fprintf(stderr, "  accepted bad name \"%s\"\n", bad[i]);
+        CHECK(r == -EINVAL);
+    }
+    CHECK(mitm_name_canon("a\0b.test", 8, out, NULL, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "NUL") != NULL);
+    CHECK(mitm_name_canon(NULL, 0, out, NULL, &err) == -EINVAL);
+    char label[70];
+    memset(label, 'a', 64);
+    strcpy(label + 64, ".test");
+    CHECK(canon(label, out) == -EINVAL);
+    char big[300];
+    memset(big, 'a', sizeof big);
+    for (size_t i = 50; i < sizeof big; i += 50)
+        big[i] = '.';
+    big[254] = '\0'; /* 254 characters */
+    CHECK(mitm_name_canon(big, 254, out, NULL, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "253") != NULL);
+    /* no control bytes of the sandbox's reach the message */
+    CHECK(mitm_name_canon("a\x1b[31mb", 8, out, NULL, &err) == -EINVAL);
+    CHECK(strchr(err.msg, '\x1b') == NULL);
+}
+
+TEST(mitm_sign_refuses_bad_names)
+{
+    struct fixture f;
+    static const char *bad[] = {"", "*.example.test", "a b.test", "a/b", "[::1]", "1.2.3"};
+    uint8_t *der = NULL;
+    size_t len = 0, spki_len = 0;
+    err_t err = {0};
+    CHECK(fixture_open(&f, 4) == 0);
+    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+        CHECK(mitm_ca_sign(f.ca, spki, spki_len, bad[i], &der, &len, &err) == -EINVAL);
+    CHECK(der == NULL && strstr(err.msg, "minting") != NULL);
+    fixture_close(&f);
+}
+
+/* ---- the cache ---- */
+
+static int put_minted(struct fixture *f, const char *name)
+{
+    uint8_t *der = NULL;
+    size_t len = 0, spki_len = 0;
+    const uint8_t *spki = mitm_leaves_spki(f->lv, &spki_len);
+    err_t err = {0};
+    int r = mitm_ca_sign(f->ca, spki, spki_len, name, &der, &len, &err);
+    if (r == 0) r = mitm_leaves_put(f->lv, name, der, len, &err);
+    if (r < 0) fprintf(stderr, "  put %s: %s\n", name, err.msg);
+    free(der);
+    return r;
+}
+
+TEST(mitm_cache_put_get)
+{
+    struct fixture f;
+    CHECK(fixture_open(&f, 2) == 0);
+    CHECK(mitm_leaves_get(f.lv, "a.test") == NULL);
+    CHECK(put_minted(&f, "a.test") == 0);
+    CHECK(put_minted(&f, "b.test") == 0);
+    X509 *a = mitm_leaves_get(f.lv, "A.TEST"); /* same canonical name */
+    CHECK(a && X509_check_host(a, "a.test", 0, 0, NULL) == 1);
+    CHECK(mitm_leaves_count(f.lv) == 2);
+    CHECK(put_minted(&f, "c.test") == 0); /* b is the least recently used */
+    CHECK(mitm_leaves_count(f.lv) == 2);
+    CHECK(mitm_leaves_get(f.lv, "b.test") == NULL);
+    CHECK(mitm_leaves_get(f.lv, "a.test") != NULL);
+    CHECK(mitm_leaves_get(f.lv, "c.test") != NULL);
+    CHECK(put_minted(&f, "c.test") == 0); /* replacing keeps the count */
+    CHECK(mitm_leaves_count(f.lv) == 2);
+    CHECK(mitm_leaves_get(f.lv, "*.test") == NULL);
+    fixture_close(&f);
+}
+
+TEST(mitm_cache_refuses_wrong_cert)
+{
+    struct fixture f;
+    uint8_t *der = NULL;
+    size_t len = 0;
+    err_t err = {0};
+    CHECK(fixture_open(&f, 4) == 0);
+    X509 *x = mint(&f, "a.test", &der, &len);
+    CHECK(x != NULL);
+    CHECK(mitm_leaves_put(f.lv, "b.test", der, len, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "does not name") != NULL);
+    CHECK(mitm_leaves_put(f.lv, "a.test", der, len - 1, &err) == -EINVAL);
+    CHECK(mitm_leaves_put(f.lv, "a.test", NULL, 0, &err) == -EINVAL);
+    CHECK(mitm_leaves_put(f.lv, "a b", der, len, &err) == -EINVAL);
+    struct mitm_leaves *other = NULL;
+    CHECK(mitm_leaves_new(4, &other, &err) == 0);
+    CHECK(other && mitm_leaves_put(other, "a.test", der, len, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "leaf key") != NULL);
+    CHECK(mitm_leaves_count(f.lv) == 0);
+    mitm_leaves_free(other);
+    CHECK(mitm_leaves_new(0, &other, &err) == -EINVAL && other == NULL);
+    X509_free(x);
+    free(der);
+    fixture_close(&f);
+}
+
+TEST(mitm_cache_bounded)
+{
+    struct fixture f;
+    char name[64];
+    size_t peak = 0;
+    int bad = 0;
+    CHECK(fixture_open(&f, MITM_CACHE_MAX) == 0);
+    for (int i = 0; i < 10000 && !bad; i++) {
+        snprintf(name, sizeof name, "host-%d.example.test", i);
+        bad = put_minted(&f, name) < 0;
+        if (mitm_leaves_count(f.lv) > peak) peak = mitm_leaves_count(f.lv);
+        /* the first name is kept in use, so it is never the one evicted */
+        if (!mitm_leaves_get(f.lv, "host-0.example.test")) bad = 1;
+    }
+    CHECK(!bad);
+    CHECK(peak == MITM_CACHE_MAX);
+    CHECK(mitm_leaves_count(f.lv) == MITM_CACHE_MAX);
+    CHECK(mitm_leaves_get(f.lv, "host-1.example.test") == NULL);
+    CHECK(mitm_leaves_get(f.lv, "host-8976.example.test") == NULL);
+    CHECK(mitm_leaves_get(f.lv, "host-8977.example.test") != NULL);
+    CHECK(mitm_leaves_get(f.lv, "host-9999.example.test") != NULL);
+    fixture_close(&f);
+}
+
+/* ---- a CA near or past its end (made here: mitm only makes 10-year ones) ---- */
+
+static int write_pem(const char *dir, const char *file, X509 *x, EVP_PKEY *k, mode_t mode)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    FILE *f = fopen(p, "w");
+    int ok = f && (x ? PEM_write_X509(f, x) : PEM_write_PrivateKey(f, k, NULL, NULL, 0, 0, 0));
+    if (f) fclose(f);
+    return ok && chmod(p, mode) == 0 ? 0 : -1;
+}
+
+/* Writes dir/ca.key and dir/ca.crt for a CA whose validity ends in days. */
+static int short_ca(const char *dir, long days)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    X509V3_CTX ctx;
+    X509_EXTENSION *bc = NULL, *ku = NULL, *ski = NULL;
+    int ok = k && x && mkdir(dir, 0700) == 0 && X509_set_version(x, X509_VERSION_3) &&
+             ASN1_INTEGER_set(X509_get_serialNumber(x), 7) &&
+             X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                        (const unsigned char *)"short CA", -1, -1, 0) &&
+             X509_set_issuer_name(x, X509_get_subject_name(x)) && X509_set_pubkey(x, k) &&
+             X509_gmtime_adj(X509_getm_notBefore(x), -2 * DAY) &&
+             X509_time_adj_ex(X509_getm_notAfter(x), (int)days, 0, NULL);
+    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+    ok = ok && (bc = X509V3_EXT_conf_nid(NULL, &ctx, NID_basic_constraints, "critical,CA:TRUE")) &&
+         (ku = X509V3_EXT_conf_nid(NULL, &ctx, NID_key_usage, "critical,keyCertSign")) &&
+         (ski = X509V3_EXT_conf_nid(NULL, &ctx, NID_subject_key_identifier, "hash")) &&
+         X509_add_ext(x, bc, -1) && X509_add_ext(x, ku, -1) && X509_add_ext(x, ski, -1) &&
+         X509_sign(x, k, EVP_sha256()) && write_pem(dir, "ca.key", NULL, k, 0600) == 0 &&
+         write_pem(dir, "ca.crt", x, NULL, 0644) == 0;
+    X509_EXTENSION_free(bc);
+    X509_EXTENSION_free(ku);
+    X509_EXTENSION_free(ski);
+    X509_free(x);
+    EVP_PKEY_free(k);
+    return ok ? 0 : -1;
+}
+
+TEST(mitm_leaf_capped_by_ca)
+{
+    struct fixture f = {0};
+    uint8_t *der = NULL;
+    size_t len = 0;
+    err_t err = {0};
+    tmp_path(f.dir, sizeof f.dir);
+    CHECK(short_ca(f.dir, 10) == 0);
+    CHECK(mitm_ca_load_or_create(f.dir, &f.ca, &err) == 0);
+    CHECK(mitm_leaves_new(4, &f.lv, &err) == 0);
+    f.ca_cert = f.ca ? pem_cert(mitm_ca_cert_pem(f.ca)) : NULL;
+    X509 *leaf = f.ca_cert && f.lv ? mint(&f, "api.example.test", &der, &len) : NULL;
+    CHECK(leaf && ASN1_TIME_compare(X509_get0_notAfter(leaf), X509_get0_notAfter(f.ca_cert)) == 0);
+    CHECK(leaf &&
+          ASN1_TIME_compare(X509_get0_notBefore(leaf), X509_get0_notBefore(f.ca_cert)) >= 0);
+    CHECK(leaf && verify_leaf(f.ca_cert, leaf, "api.example.test", NULL) == 1);
+    X509_free(leaf);
+    free(der);
+    fixture_close(&f);
+}
+
+TEST(mitm_ca_expired_refused)
+{
+    char dir[256];
+    err_t err = {0};
+    struct mitm_ca *ca = NULL;
+    tmp_path(dir, sizeof dir);
+    CHECK(short_ca(dir, -1) == 0);
+    CHECK(mitm_ca_load_or_create(dir, &ca, &err) == -EKEYEXPIRED);
+    CHECK(ca == NULL && strstr(err.msg, "expired") != NULL);
+    rm_ca_dir(dir);
+}
