@@ -54,6 +54,7 @@ check: all $(BUILD)/unit asan
 	$(BUILD)/unit
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/unit
 	$(MAKE) fuzz-replay
+	tests/mitm/verify.sh
 	tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 
