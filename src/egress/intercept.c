@@ -165,6 +165,11 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
                                    &out_len, &why)
             : HTTP_BAD;
     release_opened(t);
+    if (r == HTTP_OK && !req->keep_alive && out_len + 19 <= out_size) {
+        /* The rewrite forwards no Connection field: say close when the client did. */
+        memcpy(out + out_len - 2, "Connection: close\r\n\r\n", 21);
+        out_len += 19;
+    }
     if (r == HTTP_OK) {
         bufferevent_write(t->up, out, out_len);
         explicit_bzero(out, out_len); /* it may hold values */

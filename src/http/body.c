@@ -10,12 +10,12 @@
 enum state {
     B_DONE,
     B_LENGTH,
-    C_SIZE,     /* hex digits of a chunk size */
-    C_SIZE_WS,  /* SP/HTAB after the size: only before ';' */
-    C_EXT,      /* after ';' up to CR */
-    C_SIZE_LF,  /* CR seen at the end of a chunk-size line */
-    C_DATA,     /* left bytes of chunk data */
-    C_DATA_CR,  /* the CRLF after chunk data */
+    C_SIZE,    /* hex digits of a chunk size */
+    C_SIZE_WS, /* SP/HTAB after the size: only before ';' */
+    C_EXT,     /* after ';' up to CR */
+    C_SIZE_LF, /* CR seen at the end of a chunk-size line */
+    C_DATA,    /* left bytes of chunk data */
+    C_DATA_CR, /* the CRLF after chunk data */
     C_DATA_LF,
     C_TR_START, /* the start of a trailer line, or the final CRLF */
     C_TR_NAME,
@@ -76,18 +76,26 @@ static const char *trailer_byte(struct http_body *b, unsigned char c)
     if (c == '\n') return "bare LF";
     switch (b->state) {
     case C_TR_START:
-        if (c == '\r') b->state = C_END_LF;
-        else if (c == ' ' || c == '\t') return "obs-fold";
-        else if (http_tchar(c)) b->state = C_TR_NAME;
-        else return "bad trailer";
+        if (c == '\r')
+            b->state = C_END_LF;
+        else if (c == ' ' || c == '\t')
+            return "obs-fold";
+        else if (http_tchar(c))
+            b->state = C_TR_NAME;
+        else
+            return "bad trailer";
         return NULL;
     case C_TR_NAME:
-        if (c == ':') b->state = C_TR_VALUE;
-        else if (!http_tchar(c)) return "bad trailer";
+        if (c == ':')
+            b->state = C_TR_VALUE;
+        else if (!http_tchar(c))
+            return "bad trailer";
         return NULL;
     default: /* C_TR_VALUE */
-        if (c == '\r') b->state = C_TR_LF;
-        else if (!http_field_char(c)) return "bad trailer";
+        if (c == '\r')
+            b->state = C_TR_LF;
+        else if (!http_field_char(c))
+            return "bad trailer";
         return NULL;
     }
 }
@@ -142,8 +150,10 @@ enum http_result http_body_feed(struct http_body *b, const char *buf, size_t len
             if (b->left == 0) b->state = b->state == B_LENGTH ? B_DONE : C_DATA_CR;
         } else if (b->state != B_DONE) {
             *why = chunk_byte(b, p[i]);
-            if (*why) r = HTTP_BAD;
-            else i++;
+            if (*why)
+                r = HTTP_BAD;
+            else
+                i++;
         }
         if (b->state == B_DONE) r = HTTP_OK;
     }

@@ -24,10 +24,10 @@ enum http_result {
     HTTP_BAD,      /* refuse: no continuation can make it valid; *why says what */
 };
 
-#define HTTP_METHOD_MAX 24    /* 1..20 upper-case letters, NUL-terminated */
-#define HTTP_HOST_MAX 256     /* a host name or IP literal, NUL-terminated */
-#define HTTP_PATH_MAX 8192    /* the normalised path, NUL-terminated */
-#define HTTP_FIELDS_MAX 100   /* header fields in one head */
+#define HTTP_METHOD_MAX 24         /* 1..20 upper-case letters, NUL-terminated */
+#define HTTP_HOST_MAX 256          /* a host name or IP literal, NUL-terminated */
+#define HTTP_PATH_MAX 8192         /* the normalised path, NUL-terminated */
+#define HTTP_FIELDS_MAX 100        /* header fields in one head */
 #define HTTP_CHUNK_MAX 0xffffffffu /* largest chunk size accepted (4 GiB - 1) */
 #define HTTP_CHUNK_LINE_MAX 4096   /* a chunk-size line with its extensions */
 #define HTTP_TRAILERS_MAX 8192     /* all trailer lines of a chunked body */
@@ -94,7 +94,8 @@ struct http_request {
  *   "Upgrade refused" (an Upgrade field, or "upgrade" in Connection), "bad
  *   Connection header", "Connection lists a framing header" (Host,
  *   Content-Length or Transfer-Encoding), and the path's: "bad
- *   percent-encoding", "encoded slash in path", "backslash in path",
+ *   percent-encoding", "encoded slash in path", "backslash in path" (raw
+ *   anywhere in the target, or %5C in the path),
  *   "control character in path", "path not UTF-8", "dot segment in path"
  *   ("." or "..", raw or %2e, also before a ';'), "empty segment in path",
  *   "path too long".
@@ -140,7 +141,7 @@ enum http_where {
 };
 
 struct http_placeholder {
-    const char *token; /* prefix and 32 random characters, NUL-terminated */
+    const char *token; /* prefix and 32 random characters, NUL-terminated; valid during the call */
     enum http_where where;
     const char *field; /* the field's name as sent (not NUL-terminated); NULL in the target */
     size_t field_len;
@@ -172,7 +173,9 @@ typedef const char *(*http_decide_fn)(void *arg, const struct http_request *req,
  * injection; nothing may be forwarded), "rewritten head too large",
  * "rewritten head does not parse" (e.g. a value with '/' put in the path: the
  * result is re-parsed and must keep method, host, port and framing), "bad
- * placeholder prefix", "out of memory". */
+ * placeholder prefix", "out of memory"; on BAD, out is wiped. On OK, out
+ * holds secret values: wipe it (explicit_bzero) once sent; the scratch
+ * memory used here is wiped. */
 enum http_result http_request_rewrite(const char *buf, const struct http_request *req,
                                       const char *prefix, http_decide_fn decide, void *arg,
                                       char *out, size_t out_size, size_t *out_len,

@@ -29,8 +29,8 @@ bool http_field_char(unsigned char c)
 
 bool http_unreserved(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 int http_hex(unsigned char c)
@@ -193,16 +193,12 @@ static enum http_result head_end(const unsigned char *b, size_t len, size_t max,
 
 /* ---- request line ---- */
 
-/* The path part of an origin-form target (up to '?'), normalised. */
+/* The path part (up to '?') of p[0..n), which starts with '/', normalised. */
 static enum http_result target_path(const unsigned char *p, size_t n, struct http_request *req,
                                     const char **why)
 {
     const unsigned char *q = memchr(p, '?', n);
     if (q) n = (size_t)(q - p);
-    if (n == 0) {
-        memcpy(req->path, "/", 2);
-        return HTTP_OK;
-    }
     return http_path_normalize(p, n, req->path, why) ? HTTP_OK : HTTP_BAD;
 }
 
@@ -439,8 +435,7 @@ static enum http_result one_field(const unsigned char *b, struct http_request *r
         if (!authority(v, vn, req->host, &req->port)) return refuse(why, "bad Host");
     } else if (http_name_is(name, n, "content-length")) {
         if (c->cls++) return refuse(why, "duplicate Content-Length");
-        if (!content_length(v, vn, &req->content_length))
-            return refuse(why, "bad Content-Length");
+        if (!content_length(v, vn, &req->content_length)) return refuse(why, "bad Content-Length");
     } else if (http_name_is(name, n, "transfer-encoding")) {
         if (c->tes++) return refuse(why, "duplicate Transfer-Encoding");
         if (!http_name_is(v, vn, "chunked")) return refuse(why, "unsupported Transfer-Encoding");

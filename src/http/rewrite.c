@@ -29,11 +29,15 @@ static void put(struct sink *s, const void *d, size_t n)
             s->full = true;
             return;
         }
-        unsigned char *np = realloc(s->p, cap);
+        /* Not realloc: the old block holds secret values and is wiped first. */
+        unsigned char *np = malloc(cap);
         if (!np) {
             s->full = s->nomem = true;
             return;
         }
+        if (s->len) memcpy(np, s->p, s->len);
+        if (s->p) explicit_bzero(s->p, s->cap);
+        free(s->p);
         s->p = np;
         s->cap = cap;
     }
@@ -199,8 +203,7 @@ static bool basic_token(const unsigned char *v, size_t n, size_t *tok)
 
 /* The credentials decoded, swapped and encoded again; false when they are not
  * Basic credentials (then the value is searched as it is). */
-static bool basic_swap(struct rewriter *rw, struct sink *out, const struct http_field *f,
-                       bool *ok)
+static bool basic_swap(struct rewriter *rw, struct sink *out, const struct http_field *f, bool *ok)
 {
     const unsigned char *v = rw->b + f->value.off;
     size_t n = f->value.len, tok, dn = 0;
@@ -229,6 +232,9 @@ static bool basic_swap(struct rewriter *rw, struct sink *out, const struct http_
         else
             b64_encode(out, s.p, s.len, padded || (n - tok) % 4 == 0);
     }
+    /* Both hold credentials, the swapped one a secret's value. */
+    if (s.p) explicit_bzero(s.p, s.cap);
+    explicit_bzero(dec, n);
     free(s.p);
     free(dec);
     return true;
@@ -276,14 +282,14 @@ static const char *check(const char *out, size_t n, const struct http_request *r
                 !strcmp(again->method, req->method) && !strcmp(again->host, req->host) &&
                 again->port == req->port && again->framing == req->framing &&
                 again->content_length == req->content_length;
+    explicit_bzero(again->path, sizeof again->path); /* may hold a value put in the target */
     free(again);
     return same ? NULL : "rewritten head does not parse";
 }
 
 enum http_result http_request_rewrite(const char *buf, const struct http_request *req,
                                       const char *prefix, http_decide_fn decide, void *arg,
-                                      char *out, size_t out_size, size_t *out_len,
-                                      const char **why)
+                                      char *out, size_t out_size, size_t *out_len, const char **why)
 {
     const char *ignored;
     if (!why) why = &ignored;
@@ -302,7 +308,10 @@ enum http_result http_request_rewrite(const char *buf, const struct http_request
         *why = "rewritten head too large";
     else
         *why = check(out, o.len, req);
-    if (*why) return HTTP_BAD;
+    if (*why) {
+        explicit_bzero(out, o.len); /* a part may hold values; none of it is sent */
+        return HTTP_BAD;
+    }
     *out_len = o.len;
     return HTTP_OK;
 }

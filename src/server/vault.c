@@ -152,9 +152,10 @@ static int method_ok(const char *s, err_t *err)
 
 static int path_ok(const char *s, err_t *err)
 {
-    bool ok = s[0] == '/' && strlen(s) < 1024 && !strstr(s, "/../") && !strstr(s, "//");
-    for (const char *p = s; ok && *p; p++) ok = (unsigned char)*p > 0x20 && *p != 0x7f;
-    return ok ? 0 : err_set(err, -EINVAL, "\"%.64s\" is not a path glob like /repos/acme/*", s);
+    const char *why = NULL;
+    if (strlen(s) < 1024 && http_glob_valid(s, &why)) return 0;
+    return err_set(err, -EINVAL, "\"%.64s\" is not a path glob like /repos/acme/* (%s)", s,
+                   why ? why : "too long");
 }
 
 static json_t *secret_json(const struct secret_entry *s)
