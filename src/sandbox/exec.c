@@ -221,40 +221,62 @@ static int open_inside(struct sandbox *sb, const char *path, bool write)
     return fd;
 }
 
-int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err)
+/* Runs fn in a forked child that holds only the init's pidfd, and takes back
+ * the descriptors it made (SCM_RIGHTS): how the keeper acts inside a sandbox
+ * without ever changing namespace or identity itself. */
+int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
+              const void *arg, int *fds, unsigned nfds)
 {
-    if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
     int sp[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-        return err_set(err, errno, "socketpair: %s", strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) return -errno;
     pid_t pid = fork();
     if (pid < 0) {
+        int e = -errno;
         close(sp[0]);
         close(sp[1]);
-        return err_set(err, errno, "cannot fork: %s", strerror(errno));
+        return e;
     }
     if (pid == 0) {
         int keep[] = {sp[1], sb->init_pidfd};
         close_fds_except(keep, ARRAY_LEN(keep));
-        int got = open_inside(sb, path, write);
-        struct proto_result res = {.status = got < 0 ? got : 0};
-        proto_send(sp[1], PROTO_RESULT, 0, &res, sizeof res, got >= 0 ? &got : NULL,
-                   got >= 0 ? 1 : 0);
+        int made[PROTO_MAX_FDS];
+        struct proto_result res = {.status = fn(sb, arg, made)};
+        proto_send(sp[1], PROTO_RESULT, 0, &res, sizeof res, res.status == 0 ? made : NULL,
+                   res.status == 0 ? nfds : 0);
         _exit(0);
     }
     close(sp[1]);
     struct proto_hdr hdr;
     struct proto_result res = {.status = -EIO};
-    int fds[1] = {-1};
-    int n = proto_recv(sp[0], &hdr, &res, sizeof res, fds, 1);
+    for (unsigned i = 0; i < nfds; i++) fds[i] = -1;
+    int n = proto_recv(sp[0], &hdr, &res, sizeof res, fds, nfds);
     close(sp[0]);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-    if (n != (int)sizeof res || (res.status == 0 && fds[0] < 0)) res.status = -EIO;
-    if (res.status < 0) {
-        if (fds[0] >= 0) close(fds[0]);
-        return err_set(err, res.status, "cannot open %s in the sandbox: %s", path,
-                       strerror(-res.status));
-    }
-    *fd = fds[0];
+    if (n != (int)sizeof res || (res.status == 0 && hdr.nfds != nfds)) res.status = -EIO;
+    if (res.status < 0)
+        for (unsigned i = 0; i < nfds; i++)
+            if (fds[i] >= 0) close(fds[i]);
+    return res.status;
+}
+
+struct open_args {
+    const char *path;
+    bool write;
+};
+
+static int open_helper(struct sandbox *sb, const void *arg, int *fds)
+{
+    const struct open_args *a = arg;
+    fds[0] = open_inside(sb, a->path, a->write);
+    return fds[0] < 0 ? fds[0] : 0;
+}
+
+int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err)
+{
+    if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
+    struct open_args a = {path, write};
+    int r = ns_helper(sb, open_helper, &a, fd, 1);
+    if (r < 0)
+        return err_set(err, r, "cannot open %s in the sandbox: %s", path, strerror(-r));
     return 0;
 }

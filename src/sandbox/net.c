@@ -137,8 +137,8 @@ static int listen_on(int type, uint16_t port)
     return fd;
 }
 
-/* In a forked child inside the sandbox's network namespace. */
-static int make_sockets(struct sandbox *sb, int fds[3])
+/* In a helper child inside the sandbox's network namespace. */
+static int make_sockets(struct sandbox *sb, const void *arg, int *fds)
 {
     if (setns(sb->init_pidfd, CLONE_NEWNET) < 0) return -errno;
     fds[0] = listen_on(SOCK_STREAM, EGRESS_PROXY_PORT);
@@ -151,38 +151,8 @@ static int make_sockets(struct sandbox *sb, int fds[3])
 
 int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err)
 {
-    int sp[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-        return err_set(err, errno, "socketpair: %s", strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(sp[0]);
-        close(sp[1]);
-        return err_set(err, errno, "cannot fork: %s", strerror(errno));
-    }
-    if (pid == 0) {
-        int keep[] = {sp[1], sb->init_pidfd};
-        close_fds_except(keep, ARRAY_LEN(keep));
-        int made[3] = {-1, -1, -1};
-        struct proto_result res = {.status = make_sockets(sb, made)};
-        proto_send(sp[1], PROTO_RESULT, 0, &res, sizeof res, res.status == 0 ? made : NULL,
-                   res.status == 0 ? 3 : 0);
-        _exit(0);
-    }
-    close(sp[1]);
-    struct proto_hdr hdr;
-    struct proto_result res = {.status = -EIO};
-    int got[3] = {-1, -1, -1};
-    int n = proto_recv(sp[0], &hdr, &res, sizeof res, got, 3);
-    close(sp[0]);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
-    if (n != (int)sizeof res || (res.status == 0 && hdr.nfds != 3)) res.status = -EIO;
-    if (res.status < 0) {
-        for (int i = 0; i < 3; i++)
-            if (got[i] >= 0) close(got[i]);
-        return err_set(err, res.status, "cannot open the egress sockets in the sandbox: %s",
-                       strerror(-res.status));
-    }
-    memcpy(fds, got, sizeof got);
+    int r = ns_helper(sb, make_sockets, NULL, fds, 3);
+    if (r < 0)
+        return err_set(err, r, "cannot open the egress sockets in the sandbox: %s", strerror(-r));
     return 0;
 }
