@@ -51,6 +51,9 @@ struct egress_secrets {
     char *(*value)(void *arg, const char *sandbox_id, const char *host, const char *method,
                    const char *path, const char *placeholder, size_t *len);
     void (*release)(char *value, size_t len);
+    /* A placeholder seen where it can never be swapped (plain HTTP). */
+    void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
+                        const char *placeholder, const char *why);
     /* A leaf certificate for name over the given public key, DER (malloc'd). */
     int (*sign)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
                 uint8_t **der, size_t *der_len);

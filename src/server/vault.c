@@ -402,7 +402,19 @@ static int vault_sign(void *arg, const char *name, const uint8_t *spki, size_t s
     return r;
 }
 
+static void vault_misdirected(void *arg, const char *sandbox, const char *host,
+                              const char *token, const char *why)
+{
+    struct server *srv = arg;
+    struct placeholder_entry *p = find_placeholder(srv, token);
+    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
+    json_t *f = json_pack("{s:s?,s:s,s:s}", "secret", name, "host", host, "reason", why);
+    server_event(srv, sandbox, "secret.misdirected", f);
+    json_decref(f);
+}
+
 const struct egress_secrets vault_egress = {
+    .misdirected = vault_misdirected,
     .wants = vault_wants,
     .value = vault_value,
     .release = secrets_release,
