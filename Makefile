@@ -3,7 +3,7 @@
 CC      ?= cc
 BUILD   ?= build
 PKGS_D  := libevent libevent_openssl openssl jansson sqlite3 libseccomp libnftables libmnl
-PKGS_C  := libcurl jansson
+PKGS_C  := libcurl jansson openssl
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wno-unused-parameter -Wno-format-truncation
 HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
 OPT     ?= -O2 -g
@@ -13,14 +13,14 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 # One folder per subsystem; each program lists the folders it is made of.
 DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff http secrets mitm egress api server daemon
-CLI_DIRS    := common cli
+CLI_DIRS    := common cli fingerprint review
 srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c))
 objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
 
 DAEMON_OBJS := $(call objs,$(DAEMON_DIRS))
 CLI_OBJS    := $(call objs,$(CLI_DIRS))
 # Unit tests link every subsystem but the program mains.
-LIB_OBJS    := $(filter-out $(BUILD)/obj/daemon/% $(BUILD)/obj/cli/%,$(DAEMON_OBJS))
+LIB_OBJS    := $(filter-out $(BUILD)/obj/daemon/% $(BUILD)/obj/cli/%,$(sort $(DAEMON_OBJS) $(CLI_OBJS)))
 UNIT_SRCS   := $(wildcard tests/unit/*.c)
 
 all: $(BUILD)/runtimed $(BUILD)/runtime

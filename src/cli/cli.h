@@ -124,6 +124,7 @@ int cmd_sandbox_network(struct cli *c, int argc, char **argv); /* network.c */
 int cmd_sandbox_events(struct cli *c, int argc, char **argv);  /* events.c */
 int cmd_secret(struct cli *c, int argc, char **argv);          /* secret.c */
 int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c */
+int cmd_mcp(struct cli *c, int argc, char **argv);             /* mcp.c */
 int cmd_pending(const char *cmd, int argc, char **argv);       /* pending.c */
 const char *pending_usage(const char *cmd);                    /* pending.c */
 

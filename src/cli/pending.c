@@ -18,8 +18,6 @@ static const struct pending pending[] = {
      "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
      "       runtime sandbox mcp ID [--json]\n"
      "       runtime sandbox mcp ID stop SERVER\n"},
-    {"mcp", "Usage: runtime mcp fingerprint [FILE|-]\n"
-            "       runtime mcp review OLD NEW\n"},
     {"usage", "Usage: runtime usage [--json]\n"},
 };
 

@@ -37,8 +37,8 @@ static const char top_usage[] =
     "  secret rm NAME                          delete a secret\n"
     "\n"
     "MCP review, usage:\n"
-    "  mcp fingerprint [FILE|-]\n"
-    "  mcp review OLD NEW\n"
+    "  mcp fingerprint [FILE|-] [--json]       fingerprint of a tool list, to pin it\n"
+    "  mcp review OLD NEW                      what changed, and suspicious text\n"
     "  usage [--json]\n"
     "\n"
     "Global options:\n"
@@ -243,6 +243,58 @@ static const char secret_rm_usage[] =
     "Deletes the secret NAME. Its placeholder is no longer swapped for the value\n"
     "anywhere, and new commands in sandboxes no longer get the variable.\n";
 
+static const char mcp_usage[] =
+    "Usage: runtime mcp COMMAND ...\n"
+    "\n"
+    "Checks of an MCP server's tool list, made here without the daemon. A list is\n"
+    "the tools array of tools/list, its result {\"tools\": [...]} or the whole\n"
+    "JSON-RPC response {\"result\": {\"tools\": [...]}}, in a file or on stdin (-).\n"
+    "\n"
+    "Commands:\n"
+    "  fingerprint [FILE|-] [--json]          the list's fingerprint, to pin it\n"
+    "  review OLD NEW                         what changed since the reviewed list\n"
+    "                                         OLD, and suspicious text in NEW\n"
+    "\n"
+    "Run 'runtime mcp COMMAND --help' for a command's options.\n";
+
+static const char mcp_fingerprint_usage[] =
+    "Usage: runtime mcp fingerprint [FILE|-] [--json]\n"
+    "\n"
+    "Prints the fingerprint of a tool list (FILE, or stdin): the first 16 hex digits\n"
+    "of the SHA-256 of its canonical JSON, the tools sorted by name. Python's\n"
+    "json.dumps(tools, sort_keys=True, separators=(\",\", \":\")) gives the same text,\n"
+    "so a fingerprint taken elsewhere checks here. Pin it with\n"
+    "  runtime sandbox mcp ID start SERVER --fingerprint SERVER=HASH\n"
+    "\n"
+    "Options:\n"
+    "  --json        print {\"fingerprint\", \"sha256\" (all 64 digits), \"tools\" (how many)}\n";
+
+static const char mcp_review_usage[] =
+    "Usage: runtime mcp review OLD NEW\n"
+    "\n"
+    "Compares the tool list NEW with OLD, the one reviewed before (each a file, one\n"
+    "of them may be - for stdin), and prints:\n"
+    "\n"
+    "  old: HASH (N tools) and new: HASH (N tools), then changed or unchanged\n"
+    "  added tool, removed tool, added parameter, removed parameter: NAME\n"
+    "  changed description: TOOL, with the old and the new text\n"
+    "  changed field: TOOL.FIELD (annotations, inputSchema, title, ...)\n"
+    "  PATH: KIND: \"EXCERPT\" for every suspicious string of NEW\n"
+    "\n"
+    "Every string the model reads is checked: names, titles, descriptions, parameter\n"
+    "descriptions, enum values, defaults, examples, keys. KIND is one of: text aimed\n"
+    "at the model (<IMPORTANT>, \"ignore previous\"), request to hide, secret file\n"
+    "path (~/.ssh, .env, mcp.json), URL, order about when to call, invisible\n"
+    "characters, direction-changing characters, hidden text in tag characters,\n"
+    "non-ASCII letters in a name, two tools of this name, duplicate key. A finding\n"
+    "whose text OLD had at the same place ends with (in OLD too). Invisible and\n"
+    "non-ASCII characters are shown as \\uXXXX.\n"
+    "\n"
+    "The patterns are a tripwire for the reviewer; the hash is the guarantee.\n"
+    "\n"
+    "Exit status: 0 when unchanged and nothing was found, 1 when something changed\n"
+    "or was found (or a list could not be read), 2 for a usage error.\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -266,6 +318,9 @@ static const struct usage_entry entries[] = {
     {"secret set", secret_set_usage},
     {"secret list", secret_list_usage},
     {"secret rm", secret_rm_usage},
+    {"mcp", mcp_usage},
+    {"mcp fingerprint", mcp_fingerprint_usage},
+    {"mcp review", mcp_review_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)
