@@ -5,7 +5,9 @@
  * the name, placeholders the secret allows for this host, method and path are
  * swapped for the value, others stay and are reported. Bodies and responses
  * pass through as they arrive. Every other host is spliced undecrypted. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -30,6 +32,13 @@ struct intercept {
     bool in_body;
     bool closing; /* an error answer is on its way; close once it is sent */
     struct http_body body;
+    /* Answers are counted so that a refusal never overtakes the answer to a
+     * request forwarded before it (a pipelining client reads them in order). */
+    unsigned forwarded, answered;
+    bool is_head[64]; /* per outstanding request, by forwarded % 64: HEAD has no body */
+    bool resp_in_body, resp_until_close;
+    struct http_body resp;
+    const char *refusal_status, *refusal_why; /* waiting for the answers before it */
     /* Values opened for the request being rewritten; wiped right after. */
     char *opened[OPENED_MAX];
     size_t opened_len[OPENED_MAX];
@@ -109,9 +118,19 @@ static void answer_and_close(struct intercept *t, const char *status, const char
                         "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                         "Content-Length: %zu\r\n\r\n%s\n", status, strlen(why) + 1, why);
     t->closing = true;
-    bufferevent_disable(t->down, EV_READ);
     bufferevent_disable(t->up, EV_READ | EV_WRITE);
+}
+
+/* Refuses the request being read: at once when every forwarded request has
+ * its answer, else after the last of them. Nothing more is read from the
+ * sandbox either way. */
+static void refuse_request(struct intercept *t, const char *status, const char *why)
+{
+    bufferevent_disable(t->down, EV_READ);
     egress_refused(t->c->es, t->c->name, t->c->port, why, "request");
+    if (t->answered == t->forwarded) return answer_and_close(t, status, why);
+    t->refusal_status = status;
+    t->refusal_why = why; /* static strings */
 }
 
 static const char *decide(void *arg, const struct http_request *req,
@@ -150,12 +169,12 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         return 0;
     }
     if (r == HTTP_BAD) {
-        answer_and_close(t, "400 Bad Request", why);
+        refuse_request(t, "400 Bad Request", why);
         free(req);
         return -1;
     }
     if (strcmp(req->host, t->c->name) != 0) {
-        answer_and_close(t, "421 Misdirected Request", "host_mismatch");
+        refuse_request(t, "421 Misdirected Request", "host_mismatch");
         free(req);
         return -1;
     }
@@ -176,8 +195,10 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         evbuffer_drain(in, req->head_len);
         http_body_init(&t->body, req);
         t->in_body = true;
+        t->is_head[t->forwarded % 64] = strcmp(req->method, "HEAD") == 0;
+        t->forwarded++;
     } else {
-        answer_and_close(t, "400 Bad Request", why ? why : "out of memory");
+        refuse_request(t, "400 Bad Request", why ? why : "out of memory");
     }
     free(out);
     free(req);
@@ -193,7 +214,7 @@ static int forward_body(struct intercept *t, struct evbuffer *in)
     enum http_result r = http_body_feed(&t->body, buf, have, &used, &why);
     if (used) evbuffer_remove_buffer(in, bufferevent_get_output(t->up), used);
     if (r == HTTP_BAD) {
-        answer_and_close(t, "400 Bad Request", why);
+        refuse_request(t, "400 Bad Request", why);
         return -1;
     }
     if (r == HTTP_OK) t->in_body = false;
@@ -207,14 +228,95 @@ static void on_down_read(struct bufferevent *bev, void *arg)
     int r = 1;
     while (r > 0 && evbuffer_get_length(in) > 0)
         r = t->in_body ? forward_body(t, in) : forward_head(t, in);
-    if (evbuffer_get_length(bufferevent_get_output(t->up)) > FLOW_HIGH)
+    /* Too many unanswered requests or too much queued: wait for the upstream. */
+    if (r >= 0 && (evbuffer_get_length(bufferevent_get_output(t->up)) > FLOW_HIGH ||
+                   t->forwarded - t->answered >= 64))
         bufferevent_disable(bev, EV_READ);
+}
+
+/* The value of a field in a lower-cased head (name given with its CRLF and
+ * colon), leading blanks skipped; NULL when absent. */
+static const char *header_value(const char *head, size_t len, const char *name)
+{
+    const char *p = memmem(head, len, name, strlen(name));
+    if (!p) return NULL;
+    p += strlen(name);
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+/* The framing of an answer from its head: 1xx (but 101) come before the real
+ * answer; HEAD, 204 and 304 have no body; else Content-Length, chunked, or
+ * until the upstream closes. Returns 0 for an interim answer. */
+static int answer_framing(struct intercept *t, const char *head, size_t len)
+{
+    int status = len > 12 ? atoi(head + 9) : 0;
+    if (status >= 100 && status < 200 && status != 101) return 0;
+    struct http_request *fake = calloc(1, sizeof *fake);
+    if (!fake) return -1;
+    fake->framing = HTTP_BODY_NONE;
+    bool no_body = t->is_head[t->answered % 64] || status == 204 || status == 304;
+    const char *cl = header_value(head, len, "\r\ncontent-length:");
+    const char *te = header_value(head, len, "\r\ntransfer-encoding:");
+    if (te && strncmp(te, "chunked", 7) != 0) te = NULL;
+    t->resp_until_close = false;
+    if (!no_body && te) fake->framing = HTTP_BODY_CHUNKED;
+    else if (!no_body && cl) {
+        fake->framing = HTTP_BODY_LENGTH;
+        fake->content_length = strtoull(cl, NULL, 10);
+    } else if (!no_body) {
+        t->resp_until_close = true;
+    }
+    http_body_init(&t->resp, fake);
+    free(fake);
+    return 1;
+}
+
+/* Moves complete answer heads and their bodies to the sandbox, counting each
+ * answer; a partial head waits for the rest. */
+static void relay_answers(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    while (evbuffer_get_length(in) > 0) {
+        if (t->resp_until_close) {
+            evbuffer_add_buffer(out, in);
+            return;
+        }
+        if (t->resp_in_body) {
+            size_t have = evbuffer_get_length(in), used = 0;
+            const char *why;
+            const char *b = (const char *)evbuffer_pullup(in, (ssize_t)have);
+            enum http_result r = http_body_feed(&t->resp, b, have, &used, &why);
+            evbuffer_remove_buffer(in, out, used);
+            if (r == HTTP_MORE) return;
+            if (r == HTTP_BAD) { /* not ours to judge: pass the rest through */
+                t->resp_until_close = true;
+                continue;
+            }
+            t->resp_in_body = false;
+            t->answered++;
+            continue;
+        }
+        struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+        if (end.pos < 0) return;
+        size_t hlen = (size_t)end.pos + 4;
+        char *head = malloc(hlen + 1); /* a lower-cased copy: what is sent stays as it is */
+        if (!head) return;
+        evbuffer_copyout(in, head, hlen);
+        head[hlen] = '\0';
+        for (size_t i = 0; i < hlen; i++) head[i] = (char)tolower((unsigned char)head[i]);
+        int f = answer_framing(t, head, hlen);
+        free(head);
+        evbuffer_remove_buffer(in, out, hlen);
+        if (f > 0) t->resp_in_body = true;
+    }
 }
 
 static void on_up_read(struct bufferevent *bev, void *arg)
 {
     struct intercept *t = arg;
-    bufferevent_write_buffer(t->down, bufferevent_get_input(bev));
+    relay_answers(t, bufferevent_get_input(bev), bufferevent_get_output(t->down));
+    if (t->refusal_why && t->answered == t->forwarded)
+        return answer_and_close(t, t->refusal_status, t->refusal_why);
     if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
         bufferevent_disable(bev, EV_READ);
 }
@@ -225,20 +327,29 @@ static void on_down_written(struct bufferevent *bev, void *arg)
     struct intercept *t = arg;
     if (t->closing) return conn_close(t->c);
     bufferevent_enable(t->up, EV_READ);
+    if (!t->refusal_why && t->forwarded - t->answered < 64) bufferevent_enable(t->down, EV_READ);
 }
 
 static void on_up_written(struct bufferevent *bev, void *arg)
 {
     struct intercept *t = arg;
-    if (!t->closing) bufferevent_enable(t->down, EV_READ);
+    if (!t->closing && !t->refusal_why && t->forwarded - t->answered < 64)
+        bufferevent_enable(t->down, EV_READ);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct intercept *t = arg;
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
-    if (bev == t->up && (what & BEV_EVENT_ERROR) && ERR_peek_error())
-        egress_refused(t->c->es, t->c->name, t->c->port, "upstream_tls_failed", "connect");
+    /* libevent moves OpenSSL's errors to its own queue before calling us. */
+    if (bev == t->up && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev)) {
+        long v = SSL_get_verify_result(bufferevent_openssl_get_ssl(bev));
+        char reason[160];
+        snprintf(reason, sizeof reason, "upstream_tls_failed%s%s", v != X509_V_OK ? ": " : "",
+                 v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+        egress_refused(t->c->es, t->c->name, t->c->port, reason, "connect");
+    }
+    while (bufferevent_get_openssl_error(bev)) {}
     ERR_clear_error();
     conn_close(t->c);
 }
