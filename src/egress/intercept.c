@@ -30,7 +30,8 @@ struct intercept {
     struct conn *c;
     struct bufferevent *down, *up; /* sandbox side, upstream side */
     bool in_body;
-    bool closing; /* an error answer is on its way; close once it is sent */
+    bool up_ready; /* upstream TLS verified: until then requests wait, unread */
+    bool closing;  /* an error answer is on its way; close once it is sent */
     struct http_body body;
     /* Answers are counted so that a refusal never overtakes the answer to a
      * request forwarded before it (a pipelining client reads them in order). */
@@ -225,6 +226,8 @@ static void on_down_read(struct bufferevent *bev, void *arg)
 {
     struct intercept *t = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
+    /* No value is opened for a host whose certificate has not been checked. */
+    if (!t->up_ready) return;
     int r = 1;
     while (r > 0 && evbuffer_get_length(in) > 0)
         r = t->in_body ? forward_body(t, in) : forward_head(t, in);
@@ -340,6 +343,10 @@ static void on_up_written(struct bufferevent *bev, void *arg)
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct intercept *t = arg;
+    if (bev == t->up && (what & BEV_EVENT_CONNECTED)) {
+        t->up_ready = true;
+        return on_down_read(t->down, t); /* what the sandbox sent meanwhile */
+    }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
     /* libevent moves OpenSSL's errors to its own queue before calling us. */
     if (bev == t->up && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev)) {
