@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the bench/*.sh scripts. Source it; it defines functions only.
 # Times are taken from $EPOCHREALTIME (bash 5) so that reading the clock forks nothing.
 
@@ -20,9 +21,15 @@ bench_median() {
               if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
-# Median in milliseconds of hyperfine benchmark $2 (its -n name) in JSON file $1.
+# Median in milliseconds of every run of hyperfine benchmark $1 (its -n name) in the
+# JSON files that follow (one per round, when rounds interleave two commands).
 bench_hf_median_ms() {
-    jq -r --arg n "$2" '.results[] | select(.command == $n) | .median * 1000' "$1"
+    local name=$1
+    shift
+    jq -rs --arg n "$name" '[.[].results[] | select(.command == $n) | .times[]] | sort
+        | if length == 0 then "nan"
+          elif length % 2 == 1 then .[(length - 1) / 2] * 1000
+          else (.[length / 2 - 1] + .[length / 2]) / 2 * 1000 end' "$@"
 }
 
 # a / b with $3 decimals (default 2); "n/a" when either is missing or b is 0.
@@ -41,6 +48,8 @@ bench_verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 <=
 # Proportional set size of pid $1 in KiB (shared pages split between their users).
 bench_pss_kib() { awk '/^Pss:/ { print $2; exit }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 bench_rss_kib() { awk '/^VmRSS:/ { print $2; exit }' "/proc/$1/status" 2>/dev/null || echo 0; }
+# Unique set size of pid $1 in KiB: the pages only it maps.
+bench_uss_kib() { awk '/^Private_(Clean|Dirty):/ { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 
 # The pid inside the innermost pid namespace of pid $1 (1 for a namespace's init).
 bench_inner_pid() { awk '/^NSpid:/ { print $NF; exit }' "/proc/$1/status" 2>/dev/null; }
@@ -53,4 +62,15 @@ bench_machine() {
     printf '%s CPUs, %s GiB RAM (free -g), Linux %s, load average %s\n' "$(nproc)" \
         "$(free -g | awk '/^Mem:/ { print $2 }')" "$(uname -r)" \
         "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# Percent of CPU time idle on the whole machine over the next second: a noise gauge
+# for shared machines, where the load average lags.
+bench_cpu_idle() {
+    local a b
+    a=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    sleep 1
+    b=$(awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " ")
+        d = y[2] - x[2]; printf "%d\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }'
 }
