@@ -48,7 +48,8 @@ esac
 
 ((RUNS / ROUNDS >= 2)) || bench_die "RUNS must be at least 2 x ROUNDS"
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed makes namespaces and cgroups): sudo $0"
-[[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
+[[ -x $RUNTIMED && -x $RT ]] ||
+    bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
 for tool in bwrap hyperfine jq; do
     command -v "$tool" >/dev/null ||
         bench_die "$tool is missing; apt-get install -y bubblewrap hyperfine jq"
@@ -211,7 +212,8 @@ timed() {
 WORK=$(mktemp -d /tmp/runtime-bench.XXXXXX)
 chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
 unset RUNTIME_SOCKET
-[[ $($BWRAP 2>&1) == ready ]] || bench_die "the bwrap reference does not run here: $($BWRAP 2>&1 | head -n 3)"
+[[ $($BWRAP 2>&1) == ready ]] ||
+    bench_die "the bwrap reference does not run here: $($BWRAP 2>&1 | head -n 3)"
 start_daemon
 INSTANCE=$(instance_of "$WORK/state")
 find_server
