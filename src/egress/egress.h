@@ -44,6 +44,8 @@ typedef void (*egress_name_fn)(void *arg, const char *sandbox_id, uint32_t slot,
 
 /* What the proxy needs from the secrets, for hosts it must intercept. */
 struct egress_secrets {
+    /* Whether the sandbox sees any secret at all. */
+    bool (*any)(void *arg, const char *sandbox_id);
     /* Whether some secret visible in the sandbox may go to host:port. */
     bool (*wants)(void *arg, const char *sandbox_id, const char *host, uint16_t port);
     /* The value to put in place of placeholder in this request, or NULL to keep

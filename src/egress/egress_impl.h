@@ -47,6 +47,7 @@ struct conn {
     struct evdns_getaddrinfo_request *dns_req;
     struct pump up, down;
     bool intercept;         /* a secret may go to this host: terminate TLS */
+    bool plain_http;        /* intercept as plain HTTP: report placeholders, swap none */
     struct intercept *tls;  /* set once intercepting */
     struct conn *prev, *next;
 };

@@ -31,6 +31,7 @@ struct intercept {
     struct bufferevent *down, *up; /* sandbox side, upstream side */
     bool in_body;
     bool up_ready; /* upstream TLS verified: until then requests wait, unread */
+    bool plain;    /* plain HTTP: read to report placeholders, never to swap them */
     bool closing;  /* an error answer is on its way; close once it is sent */
     struct http_body body;
     /* Answers are counted so that a refusal never overtakes the answer to a
@@ -139,6 +140,13 @@ static const char *decide(void *arg, const struct http_request *req,
 {
     struct intercept *t = arg;
     struct egress *eg = t->c->es->eg;
+    if (t->plain) {
+        char host[64];
+        const char *to = t->c->name[0] ? t->c->name : req->host;
+        snprintf(host, sizeof host, "%s", to);
+        eg->secrets->misdirected(eg->event_arg, t->c->es->id, host, ph->token, "plain HTTP");
+        return NULL;
+    }
     if (t->n_opened == OPENED_MAX) return NULL;
     char *v = eg->secrets->value(eg->event_arg, t->c->es->id, req->host, req->method, req->path,
                                  ph->token, len);
@@ -174,7 +182,7 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         free(req);
         return -1;
     }
-    if (strcmp(req->host, t->c->name) != 0) {
+    if (t->c->name[0] && strcmp(req->host, t->c->name) != 0) {
         refuse_request(t, "421 Misdirected Request", "host_mismatch");
         free(req);
         return -1;
@@ -374,9 +382,34 @@ static SSL *upstream_ssl(struct egress *eg, const char *name, bool is_ip)
     return ssl;
 }
 
+/* Plain HTTP from a sandbox that holds secrets: every request is read as on an
+ * intercepted connection (strictly), so that each placeholder in it is
+ * reported; nothing is ever swapped in. */
+static int plain_start(struct conn *c)
+{
+    struct egress *eg = c->es->eg;
+    struct intercept *t = calloc(1, sizeof *t);
+    if (!t) return -1;
+    t->c = c;
+    t->plain = true;
+    t->up_ready = true;
+    t->down = bufferevent_socket_new(eg->base, c->client, BEV_OPT_CLOSE_ON_FREE);
+    t->up = bufferevent_socket_new(eg->base, c->upstream, BEV_OPT_CLOSE_ON_FREE);
+    c->client = c->upstream = -1; /* the bufferevents own them now */
+    c->tls = t;
+    c->state = CONN_INTERCEPTING;
+    if (!t->down || !t->up) return -1;
+    bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
+    bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
+    bufferevent_enable(t->down, EV_READ | EV_WRITE);
+    bufferevent_enable(t->up, EV_READ | EV_WRITE);
+    return 0;
+}
+
 int intercept_start(struct conn *c)
 {
     struct egress *eg = c->es->eg;
+    if (c->plain_http) return plain_start(c);
     X509 *cert = leaf_for(eg, c->name);
     struct intercept *t = calloc(1, sizeof *t);
     SSL *down = cert ? SSL_new(eg->tls_down) : NULL;

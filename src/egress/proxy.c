@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../secrets/secrets.h"
 #include "../sniff/sniff.h"
 #include "egress_impl.h"
 
@@ -188,26 +187,6 @@ static void resolve(struct conn *c)
     if (req) c->dns_req = req;
 }
 
-/* Placeholders in a plain HTTP head stay placeholders; say where they went. */
-static void report_plain_placeholders(struct conn *c, const unsigned char *buf, size_t n)
-{
-    const struct egress *eg = c->es->eg;
-    const size_t plen = sizeof PLACEHOLDER_PREFIX - 1;
-    char host[64];
-    const char *to = conn_host(c, host, sizeof host);
-    for (const unsigned char *p = buf; eg->secrets && eg->secrets->misdirected;) {
-        p = memmem(p, n - (size_t)(p - buf), PLACEHOLDER_PREFIX, plen);
-        if (!p) break;
-        if (secrets_is_placeholder((const char *)p, n - (size_t)(p - buf))) {
-            char token[PLACEHOLDER_LEN + 1];
-            memcpy(token, p, PLACEHOLDER_LEN);
-            token[PLACEHOLDER_LEN] = '\0';
-            eg->secrets->misdirected(eg->event_arg, c->es->id, to, token, "plain HTTP");
-        }
-        p += plen;
-    }
-}
-
 /* The first bytes the client sends, peeked (they stay in the socket for the
  * splice): a TLS SNI or HTTP Host must agree with the name it resolved. */
 static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
@@ -221,7 +200,6 @@ static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
         if (n <= 0) return conn_close(c); /* left before saying anything */
         r = sniff_peek(buf, (size_t)n, sizeof buf, seen);
         if (r == SNIFF_MORE) return; /* the event stays armed */
-        if (r == SNIFF_HTTP) report_plain_placeholders(c, buf, (size_t)n);
     } else if (c->port == 80 || c->port == 443) {
         return refuse(c, "no_request"); /* web clients speak first; silence is odd */
     }
@@ -233,6 +211,9 @@ static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
     const struct egress *eg = c->es->eg;
     c->intercept = r == SNIFF_TLS && c->name[0] && eg->secrets &&
                    eg->secrets->wants(eg->event_arg, c->es->id, c->name, c->port);
+    /* Plain HTTP is read request by request when a placeholder could be in it. */
+    c->plain_http = r == SNIFF_HTTP && eg->secrets && eg->secrets->any(eg->event_arg, c->es->id);
+    c->intercept = c->intercept || c->plain_http;
     resolve(c);
 }
 

@@ -413,7 +413,13 @@ static void vault_misdirected(void *arg, const char *sandbox, const char *host,
     json_decref(f);
 }
 
+static bool vault_any(void *arg, const char *sandbox)
+{
+    return ((struct server *)arg)->secrets != NULL;
+}
+
 const struct egress_secrets vault_egress = {
+    .any = vault_any,
     .misdirected = vault_misdirected,
     .wants = vault_wants,
     .value = vault_value,
