@@ -7,11 +7,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../sniff/sniff.h"
 #include "http_impl.h"
 
 #define METHOD_LEN_MAX 20
-#define DNS_NAME_MAX 253
-#define DNS_LABEL_MAX 63
 #define CONTENT_LENGTH_DIGITS_MAX 18 /* below 2^63: no overflow anywhere downstream */
 
 /* ---- characters ---- */
@@ -75,64 +74,14 @@ static enum http_result refuse(const char **why, const char *what)
     return HTTP_BAD;
 }
 
-/* ---- host names (the same rules as src/sniff, so Host compares with SNI) ---- */
+/* ---- host names: src/sniff's rules, so Host compares with the SNI ---- */
 
-static bool host_char(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
-}
-
-static bool ipv6_literal(char *s)
-{
-    struct in6_addr a;
-    if (inet_pton(AF_INET6, s, &a) != 1) return false;
-    return inet_ntop(AF_INET6, &a, s, HTTP_HOST_MAX) != NULL;
-}
-
-/* A name whose last label is all digits must be a canonical dotted quad:
- * resolvers read "127.1" or "0x7f000001" as addresses. */
-static bool ipv4_or_dns_name(const char *s, size_t n, size_t last_label)
-{
-    struct in_addr a;
-    char canon[INET_ADDRSTRLEN];
-    if (inet_aton(s, &a)) return inet_ntop(AF_INET, &a, canon, sizeof canon) && !strcmp(canon, s);
-    for (size_t i = last_label; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return true;
-    }
-    return false;
-}
-
-static bool dns_labels(const char *s, size_t n, size_t *last_label)
-{
-    if (n == 0 || n > DNS_NAME_MAX) return false;
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '.') continue;
-        if (i == start || i - start > DNS_LABEL_MAX) return false;
-        *last_label = start;
-        start = i + 1;
-    }
-    return true;
-}
+_Static_assert(HTTP_HOST_MAX == SNIFF_NAME_MAX, "Host and SNI buffers must agree");
 
 static bool host_normalize(const unsigned char *s, size_t n, bool v6, char out[HTTP_HOST_MAX])
 {
-    if (n == 0 || n >= HTTP_HOST_MAX) return false;
-    bool colon = false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = http_lower(s[i]);
-        if (c == ':' && v6)
-            colon = true;
-        else if (!host_char(c))
-            return false;
-        out[i] = (char)c;
-    }
-    out[n] = '\0';
-    if (colon) return ipv6_literal(out);
-    if (v6) return false;
-    if (out[n - 1] == '.') out[--n] = '\0';
-    size_t last_label = 0;
-    return dns_labels(out, n, &last_label) && ipv4_or_dns_name(out, n, last_label);
+    if (v6 && !memchr(s, ':', n)) return false; /* in brackets it must be IPv6 */
+    return sniff_host_canon(s, n, v6, out);
 }
 
 /* "host[:port]" or "[v6][:port]"; *port is 0 without one. */

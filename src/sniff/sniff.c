@@ -84,8 +84,7 @@ static bool dns_labels(const char *s, size_t n, size_t *last_label)
 
 /* Copies s[0..n) lower-cased into out if it is a DNS name or an IP literal
  * (IPv6 only when allow_v6); drops one trailing dot. */
-static bool host_normalize(const unsigned char *s, size_t n, bool allow_v6,
-                           char out[SNIFF_NAME_MAX])
+bool sniff_host_canon(const unsigned char *s, size_t n, bool allow_v6, char out[SNIFF_NAME_MAX])
 {
     if (n == 0 || n >= SNIFF_NAME_MAX) return false;
     bool colon = false;
@@ -213,7 +212,7 @@ static void tls_server_name(struct tls_rd *r, size_t ext_len, char name[SNIFF_NA
     if (r->st == STEP_OK && n + 3 != list) r->st = STEP_BAD;
     for (size_t i = 0; i < n && r->st == STEP_OK; i++)
         raw[i] = (unsigned char)tls_byte(r);
-    if (r->st == STEP_OK && !host_normalize(raw, n, true, name)) r->st = STEP_BAD;
+    if (r->st == STEP_OK && !sniff_host_canon(raw, n, true, name)) r->st = STEP_BAD;
 }
 
 static void tls_extensions(struct tls_rd *r, char name[SNIFF_NAME_MAX])
@@ -323,7 +322,7 @@ static bool authority_host(const unsigned char *s, size_t n, bool need_port,
     } else if (need_port) {
         return false;
     }
-    return host_normalize(s + host, host_len, s[0] == '[', out);
+    return sniff_host_canon(s + host, host_len, s[0] == '[', out);
 }
 
 /* The authority of an "http://" or "https://" absolute-form target; BAD for

@@ -5,6 +5,7 @@
 #ifndef RUNTIME_SNIFF_H
 #define RUNTIME_SNIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SNIFF_NAME_MAX 256
@@ -23,5 +24,12 @@ enum sniff_result {
  * max: the most bytes the caller will ever buffer; past that, MORE becomes BAD. */
 enum sniff_result sniff_peek(const unsigned char *buf, size_t len, size_t max,
                              char name[SNIFF_NAME_MAX]);
+
+/* The canonical form of a host name, shared with src/http so that a request's
+ * Host compares with the SNI: lower case, one trailing dot dropped, a DNS name
+ * (labels 1..63, at most 253) or an IP literal (IPv6 only when allow_v6); a
+ * name whose last label is all digits must be a plain dotted quad. False if
+ * s[0..n) is none of these. */
+bool sniff_host_canon(const unsigned char *s, size_t n, bool allow_v6, char out[SNIFF_NAME_MAX]);
 
 #endif
