@@ -356,6 +356,16 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return on_down_read(t->down, t); /* what the sandbox sent meanwhile */
     }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
+    /* The upstream said its last word (e.g. after Connection: close): the
+     * sandbox still gets every byte of it before the connection ends. */
+    if (bev == t->up && (what & BEV_EVENT_EOF)) {
+        on_up_read(bev, t);
+        bufferevent_disable(t->up, EV_READ | EV_WRITE);
+        if (evbuffer_get_length(bufferevent_get_output(t->down)) > 0) {
+            t->closing = true; /* on_down_written closes once it is sent */
+            return;
+        }
+    }
     /* libevent moves OpenSSL's errors to its own queue before calling us. */
     if (bev == t->up && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev)) {
         long v = SSL_get_verify_result(bufferevent_openssl_get_ssl(bev));

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/netfilter_ipv4.h>
 #include <netdb.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,14 @@ static void on_connected(evutil_socket_t fd, short what, void *arg)
     if ((c->intercept ? intercept_start(c) : pump_start(c)) < 0) conn_close(c);
 }
 
+/* Small writes (TLS records, answer heads) go out at once: Nagle's wait for
+ * the peer's delayed ACK cost ~40 ms per keep-alive request. */
+static void no_delay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 static void dial(struct conn *c, const struct policy_addr *a)
 {
     c->dialled = *a;
@@ -106,6 +115,7 @@ static void dial(struct conn *c, const struct policy_addr *a)
     }
     c->upstream = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->upstream < 0) return refuse(c, "no_socket");
+    no_delay(c->upstream);
     if (connect(c->upstream, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)
         return refuse(c, "connect_failed");
     c->state = CONN_CONNECTING;
@@ -234,6 +244,7 @@ static void start_conn(struct egress_sandbox *es, int fd)
     }
     c->es = es;
     c->client = fd;
+    no_delay(fd);
     c->upstream = -1;
     c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
     c->next = es->conns;
