@@ -222,7 +222,10 @@ export class Daemon {
   }
 
   args() {
-    return ['--state-dir', this.stateDir, '--listen', `127.0.0.1:${this.port}`, '--socket', this.socket];
+    // A dead loopback port as the nameserver: no test ever makes the daemon ask
+    // the host's resolver (an address off this machine) about anything.
+    return ['--state-dir', this.stateDir, '--listen', `127.0.0.1:${this.port}`, '--socket', this.socket,
+      '--nameserver', '127.0.0.1:9'];
   }
 
   /** Spawns the daemon; resolves once the API answers an authorised request. */

@@ -170,6 +170,9 @@ export class EgressDaemon extends Daemon {
 
   args() {
     const a = super.args();
+    // In the host's namespace without a fake nameserver (the npm test), resolve
+    // for real: drop the base class's dead nameserver.
+    if (!this.netns && !this.nameserver) a.splice(a.indexOf('--nameserver'), 2);
     for (const p of this.pins) a.push('--resolve', p);
     if (this.nameserver) a.push('--nameserver', this.nameserver);
     return a;
