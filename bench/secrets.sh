@@ -91,49 +91,6 @@ MADE_NS=
 
 # --- cleanup ---------------------------------------------------------------------
 
-alive() { # pid $1 exists and is not a zombie
-    local st
-    st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [[ $st != Z ]]
-}
-
-# FNV-1a of the state dir's real path: the daemon names its cgroups "<this>-<id>".
-instance_of() {
-    local s h=2166136261 i c
-    s=$(realpath "$1")
-    for ((i = 0; i < ${#s}; i++)); do
-        printf -v c '%d' "'${s:i:1}"
-        h=$(((h ^ c) * 16777619 & 0xFFFFFFFF))
-    done
-    printf '%08x' "$h"
-}
-
-# Kills what is left in this daemon's sandbox cgroups (only reached when the
-# daemon could not delete them itself) and removes the cgroups.
-sweep_leftovers() {
-    [[ -n $INSTANCE ]] || return 0
-    local dirs=() d pid deadline
-    shopt -s nullglob
-    dirs=(/sys/fs/cgroup/*/runtime/"$INSTANCE"-* /sys/fs/cgroup/runtime/"$INSTANCE"-*)
-    shopt -u nullglob
-    ((${#dirs[@]})) || return 0
-    bench_log "removing ${#dirs[@]} leftover sandbox cgroups of this run"
-    for d in "${dirs[@]}"; do
-        while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$d/cgroup.procs"
-    done
-    deadline=$((SECONDS + 10))
-    for d in "${dirs[@]}"; do
-        while [[ -d $d ]] && ! rmdir "$d" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.05; done
-    done
-}
-
-stop_pid() { # TERM, wait up to 10 s, then KILL
-    local pid=$1 deadline=$((SECONDS + 10))
-    kill -TERM "$pid" 2>/dev/null || true
-    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
-    alive "$pid" && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-}
-
 cleanup() {
     local rc=$?
     set +e
