@@ -52,14 +52,14 @@ export const TRAP_V6 = [
   '2001:2::1', '2001:10::1', 'fec0::1',
 ];
 
-function ip(args) {
+export function ip(args) {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 
-/** Removes namespaces of this suite left by test processes that died before their cleanup. */
-function sweepStale() {
+/** Removes namespaces named `<prefix>-<pid>-...` whose test process died before its cleanup. */
+export function sweepStale(prefix = 'rt-eg[du]') {
   let list = '';
   try {
     list = ip(['netns', 'list']);
@@ -67,7 +67,7 @@ function sweepStale() {
     return;
   }
   for (const line of list.split('\n')) {
-    const m = /^(rt-eg[du]-(\d+)-\w+)/.exec(line);
+    const m = new RegExp(`^(${prefix}-(\\d+)-\\w+)`).exec(line);
     if (!m || pidAlive(Number(m[2]))) continue;
     // Its fake servers and daemon, started by that test process, die with it.
     const pids = spawnSync('ip', ['netns', 'pids', m[1]], { encoding: 'utf8' }).stdout ?? '';

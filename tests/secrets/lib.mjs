@@ -25,10 +25,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { EgressDaemon } from '../egress/lib.mjs';
-import { hostProcesses, pidAlive, waitFor } from '../e2e/lib.mjs';
+import { EgressDaemon, ip, isRoot, sweepStale } from '../egress/lib.mjs';
+import { hostProcesses, waitFor } from '../e2e/lib.mjs';
 
-export { waitFor };
+export { isRoot, waitFor };
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const UPSTREAM_JS = path.join(HERE, 'upstream.mjs');
@@ -44,33 +44,6 @@ export const GOOD_NAMES = ['api.github.test', 'api.other.test', 'spliced.test', 
 /** Upstreams whose certificate the daemon must refuse. */
 export const BAD_NAMES = ['expired.test', 'wronghost.test', 'untrusted.test'];
 const PINNED = ['api.github.test', 'api.other.test', 'spliced.test', ...BAD_NAMES];
-
-export function isRoot() {
-  return typeof process.getuid === 'function' && process.getuid() === 0;
-}
-
-function ip(args) {
-  const r = spawnSync('ip', args, { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-/** Removes namespaces of this suite left by test processes that died before their cleanup. */
-function sweepStale() {
-  let list = '';
-  try {
-    list = ip(['netns', 'list']);
-  } catch {
-    return;
-  }
-  for (const line of list.split('\n')) {
-    const m = /^(rt-sc[du]-(\d+)-\w+)/.exec(line);
-    if (!m || pidAlive(Number(m[2]))) continue;
-    const pids = spawnSync('ip', ['netns', 'pids', m[1]], { encoding: 'utf8' }).stdout ?? '';
-    for (const p of pids.split('\n').filter(Boolean)) try { process.kill(Number(p), 'SIGKILL'); } catch {}
-    spawnSync('ip', ['netns', 'del', m[1]]);
-  }
-}
 
 // ---------------------------------------------------------------- certificates
 
@@ -257,7 +230,7 @@ export class SecretsDaemon extends EgressDaemon {
 
 export class SecretsWorld {
   constructor() {
-    sweepStale();
+    sweepStale('rt-sc[du]');
     const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
     this.dns = `rt-scd-${tag}`;
     this.uns = `rt-scu-${tag}`;
