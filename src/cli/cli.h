@@ -112,6 +112,10 @@ char *url_encode(const char *s, const char *keep);
 void print_clean(FILE *f, const char *s, size_t max);
 /* Prints the body as received, with a final newline. */
 void print_raw_json(const struct http_resp *r);
+/* GETs a list: --json prints it as received, else table() prints it; what
+ * names the items for the error when the answer is not a list. */
+int api_print_list(struct cli *c, const char *path, bool json, void (*table)(json_t *list),
+                   const char *what);
 int parse_json_body(const struct http_resp *r, json_t **out);
 
 /* ---- commands ---- */

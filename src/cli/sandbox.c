@@ -25,26 +25,6 @@ static int add_label(FILE *q, const char *kv, bool first)
     return ek && ev ? 0 : cli_error("out of memory");
 }
 
-static int print_list(struct cli *c, const char *path, bool json)
-{
-    struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp = {0};
-    json_t *list = NULL;
-    int r = api_call(c, &req, &resp);
-    if (r) return r;
-    if (json)
-        print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &list))) {
-        if (json_is_array(list))
-            show_table(list);
-        else
-            r = cli_error("the daemon's answer is not a list of sandboxes; is that runtimed?");
-    }
-    json_decref(list);
-    http_resp_free(&resp);
-    return r;
-}
-
 /* Builds "/v1/sandboxes?label=..." from the options. Returns -1 after printing help. */
 static int scan_list(struct args *a, FILE *q, bool *json)
 {
@@ -74,7 +54,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
     args_init(&a, argc, argv, "sandbox list", list_opts);
     int r = scan_list(&a, q, &json);
     fclose(q);
-    if (r == 0) r = print_list(c, path, json);
+    if (r == 0) r = api_print_list(c, path, json, show_table, "sandboxes");
     free(path);
     return r < 0 ? EXIT_OK : r;
 }

@@ -100,22 +100,7 @@ static int cmd_list(struct cli *c, int argc, char **argv)
             return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
         json = true;
     }
-    struct http_req req = {.method = "GET", .path = "/v1/secrets", .sink_fd = -1};
-    struct http_resp resp = {0};
-    json_t *list = NULL;
-    int r = api_call(c, &req, &resp);
-    if (r) return r;
-    if (json)
-        print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &list))) {
-        if (json_is_array(list))
-            secret_table(list);
-        else
-            r = cli_error("the daemon's answer is not a list of secrets; is that runtimed?");
-    }
-    json_decref(list);
-    http_resp_free(&resp);
-    return r;
+    return api_print_list(c, "/v1/secrets", json, secret_table, "secrets");
 }
 
 /* ---- rm ---- */
