@@ -12,10 +12,10 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # One folder per subsystem; each program lists the folders it is made of.
-DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff http secrets mitm egress api server daemon
+DAEMON_DIRS := common proto keeper sandbox cgroup confine store policy dns sniff http secrets mitm fingerprint review catalog mcp egress api server daemon
 CLI_DIRS    := common cli fingerprint review
-srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c))
-objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call srcs,$(1)))
+srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c) $(wildcard src/$(d)/*.S))
+objs = $(patsubst src/%,$(BUILD)/obj/%.o,$(basename $(call srcs,$(1))))
 
 DAEMON_OBJS := $(call objs,$(DAEMON_DIRS))
 CLI_OBJS    := $(call objs,$(CLI_DIRS))
@@ -29,6 +29,12 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) $(shell pkg-config --cflags $(PKGS_D) $(PKGS_C)) -c $< -o $@
+
+# The catalog's data file is assembled into the daemon (src/catalog/data.S).
+$(BUILD)/obj/%.o: src/%.S catalog/servers.json
+	@mkdir -p $(dir $@)
+	@echo "  AS $<"
+	@$(CC) -I. -c $< -o $@
 
 $(BUILD)/runtimed: $(DAEMON_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(PKGS_D)) -lm

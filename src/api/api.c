@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../mcp/mcp.h"
 #include "api_impl.h"
 
 void api_json(struct evhttp_request *req, int status, json_t *v)
@@ -234,8 +235,44 @@ static void events(struct evhttp_request *req, struct server *srv, struct sbx *s
     api_json(req, 200, list);
 }
 
+static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx *sb,
+                      const char *name)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    err_t err = {0};
+    if (name && m == EVHTTP_REQ_DELETE) {
+        if (mcp_stop(srv, sb, name, &err) < 0) return api_fail(req, &err);
+        return evhttp_send_reply(req, 204, NULL, NULL);
+    }
+    if (!name && m == EVHTTP_REQ_GET) {
+        struct evkeyvalq q;
+        const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+        evhttp_parse_query_str(query ? query : "", &q);
+        const char *wait = evhttp_find_header(&q, "wait");
+        char *end = NULL;
+        long secs = wait ? strtol(wait, &end, 10) : 0;
+        bool bad = wait && (*end || secs < 0 || secs > 3600);
+        evhttp_clear_headers(&q);
+        if (bad) return api_error(req, 400, "bad_request", "wait must be 0 to 3600 seconds");
+        return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
+    }
+    if (!name && m == EVHTTP_REQ_POST) {
+        if (strcmp(sb->status, "running") != 0)
+            return api_error(req, 409, "not_running", "sandbox %s is %s; MCP servers run only in "
+                             "a running sandbox", sb->id, sb->status);
+        json_t *body = api_body_json(req, false), *out = NULL;
+        if (!body) return;
+        int r = mcp_start(srv, sb, body, &out, &err);
+        json_decref(body);
+        if (r < 0) return api_fail(req, &err);
+        return api_json(req, 202, out);
+    }
+    api_error(req, 405, "method_not_allowed", "use POST or GET /v1/sandboxes/ID/mcp, or DELETE "
+              "/v1/sandboxes/ID/mcp/NAME");
+}
+
 static void one_sandbox(struct evhttp_request *req, struct server *srv, const char *key,
-                        const char *action)
+                        const char *action, const char *sub)
 {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     struct sbx *sb = server_sandbox_find(srv, key);
@@ -260,6 +297,7 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
         return set_network(req, srv, sb);
     if (action && strcmp(action, "events") == 0 && m == EVHTTP_REQ_GET)
         return events(req, srv, sb);
+    if (action && strcmp(action, "mcp") == 0) return mcp_route(req, srv, sb, sub);
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
 
@@ -302,6 +340,8 @@ static int split_path(char *path, char **seg, int max)
 static void route(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
+    const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    if (gw && strncmp(gw, "/mcp/", 5) == 0) return mcp_gateway(srv, req, gw); /* its own token */
     if (!authorized(req, srv))
         return api_error(req, 401, "unauthorized", "missing or wrong API key; send "
                          "\"Authorization: Bearer <key>\" with the key from STATE/admin.key");
@@ -313,8 +353,12 @@ static void route(struct evhttp_request *req, void *arg)
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
         if (n == 2 && m == EVHTTP_REQ_GET) list_sandboxes(req, srv);
         else if (n == 2 && m == EVHTTP_REQ_POST) create_sandbox(req, srv);
-        else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL);
+        else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL, NULL);
+        else if (n == 5 && strcmp(seg[3], "mcp") == 0) one_sandbox(req, srv, seg[2], seg[3], seg[4]);
         else api_error(req, 404, "not_found", "no such API path: %s", raw);
+    } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
+               strcmp(seg[2], "catalog") == 0 && m == EVHTTP_REQ_GET) {
+        api_json(req, 200, json_incref(mcp_catalog(srv)));
     } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
         secrets_route(req, srv, n == 3 ? seg[2] : NULL);
     } else {

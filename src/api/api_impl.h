@@ -18,5 +18,7 @@ json_t *api_body_json(struct evhttp_request *req, bool allow_empty);
 
 /* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
 void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb);
+/* Fills a NULL-terminated argv (at most max-1 strings) from a JSON array. */
+int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err);
 
 #endif

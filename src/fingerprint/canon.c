@@ -295,7 +295,8 @@ int fp_canonical(const struct fp_value *v, char **text, size_t *len, err_t *err)
 
 /* ---- tools ---- */
 
-static int find_tools(const struct fp_value *root, const struct fp_value **tools, err_t *err)
+static int find_tools(const struct fp_value *root, const struct fp_value **tools, bool paged,
+                      err_t *err)
 {
     const struct fp_value *list = root, *page = NULL;
     if (root->type == FP_OBJECT) {
@@ -314,7 +315,7 @@ static int find_tools(const struct fp_value *root, const struct fp_value **tools
                        "result {\"tools\": [...]} or a JSON-RPC response {\"result\": {\"tools\": "
                        "[...]}}");
     const struct fp_value *cursor = fp_get(page, "nextCursor");
-    if (cursor && cursor->type != FP_NULL)
+    if (!paged && cursor && cursor->type != FP_NULL)
         return err_set(err, -EINVAL,
                        "the input is one page of a tools/list answer (nextCursor is set); the "
                        "fingerprint covers every page: join the tools arrays of all pages first");
@@ -333,7 +334,7 @@ int fp_tools_sorted(const struct fp_value *root, const struct fp_value ***tools,
                     err_t *err)
 {
     const struct fp_value *list = NULL;
-    int r = find_tools(root, &list, err);
+    int r = find_tools(root, &list, false, err);
     if (r) return r;
     for (size_t i = 0; i < list->len; i++) {
         const struct fp_value *t = list->items[i];
@@ -352,6 +353,41 @@ int fp_tools_sorted(const struct fp_value *root, const struct fp_value ***tools,
     }
     *tools = v;
     *n = list->len;
+    return 0;
+}
+
+int fp_tools_sorted_pages(const struct fp_value *const *pages, size_t npages,
+                          const struct fp_value ***tools, size_t *n, err_t *err)
+{
+    size_t total = 0;
+    for (size_t p = 0; p < npages; p++) {
+        const struct fp_value *list = NULL;
+        int r = find_tools(pages[p], &list, true, err);
+        if (r) return r;
+        total += list->len;
+    }
+    const struct fp_value **v = malloc((total ? total : 1) * sizeof *v);
+    if (!v) return err_set(err, -ENOMEM, "out of memory sorting the tools");
+    size_t k = 0;
+    for (size_t p = 0; p < npages; p++) {
+        const struct fp_value *list = NULL;
+        find_tools(pages[p], &list, true, err);
+        for (size_t i = 0; i < list->len; i++) {
+            const struct fp_value *t = list->items[i];
+            if (t->type != FP_OBJECT || !fp_string(fp_get(t, "name"))) {
+                free(v);
+                return err_set(err, -EINVAL, "tool %zu of page %zu is not an object with a "
+                               "\"name\" string", i + 1, p + 1);
+            }
+            v[k++] = t;
+        }
+    }
+    if (fp_stable_sort(v, total, sizeof *v, name_cmp)) {
+        free(v);
+        return err_set(err, -ENOMEM, "out of memory sorting the tools");
+    }
+    *tools = v;
+    *n = total;
     return 0;
 }
 

@@ -76,6 +76,10 @@ void fp_format_double(double d, char *out, size_t size);
  * not an object with a string name, or when it is one page of several (nextCursor). */
 int fp_tools_sorted(const struct fp_value *root, const struct fp_value ***tools, size_t *n,
                     err_t *err);
+/* The same over the pages of a paged tools/list (each a result or a JSON-RPC response;
+ * nextCursor allowed): all their tools, sorted by name. */
+int fp_tools_sorted_pages(const struct fp_value *const *pages, size_t npages,
+                          const struct fp_value ***tools, size_t *n, err_t *err);
 
 /* The fingerprint of a parsed document: hex (64 digits and NUL) and, when wanted, the
  * canonical text (malloc'd) and the number of tools. */

@@ -88,15 +88,19 @@ static void __attribute__((noreturn)) run_program(struct sandbox *sb,
     _exit(127);
 }
 
-static int wait_exit(pid_t child, uint32_t timeout_ms, bool *timed_out)
+/* Waits for the program; kills it (its process group, then itself) at the timeout or
+ * when the status pipe's reader is gone: the daemon closes it to stop a program it no
+ * longer wants, such as an MCP server being stopped. */
+static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *timed_out)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = status_fd, .events = 0}};
     int n;
-    do n = poll(&p, 1, timeout_ms ? (int)timeout_ms : -1);
+    do n = poll(p, 2, timeout_ms ? (int)timeout_ms : -1);
     while (n < 0 && errno == EINTR);
-    if (n == 0) {
-        *timed_out = true;
+    bool abandoned = n > 0 && !(p[0].revents & POLLIN) && (p[1].revents & (POLLERR | POLLHUP));
+    if (n == 0 || abandoned) {
+        *timed_out = n == 0;
         kill(-child, SIGKILL); /* its process group, then itself */
         kill(child, SIGKILL);
     }
@@ -143,7 +147,7 @@ static void __attribute__((noreturn)) monitor(struct sandbox *sb, const struct s
     int e = 0;
     ssize_t got = read(errp[0], &e, sizeof e);
     bool timed_out = false;
-    int code = wait_exit(child, ex->timeout_ms, &timed_out);
+    int code = wait_exit(child, ex->timeout_ms, status_fd, &timed_out);
     if (got == (ssize_t)sizeof e) {
         st.start_errno = e;
     } else {

@@ -19,6 +19,16 @@ struct event_base *server_base(struct server *srv)
     return srv->base;
 }
 
+struct store *server_store(struct server *srv)
+{
+    return srv->store;
+}
+
+json_t *server_catalog(struct server *srv)
+{
+    return srv->catalog;
+}
+
 const struct server_config *server_config(struct server *srv)
 {
     return &srv->cfg;
@@ -85,6 +95,7 @@ static uint32_t free_slot(struct server *srv)
 static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
+    mcp_box_free(sb->mcp);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     if (sb->death) event_free(sb->death);
     json_decref(sb->spec);
@@ -166,7 +177,7 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     int r = keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
     if (r < 0) return r;
     struct policy pol;
-    r = api_network_policy(json_object_get(sb->spec, "network"), &pol, err);
+    r = mcp_policy(sb, json_object_get(sb->spec, "network"), &pol, err);
     if (r < 0) {
         for (int i = 0; i < 3; i++) close(fds[i]);
         return r;
@@ -199,7 +210,7 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *netwo
     json_decref(sb->spec);
     sb->spec = spec;
     struct policy pol;
-    if (sb->egress && api_network_policy(net, &pol, err) == 0)
+    if (sb->egress && mcp_policy(sb, net, &pol, err) == 0)
         egress_sandbox_set_policy(sb->egress, &pol);
     return 0;
 }
@@ -262,6 +273,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
     int r = 0;
+    mcp_box_free(sb->mcp);
     detach_egress(sb);
     if (strcmp(sb->status, "failed") != 0)
         r = keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
@@ -270,6 +282,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     store_events_delete(srv->store, sb->id, err);
     store_names_delete(srv->store, sb->id, err);
     vault_forget_sandbox(srv, sb->id);
+    store_mcp_delete(srv->store, sb->id, err);
     r = store_sandbox_delete(srv->store, sb->id, err);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
@@ -372,6 +385,8 @@ static int restore_one(const struct store_sandbox *row, void *arg)
               keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
     if (ok && watch >= 0) watch_death(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
+    if (ok && mcp_box_restore(srv, sb, &err) < 0)
+        log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     snprintf(sb->status, sizeof sb->status, "%s", ok ? "running" : "failed");
     if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
@@ -450,6 +465,8 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
 
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
 {
+    struct sbx *sb = server_sandbox_find(arg, sandbox_id);
+    if (sb && sb->mcp && strcmp(kind, "egress.refused") == 0) mcp_egress_refused(sb, fields);
     server_event(arg, sandbox_id, kind, fields);
 }
 
@@ -492,6 +509,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     srv.base = event_base_new();
     int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
     if (r == 0) r = events_start(&srv);
+    if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = vault_load(&srv, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
@@ -504,6 +522,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
         sbx_free(sb);
     }
     egress_free(srv.egress);
+    json_decref(srv.catalog);
     vault_free(&srv);
     events_stop(&srv);
     store_close(srv.store);

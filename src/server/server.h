@@ -35,6 +35,7 @@ struct sbx {
     json_t *spec; /* owned */
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
+    struct mcp_box *mcp;           /* its MCP servers, or NULL */
     struct server *owner;
     struct sbx *next;
 };
@@ -47,6 +48,8 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
 
 struct event_base *server_base(struct server *srv);
 const struct server_config *server_config(struct server *srv);
+struct store *server_store(struct server *srv);
+json_t *server_catalog(struct server *srv); /* borrowed */
 
 /* Registry. Lookups take an id or a name. */
 struct sbx *server_sandbox_find(struct server *srv, const char *id_or_name);
@@ -80,5 +83,41 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
                 err_t *err);
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
                      err_t *err);
+
+
+/* A program run to its end on the loop (the exec API, MCP installs). */
+struct evbuffer;
+struct server_run;
+struct server_run_spec {
+    const char *const *argv;
+    const char *const *envp;
+    const char *cwd;
+    uint32_t timeout_ms; /* 0: none */
+    const char *stdin_text;
+    size_t stdin_len;
+    size_t output_cap; /* bytes kept per stream */
+};
+struct server_run_result {
+    bool ended;      /* false: the monitor died without a status */
+    int exit_code;   /* -1 when it never started (start_errno says why) */
+    int start_errno;
+    bool timed_out;
+    uint64_t duration_ms;
+    struct evbuffer *out, *err; /* borrowed for the call */
+    size_t out_dropped, err_dropped;
+};
+typedef void (*server_run_done)(void *arg, const struct server_run_result *res);
+/* Starts argv; done is called once when it has ended. *out (may be NULL) lets the
+ * caller cancel: server_run_cancel kills the program and done is not called. */
+int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+               server_run_done done, void *arg, struct server_run **out, err_t *err);
+void server_run_cancel(struct server_run *run);
+
+/* The environment of a program in sb: defaults, the secrets' placeholders under their
+ * own names, the sandbox's env, then extra (may be NULL). A new object, or NULL. */
+json_t *server_exec_env(struct server *srv, struct sbx *sb, json_t *extra, err_t *err);
+/* "K=V" strings of an env object, NULL-terminated; free with server_env_free. */
+int server_env_list(json_t *env, char ***out, err_t *err);
+void server_env_free(char **list);
 
 #endif

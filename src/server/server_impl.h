@@ -2,6 +2,8 @@
 #ifndef RUNTIME_SERVER_IMPL_H
 #define RUNTIME_SERVER_IMPL_H
 
+#include "../catalog/catalog.h"
+#include "../mcp/mcp.h"
 #include "../secrets/secrets.h"
 #include "../store/store.h"
 #include "server.h"
@@ -48,6 +50,7 @@ struct server {
     struct secret_entry *secrets;
     size_t n_secrets;
     struct placeholder_entry *placeholders;
+    json_t *catalog; /* the built-in MCP catalog */
 };
 
 /* vault.c */

@@ -43,7 +43,10 @@ static const char *const schema =
     "  sandbox TEXT NOT NULL,"
     "  secret TEXT NOT NULL,"
     "  placeholder TEXT NOT NULL UNIQUE,"
-    "  PRIMARY KEY (sandbox, secret));";
+    "  PRIMARY KEY (sandbox, secret));"
+    "CREATE TABLE IF NOT EXISTS mcp ("
+    "  sandbox TEXT PRIMARY KEY,"
+    "  state TEXT NOT NULL);";
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
 {
@@ -346,4 +349,36 @@ int store_placeholders_delete(struct store *st, const char *sandbox, const char 
                    "t", sandbox);
     return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE secret=?", "t",
                secret);
+}
+
+int store_mcp_put(struct store *st, const char *sandbox, const char *state_json, err_t *err)
+{
+    return run(st, err, "saving the MCP servers",
+               "INSERT INTO mcp(sandbox,state) VALUES(?,?) ON CONFLICT(sandbox) DO UPDATE SET "
+               "state=excluded.state", "tt", sandbox, state_json);
+}
+
+int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT state FROM mcp WHERE sandbox=?", -1, &stmt, NULL) !=
+        SQLITE_OK)
+        return db_error(st->db, err, "reading the MCP servers");
+    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(stmt), r = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(stmt, 0);
+        *state_json = strdup(text ? (const char *)text : "{}");
+        if (!*state_json) r = err_set(err, -ENOMEM, "out of memory");
+    } else {
+        r = rc == SQLITE_DONE ? -ENOENT : db_error(st->db, err, "reading the MCP servers");
+    }
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_mcp_delete(struct store *st, const char *sandbox, err_t *err)
+{
+    return run(st, err, "deleting the MCP servers", "DELETE FROM mcp WHERE sandbox=?", "t",
+               sandbox);
 }

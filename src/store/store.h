@@ -84,4 +84,11 @@ int store_placeholders_each(struct store *st,
 int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
                               err_t *err);
 
+
+/* The MCP state of a sandbox (gateway link and token, its servers' settings and
+ * approved tool lists) as one JSON object; get gives -ENOENT when there is none. */
+int store_mcp_put(struct store *st, const char *sandbox, const char *state_json, err_t *err);
+int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err);
+int store_mcp_delete(struct store *st, const char *sandbox, err_t *err);
+
 #endif

@@ -1,0 +1,600 @@
+/* A server process and the gateway's JSON-RPC link to it: newline-delimited JSON on its
+ * stdin and stdout, stderr kept as a short tail for error messages. The gateway
+ * initializes it once, lists its tools (all pages) and puts them through the gate
+ * before any client is served. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp_impl.h"
+
+#define MAX_PAGES 100
+#define RESTART_MAX_MS 60000
+
+static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_t len);
+
+/* ---- the process ---- */
+
+static void nonblock(int fd)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* argv: the catalog's command with "${NAME}" arguments taken from env, or the own
+ * command; then the start call's args. */
+static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err_t *err)
+{
+    json_t *cmd = ms->entry ? json_object_get(ms->entry, "command")
+                            : json_object_get(ms->config, "command");
+    json_t *args = json_object_get(ms->config, "args");
+    size_t n = json_array_size(cmd) + json_array_size(args), k = 0;
+    const char **argv = calloc(n + 1, sizeof *argv);
+    if (!argv) return err_set(err, -ENOMEM, "out of memory");
+    for (int pass = 0; pass < 2; pass++) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(pass ? args : cmd, i, v) {
+            const char *a = json_string_value(v);
+            size_t len = strlen(a);
+            if (!pass && ms->entry && len > 3 && a[0] == '$' && a[1] == '{' && a[len - 1] == '}') {
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)(len - 3), a + 2);
+                a = json_string_value(json_object_get(env, name));
+                if (!a) {
+                    free(argv);
+                    return err_set(err, -EINVAL, "server %s needs the setting %s", ms->name, name);
+                }
+            }
+            argv[k++] = a;
+        }
+    }
+    *out = argv;
+    return 0;
+}
+
+/* env: the sandbox's, the server's own settings, its secrets under the names it wants,
+ * and for catalog servers the install directory on PATH (node) or PYTHONPATH. */
+static json_t *build_env(struct mcp_server *ms, err_t *err)
+{
+    struct server *srv = ms->box->srv;
+    json_t *extra = json_deep_copy(json_object_get(ms->config, "env"));
+    json_t *all = server_exec_env(srv, ms->box->sb, NULL, err);
+    if (!all) {
+        json_decref(extra);
+        return NULL;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(ms->config, "secrets"), k, v) {
+        json_t *ph = json_object_get(all, json_string_value(v));
+        if (ph) json_object_set(extra, k, ph);
+    }
+    json_decref(all);
+    json_t *env = server_exec_env(srv, ms->box->sb, extra, err);
+    json_decref(extra);
+    if (env && ms->entry) {
+        char dir[128], *path = NULL;
+        snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
+        if (strcmp(json_string_value(json_object_get(ms->entry, "runtime")), "python") == 0) {
+            json_object_set_new(env, "PYTHONPATH", json_string(dir));
+        } else if (asprintf(&path, "%s/node_modules/.bin:%s", dir,
+                            json_string_value(json_object_get(env, "PATH")) ?: "/usr/bin") > 0) {
+            json_object_set_new(env, "PATH", json_string(path));
+            free(path);
+        }
+    }
+    return env;
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg);
+static void on_writable(evutil_socket_t fd, short what, void *arg);
+static void on_stderr(evutil_socket_t fd, short what, void *arg);
+static void on_exit_status(evutil_socket_t fd, short what, void *arg);
+static void on_deadline(evutil_socket_t fd, short what, void *arg);
+
+static void watch(struct mcp_backend *be, int fds[4])
+{
+    struct event_base *base = server_base(be->server->box->srv);
+    be->in_fd = fds[0];
+    be->out_fd = fds[1];
+    be->err_fd = fds[2];
+    be->status_fd = fds[3];
+    for (int i = 0; i < 4; i++) nonblock(fds[i]);
+    be->to_server = evbuffer_new();
+    be->from_server = evbuffer_new();
+    be->in_ev = event_new(base, be->in_fd, EV_WRITE | EV_PERSIST, on_writable, be);
+    be->out_ev = event_new(base, be->out_fd, EV_READ | EV_PERSIST, on_readable, be);
+    be->err_ev = event_new(base, be->err_fd, EV_READ | EV_PERSIST, on_stderr, be);
+    be->status_ev = event_new(base, be->status_fd, EV_READ | EV_PERSIST, on_exit_status, be);
+    be->deadline = evtimer_new(base, on_deadline, be);
+    event_add(be->out_ev, NULL);
+    event_add(be->err_ev, NULL);
+    event_add(be->status_ev, NULL);
+    struct timeval tv = {MCP_START_TIMEOUT_MS / 1000, 0};
+    evtimer_add(be->deadline, &tv);
+}
+
+static void send_initialize(struct mcp_backend *be);
+
+int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
+                      void (*on_ready)(struct mcp_backend *be, int r, const char *error),
+                      struct mcp_backend **out, err_t *err)
+{
+    json_t *env = build_env(ms, err);
+    if (!env) return -EIO;
+    const char **argv = NULL;
+    char **envp = NULL;
+    int fds[4];
+    int r = build_argv(ms, env, &argv, err);
+    if (r == 0) r = server_env_list(env, &envp, err);
+    if (r == 0)
+        r = server_exec(ms->box->srv, ms->box->sb, argv, (const char *const *)envp,
+                        "/workspace", 0, fds, err);
+    free(argv);
+    server_env_free(envp);
+    json_decref(env);
+    if (r < 0) return r;
+    struct mcp_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        for (int i = 0; i < 4; i++) close(fds[i]);
+        return err_set(err, -ENOMEM, "out of memory");
+    }
+    be->server = ms;
+    be->owner = owner;
+    be->on_ready = on_ready;
+    be->next_id = 1;
+    be->exit_code = -1;
+    watch(be, fds);
+    send_initialize(be);
+    *out = be;
+    return 0;
+}
+
+static void close_fd(int *fd, struct event **ev)
+{
+    if (*ev) event_free(*ev);
+    *ev = NULL;
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+void mcp_backend_free(struct mcp_backend *be)
+{
+    if (!be) return;
+    close_fd(&be->in_fd, &be->in_ev);
+    close_fd(&be->out_fd, &be->out_ev);
+    close_fd(&be->err_fd, &be->err_ev);
+    close_fd(&be->status_fd, &be->status_ev); /* the monitor kills the process */
+    if (be->deadline) event_free(be->deadline);
+    for (size_t i = 0; i < MCP_PENDING_SLOTS; i++)
+        if (be->pend[i].id) mcp_pending_clear(be, &be->pend[i]);
+    for (size_t i = 0; i < be->n_pages; i++) free(be->pages[i]);
+    free(be->pages);
+    free(be->page_len);
+    if (be->to_server) evbuffer_free(be->to_server);
+    if (be->from_server) evbuffer_free(be->from_server);
+    json_decref(be->init_result);
+    free(be);
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    mcp_backend_free(arg);
+}
+
+void mcp_backend_reap(struct mcp_backend *be)
+{
+    be->state = BE_DEAD;
+    close_fd(&be->in_fd, &be->in_ev);
+    close_fd(&be->out_fd, &be->out_ev);
+    close_fd(&be->err_fd, &be->err_ev);
+    close_fd(&be->status_fd, &be->status_ev);
+    if (be->deadline) event_free(be->deadline);
+    be->deadline = NULL;
+    event_base_once(server_base(be->server->box->srv), -1, EV_TIMEOUT, on_reap, be, NULL);
+}
+
+/* ---- writing and reading ---- */
+
+static void flush(struct mcp_backend *be)
+{
+    while (evbuffer_get_length(be->to_server) > 0) {
+        int n = evbuffer_write(be->to_server, be->in_fd);
+        if (n < 0 && errno == EAGAIN) {
+            event_add(be->in_ev, NULL);
+            return;
+        }
+        if (n <= 0) {
+            evbuffer_drain(be->to_server, evbuffer_get_length(be->to_server));
+            break; /* it stopped reading: its exit status follows */
+        }
+    }
+    event_del(be->in_ev);
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+    flush(arg);
+}
+
+void mcp_backend_send(struct mcp_backend *be, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!text || be->in_fd < 0) {
+        free(text);
+        return;
+    }
+    evbuffer_add(be->to_server, text, strlen(text));
+    evbuffer_add(be->to_server, "\n", 1);
+    free(text);
+    flush(be);
+}
+
+struct mcp_pending *mcp_pending_find(struct mcp_backend *be, int64_t id)
+{
+    struct mcp_pending *p = &be->pend[(uint64_t)id & (MCP_PENDING_SLOTS - 1)];
+    return id > 0 && p->id == id ? p : NULL;
+}
+
+int mcp_backend_request(struct mcp_backend *be, json_t *msg, struct mcp_pending **out)
+{
+    if (be->n_pending >= MCP_PENDING_SLOTS / 2) return -EAGAIN;
+    struct mcp_pending *p;
+    do p = &be->pend[(uint64_t)be->next_id & (MCP_PENDING_SLOTS - 1)];
+    while (p->id && ++be->next_id);
+    memset(p, 0, sizeof *p);
+    p->id = be->next_id++;
+    be->n_pending++;
+    json_object_set_new(msg, "id", json_integer(p->id));
+    *out = p;
+    return 0;
+}
+
+void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
+{
+    json_decref(p->client_id);
+    json_decref(p->client_token);
+    if (p->session && p->session->pending) p->session->pending--;
+    memset(p, 0, sizeof *p);
+    be->n_pending--;
+}
+
+static void fail(struct mcp_backend *be, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void handle_line(struct mcp_backend *be, const char *line, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(line, len, 0, &jerr);
+    if (!json_is_object(msg)) {
+        json_decref(msg);
+        return; /* a log line on stdout: not protocol, not for clients */
+    }
+    json_t *id = json_object_get(msg, "id");
+    bool response = id && !json_object_get(msg, "method");
+    struct mcp_pending *p = response && json_is_integer(id)
+                                ? mcp_pending_find(be, json_integer_value(id)) : NULL;
+    if (p && p->internal) {
+        mcp_internal_fn fn = p->internal;
+        mcp_pending_clear(be, p);
+        fn(be, msg, line, len);
+    } else if (!response || p) {
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        if (method && strcmp(method, "notifications/tools/list_changed") == 0 &&
+            be->state == BE_READY) {
+            json_t *list = json_pack("{s:s,s:s,s:{}}", "jsonrpc", "2.0", "method", "tools/list",
+                                     "params");
+            struct mcp_pending *lp;
+            if (mcp_backend_request(be, list, &lp) == 0) {
+                lp->internal = on_page;
+                be->relisting = true;
+                mcp_backend_send(be, list);
+            } else {
+                json_decref(list);
+            }
+        } else {
+            mcp_route_from_server(be, msg);
+        }
+    }
+    json_decref(msg);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    for (;;) {
+        int n = evbuffer_read(be->from_server, fd, 65536);
+        if (n < 0 && errno == EAGAIN) break;
+        if (n <= 0) { /* EOF: the exit status tells the rest */
+            event_del(be->out_ev);
+            break;
+        }
+        if (evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE + 65536) break;
+    }
+    for (;;) {
+        struct evbuffer_ptr eol = evbuffer_search(be->from_server, "\n", 1, NULL);
+        if (eol.pos < 0) break;
+        size_t len = (size_t)eol.pos;
+        char *line = len <= MCP_MAX_MESSAGE ? malloc(len + 1) : NULL;
+        if (line) evbuffer_remove(be->from_server, line, len);
+        evbuffer_drain(be->from_server, line ? 1 : len + 1);
+        if (line) handle_line(be, line, len);
+        free(line);
+        if (be->state == BE_DEAD) return;
+    }
+    if (evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE)
+        fail(be, "it wrote a message longer than %u bytes, the limit", MCP_MAX_MESSAGE);
+}
+
+static void on_stderr(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    char chunk[4096];
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n <= 0) {
+        if (n == 0 || errno != EAGAIN) event_del(be->err_ev);
+        return;
+    }
+    size_t cap = sizeof be->errtail - 1, add = (size_t)n > cap ? cap : (size_t)n;
+    if (be->errtail_len + add > cap) {
+        size_t drop = be->errtail_len + add - cap;
+        memmove(be->errtail, be->errtail + drop, be->errtail_len - drop);
+        be->errtail_len -= drop;
+    }
+    memcpy(be->errtail + be->errtail_len, chunk + n - add, add);
+    be->errtail_len += add;
+    be->errtail[be->errtail_len] = '\0';
+}
+
+/* The last lines of stderr on one line, for an error message. */
+static const char *stderr_tail(struct mcp_backend *be, char *out, size_t size)
+{
+    const char *s = be->errtail;
+    size_t n = be->errtail_len;
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ')) n--;
+    size_t from = n > size - 1 ? n - (size - 1) : 0;
+    snprintf(out, size, "%.*s", (int)(n - from), s + from);
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    return out;
+}
+
+/* ---- start: initialize, list, gate ---- */
+
+static void ready(struct mcp_backend *be, int r, const char *error)
+{
+    if (be->deadline) evtimer_del(be->deadline);
+    be->on_ready(be, r, error);
+}
+
+static void fail(struct mcp_backend *be, const char *fmt, ...)
+{
+    char why[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    bool starting = be->state != BE_READY;
+    be->state = BE_DEAD;
+    close_fd(&be->in_fd, &be->in_ev);
+    if (starting) ready(be, -EIO, why);
+    else mcp_backend_lost(be, why);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    if (be->state != BE_READY)
+        fail(be, "it did not answer initialize and tools/list within %d s", MCP_START_TIMEOUT_MS / 1000);
+}
+
+static void on_exit_status(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    struct proto_exec_status st = {.exit_code = -1, .start_errno = EIO};
+    ssize_t n = read(fd, &st, sizeof st);
+    if (n < 0 && errno == EAGAIN) return;
+    close_fd(&be->status_fd, &be->status_ev);
+    if (be->out_ev) on_readable(be->out_fd, EV_READ, be); /* its last words */
+    if (be->state == BE_DEAD) return;
+    char tail[600];
+    stderr_tail(be, tail, sizeof tail);
+    be->exit_code = st.exit_code;
+    if (n == (ssize_t)sizeof st && st.exit_code == -1)
+        fail(be, "cannot start it: %s; check the command", strerror(st.start_errno));
+    else
+        fail(be, "it exited with status %d%s%s", st.exit_code, tail[0] ? ": " : "", tail);
+}
+
+static const char *error_text(json_t *msg)
+{
+    const char *m = json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
+    return m ? m : "(no message)";
+}
+
+static void listed(struct mcp_backend *be)
+{
+    struct mcp_toolset fresh = {0};
+    err_t err = {0};
+    int r = mcp_toolset_from_pages(be->pages, be->page_len, be->n_pages, &fresh, &err);
+    for (size_t i = 0; i < be->n_pages; i++) free(be->pages[i]);
+    be->n_pages = 0;
+    if (r < 0) {
+        if (be->relisting) return; /* keep serving the approved list */
+        return fail(be, "its tools/list answer has no fingerprint: %s", err.msg);
+    }
+    if (be->relisting) {
+        be->relisting = false;
+        mcp_gate_relist(be->server, &fresh);
+        mcp_toolset_clear(&fresh);
+        return;
+    }
+    r = mcp_gate_check(be->server, &fresh, &err);
+    mcp_toolset_clear(&fresh);
+    be->state = r == 0 ? BE_READY : BE_DEAD;
+    ready(be, r, r == 0 ? NULL : err.msg);
+}
+
+static void request_page(struct mcp_backend *be, json_t *cursor)
+{
+    json_t *params = json_object();
+    if (cursor) json_object_set(params, "cursor", cursor);
+    json_t *msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "tools/list", "params",
+                            params);
+    struct mcp_pending *p;
+    if (mcp_backend_request(be, msg, &p) < 0) {
+        json_decref(msg);
+        return fail(be, "too many requests are pending");
+    }
+    p->internal = on_page;
+    mcp_backend_send(be, msg);
+}
+
+static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_t len)
+{
+    if (json_object_get(msg, "error")) {
+        if (be->relisting) {
+            be->relisting = false;
+            return;
+        }
+        return fail(be, "tools/list failed: %s", error_text(msg));
+    }
+    if (be->n_pages == MAX_PAGES) return fail(be, "its tools/list has more than %d pages", MAX_PAGES);
+    char **pages = realloc(be->pages, (be->n_pages + 1) * sizeof *pages);
+    if (pages) be->pages = pages;
+    size_t *lens = realloc(be->page_len, (be->n_pages + 1) * sizeof *lens);
+    if (lens) be->page_len = lens;
+    char *copy = pages && lens ? strndup(line, len) : NULL;
+    if (!copy) return fail(be, "out of memory");
+    be->pages[be->n_pages] = copy;
+    be->page_len[be->n_pages++] = len;
+    json_t *cursor = json_object_get(json_object_get(msg, "result"), "nextCursor");
+    if (json_is_string(cursor)) request_page(be, cursor);
+    else listed(be);
+}
+
+static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line, size_t len)
+{
+    json_t *result = json_object_get(msg, "result");
+    if (!json_is_object(result)) return fail(be, "initialize failed: %s", error_text(msg));
+    be->init_result = json_incref(result);
+    mcp_backend_send(be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
+                                   "notifications/initialized"));
+    be->state = BE_LISTING;
+    if (json_object_get(json_object_get(result, "capabilities"), "tools")) {
+        request_page(be, NULL);
+    } else {
+        char *empty = strdup("[]");
+        be->pages = malloc(sizeof *be->pages);
+        be->page_len = malloc(sizeof *be->page_len);
+        be->pages[0] = empty;
+        be->page_len[0] = 2;
+        be->n_pages = 1;
+        listed(be);
+    }
+}
+
+static void send_initialize(struct mcp_backend *be)
+{
+    json_t *msg = json_pack("{s:s,s:s,s:{s:s,s:{s:{},s:{},s:{s:b}},s:{s:s,s:s}}}", "jsonrpc",
+                            "2.0", "method", "initialize", "params", "protocolVersion",
+                            MCP_VERSION_LATEST, "capabilities", "sampling", "elicitation",
+                            "roots", "listChanged", 0, "clientInfo", "name", "runtime",
+                            "version", "0.1");
+    struct mcp_pending *p;
+    mcp_backend_request(be, msg, &p);
+    p->internal = on_initialized;
+    mcp_backend_send(be, msg);
+}
+
+/* ---- a server's shared process ---- */
+
+static void schedule_restart(struct mcp_server *ms);
+
+static void shared_ready(struct mcp_backend *be, int r, const char *error)
+{
+    struct mcp_server *ms = be->server;
+    if (r == 0) {
+        ms->started_ms = now_ms();
+        return mcp_server_set_status(ms, MCP_READY, NULL);
+    }
+    ms->shared = NULL;
+    mcp_backend_reap(be);
+    if (r == -EPERM) {
+        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s}", "fingerprint", ms->seen,
+                                               FINGERPRINT_SHORT, "error", error));
+        return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
+    }
+    mcp_server_set_status(ms, MCP_FAILED, "%s", error);
+}
+
+/* isolation "session": the first process is only a probe for the gate. */
+static void probe_ready(struct mcp_backend *be, int r, const char *error)
+{
+    struct mcp_server *ms = be->server;
+    ms->shared = NULL;
+    mcp_backend_reap(be);
+    if (r == 0) return mcp_server_set_status(ms, MCP_READY, NULL);
+    if (r == -EPERM) {
+        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s}", "fingerprint", ms->seen,
+                                               FINGERPRINT_SHORT, "error", error));
+        return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
+    }
+    mcp_server_set_status(ms, MCP_FAILED, "%s", error);
+}
+
+void mcp_server_start(struct mcp_server *ms)
+{
+    err_t err = {0};
+    mcp_server_set_status(ms, MCP_STARTING, NULL);
+    mcp_apply_policy(ms->box);
+    if (mcp_backend_spawn(ms, NULL, ms->per_session ? probe_ready : shared_ready, &ms->shared,
+                          &err) < 0)
+        mcp_server_set_status(ms, MCP_FAILED, "cannot start it: %s", err.msg);
+}
+
+static void on_restart(evutil_socket_t fd, short what, void *arg)
+{
+    mcp_server_start(arg);
+}
+
+static void schedule_restart(struct mcp_server *ms)
+{
+    if (now_ms() - ms->started_ms > RESTART_MAX_MS) ms->restarts = 0;
+    uint64_t delay = 500ull << (ms->restarts < 7 ? ms->restarts : 7);
+    if (delay > RESTART_MAX_MS) delay = RESTART_MAX_MS;
+    ms->restarts++;
+    if (!ms->restart_timer) ms->restart_timer = evtimer_new(server_base(ms->box->srv), on_restart, ms);
+    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
+    evtimer_add(ms->restart_timer, &tv);
+}
+
+/* The shared process of a ready server ended: its clients' requests fail, the sessions
+ * stay, and it comes back after a pause that grows while it keeps failing. */
+void mcp_server_process_lost(struct mcp_backend *be, const char *why)
+{
+    struct mcp_server *ms = be->server;
+    mcp_event(ms, "mcp.exited", json_pack("{s:i,s:s}", "exitCode", be->exit_code, "error", why));
+    ms->shared = NULL;
+    mcp_backend_reap(be);
+    mcp_server_set_status(ms, MCP_STARTING, "restarting: %s", why);
+    schedule_restart(ms);
+}
+
+void mcp_server_halt(struct mcp_server *ms)
+{
+    mcp_install_cancel(ms);
+    if (ms->restart_timer) {
+        event_free(ms->restart_timer);
+        ms->restart_timer = NULL;
+    }
+    while (ms->sessions) mcp_session_free(ms->sessions);
+    if (ms->shared) mcp_backend_free(ms->shared);
+    ms->shared = NULL;
+}

@@ -1,0 +1,61 @@
+/* mcp: the MCP servers of a sandbox and the gateway to them (DESIGN.md "gateway").
+ *
+ * A server is installed in its sandbox (catalog entries: npm with scripts off, exact
+ * version, egress narrowed to the registry), started as one long-running stdio process,
+ * initialized once by the gateway, and fingerprinted: its tool list must match the
+ * approved one or it is refused. Agents reach it at {publicUrl}/mcp/{link}/{server}
+ * over MCP Streamable HTTP with the sandbox's bearer token; the gateway answers each
+ * client's initialize itself, remaps request ids and progress tokens per session and
+ * routes the server's own requests (sampling, elicitation) back to a client. */
+#ifndef RUNTIME_MCP_H
+#define RUNTIME_MCP_H
+
+#include <jansson.h>
+
+#include "../common/common.h"
+#include "../policy/policy.h"
+
+/* Limits with defaults (DESIGN invariant 7). */
+#define MCP_MAX_MESSAGE (4u << 20)  /* one JSON-RPC message, either way */
+#define MCP_MAX_SERVERS 16          /* per sandbox */
+#define MCP_MAX_SESSIONS 256        /* client sessions per server */
+#define MCP_MAX_PENDING 256         /* unanswered requests per session */
+#define MCP_SESSION_IDLE_MS (3600 * 1000) /* a session nobody used for an hour ends */
+#define MCP_INSTALL_TIMEOUT_MS (15 * 60 * 1000)
+#define MCP_START_TIMEOUT_MS (60 * 1000) /* from spawn to a fingerprinted tool list */
+#define MCP_KEEPALIVE_MS (15 * 1000)
+
+struct server;
+struct sbx;
+struct mcp_box;
+struct evhttp_request;
+
+/* Loads the sandbox's servers from the store and starts the ones that were running
+ * (after a daemon restart). Nothing to do when it never had any. */
+int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err);
+/* Stops every server of the sandbox and ends its client sessions. */
+void mcp_box_free(struct mcp_box *box);
+
+/* POST /v1/sandboxes/{id}/mcp: validates body {servers:[...]} and starts them; *out is
+ * the status answer. -EINVAL/-ENOENT/-EEXIST with a message for the user. */
+int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, err_t *err);
+/* DELETE /v1/sandboxes/{id}/mcp/{name}. */
+int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err);
+/* GET /v1/sandboxes/{id}/mcp[?wait=S]: answers now, or once no server is installing or
+ * starting, or after wait_ms. */
+void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request *req,
+                      uint32_t wait_ms);
+/* The catalog (borrowed), for GET /v1/mcp/catalog. */
+json_t *mcp_catalog(struct server *srv);
+
+/* The gateway: every request under /mcp/. */
+void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *path);
+
+/* The policy the sandbox's egress applies: its own network settings, narrowed to the
+ * package registry while a server installs, and widened by the catalog hosts of its
+ * running servers. */
+int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
+/* The egress refused a connection of sb: a warning on servers that are starting. */
+void mcp_egress_refused(struct sbx *sb, json_t *fields);
+
+#endif

@@ -1,0 +1,222 @@
+/* Private to the mcp folder: the objects of the gateway and how its files share them.
+ *
+ *   mcp_box (one per sandbox: link, token)
+ *     mcp_server (a configured server: status, approved tools)
+ *       mcp_backend (a running stdio process: the JSON-RPC link, pending requests)
+ *       mcp_session (a client session: its streams and the requests it sent)
+ *         mcp_stream (an HTTP answer in progress: a POST's answers or the GET stream) */
+#ifndef RUNTIME_MCP_IMPL_H
+#define RUNTIME_MCP_IMPL_H
+
+#include <stdint.h>
+
+#include "../fingerprint/fingerprint.h"
+#include "../server/server.h"
+#include "mcp.h"
+
+#define MCP_PENDING_SLOTS 4096 /* per process; a power of two */
+#define MCP_HISTORY 256        /* SSE events kept per session for Last-Event-ID */
+#define MCP_NAME_MAX 64
+#define MCP_VERSION_LATEST "2025-11-25"
+
+enum mcp_status { MCP_INSTALLING, MCP_STARTING, MCP_READY, MCP_FAILED, MCP_REFUSED, MCP_STOPPED };
+
+/* A fingerprinted tool list: each tool's canonical text, sorted by name. */
+struct mcp_tool {
+    char *name;
+    char *canon;
+};
+struct mcp_toolset {
+    struct mcp_tool *v;
+    size_t n;
+    char sha256[65];
+    char *canon; /* the whole list's canonical text: what was hashed */
+};
+
+struct mcp_box {
+    struct server *srv;
+    struct sbx *sb;
+    char link[33];  /* 128 random bits */
+    char token[65]; /* 256 random bits */
+    struct mcp_server *servers;
+    struct mcp_waiter *waiters;
+    int installing;         /* installs running now */
+    char registry[256];     /* host of the package registry, once known */
+    struct event *keepalive;
+};
+
+struct mcp_server {
+    struct mcp_box *box;
+    char name[MCP_NAME_MAX];
+    json_t *config; /* as started: {id?|name, command?, env, secrets, args, fingerprint?, isolation} */
+    json_t *entry;  /* catalog entry (borrowed from the catalog) or NULL */
+    bool installed;
+    bool per_session; /* isolation "session" */
+    enum mcp_status status;
+    char error[1024];
+    json_t *warnings;
+    bool has_approved;
+    struct mcp_toolset approved;
+    char seen[65]; /* sha256 of the list the process showed last */
+    char *served;        /* canonical tools array clients see */
+    json_t *served_json;  /* the same, parsed once for answers */
+    json_t *served_names; /* names in served */
+    struct mcp_backend *shared; /* the one process (isolation "shared") */
+    struct mcp_session *sessions;
+    size_t n_sessions;
+    struct server_run *install;
+    struct event *restart_timer;
+    unsigned restarts;
+    uint64_t started_ms;
+    struct mcp_server *next;
+};
+
+/* A request the gateway sent to a process, waiting for its answer. */
+struct mcp_backend;
+typedef void (*mcp_internal_fn)(struct mcp_backend *be, json_t *msg, const char *line,
+                                size_t len);
+struct mcp_pending {
+    int64_t id; /* 0: free */
+    struct mcp_session *session; /* NULL for the gateway's own requests */
+    json_t *client_id;
+    json_t *client_token; /* the client's progress token, or NULL */
+    struct mcp_stream *stream;
+    mcp_internal_fn internal;
+};
+
+struct mcp_backend {
+    struct mcp_server *server;
+    struct mcp_session *owner; /* isolation "session": the session it serves */
+    int in_fd, out_fd, err_fd, status_fd;
+    struct event *in_ev, *out_ev, *err_ev, *status_ev, *deadline;
+    struct evbuffer *to_server, *from_server;
+    char errtail[2048];
+    size_t errtail_len;
+    enum { BE_INIT, BE_LISTING, BE_READY, BE_DEAD } state;
+    int64_t next_id;
+    struct mcp_pending pend[MCP_PENDING_SLOTS];
+    size_t n_pending;
+    char **pages; /* tools/list pages while listing */
+    size_t *page_len, n_pages;
+    bool relisting;
+    json_t *init_result; /* the process's initialize result */
+    int exit_code;
+    void (*on_ready)(struct mcp_backend *be, int r, const char *error);
+};
+
+/* An HTTP answer in progress. A POST's stream ends when its last answer is out; the
+ * GET stream lives until the client leaves. */
+struct mcp_stream {
+    struct mcp_session *session;
+    struct evhttp_request *req; /* NULL while no client is attached */
+    unsigned number;
+    unsigned seq;
+    bool is_get;
+    bool gone;        /* the client left; answers go to the history only */
+    bool sse;         /* answering with text/event-stream */
+    int waiting;      /* answers still due (POST) */
+    bool batch;       /* the client sent an array (2025-03-26) */
+    json_t *answers;  /* JSON mode: answers collected */
+    struct mcp_stream *next;
+};
+
+struct mcp_event {
+    unsigned stream, seq;
+    char *data;
+};
+
+struct mcp_session {
+    struct mcp_server *server;
+    struct mcp_backend *be; /* the shared process, or its own */
+    char id[33];
+    char version[16];
+    bool sampling, elicitation, roots;
+    json_t *client_info;
+    struct mcp_stream *streams;
+    struct mcp_stream *get; /* the standalone GET stream, or NULL */
+    unsigned next_stream;
+    struct mcp_event history[MCP_HISTORY];
+    size_t history_next;
+    json_t *subscriptions; /* resource uris */
+    json_t *asks;          /* our id (string) -> the process's id for its requests to us */
+    int64_t next_ask;
+    size_t pending;
+    uint64_t last_used_ms;
+    struct evhttp_request *init_req; /* initialize waiting for its own process */
+    json_t *init_id;
+    struct mcp_session *next;
+};
+
+/* box.c */
+const char *mcp_status_name(enum mcp_status s);
+void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mcp_box_save(struct mcp_box *box);
+void mcp_box_changed(struct mcp_box *box);
+void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields);
+struct mcp_box *mcp_box_find_link(struct server *srv, const char *link);
+struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
+
+/* install.c */
+void mcp_install(struct mcp_server *ms);
+void mcp_install_cancel(struct mcp_server *ms);
+void mcp_apply_policy(struct mcp_box *box);
+
+/* backend.c: a process and its JSON-RPC link. */
+int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
+                      void (*on_ready)(struct mcp_backend *be, int r, const char *error),
+                      struct mcp_backend **out, err_t *err);
+void mcp_backend_free(struct mcp_backend *be);
+/* Frees be on the next loop turn: for callers below be's own callbacks. */
+void mcp_backend_reap(struct mcp_backend *be);
+/* The process serving a session now (NULL while it is restarting). */
+struct mcp_backend *mcp_session_backend(struct mcp_session *s);
+/* Sends a message (taken) to the process. */
+void mcp_backend_send(struct mcp_backend *be, json_t *msg);
+/* Registers a request; its id is set in msg. -EAGAIN when too many are pending. */
+int mcp_backend_request(struct mcp_backend *be, json_t *msg, struct mcp_pending **out);
+void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p);
+struct mcp_pending *mcp_pending_find(struct mcp_backend *be, int64_t id);
+void mcp_server_start(struct mcp_server *ms);
+void mcp_server_halt(struct mcp_server *ms);
+void mcp_server_process_lost(struct mcp_backend *be, const char *why);
+
+/* gate.c */
+int mcp_toolset_from_pages(char **pages, const size_t *lens, size_t n, struct mcp_toolset *out,
+                           err_t *err);
+int mcp_toolset_from_canon(const char *canon, struct mcp_toolset *out, err_t *err);
+void mcp_toolset_clear(struct mcp_toolset *t);
+/* Checks a fresh list against the approval; 0 when it may serve (approving it when there
+ * was no approval), -EPERM with what changed in err. */
+int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err);
+/* A list that came while running: serves the approved tools it still has unchanged. */
+void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh);
+void mcp_gate_serve_all(struct mcp_server *ms);
+bool mcp_gate_allows(struct mcp_server *ms, const char *tool);
+
+/* session.c */
+struct mcp_session *mcp_session_find(struct mcp_server *ms, const char *id);
+void mcp_session_free(struct mcp_session *s);
+void mcp_sessions_expire(struct mcp_server *ms);
+/* A message from the process for a client (response, request or notification). */
+void mcp_route_from_server(struct mcp_backend *be, json_t *msg);
+void mcp_backend_lost(struct mcp_backend *be, const char *why);
+/* Messages from a client on a POST: 0, or an HTTP status to reply with. */
+int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body);
+void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+void mcp_broadcast(struct mcp_server *ms, json_t *msg); /* taken */
+
+/* transport.c: HTTP and SSE. */
+struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *req, bool get);
+void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer);
+void mcp_stream_free(struct mcp_stream *st);
+void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const char *last_id);
+void mcp_http_json(struct evhttp_request *req, int status, const char *session_id, json_t *v);
+void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void mcp_keepalive(struct mcp_box *box);
+
+/* jsonrpc helpers */
+json_t *mcp_error_msg(json_t *id, int code, const char *message);
+
+#endif

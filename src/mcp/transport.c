@@ -1,0 +1,442 @@
+/* The Streamable HTTP transport of MCP (2025-03-26, 2025-06-18, 2025-11-25) at
+ * {publicUrl}/mcp/{link}/{server}: checks, sessions, JSON and SSE answers, event ids
+ * and resumption by Last-Event-ID, keep-alives. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mcp_impl.h"
+
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+
+static const char *header(struct evhttp_request *req, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+}
+
+static void set_header(struct evhttp_request *req, const char *name, const char *value)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), name, value);
+}
+
+void mcp_http_json(struct evhttp_request *req, int status, const char *session_id, json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    struct evbuffer *out = evbuffer_new();
+    if (text) evbuffer_add(out, text, strlen(text));
+    free(text);
+    set_header(req, "Content-Type", "application/json");
+    if (session_id) set_header(req, "Mcp-Session-Id", session_id);
+    evhttp_send_reply(req, status, NULL, out);
+    evbuffer_free(out);
+}
+
+void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code,
+                    const char *fmt, ...)
+{
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (status == 401) set_header(req, "WWW-Authenticate", "Bearer");
+    mcp_http_json(req, status, NULL, mcp_error_msg(id, code, msg));
+}
+
+/* ---- streams ---- */
+
+static void on_client_gone(struct evhttp_connection *conn, void *arg);
+
+static void detach(struct mcp_stream *st)
+{
+    if (!st->req) return;
+    struct evhttp_connection *conn = evhttp_request_get_connection(st->req);
+    if (conn) evhttp_connection_set_closecb(conn, NULL, NULL);
+}
+
+struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *req, bool get)
+{
+    struct mcp_stream *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->session = s;
+    st->req = req;
+    st->is_get = get;
+    st->number = ++s->next_stream;
+    st->answers = json_array();
+    st->next = s->streams;
+    s->streams = st;
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    if (conn) evhttp_connection_set_closecb(conn, on_client_gone, st);
+    return st;
+}
+
+static void unlink_stream(struct mcp_stream *st)
+{
+    struct mcp_session *s = st->session;
+    struct mcp_stream **pp = &s->streams;
+    while (*pp && *pp != st) pp = &(*pp)->next;
+    if (*pp) *pp = st->next;
+    if (s->get == st) s->get = NULL;
+    struct mcp_backend *be = mcp_session_backend(s);
+    for (size_t i = 0; be && i < MCP_PENDING_SLOTS; i++)
+        if (be->pend[i].stream == st) be->pend[i].stream = NULL;
+}
+
+/* Ends the HTTP answer (if a client still has it) and frees the stream. */
+void mcp_stream_free(struct mcp_stream *st)
+{
+    unlink_stream(st);
+    if (st->req) {
+        detach(st);
+        if (st->sse) evhttp_send_reply_end(st->req);
+        else mcp_http_error(st->req, 503, NULL, -32000, "the session ended");
+    }
+    json_decref(st->answers);
+    free(st);
+}
+
+static void start_sse(struct mcp_stream *st)
+{
+    st->sse = true;
+    if (!st->req) return;
+    set_header(st->req, "Content-Type", "text/event-stream");
+    set_header(st->req, "Cache-Control", "no-cache");
+    set_header(st->req, "Mcp-Session-Id", st->session->id);
+    evhttp_send_reply_start(st->req, 200, "OK");
+}
+
+static void remember(struct mcp_session *s, unsigned stream, unsigned seq, const char *data)
+{
+    struct mcp_event *e = &s->history[s->history_next++ % MCP_HISTORY];
+    free(e->data);
+    e->stream = stream;
+    e->seq = seq;
+    e->data = strdup(data);
+}
+
+static void write_event(struct mcp_stream *st, unsigned seq, const char *data)
+{
+    if (!st->req) return;
+    struct evbuffer *out = evbuffer_new();
+    evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
+    evhttp_send_reply_chunk(st->req, out);
+    evbuffer_free(out);
+}
+
+static void send_event(struct mcp_stream *st, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (!text) return;
+    unsigned seq = ++st->seq;
+    remember(st->session, st->number, seq, text);
+    write_event(st, seq, text);
+    free(text);
+}
+
+static void finish(struct mcp_stream *st)
+{
+    if (st->req && !st->sse) {
+        json_t *v = st->batch ? json_incref(st->answers) : json_incref(json_array_get(st->answers, 0));
+        detach(st);
+        if (v) mcp_http_json(st->req, 200, st->session->id, v);
+        else evhttp_send_reply(st->req, 202, "Accepted", NULL);
+        st->req = NULL;
+    }
+    mcp_stream_free(st);
+}
+
+void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer)
+{
+    if (!st->sse && !is_answer) {
+        /* Something comes before the answers: switch to SSE, answers so far first. */
+        start_sse(st);
+        size_t i;
+        json_t *a;
+        json_array_foreach(st->answers, i, a) send_event(st, json_incref(a));
+        json_array_clear(st->answers);
+    }
+    if (msg && st->sse) send_event(st, msg);
+    else if (msg) json_array_append_new(st->answers, msg);
+    if (is_answer && --st->waiting <= 0 && !st->is_get) finish(st);
+}
+
+static void on_client_gone(struct evhttp_connection *conn, void *arg)
+{
+    struct mcp_stream *st = arg;
+    struct evhttp_request *req = st->req;
+    st->req = NULL;
+    st->gone = true;
+    /* libevent detached the unfinished request from the connection: ending it frees it. */
+    if (req && st->sse) evhttp_send_reply_end(req);
+    else if (req) evhttp_request_free(req);
+    if (st->is_get) mcp_stream_free(st);
+}
+
+/* A GET with Last-Event-ID "STREAM-SEQ": the events of that stream after SEQ, then the
+ * stream itself if it is still open. */
+void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const char *last_id)
+{
+    unsigned stream = 0, seq = 0;
+    if (sscanf(last_id, "%u-%u", &stream, &seq) != 2)
+        return mcp_http_error(req, 400, NULL, -32600, "Last-Event-ID %.40s is not one of this "
+                              "server's event ids", last_id);
+    struct mcp_stream *live = NULL;
+    for (struct mcp_stream *st = s->streams; st; st = st->next)
+        if (st->number == stream && !st->req) live = st;
+    struct mcp_stream *st = live;
+    if (!st) { /* replay only, then end */
+        st = mcp_stream_new(s, req, true);
+        st->is_get = false;
+        st->waiting = 0;
+    } else {
+        st->req = req;
+        st->gone = false;
+        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_gone, st);
+    }
+    bool was_sse = st->sse;
+    st->sse = false;
+    start_sse(st);
+    (void)was_sse;
+    for (size_t i = 0; i < MCP_HISTORY; i++) {
+        struct mcp_event *e = &s->history[(s->history_next + i) % MCP_HISTORY];
+        if (e->data && e->stream == stream && e->seq > seq) write_event(st, e->seq, e->data);
+    }
+    if (!live || (!st->is_get && st->waiting <= 0)) {
+        detach(st);
+        evhttp_send_reply_end(st->req);
+        st->req = NULL;
+        mcp_stream_free(st);
+    } else if (st->is_get) {
+        s->get = st;
+    }
+}
+
+void mcp_keepalive(struct mcp_box *box)
+{
+    for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
+        for (struct mcp_session *s = ms->sessions; s; s = s->next)
+            for (struct mcp_stream *st = s->streams; st; st = st->next) {
+                if (!st->req || !st->sse) continue;
+                struct evbuffer *out = evbuffer_new();
+                evbuffer_add_printf(out, ": keep-alive\n\n");
+                evhttp_send_reply_chunk(st->req, out);
+                evbuffer_free(out);
+            }
+        mcp_sessions_expire(ms);
+    }
+}
+
+/* ---- checks ---- */
+
+static bool accepts(const char *accept, const char *type)
+{
+    if (!accept) return false;
+    return strcasestr(accept, type) != NULL || strstr(accept, "*/*") != NULL;
+}
+
+static bool is_loopback_host(const char *host, size_t len)
+{
+    return (len == 9 && strncasecmp(host, "localhost", 9) == 0) ||
+           (len == 9 && strncmp(host, "127.0.0.1", 9) == 0) || (len == 5 && strncmp(host, "[::1]", 5) == 0);
+}
+
+/* host[:port] of a URL such as the public URL */
+static void url_authority(const char *url, char *out, size_t size)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    snprintf(out, size, "%.*s", (int)strcspn(p, "/"), p);
+}
+
+/* DNS rebinding: a page in a browser that got a name pointed at us sends its own name
+ * as Host. The public URL's authority and, on loopback, the loopback names are ours. */
+static bool host_ok(struct server *srv, const char *host)
+{
+    if (!host) return false;
+    const struct server_config *cfg = server_config(srv);
+    char pub[256];
+    url_authority(cfg->public_url, pub, sizeof pub);
+    if (strcasecmp(host, pub) == 0 || strcasecmp(host, cfg->listen) == 0) return true;
+    const char *colon = strrchr(cfg->listen, ':');
+    const char *hcolon = strrchr(host, ':');
+    size_t hlen = hcolon && hcolon > strrchr(host, ']') ? (size_t)(hcolon - host) : strlen(host);
+    bool listen_loopback = strncmp(cfg->listen, "127.", 4) == 0 || strncmp(cfg->listen, "[::1]", 5) == 0 ||
+                           strncmp(cfg->listen, "localhost", 9) == 0;
+    return listen_loopback && is_loopback_host(host, hlen) && colon && hcolon &&
+           strcmp(colon, hcolon) == 0;
+}
+
+/* Browsers send Origin: only the public URL's own origin and local tools (loopback
+ * origins, such as the MCP Inspector) may call. */
+static bool origin_ok(struct server *srv, const char *origin)
+{
+    if (!origin) return true;
+    const char *pub = server_config(srv)->public_url, *sep = strstr(pub, "://");
+    size_t origin_len = sep ? (size_t)(sep + 3 - pub) + strcspn(sep + 3, "/") : strlen(pub);
+    if (strlen(origin) == origin_len && strncasecmp(origin, pub, origin_len) == 0) return true;
+    char auth[256];
+    url_authority(origin, auth, sizeof auth);
+    const char *colon = strrchr(auth, ':');
+    size_t len = colon && colon > strrchr(auth, ']') ? (size_t)(colon - auth) : strlen(auth);
+    return (strncmp(origin, "http://", 7) == 0 || strncmp(origin, "https://", 8) == 0) &&
+           is_loopback_host(auth, len);
+}
+
+static bool version_ok(const char *v)
+{
+    for (size_t i = 0; v && i < ARRAY_LEN(versions); i++)
+        if (strcmp(v, versions[i]) == 0) return true;
+    return !v;
+}
+
+/* The session a request names: 400 without one, 404 for an unknown one. */
+static struct mcp_session *session_of(struct mcp_server *ms, struct evhttp_request *req)
+{
+    const char *sid = header(req, "Mcp-Session-Id");
+    if (!sid) {
+        mcp_http_error(req, 400, NULL, -32000, "Bad Request: Mcp-Session-Id header is required "
+                       "(send initialize first)");
+        return NULL;
+    }
+    struct mcp_session *s = mcp_session_find(ms, sid);
+    if (!s) mcp_http_error(req, 404, NULL, -32001, "Session not found: it ended or never "
+                           "existed; initialize a new one");
+    return s;
+}
+
+static bool is_initialize(json_t *body)
+{
+    const char *m = json_string_value(json_object_get(body, "method"));
+    return json_is_object(body) && m && strcmp(m, "initialize") == 0 &&
+           json_object_get(body, "id");
+}
+
+static void post(struct mcp_server *ms, struct evhttp_request *req)
+{
+    const char *accept = header(req, "Accept"), *ctype = header(req, "Content-Type");
+    if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream"))
+        return mcp_http_error(req, 406, NULL, -32000, "Not Acceptable: the client must accept "
+                              "both application/json and text/event-stream");
+    if (!ctype || strncasecmp(ctype, "application/json", 16) != 0)
+        return mcp_http_error(req, 415, NULL, -32000, "Unsupported Media Type: send "
+                              "Content-Type: application/json");
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    if (n > MCP_MAX_MESSAGE)
+        return mcp_http_error(req, 413, NULL, -32000, "the message is %zu bytes; the limit is %u",
+                              n, MCP_MAX_MESSAGE);
+    json_error_t jerr;
+    json_t *body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &jerr);
+    if (!body)
+        return mcp_http_error(req, 400, NULL, -32700, "Parse error: %s", jerr.text);
+    if (is_initialize(body)) {
+        mcp_session_initialize(ms, req, body);
+    } else if (!version_ok(header(req, "MCP-Protocol-Version"))) {
+        mcp_http_error(req, 400, NULL, -32000, "Bad Request: unsupported MCP-Protocol-Version "
+                       "%.40s; this gateway speaks 2025-11-25, 2025-06-18 and 2025-03-26",
+                       header(req, "MCP-Protocol-Version"));
+    } else {
+        struct mcp_session *s = session_of(ms, req);
+        int status = s ? mcp_session_post(s, req, body) : 0;
+        if (status == 400)
+            mcp_http_error(req, 400, NULL, -32600, "Invalid Request: %s",
+                           json_is_array(body) ? "batches need protocol version 2025-03-26 and "
+                           "at least one message" : "each message must be a JSON-RPC object");
+    }
+    json_decref(body);
+}
+
+static void get(struct mcp_server *ms, struct evhttp_request *req)
+{
+    if (!accepts(header(req, "Accept"), "text/event-stream"))
+        return mcp_http_error(req, 406, NULL, -32000, "Not Acceptable: the GET stream is "
+                              "text/event-stream");
+    struct mcp_session *s = session_of(ms, req);
+    if (!s) return;
+    s->last_used_ms = now_ms();
+    const char *last = header(req, "Last-Event-ID");
+    if (last) return mcp_stream_resume(s, req, last);
+    if (s->get)
+        return mcp_http_error(req, 409, NULL, -32000, "Conflict: this session already has a "
+                              "GET stream open");
+    struct mcp_stream *st = mcp_stream_new(s, req, true);
+    s->get = st;
+    start_sse(st);
+}
+
+static void delete_session(struct mcp_server *ms, struct evhttp_request *req)
+{
+    struct mcp_session *s = session_of(ms, req);
+    if (!s) return;
+    mcp_session_free(s);
+    evhttp_send_reply(req, 200, "OK", NULL);
+}
+
+/* Splits "/mcp/LINK/SERVER" in place. */
+static int split(char *path, char **link, char **name)
+{
+    char *seg[4];
+    int n = 0;
+    for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
+        if (n == 4) return -1;
+        seg[n++] = tok;
+    }
+    if (n != 3) return -1;
+    *link = seg[1];
+    *name = seg[2];
+    return 0;
+}
+
+void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw)
+{
+    char *path = evhttp_uridecode(raw, 0, NULL), *link = NULL, *name = NULL;
+    if (!host_ok(srv, header(req, "Host")) || !origin_ok(srv, header(req, "Origin"))) {
+        mcp_http_error(req, 403, NULL, -32000, "Forbidden: the Host or Origin header is not "
+                       "this gateway's (start runtimed with --public-url to name it)");
+        goto out;
+    }
+    struct mcp_box *box = path && split(path, &link, &name) == 0 ? mcp_box_find_link(srv, link)
+                                                                  : NULL;
+    if (!box) {
+        mcp_http_error(req, 404, NULL, -32000, "Not Found: no MCP server at this URL; "
+                       "`runtime sandbox mcp ID` prints the right one");
+        goto out;
+    }
+    const char *auth = header(req, "Authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !str_equal_ct(auth + 7, box->token)) {
+        mcp_http_error(req, 401, NULL, -32000, "Unauthorized: send the sandbox's gateway token "
+                       "as Authorization: Bearer TOKEN");
+        goto out;
+    }
+    struct mcp_server *ms = mcp_server_find(box, name);
+    if (!ms) {
+        mcp_http_error(req, 404, NULL, -32000, "Not Found: sandbox %s has no MCP server %.64s",
+                       box->sb->id, name);
+        goto out;
+    }
+    if (ms->status != MCP_READY) {
+        if (ms->status == MCP_STARTING || ms->status == MCP_INSTALLING)
+            set_header(req, "Retry-After", "2");
+        mcp_http_error(req, 503, NULL, -32000, "server %s is %s%s%s", ms->name,
+                       mcp_status_name(ms->status), ms->error[0] ? ": " : "", ms->error);
+        goto out;
+    }
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_POST: post(ms, req); break;
+    case EVHTTP_REQ_GET: get(ms, req); break;
+    case EVHTTP_REQ_DELETE: delete_session(ms, req); break;
+    default:
+        set_header(req, "Allow", "GET, POST, DELETE");
+        mcp_http_error(req, 405, NULL, -32000, "Method Not Allowed");
+    }
+out:
+    free(path);
+}
