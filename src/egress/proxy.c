@@ -44,11 +44,16 @@ static const char *conn_host(const struct conn *c, char *buf, size_t n)
     return buf;
 }
 
-static void refuse(struct conn *c, const char *reason)
+static void refuse_at(struct conn *c, const char *reason, const char *stage)
 {
     char buf[64];
-    egress_refused(c->es, conn_host(c, buf, sizeof buf), c->port, reason, "connect");
+    egress_refused(c->es, conn_host(c, buf, sizeof buf), c->port, reason, stage);
     conn_close(c);
+}
+
+static void refuse(struct conn *c, const char *reason)
+{
+    refuse_at(c, reason, "connect");
 }
 
 static enum policy_verdict judge(const struct conn *c)
@@ -60,7 +65,8 @@ static enum policy_verdict judge(const struct conn *c)
 void conn_recheck(struct conn *c)
 {
     enum policy_verdict v = judge(c);
-    if (v != POLICY_ALLOW) refuse(c, policy_verdict_name(v));
+    /* An open connection the new policy refuses: closed, with its own stage. */
+    if (v != POLICY_ALLOW) refuse_at(c, policy_verdict_name(v), "policy");
 }
 
 /* The guard, on the exact address about to be dialled. */

@@ -540,6 +540,8 @@ int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err)
 
 void mcp_egress_refused(struct sbx *sb, json_t *fields)
 {
+    const char *stage = json_string_value(json_object_get(fields, "stage"));
+    if (stage && strcmp(stage, "policy") == 0) return; /* an install's leftover connection */
     const char *host = json_string_value(json_object_get(fields, "host"));
     const char *reason = json_string_value(json_object_get(fields, "reason"));
     char text[400];
