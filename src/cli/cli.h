@@ -126,11 +126,16 @@ int cmd_sandbox_exec(struct cli *c, int argc, char **argv);    /* exec.c */
 int cmd_sandbox_cp(struct cli *c, int argc, char **argv);      /* cp.c */
 int cmd_sandbox_network(struct cli *c, int argc, char **argv); /* network.c */
 int cmd_sandbox_events(struct cli *c, int argc, char **argv);  /* events.c */
+int cmd_sandbox_mcp(struct cli *c, int argc, char **argv);     /* sandbox_mcp.c */
 int cmd_secret(struct cli *c, int argc, char **argv);          /* secret.c */
 int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c */
 int cmd_mcp(struct cli *c, int argc, char **argv);             /* mcp.c */
 int cmd_pending(const char *cmd, int argc, char **argv);       /* pending.c */
 const char *pending_usage(const char *cmd);                    /* pending.c */
+
+/* sandbox_mcp.c: the usage of "sandbox mcp", "sandbox mcp catalog", "sandbox mcp ID start" and
+ * "sandbox mcp ID stop"; NULL for another command. */
+const char *sandbox_mcp_usage(const char *cmd);
 
 /* create.c: the options `sandbox create` and `sandbox run` share. */
 extern const struct opt_spec create_opt_specs[];

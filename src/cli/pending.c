@@ -12,12 +12,6 @@ struct pending {
 };
 
 static const struct pending pending[] = {
-    {"sandbox mcp",
-     "Usage: runtime sandbox mcp catalog [--json]\n"
-     "       runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
-     "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
-     "       runtime sandbox mcp ID [--json]\n"
-     "       runtime sandbox mcp ID stop SERVER\n"},
     {"usage", "Usage: runtime usage [--json]\n"},
 };
 

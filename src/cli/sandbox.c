@@ -171,6 +171,7 @@ static const struct sub subs[] = {
     {"network", cmd_sandbox_network},
     {"cp", cmd_sandbox_cp},
     {"events", cmd_sandbox_events},
+    {"mcp", cmd_sandbox_mcp},
 };
 
 int cmd_sandbox(struct cli *c, int argc, char **argv)

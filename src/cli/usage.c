@@ -331,7 +331,9 @@ bool usage_print(const char *cmd, FILE *f)
             return true;
         }
     }
+    /* `sandbox mcp` keeps its texts next to its code. */
     const char *p = pending_usage(cmd);
+    if (!p) p = sandbox_mcp_usage(cmd);
     if (p) fputs(p, f);
     return p != NULL;
 }
