@@ -51,6 +51,13 @@ json_t *mcp_catalog(struct server *srv);
 /* The gateway: every request under /mcp/. */
 void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *path);
 
+/* DNS rebinding and cross-site calls: whether a Host header names this gateway (the
+ * public URL's authority, the listen address, and loopback names when it listens on
+ * loopback), and whether an Origin header (NULL: none) may call (the public URL's
+ * origin and loopback origins, such as the MCP Inspector's). */
+bool mcp_host_allowed(const char *public_url, const char *listen, const char *host);
+bool mcp_origin_allowed(const char *public_url, const char *origin);
+
 /* The policy the sandbox's egress applies: its own network settings, narrowed to the
  * package registry while a server installs, and widened by the catalog hosts of its
  * running servers. */

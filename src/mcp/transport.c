@@ -258,28 +258,27 @@ static void url_authority(const char *url, char *out, size_t size)
 
 /* DNS rebinding: a page in a browser that got a name pointed at us sends its own name
  * as Host. The public URL's authority and, on loopback, the loopback names are ours. */
-static bool host_ok(struct server *srv, const char *host)
+bool mcp_host_allowed(const char *public_url, const char *listen, const char *host)
 {
     if (!host) return false;
-    const struct server_config *cfg = server_config(srv);
     char pub[256];
-    url_authority(cfg->public_url, pub, sizeof pub);
-    if (strcasecmp(host, pub) == 0 || strcasecmp(host, cfg->listen) == 0) return true;
-    const char *colon = strrchr(cfg->listen, ':');
+    url_authority(public_url, pub, sizeof pub);
+    if (strcasecmp(host, pub) == 0 || strcasecmp(host, listen) == 0) return true;
+    const char *colon = strrchr(listen, ':');
     const char *hcolon = strrchr(host, ':');
     size_t hlen = hcolon && hcolon > strrchr(host, ']') ? (size_t)(hcolon - host) : strlen(host);
-    bool listen_loopback = strncmp(cfg->listen, "127.", 4) == 0 || strncmp(cfg->listen, "[::1]", 5) == 0 ||
-                           strncmp(cfg->listen, "localhost", 9) == 0;
+    bool listen_loopback = strncmp(listen, "127.", 4) == 0 || strncmp(listen, "[::1]", 5) == 0 ||
+                           strncmp(listen, "localhost", 9) == 0;
     return listen_loopback && is_loopback_host(host, hlen) && colon && hcolon &&
            strcmp(colon, hcolon) == 0;
 }
 
 /* Browsers send Origin: only the public URL's own origin and local tools (loopback
  * origins, such as the MCP Inspector) may call. */
-static bool origin_ok(struct server *srv, const char *origin)
+bool mcp_origin_allowed(const char *pub, const char *origin)
 {
     if (!origin) return true;
-    const char *pub = server_config(srv)->public_url, *sep = strstr(pub, "://");
+    const char *sep = strstr(pub, "://");
     size_t origin_len = sep ? (size_t)(sep + 3 - pub) + strcspn(sep + 3, "/") : strlen(pub);
     if (strlen(origin) == origin_len && strncasecmp(origin, pub, origin_len) == 0) return true;
     char auth[256];
@@ -398,7 +397,9 @@ static int split(char *path, char **link, char **name)
 void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw)
 {
     char *path = evhttp_uridecode(raw, 0, NULL), *link = NULL, *name = NULL;
-    if (!host_ok(srv, header(req, "Host")) || !origin_ok(srv, header(req, "Origin"))) {
+    const struct server_config *cfg = server_config(srv);
+    if (!mcp_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
+        !mcp_origin_allowed(cfg->public_url, header(req, "Origin"))) {
         mcp_http_error(req, 403, NULL, -32000, "Forbidden: the Host or Origin header is not "
                        "this gateway's (start runtimed with --public-url to name it)");
         goto out;
