@@ -1,0 +1,457 @@
+// The MCP server catalog (catalog/servers.json, served at GET /v1/mcp/catalog):
+//
+//   the file       14 entries of exactly the SPEC.md "Catalog entry" shape, pinned to
+//                  exact versions, MIT or Apache-2.0; no daemon needed.
+//   the API        GET /v1/mcp/catalog (and `runtime sandbox mcp catalog --json`) serve
+//                  that file.
+//   installs       every npm server of the catalog installs and becomes ready in ONE
+//                  sandbox without Internet (network {internet:false, allow:[]}): the
+//                  daemon itself opens the package registry for the installs, and the
+//                  sandbox's events show that the registry is the only host allowed.
+//                  Each server's tool list must match the catalog's fingerprint.
+//   GitHub secret  the github server started with secrets {GITHUB_PERSONAL_ACCESS_TOKEN:
+//                  "ghtok"} calls a fake api.github.com (a namespace this test makes,
+//                  --resolve to it, its CA given with --upstream-ca) through the gateway
+//                  and the official SDK client; the fake receives the real token while
+//                  the sandbox only ever holds the placeholder.
+//
+// The installs and the GitHub test reach the npm registry (the Internet) through the
+// daemon, so their daemon lives in the host's network namespace, as in
+// tests/egress/npm.test.mjs; the fake api.github.com lives in its own namespace, joined
+// to the host's by a veth pair on 198.51.100.0/24 (TEST-NET-2, never routed on the
+// Internet). RUNTIME_E2E_OFFLINE=1 skips them. Everything but the file checks needs root.
+//
+// Nothing here sleeps for synchronisation: waits poll with deadlines.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { ROOT, isRoot, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
+import { ip, sweepStale } from '../egress/lib.mjs';
+import { SecretsDaemon, allEvents, header, showSecretEvents } from '../secrets/lib.mjs';
+
+const UPSTREAM_JS = path.join(ROOT, 'tests', 'secrets', 'upstream.mjs');
+const CATALOG = JSON.parse(fs.readFileSync(path.join(ROOT, 'catalog', 'servers.json'), 'utf8'));
+
+const IDS = ['github', 'postgres', 'playwright', 'filesystem', 'fetch', 'git', 'time', 'memory',
+  'notion', 'context7', 'brave-search', 'exa', 'firecrawl', 'supabase'];
+const KEYS = ['id', 'name', 'description', 'package', 'version', 'runtime', 'license', 'command',
+  'egress', 'settings', 'fingerprint'];
+const SETTING_KEYS = ['env', 'secret', 'required', 'description'];
+const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/; // exact: no range, no tag
+const HEX16 = /^[0-9a-f]{16}$/;
+const PLACEHOLDER = /^RUNTIME_PH_[0-9a-f]{32}$/;
+const ENV_ARG = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+// The fake api.github.com: its namespace's address, and the host side of the veth.
+const UP_V4 = '198.51.100.1';
+const HOST_V4 = '198.51.100.254';
+const GITHUB = 'api.github.com';
+
+const root = isRoot();
+const offline = !!process.env.RUNTIME_E2E_OFFLINE;
+const needRoot = !root && 'must run as root (runtimed needs it)';
+const needNet = needRoot || (offline && 'RUNTIME_E2E_OFFLINE is set (the installs need the npm registry)');
+
+const npmEntries = CATALOG.filter((e) => e.runtime === 'node');
+
+/** The registry that npm (and so the daemon's installs) uses: its host name. */
+function registryHost() {
+  const r = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' });
+  const url = r.status === 0 && r.stdout.trim() ? r.stdout.trim() : 'https://registry.npmjs.org/';
+  return new URL(url).hostname;
+}
+
+/** A dummy value for a required setting that is not a secret (given as env). */
+function dummyEnv(setting) {
+  if (/POSTGRES|DATABASE/.test(setting.env)) return 'postgresql://dummy:dummy@127.0.0.1:5432/dummy';
+  return `dummy-${setting.env.toLowerCase()}`;
+}
+
+/** GET .../mcp?wait= until no server is installing or starting (or the deadline). */
+async function mcpSettled(d, id, totalMs) {
+  const deadline = Date.now() + totalMs;
+  for (;;) {
+    const left = Math.max(1, Math.min(600, Math.ceil((deadline - Date.now()) / 1000)));
+    const r = await d.api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/mcp?wait=${left}`, undefined,
+      { timeoutMs: (left + 60) * 1000 });
+    assert.equal(r.status, 200, `GET mcp: ${r.text}`);
+    const pending = r.body.servers.filter((s) => s.status === 'installing' || s.status === 'starting');
+    if (!pending.length) return r.body;
+    if (Date.now() >= deadline) {
+      assert.fail(`still pending after ${totalMs} ms: ${pending.map((s) => `${s.name} ${s.status}`).join(', ')}`);
+    }
+  }
+}
+
+const showServer = (s) => s && `${s.name} ${s.status}${s.error ? `: ${s.error}` : ''}` +
+  `${s.warnings?.length ? ` warnings: ${JSON.stringify(s.warnings)}` : ''}`;
+
+// ---------------------------------------------------------------- the file
+
+describe('catalog/servers.json', () => {
+  test('14 entries, the issue\'s ids, each exactly the SPEC shape', () => {
+    assert.ok(Array.isArray(CATALOG));
+    assert.deepEqual(CATALOG.map((e) => e.id), IDS);
+    for (const e of CATALOG) {
+      assert.deepEqual(Object.keys(e).sort(), [...KEYS].sort(), `${e.id}: keys`);
+      for (const k of ['id', 'name', 'description', 'package']) {
+        assert.ok(typeof e[k] === 'string' && e[k].length > 0, `${e.id}: ${k}`);
+      }
+      assert.match(e.version, SEMVER, `${e.id}: an exact version`);
+      assert.ok(['MIT', 'Apache-2.0'].includes(e.license), `${e.id}: license ${e.license}`);
+      assert.ok(['node', 'python'].includes(e.runtime), `${e.id}: runtime ${e.runtime}`);
+      assert.ok(Array.isArray(e.command) && e.command.length > 0, `${e.id}: command`);
+      for (const a of e.command) assert.ok(typeof a === 'string' && a.length > 0, `${e.id}: command ${JSON.stringify(e.command)}`);
+      assert.ok(Array.isArray(e.egress), `${e.id}: egress`);
+      for (const h of e.egress) assert.match(h, /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/, `${e.id}: egress host ${h}`);
+      assert.ok(e.fingerprint === null || HEX16.test(e.fingerprint), `${e.id}: fingerprint ${e.fingerprint}`);
+      assert.ok(Array.isArray(e.settings), `${e.id}: settings`);
+      const envs = new Set();
+      for (const s of e.settings) {
+        assert.deepEqual(Object.keys(s).sort(), [...SETTING_KEYS].sort(), `${e.id}: setting keys`);
+        assert.match(s.env, /^[A-Z][A-Z0-9_]*$/, `${e.id}: setting name`);
+        assert.equal(typeof s.secret, 'boolean');
+        assert.equal(typeof s.required, 'boolean');
+        assert.ok(typeof s.description === 'string' && s.description.length > 0, `${e.id}.${s.env}: description`);
+        assert.ok(!envs.has(s.env), `${e.id}: ${s.env} twice`);
+        envs.add(s.env);
+      }
+    }
+  });
+
+  test('commands follow the daemon\'s conventions (see docs/catalog.md)', () => {
+    for (const e of CATALOG) {
+      if (e.runtime === 'node') {
+        // A bin of the package, found on PATH under /workspace/mcp/<id>/node_modules/.bin.
+        assert.ok(!['node', 'npx', 'npm', 'sh'].includes(e.command[0]) && !e.command[0].includes('/'),
+          `${e.id}: command[0] is the package's bin name, not ${e.command[0]}`);
+      } else {
+        assert.deepEqual(e.command.slice(0, 2), ['python3', '-m'], `${e.id}: python3 -m MODULE`);
+        assert.match(e.command[2], /^[a-z_][a-z0-9_]*$/);
+        assert.equal(e.fingerprint, null, `${e.id}: Python servers are not installed for review here`);
+      }
+      // "${ENV}" arguments take a setting's value as given: only settings that are not secrets.
+      for (const a of e.command) {
+        const m = ENV_ARG.exec(a);
+        if (!m) continue;
+        const s = e.settings.find((x) => x.env === m[1]);
+        assert.ok(s, `${e.id}: ${a} names no setting`);
+        assert.equal(s.secret, false, `${e.id}: ${a} would put a secret's value on a command line`);
+        assert.equal(s.required, true, `${e.id}: ${a} must be required`);
+      }
+    }
+    const byId = Object.fromEntries(CATALOG.map((e) => [e.id, e]));
+    assert.deepEqual(byId.filesystem.command, ['mcp-server-filesystem', '/workspace']);
+    assert.deepEqual(byId.memory.command, ['mcp-server-memory']);
+    // Postgres: the connection string is the one setting passed as given (a database
+    // password cannot be swapped by an HTTPS proxy).
+    const pg = byId.postgres.settings;
+    assert.equal(pg.length, 1);
+    assert.equal(pg[0].secret, false);
+    assert.equal(pg[0].required, true);
+    assert.deepEqual(byId.postgres.command, ['mcp-server-postgres', `\${${pg[0].env}}`]);
+    for (const e of CATALOG) {
+      if (e.id === 'postgres') continue;
+      for (const s of e.settings) {
+        if (/TOKEN|API_KEY/.test(s.env)) assert.equal(s.secret, true, `${e.id}.${s.env} is a secret`);
+      }
+    }
+    assert.ok(byId.playwright.command.includes('--headless'), 'the browser runs headless');
+    assert.deepEqual(byId.github.egress, [GITHUB]);
+    assert.deepEqual(byId.github.settings.map((s) => [s.env, s.secret, s.required]),
+      [['GITHUB_PERSONAL_ACCESS_TOKEN', true, true]]);
+  });
+});
+
+// ---------------------------------------------------------------- the API
+
+describe('GET /v1/mcp/catalog', { skip: needRoot }, () => {
+  let d;
+  before(async () => {
+    d = await startDaemon({ prefix: 'runtime-catalog-' });
+  });
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('serves the 14 entries of catalog/servers.json', async () => {
+    const r = await d.api('GET', '/v1/mcp/catalog');
+    assert.equal(r.status, 200, r.text);
+    assert.ok(Array.isArray(r.body), r.text);
+    assert.equal(r.body.length, 14);
+    assert.deepEqual(r.body.map((e) => e.id).sort(), [...IDS].sort());
+    for (const e of r.body) {
+      assert.match(e.version, SEMVER, `${e.id}: exact version`);
+      assert.ok(['MIT', 'Apache-2.0'].includes(e.license), `${e.id}: license ${e.license}`);
+      assert.ok(Array.isArray(e.command) && e.command.length > 0, `${e.id}: command`);
+      const want = CATALOG.find((x) => x.id === e.id);
+      for (const k of KEYS) assert.deepEqual(e[k], want[k], `${e.id}.${k} as in catalog/servers.json`);
+    }
+  });
+
+  test('without the API key: 401', async () => {
+    const r = await d.api('GET', '/v1/mcp/catalog', undefined, { key: null });
+    assert.equal(r.status, 401, r.text);
+  });
+
+  test('runtime sandbox mcp catalog --json prints the same', async () => {
+    const r = await d.cli(['sandbox', 'mcp', 'catalog', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).map((e) => e.id).sort(), [...IDS].sort());
+  });
+});
+
+// ---------------------------------------------------------------- installs and the GitHub secret
+
+/** Makes a test CA and a certificate for api.github.com with the openssl CLI. */
+function makeGithubCerts(dir) {
+  const o = (args) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  o(['req', '-x509', ...ec, '-days', '2', '-subj', '/CN=runtime catalog test CA', '-keyout', 'ca.key', '-out', 'ca.pem',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+  o(['req', ...ec, '-subj', `/CN=${GITHUB}`, '-keyout', 'github.key', '-out', 'github.csr']);
+  fs.writeFileSync(path.join(dir, 'github.ext'),
+    `subjectAltName=DNS:${GITHUB}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n`);
+  o(['x509', '-req', '-in', 'github.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2',
+    '-extfile', 'github.ext', '-out', 'github.pem']);
+  for (const f of ['ca.pem', 'github.pem']) fs.chmodSync(path.join(dir, f), 0o644);
+  return { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'github.pem'), key: path.join(dir, 'github.key') };
+}
+
+/** A namespace with tests/secrets/upstream.mjs on 198.51.100.1:443 as api.github.com,
+ * joined to the host's namespace by a veth pair; the daemon (host namespace) reaches it
+ * through --resolve api.github.com:443:198.51.100.1 and trusts its CA (--upstream-ca). */
+class FakeGithub {
+  constructor(dir) {
+    sweepStale('rt-catu');
+    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
+    this.ns = `rt-catu-${tag}`;
+    this.vethHost = `vct${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
+    this.vethUp = `vct${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
+    this.dir = dir;
+    this.events = [];
+    this.stderr = '';
+    this.proc = null;
+    this.exited = null;
+    this.onExit = () => this.teardown();
+    process.on('exit', this.onExit);
+  }
+
+  async setup() {
+    ip(['netns', 'add', this.ns]);
+    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethUp, 'netns', this.ns]);
+    ip(['addr', 'add', `${HOST_V4}/24`, 'dev', this.vethHost]);
+    ip(['link', 'set', this.vethHost, 'up']);
+    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
+    ip(['-n', this.ns, 'addr', 'add', `${UP_V4}/24`, 'dev', this.vethUp]);
+    ip(['-n', this.ns, 'link', 'set', this.vethUp, 'up']);
+    this.certs = makeGithubCerts(this.dir);
+    const holdDir = path.join(this.dir, 'hold');
+    fs.mkdirSync(holdDir, { recursive: true });
+    const cfg = path.join(this.dir, 'upstream.json');
+    fs.writeFileSync(cfg, JSON.stringify({
+      bind: UP_V4, holdDir, https: [443], certs: { default: { cert: this.certs.cert, key: this.certs.key } },
+    }));
+    this.proc = spawn('ip', ['netns', 'exec', this.ns, process.execPath, UPSTREAM_JS, cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let buf = '';
+    this.proc.stdout.on('data', (d) => {
+      buf += d.toString('utf8');
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        try {
+          this.events.push(JSON.parse(line));
+        } catch {
+          this.stderr += `unparsed: ${line}\n`;
+        }
+      }
+    });
+    this.proc.stderr.on('data', (d) => {
+      this.stderr += d.toString('utf8');
+    });
+    this.proc.on('exit', (code, signal) => {
+      this.exited = { code, signal };
+    });
+    await waitFor(() => {
+      if (this.exited || this.events.some((e) => e.ev === 'failed')) {
+        throw Object.assign(new Error(`fake api.github.com failed: ${this.stderr} ${JSON.stringify(this.events)}`), { fatal: true });
+      }
+      return this.events.some((e) => e.ev === 'listening');
+    }, { timeoutMs: 10000, what: 'the fake api.github.com to listen' });
+    return this;
+  }
+
+  teardown() {
+    if (this.done) return;
+    this.done = true;
+    process.off('exit', this.onExit);
+    if (this.proc && !this.exited) try { this.proc.kill('SIGKILL'); } catch {}
+    spawnSync('ip', ['netns', 'del', this.ns]); // takes the veth pair with it
+  }
+}
+
+describe('catalog servers in sandboxes', { skip: needNet }, () => {
+  let dir, fake, d, registry;
+  const token = crypto.randomBytes(8).toString('hex');
+
+  before(async () => {
+    registry = registryHost();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-catalog-net-'));
+    fs.chmodSync(dir, 0o711); // the unprivileged server must reach --upstream-ca
+    fake = await new FakeGithub(dir).setup();
+    // The host's own network namespace: the installs need the registry on the
+    // Internet. api.github.com is pinned to the fake and nothing else is.
+    d = new SecretsDaemon(dir, { pins: [`${GITHUB}:443:${UP_V4}`], upstreamCa: fake.certs.ca });
+    await d.start();
+  });
+  after(async () => {
+    try {
+      await d?.close({ keepDir: true });
+    } finally {
+      fake?.teardown();
+      if (dir && !process.env.RUNTIME_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('every npm server installs and is ready in one sandbox without Internet; installs reach only the registry',
+    { timeout: 40 * 60 * 1000 }, async (t) => {
+      const servers = [];
+      for (const e of npmEntries) {
+        const spec = { id: e.id, secrets: {}, env: {} };
+        for (const s of e.settings.filter((x) => x.required)) {
+          if (s.secret) {
+            const name = `CAT_${s.env}`;
+            await d.putSecret(name, { value: `dummy-${e.id}-${token}`, hosts: e.egress.length ? e.egress : ['dummy.invalid'] });
+            spec.secrets[s.env] = name;
+          } else {
+            spec.env[s.env] = dummyEnv(s);
+          }
+        }
+        servers.push(spec);
+      }
+      const sb = await d.create({ memoryMiB: 4096, cpus: 2, diskMiB: 4096, network: { internet: false, allow: [] } });
+      assert.deepEqual(sb.network, { internet: false, allow: [] });
+      // The registry the daemon opens is the one npm in the sandbox is configured with.
+      const cfg = await d.exec(sb.id, ['npm', 'config', 'get', 'registry']);
+      if (cfg.exitCode === 0 && /^https?:\/\//.test(cfg.stdout.trim())) registry = new URL(cfg.stdout.trim()).hostname;
+      const started = Date.now();
+      const post = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp`, { servers });
+      assert.equal(post.status, 202, post.text);
+      t.diagnostic(`registry ${registry}; ${npmEntries.length} npm servers: ${npmEntries.map((e) => e.id).join(' ')}`);
+      const st = await mcpSettled(d, sb.id, 30 * 60 * 1000);
+      t.diagnostic(`all settled after ${Math.round((Date.now() - started) / 1000)} s`);
+
+      const problems = [];
+      for (const e of npmEntries) {
+        const s = st.servers.find((x) => x.id === e.id || x.name === e.id);
+        if (!s) {
+          problems.push(`${e.id}: not listed`);
+          continue;
+        }
+        t.diagnostic(`${showServer(s)}: ${s.tools?.length ?? 0} tools, fingerprint ${s.fingerprint}`);
+        if (s.status !== 'ready') problems.push(showServer(s));
+        else if (!Array.isArray(s.tools) || s.tools.length === 0) problems.push(`${e.id}: ready with no tools`);
+        else if (e.fingerprint && s.fingerprint !== e.fingerprint) {
+          problems.push(`${e.id}: fingerprint ${s.fingerprint}, catalog has ${e.fingerprint}`);
+        }
+        if (!s.url) problems.push(`${e.id}: no url`);
+      }
+      assert.deepEqual(problems, [], `servers not ready:\n  ${problems.join('\n  ')}`);
+      assert.match(st.headers?.Authorization ?? '', /^Bearer \S+$/);
+
+      // The sandbox never had Internet: whatever was allowed out was the daemon's
+      // installs, and they reached the registry only.
+      const events = await allEvents(d, sb.id);
+      const allowed = events.filter((e) => e.kind === 'egress.allowed');
+      const show = allowed.map((e) => `${e.host}:${e.port}`);
+      assert.ok(allowed.some((e) => e.host === registry), `no egress.allowed to ${registry}: ${JSON.stringify(events.slice(0, 50))}`);
+      assert.deepEqual([...new Set(allowed.map((e) => e.host))], [registry], show.join('\n'));
+      const installed = await d.exec(sb.id, ['sh', '-c', 'ls /workspace/mcp']);
+      assert.deepEqual(installed.stdout.split('\n').filter(Boolean).sort(), npmEntries.map((e) => e.id).sort());
+      await d.remove(sb.id);
+    });
+
+  test('github: the fake api.github.com gets the real token; the sandbox only ever holds the placeholder',
+    { timeout: 20 * 60 * 1000 }, async (t) => {
+      const value = `ghp_${crypto.randomBytes(18).toString('hex')}`;
+      await d.putSecret('ghtok', { value, hosts: [GITHUB] });
+      // Only api.github.com (the daemon would open the catalog's egress hosts for the
+      // server anyway; a user who wants nothing else out writes exactly this).
+      const sb = await d.create({ network: { internet: true, allow: [GITHUB] } });
+      const post = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp`,
+        { servers: [{ id: 'github', secrets: { GITHUB_PERSONAL_ACCESS_TOKEN: 'ghtok' } }] });
+      assert.equal(post.status, 202, post.text);
+      const st = await mcpSettled(d, sb.id, 15 * 60 * 1000);
+      const gh = st.servers.find((x) => x.id === 'github' || x.name === 'github');
+      assert.equal(gh?.status, 'ready', showServer(gh));
+      assert.ok(gh.tools.includes('search_repositories'), JSON.stringify(gh.tools));
+
+      // A tool call through the gateway with the official SDK client.
+      const mark = fake.events.length;
+      const client = new Client({ name: 'runtime-catalog-test', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(gh.url), {
+        requestInit: { headers: { Authorization: st.headers.Authorization } },
+      });
+      await client.connect(transport);
+      let outcome;
+      try {
+        const listed = await client.listTools();
+        assert.ok(listed.tools.some((x) => x.name === 'search_repositories'));
+        // The fake answers {"conn":..,"req":..}, which the server cannot parse as
+        // search results: an error result is fine, what matters is what it sent.
+        try {
+          outcome = await client.callTool({ name: 'search_repositories', arguments: { query: 'runtime-catalog-test' } });
+        } catch (e) {
+          outcome = { thrown: e.message };
+        }
+      } finally {
+        await client.close().catch(() => {});
+      }
+      t.diagnostic(`search_repositories: ${JSON.stringify(outcome).slice(0, 300)}`);
+      const req = await waitFor(() => fake.events.slice(mark)
+        .find((e) => e.ev === 'req' && e.target.startsWith('/search/repositories')),
+      { timeoutMs: 30000, what: 'the fake api.github.com to receive the search' });
+      assert.equal(header(req, 'Authorization'), `Bearer ${value}`, 'the real token reached api.github.com');
+      assert.equal(header(req, 'Host'), GITHUB);
+      const conn = fake.events.find((e) => e.ev === 'conn' && e.id === req.id);
+      assert.equal(conn?.sni, GITHUB);
+
+      const events = await allEvents(d, sb.id);
+      assert.ok(events.some((e) => e.kind === 'secret.used' && e.secret === 'ghtok' && e.host === GITHUB),
+        showSecretEvents(events).join('\n'));
+      assert.ok(!events.some((e) => e.kind === 'secret.misdirected'), showSecretEvents(events).join('\n'));
+
+      // What the sandbox holds: the placeholder, in an exec's env and in the github
+      // server's own environment, and the value nowhere.
+      const env = await d.exec(sb.id, ['env']);
+      assert.equal(env.exitCode, 0, env.stderr);
+      assert.ok(!env.stdout.includes(value), 'the value is not in the sandbox env');
+      const ph = /^ghtok=(.*)$/m.exec(env.stdout)?.[1];
+      assert.match(ph ?? '', PLACEHOLDER, `ghtok in the sandbox env: ${ph}`);
+      const procs = await d.exec(sb.id, ['sh', '-c',
+        'for f in /proc/[0-9]*/environ; do tr "\\000" "\\n" < "$f" 2>/dev/null; echo; done']);
+      assert.ok(!procs.stdout.includes(value), 'the value is in no process environment in the sandbox');
+      const seen = procs.stdout.split('\n').filter((l) => l.startsWith('GITHUB_PERSONAL_ACCESS_TOKEN='));
+      assert.ok(seen.length >= 1, 'the github server runs in the sandbox with GITHUB_PERSONAL_ACCESS_TOKEN set');
+      for (const l of seen) assert.equal(l, `GITHUB_PERSONAL_ACCESS_TOKEN=${ph}`, 'the server holds the placeholder');
+      // -s: /workspace/lost+found is not readable by the sandbox user (exit 2, no match).
+      const grep = await d.exec(sb.id, ['grep', '-rlsF', '--', value, '/workspace', '/tmp'], { timeoutMs: 120000 });
+      assert.notEqual(grep.exitCode, 0, `the value is in files of the sandbox: ${grep.stdout}`);
+      assert.equal(grep.stdout, '', 'no file in the sandbox holds the value');
+      await d.remove(sb.id);
+    });
+});
+
