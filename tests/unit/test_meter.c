@@ -1,0 +1,75 @@
+/* Usage and price: the three examples of issue 6 to the cent, and the floor. */
+#include <errno.h>
+#include <math.h>
+
+#include "meter/meter.h"
+#include "unit.h"
+
+static bool cents(double got, double want)
+{
+    return fabs(got - want) < 0.005;
+}
+
+TEST(meter_idle_2gib_gateway_costs_0_01625_an_hour)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    struct meter_usage u = {0};
+    meter_add_running(&u, 1.0, 0.0, 2.0); /* idle: no CPU at all, the floor applies */
+    struct meter_cost c;
+    meter_cost(&u, &r, &c);
+    CHECK(fabs(c.total - 0.01625) < 1e-12);
+    CHECK(fabs(c.vcpu_hours - 0.05) < 1e-12);
+}
+
+TEST(meter_five_1gib_servers_busy_two_hours_a_day)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    struct meter_fleet f = {.count = 5, .vcpu = 1, .gib = 1, .busy_hours_per_day = 2,
+                            .avg_cpu = METER_VCPU_FLOOR, .stored_gb = 0};
+    struct meter_cost m;
+    CHECK(meter_estimate(&f, &r, &m, NULL) == 0);
+    CHECK(cents(m.total, 2.63));
+}
+
+TEST(meter_100_customers_cost_108_67_a_month)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    struct meter_fleet f = {.count = 100, .vcpu = 1, .gib = 2, .busy_hours_per_day = 2,
+                            .avg_cpu = 0.1, .stored_gb = 0.5};
+    struct meter_cost m;
+    CHECK(meter_estimate(&f, &r, &m, NULL) == 0);
+    CHECK(cents(m.cpu, 15.00));
+    CHECK(cents(m.memory, 90.00));
+    CHECK(cents(m.paused, 3.67));
+    CHECK(cents(m.total, 108.67));
+}
+
+TEST(meter_cpu_above_the_floor_is_billed_as_used)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    struct meter_usage u = {0};
+    meter_add_running(&u, 2.0, 3600.0, 1.0); /* half a vCPU on average */
+    meter_add_paused(&u, 720.0, 1.0);        /* a month paused with 1 GB */
+    struct meter_cost c;
+    meter_cost(&u, &r, &c);
+    CHECK(fabs(c.vcpu_hours - 1.0) < 1e-12);
+    CHECK(fabs(c.paused - 0.08) < 1e-12);
+}
+
+TEST(meter_estimate_refuses_impossible_fleets)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    struct meter_cost m;
+    err_t err = {0};
+    struct meter_fleet busy = {.count = 1, .vcpu = 1, .gib = 1, .busy_hours_per_day = 25};
+    CHECK(meter_estimate(&busy, &r, &m, &err) == -EINVAL);
+    struct meter_fleet cpu = {.count = 1, .vcpu = 1, .gib = 1, .avg_cpu = 2};
+    CHECK(meter_estimate(&cpu, &r, &m, &err) == -EINVAL);
+    struct meter_fleet neg = {.count = -1};
+    CHECK(meter_estimate(&neg, &r, &m, &err) == -EINVAL);
+}
