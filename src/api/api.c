@@ -13,7 +13,8 @@
 
 void api_json(struct evhttp_request *req, int status, json_t *v)
 {
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    /* 12 significant digits: usage figures without binary noise (0.069, not 0.069000000000000006). */
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
     json_decref(v);
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "%s\n", text ? text : "null");
@@ -284,8 +285,21 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
         if (server_sandbox_delete(srv, sb, &err) < 0) return api_fail(req, &err);
         return evhttp_send_reply(req, 204, NULL, NULL);
     }
-    bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0);
-    if (needs_running && strcmp(sb->status, "running") != 0)
+    bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0 ||
+                                    (strcmp(action, "mcp") == 0 && m == EVHTTP_REQ_POST));
+    if (action && m == EVHTTP_REQ_POST && strcmp(action, "pause") == 0) {
+        if (server_sandbox_pause(srv, sb, "api", &err) < 0) return api_fail(req, &err);
+        return api_json(req, 200, sandbox_json(sb));
+    }
+    if (action && m == EVHTTP_REQ_POST && strcmp(action, "resume") == 0) {
+        if (server_sandbox_resume(srv, sb, "api", &err) < 0) return api_fail(req, &err);
+        return api_json(req, 200, sandbox_json(sb));
+    }
+    if (needs_running) {
+        server_sandbox_touch(sb);
+        if (server_sandbox_resume(srv, sb, action, &err) < 0) return api_fail(req, &err);
+    }
+    if (needs_running && strcmp(sb->status, "running") != 0 && strcmp(action, "mcp") != 0)
         return api_error(req, 409, "not_running", "sandbox %s is %s; remove it with `runtime "
                          "sandbox rm %s` (its /workspace is kept only while it exists), or "
                          "restart runtimed to rebuild it on its workspace", sb->id, sb->status,
@@ -326,6 +340,19 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
     api_error(req, 405, "method_not_allowed", "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
 }
 
+static void metrics(struct evhttp_request *req, struct server *srv)
+{
+    char *text = server_metrics_text(srv);
+    if (!text) return api_error(req, 500, "internal", "out of memory");
+    struct evbuffer *out = evbuffer_new();
+    evbuffer_add(out, text, strlen(text));
+    free(text);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4");
+    evhttp_send_reply(req, 200, NULL, out);
+    evbuffer_free(out);
+}
+
 /* Splits "/v1/sandboxes/ID/ACTION" into segments in place. */
 static int split_path(char *path, char **seg, int max)
 {
@@ -356,6 +383,14 @@ static void route(struct evhttp_request *req, void *arg)
         else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5 && strcmp(seg[3], "mcp") == 0) one_sandbox(req, srv, seg[2], seg[3], seg[4]);
         else api_error(req, 404, "not_found", "no such API path: %s", raw);
+    } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
+               m == EVHTTP_REQ_GET) {
+        err_t err = {0};
+        json_t *u = server_usage(srv, &err);
+        if (u) api_json(req, 200, u);
+        else api_fail(req, &err);
+    } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == EVHTTP_REQ_GET) {
+        metrics(req, srv);
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
                strcmp(seg[2], "catalog") == 0 && m == EVHTTP_REQ_GET) {
         api_json(req, 200, json_incref(mcp_catalog(srv)));

@@ -19,9 +19,20 @@ static json_t *stream_json(struct evbuffer *buf, size_t dropped)
     return api_json_text((const char *)evbuffer_pullup(buf, -1), n);
 }
 
+/* By id: the sandbox may be removed while its program runs. */
+struct exec_call {
+    struct evhttp_request *req;
+    struct server *srv;
+    char sandbox[PROTO_ID_LEN];
+};
+
 static void on_done(void *arg, const struct server_run_result *res)
 {
-    struct evhttp_request *req = arg;
+    struct exec_call *call = arg;
+    struct evhttp_request *req = call->req;
+    struct sbx *sb = server_sandbox_find(call->srv, call->sandbox);
+    if (sb) server_sandbox_hold(sb, -1);
+    free(call);
     if (res->ended && res->exit_code == -1) {
         api_error(req, 400, "exec_failed", "cannot start the program: %s; check argv[0] "
                   "and that it exists in the sandbox", strerror(res->start_errno));
@@ -93,8 +104,19 @@ void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
     struct server_run_spec spec = {0};
     err_t err = {0};
     int r = parse_request(body, srv, sb, &spec, argv, &envp, &err);
-    if (r == 0) r = server_run(srv, sb, &spec, on_done, req, NULL, &err);
-    if (r < 0) api_fail(req, &err);
+    struct exec_call *call = r == 0 ? calloc(1, sizeof *call) : NULL;
+    if (call) {
+        call->req = req;
+        call->srv = srv;
+        memcpy(call->sandbox, sb->id, sizeof call->sandbox);
+    }
+    else if (r == 0) r = err_set(&err, -ENOMEM, "out of memory");
+    if (r == 0) r = server_run(srv, sb, &spec, on_done, call, NULL, &err);
+    if (r == 0) server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+    if (r < 0) {
+        free(call);
+        api_fail(req, &err);
+    }
     server_env_free(envp);
     json_decref(body);
 }

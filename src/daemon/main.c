@@ -26,6 +26,7 @@
 #include "../keeper/keeper.h"
 #include "../mitm/mitm.h"
 #include "../secrets/secrets.h"
+#include "../meter/meter.h"
 #include "../server/server.h"
 
 /* The server's own uid and gid, just below the sandbox uid ranges: owned by no
@@ -44,6 +45,7 @@ struct options {
     size_t n_pins;
     char upstream_ca[512];
     char nameserver[128];
+    struct meter_rates rates;
 };
 
 static const char usage[] =
@@ -64,6 +66,8 @@ static const char usage[] =
     "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
     "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
+    "  --price-vcpu-hour USD, --price-gib-hour USD, --price-gb-month USD\n"
+    "                        rates of `runtime usage` (default 0.025, 0.0075, 0.08)\n"
     "  --log-format text|json\n"
     "  -h, --help            this text\n";
 
@@ -107,10 +111,15 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"state-dir", 1, 0, 's'}, {"listen", 1, 0, 'l'}, {"socket", 1, 0, 'S'},
         {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
         {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
-        {"nameserver", 1, 0, 'n'},
+        {"nameserver", 1, 0, 'n'}, {"price-vcpu-hour", 1, 0, 'C'}, {"price-gib-hour", 1, 0, 'M'},
+        {"price-gb-month", 1, 0, 'G'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
+    char prices[3][32];
+    opt_default(prices[0], sizeof prices[0], "RUNTIME_PRICE_VCPU_HOUR", "0.025");
+    opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
+    opt_default(prices[2], sizeof prices[2], "RUNTIME_PRICE_GB_MONTH", "0.08");
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -1;
     int c;
@@ -126,6 +135,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'r': if (add_pins(o, optarg) < 0) return -1; break;
         case 'u': snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg); break;
         case 'n': snprintf(o->nameserver, sizeof o->nameserver, "%s", optarg); break;
+        case 'C': snprintf(prices[0], sizeof prices[0], "%s", optarg); break;
+        case 'M': snprintf(prices[1], sizeof prices[1], "%s", optarg); break;
+        case 'G': snprintf(prices[2], sizeof prices[2], "%s", optarg); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -141,6 +153,14 @@ static int parse_options(int argc, char **argv, struct options *o)
         return -1;
     }
     o->max_sandboxes = (unsigned)m;
+    double *rates[] = {&o->rates.vcpu_hour, &o->rates.gib_hour, &o->rates.gb_month};
+    for (int i = 0; i < 3; i++) {
+        *rates[i] = strtod(prices[i], &end);
+        if (*end || end == prices[i] || !(*rates[i] >= 0) || *rates[i] > 1e6) {
+            fprintf(stderr, "runtimed: the price %s is not a number of dollars >= 0\n", prices[i]);
+            return -1;
+        }
+    }
     if (strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
         fprintf(stderr, "runtimed: --log-format must be text or json\n");
         return -1;
@@ -270,7 +290,7 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
                                                  const uint8_t *sealing_key, int ksock, int tcp,
                                                  int unx)
 {
-    struct server_config cfg = {.max_sandboxes = o->max_sandboxes};
+    struct server_config cfg = {.max_sandboxes = o->max_sandboxes, .rates = o->rates};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
     snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);
     snprintf(cfg.db_path, sizeof cfg.db_path, "%s/db/runtime.db", o->state_dir);

@@ -166,6 +166,12 @@ void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol)
     }
 }
 
+void egress_sandbox_close_all(struct egress_sandbox *es)
+{
+    while (es->conns) conn_close(es->conns);
+    while (es->dns_conns) dnsstub_tcp_close(es->dns_conns);
+}
+
 void egress_sandbox_remove(struct egress_sandbox *es)
 {
     while (es->conns) conn_close(es->conns);

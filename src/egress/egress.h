@@ -91,6 +91,8 @@ void egress_sandbox_restore_name(struct egress_sandbox *es, uint32_t slot, uint6
 void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol);
 /* Closes everything of the sandbox. */
 void egress_sandbox_remove(struct egress_sandbox *es);
+/* Closes every open connection of the sandbox (a paused sandbox keeps none). */
+void egress_sandbox_close_all(struct egress_sandbox *es);
 
 /* Parses "HOST:PORT:ADDR" (ADDR may be [v6]). */
 int egress_parse_pin(const char *text, struct egress_pin *out, err_t *err);

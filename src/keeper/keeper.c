@@ -252,7 +252,7 @@ static int on_sign(struct keeper *k, const void *buf, int len, int *fd, err_t *e
 static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf, int len)
 {
     err_t err = {0};
-    uint64_t values[4] = {0};
+    uint64_t values[5] = {0};
     int fds[4] = {-1, -1, -1, -1};
     unsigned nfds = 0;
     uint32_t flag = 0;
@@ -308,13 +308,14 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
         r = from_driver(k->drv->freeze(e->sb, flag != 0, &err));
         break;
     case PROTO_STATS: {
-        struct cgroup_stats st = {0};
+        struct sandbox_stats st = {0};
         if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
         r = from_driver(k->drv->stats(e->sb, &st));
-        values[0] = st.cpu_ns;
-        values[1] = st.memory_bytes;
-        values[2] = st.pids;
-        values[3] = st.frozen;
+        values[0] = st.cg.cpu_ns;
+        values[1] = st.cg.memory_bytes;
+        values[2] = st.cg.pids;
+        values[3] = st.cg.frozen;
+        values[4] = st.disk_bytes;
         break;
     }
     case PROTO_RESULT:

@@ -189,6 +189,9 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 
 void mcp_backend_reap(struct mcp_backend *be)
 {
+    /* Now, not at the free: by then its server and sessions may be gone. */
+    for (size_t i = 0; i < MCP_PENDING_SLOTS && be->n_pending; i++)
+        if (be->pend[i].id) mcp_pending_clear(be, &be->pend[i]);
     be->state = BE_DEAD;
     close_fd(&be->in_fd, &be->in_ev);
     close_fd(&be->out_fd, &be->out_ev);
@@ -261,6 +264,7 @@ void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
     json_decref(p->client_id);
     json_decref(p->client_token);
     if (p->session && p->session->pending) p->session->pending--;
+    if (p->session) server_sandbox_hold(be->server->box->sb, -1);
     memset(p, 0, sizeof *p);
     be->n_pending--;
 }

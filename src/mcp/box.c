@@ -33,10 +33,29 @@ static bool busy(const struct mcp_server *ms)
     return ms->status == MCP_INSTALLING || ms->status == MCP_STARTING;
 }
 
+bool mcp_busy(struct mcp_box *box)
+{
+    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
+        if (busy(ms)) return true;
+    return false;
+}
+
+void mcp_metrics_write(struct sbx *sb, FILE *f)
+{
+    for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next) {
+        char labels[160];
+        snprintf(labels, sizeof labels, "sandbox=\"%s\",server=\"%s\"", sb->id, ms->name);
+        fprintf(f, "runtime_gateway_requests_total{%s} %llu\n", labels,
+                (unsigned long long)ms->requests);
+        meter_histogram_write(f, "runtime_gateway_request_seconds", labels, &ms->latency);
+    }
+}
+
 void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields)
 {
     json_object_set_new(fields, "server", json_string(ms->name));
     server_event(ms->box->srv, ms->box->sb->id, kind, fields);
+    json_decref(fields);
 }
 
 void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char *fmt, ...)

@@ -62,6 +62,12 @@ bool mcp_origin_allowed(const char *public_url, const char *origin);
  * package registry while a server installs, and widened by the catalog hosts of its
  * running servers. */
 int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
+/* Whether a server of the sandbox is installing or starting (box may be NULL). */
+bool mcp_busy(struct mcp_box *box);
+/* Writes the gateway's request counters and latencies of sb's servers (Prometheus). */
+#include <stdio.h>
+void mcp_metrics_write(struct sbx *sb, FILE *f);
+
 /* The egress refused a connection of sb: a warning on servers that are starting. */
 void mcp_egress_refused(struct sbx *sb, json_t *fields);
 

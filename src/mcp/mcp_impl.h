@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../fingerprint/fingerprint.h"
+#include "../meter/meter.h"
 #include "../server/server.h"
 #include "mcp.h"
 
@@ -68,6 +69,8 @@ struct mcp_server {
     struct event *restart_timer;
     unsigned restarts;
     uint64_t started_ms;
+    uint64_t requests; /* POSTs served, for /metrics */
+    struct meter_histogram latency;
     struct mcp_server *next;
 };
 
@@ -117,6 +120,7 @@ struct mcp_stream {
     int waiting;      /* answers still due (POST) */
     bool batch;       /* the client sent an array (2025-03-26) */
     json_t *answers;  /* JSON mode: answers collected */
+    uint64_t started_ns; /* for the latency metric */
     struct mcp_stream *next;
 };
 
@@ -153,6 +157,7 @@ void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char
     __attribute__((format(printf, 3, 4)));
 void mcp_box_save(struct mcp_box *box);
 void mcp_box_changed(struct mcp_box *box);
+/* Records an event of the server's sandbox; fields (taken) get "server". */
 void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields);
 struct mcp_box *mcp_box_find_link(struct server *srv, const char *link);
 struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);

@@ -191,6 +191,7 @@ static void forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
     p->client_id = client_id;
     p->stream = st;
     s->pending++;
+    server_sandbox_hold(s->server->box->sb, +1); /* no idle pause while it works */
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
     json_t *token = json_object_get(meta, "progressToken");
     if (token) {
@@ -309,7 +310,10 @@ int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *
         else if (json_object_get(m, "method")) client_notification(s, m);
         else client_response(s, m);
     }
-    if (!requests) evhttp_send_reply(req, 202, "Accepted", NULL);
+    if (!requests) {
+        s->server->requests++;
+        evhttp_send_reply(req, 202, "Accepted", NULL);
+    }
     return 0;
 }
 

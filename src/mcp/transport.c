@@ -10,10 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "mcp_impl.h"
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void observe(struct mcp_server *ms, uint64_t started_ns)
+{
+    ms->requests++;
+    meter_observe(&ms->latency, (double)(now_ns() - started_ns) / 1e9);
+}
 
 static const char *header(struct evhttp_request *req, const char *name)
 {
@@ -70,6 +84,7 @@ struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *
     st->is_get = get;
     st->number = ++s->next_stream;
     st->answers = json_array();
+    st->started_ns = now_ns();
     st->next = s->streams;
     s->streams = st;
     struct evhttp_connection *conn = evhttp_request_get_connection(req);
@@ -143,6 +158,7 @@ static void send_event(struct mcp_stream *st, json_t *msg)
 
 static void finish(struct mcp_stream *st)
 {
+    observe(st->session->server, st->started_ns);
     if (st->req && !st->sse) {
         json_t *v = st->batch ? json_incref(st->answers) : json_incref(json_array_get(st->answers, 0));
         detach(st);
@@ -418,6 +434,12 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
         goto out;
     }
     struct mcp_server *ms = mcp_server_find(box, name);
+    err_t err = {0};
+    server_sandbox_touch(box->sb);
+    if (server_sandbox_resume(srv, box->sb, "gateway", &err) < 0) {
+        mcp_http_error(req, 503, NULL, -32000, "%s", err.msg);
+        goto out;
+    }
     if (!ms) {
         mcp_http_error(req, 404, NULL, -32000, "Not Found: sandbox %s has no MCP server %.64s",
                        box->sb->id, name);

@@ -58,3 +58,34 @@ int meter_estimate(const struct meter_fleet *f, const struct meter_rates *r,
     month->total = month->cpu + month->memory + month->paused;
     return 0;
 }
+
+const double meter_bounds[METER_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                            0.05,   0.1,   0.25,   0.5,   1,    5};
+
+void meter_observe(struct meter_histogram *h, double seconds)
+{
+    size_t i = 0;
+    while (i < METER_BUCKETS && seconds > meter_bounds[i]) i++;
+    h->counts[i]++;
+    h->sum += seconds;
+    h->count++;
+}
+
+void meter_histogram_write(FILE *f, const char *name, const char *labels,
+                           const struct meter_histogram *h)
+{
+    const char *sep = labels[0] ? "," : "";
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= METER_BUCKETS; i++) {
+        cum += h->counts[i];
+        if (i < METER_BUCKETS)
+            fprintf(f, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, meter_bounds[i],
+                    (unsigned long long)cum);
+        else
+            fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+                    (unsigned long long)cum);
+    }
+    const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
+    fprintf(f, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name, open, labels, close, h->sum,
+            name, open, labels, close, (unsigned long long)h->count);
+}

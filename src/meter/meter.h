@@ -51,4 +51,19 @@ struct meter_fleet {
 int meter_estimate(const struct meter_fleet *f, const struct meter_rates *r,
                    struct meter_cost *month, err_t *err);
 
+/* Latency histograms for /metrics (Prometheus text format). */
+#define METER_BUCKETS 12
+extern const double meter_bounds[METER_BUCKETS]; /* seconds, 0.5 ms to 5 s */
+struct meter_histogram {
+    uint64_t counts[METER_BUCKETS + 1]; /* the last one is +Inf */
+    double sum;
+    uint64_t count;
+};
+void meter_observe(struct meter_histogram *h, double seconds);
+/* Writes NAME_bucket{LABELS,le="..."} (cumulative), NAME_sum and NAME_count lines;
+ * labels is "" or `k="v",...`. */
+#include <stdio.h>
+void meter_histogram_write(FILE *f, const char *name, const char *labels,
+                           const struct meter_histogram *h);
+
 #endif

@@ -28,7 +28,7 @@ enum proto_type {
     PROTO_EXEC,       /* s->k: proto_exec + argv,env strings -> RESULT + fds stdin,stdout,stderr,status */
     PROTO_OPEN_FILE,  /* s->k: proto_file                    -> RESULT + fd */
     PROTO_FREEZE,     /* s->k: proto_ref (flag 1 freeze, 0 thaw) -> RESULT */
-    PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids */
+    PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids, frozen, disk_bytes */
     PROTO_NET_SOCKETS, /* s->k: proto_ref                    -> RESULT + fds proxy, dns udp, dns tcp */
     PROTO_SIGN,       /* s->k: proto_sign                    -> RESULT + memfd holding the DER leaf */
     PROTO_RESULT,     /* k->s: proto_result */
@@ -98,7 +98,7 @@ struct proto_sign {
 struct proto_result {
     int32_t status; /* 0 or negative errno */
     char msg[480];  /* user-readable when status < 0 */
-    uint64_t values[4];
+    uint64_t values[5];
 };
 
 /* Sends one message; fds are borrowed (the caller still closes them). */

@@ -55,6 +55,12 @@ const char *sandbox_id_of_cgroup(const struct sandbox_host *host, const char *na
 struct sandbox; /* one live sandbox, owned by the keeper */
 struct mitm_ca;
 
+/* Counters of a running sandbox: its cgroup's, and the host bytes its /workspace holds. */
+struct sandbox_stats {
+    struct cgroup_stats cg;
+    uint64_t disk_bytes;
+};
+
 struct sandbox_driver {
     const char *name;
     /* Builds a new sandbox, or with `reuse_workspace` one whose workspace exists. */
@@ -77,7 +83,7 @@ struct sandbox_driver {
      * pidfd, duplicated; harmless in unprivileged hands: it cannot signal). */
     int (*watch_fd)(struct sandbox *sb);
     int (*freeze)(struct sandbox *sb, bool frozen, err_t *err);
-    int (*stats)(struct sandbox *sb, struct cgroup_stats *st);
+    int (*stats)(struct sandbox *sb, struct sandbox_stats *st);
     /* Removes what a sandbox that no longer exists may have left (cgroups, files). */
     int (*sweep)(const struct sandbox_host *host, const char *id);
     void (*free)(struct sandbox *sb);

@@ -54,6 +54,7 @@ void events_stop(struct server *srv)
 
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
 {
+    metrics_event(srv, kind, fields);
     if (srv->n_pending == EVENTS_PENDING_MAX) events_flush(srv);
     struct pending_event *p = &srv->pending[srv->n_pending];
     snprintf(p->sandbox, sizeof p->sandbox, "%s", sandbox_id);

@@ -37,10 +37,11 @@ const struct server_config *server_config(struct server *srv)
 /* One request to the keeper and its answer. The keeper is serial and answers in
  * order, so a blocking round trip keeps the caller simple; the work it does is
  * short (milliseconds), and exec output is read asynchronously afterwards. */
-static int keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
+int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
                        struct proto_result *res, int *fds, unsigned maxfds, err_t *err)
 {
     uint32_t id = ++srv->next_req;
+    metrics_keeper(srv, type);
     int r = proto_send(srv->keeper, type, id, payload, len, NULL, 0);
     if (r < 0) return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
     struct proto_hdr hdr;
@@ -174,7 +175,7 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
     int fds[3];
-    int r = keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
+    int r = server_keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
     if (r < 0) return r;
     struct policy pol;
     r = mcp_policy(sb, json_object_get(sb->spec, "network"), &pol, err);
@@ -242,7 +243,7 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     struct proto_result res;
     fill_proto_sandbox(sb, &p);
     int watch = -1;
-    r = keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, &watch, 1, err);
+    r = server_keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, &watch, 1, err);
     if (r < 0) {
         err_t ignored;
         store_sandbox_delete(srv->store, sb->id, &ignored);
@@ -255,7 +256,7 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
         err_t ignored;
         struct proto_ref ref = {0};
         memcpy(ref.id, sb->id, sizeof ref.id);
-        keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, &ignored);
+        server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, &ignored);
         store_sandbox_delete(srv->store, sb->id, &ignored);
         unlink_sandbox(srv, sb);
         sbx_free(sb);
@@ -263,6 +264,8 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     }
     snprintf(sb->status, sizeof sb->status, "running");
     r = store_sandbox_set_status(srv->store, sb->id, sb->status, err);
+    sb->last_active_ms = now_ms();
+    usage_checkpoint(srv, sb); /* starts the counting */
     *out = sb;
     return r;
 }
@@ -273,10 +276,11 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
     int r = 0;
+    usage_removed(srv, sb);
     mcp_box_free(sb->mcp);
     detach_egress(sb);
     if (strcmp(sb->status, "failed") != 0)
-        r = keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
+        r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
     if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
     events_flush(srv);
     store_events_delete(srv->store, sb->id, err);
@@ -298,7 +302,7 @@ int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki
     memcpy(req.spki, spki, spki_len);
     struct proto_result res;
     int fd = -1;
-    int r = keeper_call(srv, PROTO_SIGN, &req, sizeof req, &res, &fd, 1, err);
+    int r = server_keeper_call(srv, PROTO_SIGN, &req, sizeof req, &res, &fd, 1, err);
     if (r < 0) return r;
     off_t size = lseek(fd, 0, SEEK_END);
     uint8_t *buf = size > 0 && size < 65536 ? malloc((size_t)size) : NULL;
@@ -347,7 +351,7 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
     if (!buf) return err_set(err, -ENOMEM, "out of memory");
     int len = pack_exec(buf, size, sb, argv, env, cwd, timeout_ms, err);
     struct proto_result res;
-    int r = len < 0 ? len : keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
+    int r = len < 0 ? len : server_keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
     free(buf);
     return r;
 }
@@ -359,7 +363,7 @@ int server_open_file(struct server *srv, struct sbx *sb, const char *path, int w
     memcpy(f.id, sb->id, sizeof f.id);
     if (str_copy(f.path, sizeof f.path, path) < 0) return err_set(err, -ENAMETOOLONG, "path too long");
     struct proto_result res;
-    return keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
+    return server_keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
 }
 
 /* At start: every sandbox of the store is re-adopted (still running) or rebuilt
@@ -382,12 +386,16 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     fill_proto_sandbox(sb, &p);
     int watch = -1;
     bool ok = strcmp(row->status, "creating") != 0 &&
-              keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
+              server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
     if (ok && watch >= 0) watch_death(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
+    /* Adopted, a paused sandbox is still frozen; rebuilt, it runs. */
+    bool paused = ok && res.values[0] == 1 && strcmp(row->status, "paused") == 0;
     if (ok && mcp_box_restore(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
-    snprintf(sb->status, sizeof sb->status, "%s", ok ? "running" : "failed");
+    snprintf(sb->status, sizeof sb->status, "%s", paused ? "paused" : ok ? "running" : "failed");
+    sb->last_active_ms = now_ms();
+    usage_restore(srv, sb);
     if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
     store_sandbox_set_status(srv->store, sb->id, sb->status, &err);
@@ -410,7 +418,7 @@ static int restore(struct server *srv, err_t *err)
     }
     memcpy(buf, &h, sizeof h);
     struct proto_result res;
-    r = keeper_call(srv, PROTO_SWEEP, buf, off, &res, NULL, 0, err);
+    r = server_keeper_call(srv, PROTO_SWEEP, buf, off, &res, NULL, 0, err);
     free(buf);
     return r;
 }
@@ -435,7 +443,7 @@ static int hello(struct server *srv, err_t *err)
 {
     struct proto_hello h = {.version = PROTO_VERSION};
     struct proto_result res;
-    return keeper_call(srv, PROTO_HELLO, &h, sizeof h, &res, NULL, 0, err);
+    return server_keeper_call(srv, PROTO_HELLO, &h, sizeof h, &res, NULL, 0, err);
 }
 
 static int serve(struct server *srv, int tcp_fd, int unix_fd)
@@ -510,11 +518,14 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
     if (r == 0) r = events_start(&srv);
     if (r == 0) r = catalog_load(&srv.catalog, &err);
+    if (r == 0) r = metrics_start(&srv);
     if (r == 0) r = vault_load(&srv, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
+    if (r == 0) r = idle_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
+    idle_stop(&srv);
     if (r < 0) log_error("server: %s", err.msg[0] ? err.msg : strerror(-r));
     while (srv.sandboxes) {
         struct sbx *sb = srv.sandboxes;
@@ -523,6 +534,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     }
     egress_free(srv.egress);
     json_decref(srv.catalog);
+    metrics_stop(&srv);
     vault_free(&srv);
     events_stop(&srv);
     store_close(srv.store);

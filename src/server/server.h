@@ -9,6 +9,7 @@
 
 #include "../common/common.h"
 #include "../egress/egress.h"
+#include "../meter/meter.h"
 #include "../proto/proto.h"
 
 struct server_config {
@@ -23,6 +24,7 @@ struct server_config {
     char upstream_ca[512];      /* --upstream-ca, "" for none */
     char nameserver[128];       /* --nameserver, "" for resolv.conf */
     uint8_t secrets_key[32];    /* sealing key, read by root from STATE/secrets.key */
+    struct meter_rates rates;   /* --price-* */
 };
 
 /* A sandbox as the server knows it. spec is the normalized API settings object
@@ -36,6 +38,14 @@ struct sbx {
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
     struct mcp_box *mcp;           /* its MCP servers, or NULL */
+    /* idle.c: activity, for the idle pause */
+    uint64_t last_active_ms; /* monotonic */
+    int holds;               /* execs and gateway requests under way */
+    /* usage.c: what it used so far, and where the counting stands */
+    struct meter_usage usage;
+    int64_t mark_ms;       /* wall clock of the last checkpoint */
+    uint64_t mark_cpu_ns;  /* its cgroup's CPU time then */
+    uint64_t stored_bytes; /* its /workspace on the host, at the last look */
     struct server *owner;
     struct sbx *next;
 };
@@ -84,6 +94,21 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
                      err_t *err);
 
+
+/* Idle pause (idle.c). Activity keeps a sandbox awake: touch marks it, a hold (an exec
+ * or gateway request under way) keeps it awake until released. */
+void server_sandbox_touch(struct sbx *sb);
+void server_sandbox_hold(struct sbx *sb, int delta);
+/* Freezes every process of a running sandbox and closes its open connections. */
+int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason, err_t *err);
+/* Thaws a paused sandbox (no-op when it is running). */
+int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason, err_t *err);
+
+/* /metrics in Prometheus text format (malloc'd), or NULL. */
+char *server_metrics_text(struct server *srv);
+
+/* Usage of every sandbox, live and removed, with its cost (GET /v1/usage). */
+json_t *server_usage(struct server *srv, err_t *err);
 
 /* A program run to its end on the loop (the exec API, MCP installs). */
 struct evbuffer;

@@ -51,7 +51,13 @@ struct server {
     size_t n_secrets;
     struct placeholder_entry *placeholders;
     json_t *catalog; /* the built-in MCP catalog */
+    struct event *idle_timer;
+    struct metrics *metrics;
 };
+
+/* server.c: one request to the keeper and its answer (blocking; the keeper is quick). */
+int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
+                       struct proto_result *res, int *fds, unsigned maxfds, err_t *err);
 
 /* vault.c */
 int vault_load(struct server *srv, err_t *err);
@@ -61,6 +67,24 @@ extern const struct egress_secrets vault_egress;
 /* server.c: asks the keeper for a leaf certificate (DER, malloc'd). */
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
                        uint8_t **der, size_t *der_len, err_t *err);
+
+/* idle.c */
+int idle_start(struct server *srv);
+void idle_stop(struct server *srv);
+
+/* usage.c */
+void usage_checkpoint(struct server *srv, struct sbx *sb);
+void usage_tick(struct server *srv);
+void usage_restore(struct server *srv, struct sbx *sb);
+void usage_removed(struct server *srv, struct sbx *sb);
+
+/* metrics.c */
+void metrics_pause(struct server *srv);
+void metrics_wake(struct server *srv, double seconds);
+void metrics_keeper(struct server *srv, uint16_t type);
+void metrics_event(struct server *srv, const char *kind, json_t *fields);
+int metrics_start(struct server *srv);
+void metrics_stop(struct server *srv);
 
 /* events.c */
 int events_start(struct server *srv);

@@ -44,6 +44,10 @@ static const char *const schema =
     "  secret TEXT NOT NULL,"
     "  placeholder TEXT NOT NULL UNIQUE,"
     "  PRIMARY KEY (sandbox, secret));"
+    "CREATE TABLE IF NOT EXISTS usage ("
+    "  sandbox TEXT PRIMARY KEY,"
+    "  created_ms INTEGER NOT NULL,"
+    "  state TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS mcp ("
     "  sandbox TEXT PRIMARY KEY,"
     "  state TEXT NOT NULL);";
@@ -381,4 +385,45 @@ int store_mcp_delete(struct store *st, const char *sandbox, err_t *err)
 {
     return run(st, err, "deleting the MCP servers", "DELETE FROM mcp WHERE sandbox=?", "t",
                sandbox);
+}
+
+int store_usage_put(struct store *st, const char *sandbox, const char *json, err_t *err)
+{
+    return run(st, err, "saving usage",
+               "INSERT INTO usage(sandbox,created_ms,state) VALUES(?,?,?) ON CONFLICT(sandbox) "
+               "DO UPDATE SET state=excluded.state", "tit", sandbox, now_unix_ms(), json);
+}
+
+int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT state FROM usage WHERE sandbox=?", -1, &stmt, NULL) !=
+        SQLITE_OK)
+        return db_error(st->db, err, "reading usage");
+    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(stmt), r = 0;
+    if (rc == SQLITE_ROW) {
+        *json = strdup((const char *)sqlite3_column_text(stmt, 0));
+        if (!*json) r = err_set(err, -ENOMEM, "out of memory");
+    } else {
+        r = rc == SQLITE_DONE ? -ENOENT : db_error(st->db, err, "reading usage");
+    }
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const char *json, void *arg),
+                     void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(st->db, "SELECT sandbox,state FROM usage ORDER BY created_ms", -1,
+                           &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading usage");
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(stmt, 0), (const char *)sqlite3_column_text(stmt, 1),
+           arg);
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading usage");
+    sqlite3_finalize(stmt);
+    return r;
 }

@@ -91,4 +91,10 @@ int store_mcp_put(struct store *st, const char *sandbox, const char *state_json,
 int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err);
 int store_mcp_delete(struct store *st, const char *sandbox, err_t *err);
 
+/* Usage counters of a sandbox (usage.c's JSON); rows outlive their sandbox. */
+int store_usage_put(struct store *st, const char *sandbox, const char *json, err_t *err);
+int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err);
+int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const char *json, void *arg),
+                     void *arg, err_t *err);
+
 #endif

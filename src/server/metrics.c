@@ -1,0 +1,154 @@
+/* GET /metrics: the daemon's counters in Prometheus text format. Counters come from the
+ * events the server records anyway (egress, secrets), from the keeper round trips and
+ * from idle pauses and wakes; the gateway adds its own per server. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server_impl.h"
+
+#define MAX_REASONS 16
+
+struct metrics {
+    uint64_t pauses, wakes;
+    struct meter_histogram wake;
+    uint64_t egress_allowed;
+    char reasons[MAX_REASONS][40];
+    uint64_t refused[MAX_REASONS];
+    uint64_t secret_used, secret_misdirected;
+    uint64_t keeper[PROTO_TYPE_END];
+};
+
+int metrics_start(struct server *srv)
+{
+    srv->metrics = calloc(1, sizeof *srv->metrics);
+    return srv->metrics ? 0 : -ENOMEM;
+}
+
+void metrics_stop(struct server *srv)
+{
+    free(srv->metrics);
+    srv->metrics = NULL;
+}
+
+void metrics_pause(struct server *srv)
+{
+    srv->metrics->pauses++;
+}
+
+void metrics_wake(struct server *srv, double seconds)
+{
+    srv->metrics->wakes++;
+    meter_observe(&srv->metrics->wake, seconds);
+}
+
+void metrics_keeper(struct server *srv, uint16_t type)
+{
+    if (srv->metrics && type < PROTO_TYPE_END) srv->metrics->keeper[type]++;
+}
+
+static void count_refusal(struct metrics *m, const char *reason)
+{
+    if (!reason) reason = "unknown";
+    for (int i = 0; i < MAX_REASONS; i++) {
+        if (!m->reasons[i][0]) snprintf(m->reasons[i], sizeof m->reasons[i], "%s", reason);
+        if (strcmp(m->reasons[i], reason) == 0) {
+            m->refused[i]++;
+            return;
+        }
+    }
+}
+
+void metrics_event(struct server *srv, const char *kind, json_t *fields)
+{
+    struct metrics *m = srv->metrics;
+    if (!m) return;
+    if (strcmp(kind, "egress.allowed") == 0) m->egress_allowed++;
+    else if (strcmp(kind, "egress.refused") == 0)
+        count_refusal(m, json_string_value(json_object_get(fields, "reason")));
+    else if (strcmp(kind, "secret.used") == 0) m->secret_used++;
+    else if (strcmp(kind, "secret.misdirected") == 0) m->secret_misdirected++;
+}
+
+static long rss_bytes(void)
+{
+    char buf[128] = "";
+    long pages = 0, rss = 0;
+    if (read_file_small("/proc/self/statm", buf, sizeof buf) < 0) return 0;
+    if (sscanf(buf, "%ld %ld", &pages, &rss) != 2) return 0;
+    return rss * sysconf(_SC_PAGESIZE);
+}
+
+static void sandboxes(FILE *f, struct server *srv)
+{
+    static const char *const states[] = {"creating", "running", "paused", "stopped", "failed"};
+    fputs("# HELP runtime_sandboxes Sandboxes by status.\n# TYPE runtime_sandboxes gauge\n", f);
+    for (size_t i = 0; i < ARRAY_LEN(states); i++) {
+        int n = 0;
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) n += strcmp(sb->status, states[i]) == 0;
+        fprintf(f, "runtime_sandboxes{status=\"%s\"} %d\n", states[i], n);
+    }
+}
+
+static void idle(FILE *f, const struct metrics *m)
+{
+    fprintf(f, "# HELP runtime_pauses_total Sandboxes paused (idle or asked).\n"
+               "# TYPE runtime_pauses_total counter\nruntime_pauses_total %llu\n"
+               "# HELP runtime_wakes_total Paused sandboxes woken.\n"
+               "# TYPE runtime_wakes_total counter\nruntime_wakes_total %llu\n"
+               "# HELP runtime_wake_seconds Time to thaw a paused sandbox.\n"
+               "# TYPE runtime_wake_seconds histogram\n",
+            (unsigned long long)m->pauses, (unsigned long long)m->wakes);
+    meter_histogram_write(f, "runtime_wake_seconds", "", &m->wake);
+}
+
+static void egress(FILE *f, const struct metrics *m)
+{
+    fprintf(f, "# HELP runtime_egress_connections_total Egress decisions by verdict and reason.\n"
+               "# TYPE runtime_egress_connections_total counter\n"
+               "runtime_egress_connections_total{verdict=\"allowed\",reason=\"\"} %llu\n",
+            (unsigned long long)m->egress_allowed);
+    for (int i = 0; i < MAX_REASONS && m->reasons[i][0]; i++)
+        fprintf(f, "runtime_egress_connections_total{verdict=\"refused\",reason=\"%s\"} %llu\n",
+                m->reasons[i], (unsigned long long)m->refused[i]);
+    fprintf(f, "# HELP runtime_secret_swaps_total Placeholders swapped for a secret's value.\n"
+               "# TYPE runtime_secret_swaps_total counter\nruntime_secret_swaps_total %llu\n"
+               "# HELP runtime_secret_misdirected_total Placeholders sent where their secret may "
+               "not go.\n# TYPE runtime_secret_misdirected_total counter\n"
+               "runtime_secret_misdirected_total %llu\n",
+            (unsigned long long)m->secret_used, (unsigned long long)m->secret_misdirected);
+}
+
+static void keeper(FILE *f, const struct metrics *m)
+{
+    fputs("# HELP runtime_keeper_calls_total Requests to the privileged keeper by type.\n"
+          "# TYPE runtime_keeper_calls_total counter\n", f);
+    for (int t = 0; t < PROTO_TYPE_END; t++)
+        if (m->keeper[t])
+            fprintf(f, "runtime_keeper_calls_total{type=\"%s\"} %llu\n", proto_type_name(t),
+                    (unsigned long long)m->keeper[t]);
+}
+
+char *server_metrics_text(struct server *srv)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    sandboxes(f, srv);
+    idle(f, srv->metrics);
+    fputs("# HELP runtime_gateway_requests_total MCP gateway requests by server.\n"
+          "# TYPE runtime_gateway_requests_total counter\n"
+          "# HELP runtime_gateway_request_seconds MCP gateway request latency by server.\n"
+          "# TYPE runtime_gateway_request_seconds histogram\n", f);
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) mcp_metrics_write(sb, f);
+    egress(f, srv->metrics);
+    keeper(f, srv->metrics);
+    fprintf(f, "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "
+               "process.\n# TYPE runtime_daemon_memory_bytes gauge\n"
+               "runtime_daemon_memory_bytes %ld\n", rss_bytes());
+    fclose(f);
+    return text;
+}

@@ -1,0 +1,192 @@
+/* Usage metering: each sandbox's counters (meter.h) move forward at checkpoints, at
+ * every pause, resume and removal and at least once a minute, and each checkpoint is
+ * written to the store, so a daemon restart loses nothing: the time it was down is
+ * counted in the state the sandbox was in (it kept running, or stayed frozen). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_impl.h"
+
+#define CHECKPOINT_MS 60000
+
+static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
+{
+    const struct meter_usage *u = &sb->usage;
+    json_t *name = json_object_get(sb->spec, "name");
+    return json_pack("{s:O,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name",
+                     name ? name : json_null(), "deleted", deleted, "state", state,
+                     "cpuSeconds", u->cpu_seconds, "runningHours", u->running_hours,
+                     "memoryGiBHours", u->memory_gib_hours, "pausedHours", u->paused_hours,
+                     "pausedGBHours", u->paused_gb_hours, "markMs", (json_int_t)sb->mark_ms,
+                     "markCpuNs", (json_int_t)sb->mark_cpu_ns, "storedBytes",
+                     (json_int_t)sb->stored_bytes, "memoryMiB",
+                     json_integer_value(json_object_get(sb->spec, "memoryMiB")));
+}
+
+static void save(struct server *srv, const struct sbx *sb, bool deleted)
+{
+    json_t *row = row_json(sb, sb->status, deleted);
+    char *text = json_dumps(row, JSON_COMPACT);
+    json_decref(row);
+    err_t err = {0};
+    if (!text || store_usage_put(srv->store, sb->id, text, &err) < 0)
+        log_warn("usage of sandbox %s not saved: %s", sb->id, err.msg);
+    free(text);
+}
+
+static int stats(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t *disk)
+{
+    struct proto_ref ref = {0};
+    struct proto_result res;
+    err_t err = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int r = server_keeper_call(srv, PROTO_STATS, &ref, sizeof ref, &res, NULL, 0, &err);
+    if (r == 0) {
+        *cpu_ns = res.values[0];
+        *disk = res.values[4];
+    }
+    return r;
+}
+
+/* Counts the time since the last checkpoint as `state`, then moves the marks. */
+static void checkpoint_as(struct server *srv, struct sbx *sb, const char *state)
+{
+    int64_t now = now_unix_ms();
+    uint64_t cpu = sb->mark_cpu_ns, disk = sb->stored_bytes;
+    bool live = strcmp(state, "running") == 0 || strcmp(state, "paused") == 0;
+    if (live && stats(srv, sb, &cpu, &disk) < 0) live = false;
+    double hours = sb->mark_ms && now > sb->mark_ms ? (double)(now - sb->mark_ms) / 3.6e6 : 0;
+    double gib = (double)json_integer_value(json_object_get(sb->spec, "memoryMiB")) / 1024.0;
+    if (live && strcmp(state, "running") == 0) {
+        /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
+        uint64_t used = cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;
+        meter_add_running(&sb->usage, hours, (double)used / 1e9, gib);
+    } else if (live) {
+        meter_add_paused(&sb->usage, hours, (double)sb->stored_bytes / 1e9);
+    }
+    sb->mark_ms = now;
+    sb->mark_cpu_ns = cpu;
+    sb->stored_bytes = disk;
+    save(srv, sb, false);
+}
+
+void usage_checkpoint(struct server *srv, struct sbx *sb)
+{
+    checkpoint_as(srv, sb, sb->status);
+}
+
+void usage_tick(struct server *srv)
+{
+    int64_t now = now_unix_ms();
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        if (now - sb->mark_ms >= CHECKPOINT_MS) usage_checkpoint(srv, sb);
+}
+
+void usage_removed(struct server *srv, struct sbx *sb)
+{
+    usage_checkpoint(srv, sb);
+    save(srv, sb, true);
+}
+
+/* After a restart: the saved counters, then the downtime in the state saved with them. */
+void usage_restore(struct server *srv, struct sbx *sb)
+{
+    char *text = NULL;
+    err_t err = {0};
+    if (store_usage_get(srv->store, sb->id, &text, &err) < 0) {
+        sb->mark_ms = now_unix_ms();
+        return;
+    }
+    json_t *row = json_loads(text, 0, NULL);
+    free(text);
+    sb->usage = (struct meter_usage){
+        .cpu_seconds = json_number_value(json_object_get(row, "cpuSeconds")),
+        .running_hours = json_number_value(json_object_get(row, "runningHours")),
+        .memory_gib_hours = json_number_value(json_object_get(row, "memoryGiBHours")),
+        .paused_hours = json_number_value(json_object_get(row, "pausedHours")),
+        .paused_gb_hours = json_number_value(json_object_get(row, "pausedGBHours")),
+    };
+    sb->mark_ms = json_integer_value(json_object_get(row, "markMs"));
+    sb->mark_cpu_ns = (uint64_t)json_integer_value(json_object_get(row, "markCpuNs"));
+    sb->stored_bytes = (uint64_t)json_integer_value(json_object_get(row, "storedBytes"));
+    char state[16];
+    snprintf(state, sizeof state, "%s", json_string_value(json_object_get(row, "state")) ?: "");
+    json_decref(row);
+    checkpoint_as(srv, sb, state);
+}
+
+/* ---- GET /v1/usage ---- */
+
+static double round_to(double v, double unit)
+{
+    return round(v / unit) * unit;
+}
+
+static json_t *cost_json(const struct meter_cost *c)
+{
+    return json_pack("{s:f,s:f,s:f,s:f}", "cpu", round_to(c->cpu, 1e-6), "memory",
+                     round_to(c->memory, 1e-6), "paused", round_to(c->paused, 1e-6), "total",
+                     round_to(c->total, 1e-6));
+}
+
+struct listing {
+    struct server *srv;
+    json_t *list;
+    struct meter_usage total;
+};
+
+static void add_row(const char *sandbox, const char *text, void *arg)
+{
+    struct listing *l = arg;
+    json_t *row = json_loads(text, 0, NULL);
+    if (!row) return;
+    struct meter_usage u = {
+        .cpu_seconds = json_number_value(json_object_get(row, "cpuSeconds")),
+        .running_hours = json_number_value(json_object_get(row, "runningHours")),
+        .memory_gib_hours = json_number_value(json_object_get(row, "memoryGiBHours")),
+        .paused_hours = json_number_value(json_object_get(row, "pausedHours")),
+        .paused_gb_hours = json_number_value(json_object_get(row, "pausedGBHours")),
+    };
+    struct meter_cost c;
+    meter_cost(&u, &l->srv->cfg.rates, &c);
+    l->total.cpu_seconds += u.cpu_seconds;
+    l->total.running_hours += u.running_hours;
+    l->total.memory_gib_hours += u.memory_gib_hours;
+    l->total.paused_hours += u.paused_hours;
+    l->total.paused_gb_hours += u.paused_gb_hours;
+    bool deleted = json_is_true(json_object_get(row, "deleted"));
+    json_array_append_new(l->list, json_pack(
+        "{s:s,s:O,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "sandbox", sandbox, "name",
+        json_object_get(row, "name") ?: json_null(), "status", deleted ? "removed" :
+        json_string_value(json_object_get(row, "state")) ?: "", "cpuSeconds",
+        round_to(u.cpu_seconds, 1e-3), "vcpuHours", round_to(c.vcpu_hours, 1e-6), "runningHours",
+        round_to(u.running_hours, 1e-6), "memoryGiBHours", round_to(u.memory_gib_hours, 1e-6),
+        "pausedHours", round_to(u.paused_hours, 1e-6), "pausedGBHours",
+        round_to(u.paused_gb_hours, 1e-9), "storedGB",
+        (double)json_integer_value(json_object_get(row, "storedBytes")) / 1e9, "cost",
+        cost_json(&c)));
+    json_decref(row);
+}
+
+json_t *server_usage(struct server *srv, err_t *err)
+{
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) usage_checkpoint(srv, sb);
+    struct listing l = {.srv = srv, .list = json_array()};
+    if (store_usage_each(srv->store, add_row, &l, err) < 0) {
+        json_decref(l.list);
+        return NULL;
+    }
+    struct meter_cost c;
+    meter_cost(&l.total, &srv->cfg.rates, &c);
+    const struct meter_rates *r = &srv->cfg.rates;
+    return json_pack("{s:o,s:{s:f,s:f,s:f,s:f,s:f,s:o},s:{s:f,s:f,s:f}}", "sandboxes", l.list,
+                     "total", "cpuSeconds", round_to(l.total.cpu_seconds, 1e-3), "vcpuHours",
+                     round_to(c.vcpu_hours, 1e-6), "memoryGiBHours",
+                     round_to(l.total.memory_gib_hours, 1e-6), "pausedHours",
+                     round_to(l.total.paused_hours, 1e-6), "pausedGBHours",
+                     round_to(l.total.paused_gb_hours, 1e-9), "cost", cost_json(&c), "rates",
+                     "vcpuHour", r->vcpu_hour, "gibHour", r->gib_hour, "gbMonth", r->gb_month);
+}
