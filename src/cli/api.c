@@ -133,23 +133,40 @@ void print_raw_json(const struct http_resp *r)
     if (!r->len || r->body[r->len - 1] != '\n') fputc('\n', stdout);
 }
 
+int api_show(struct cli *c, const struct http_req *req, bool json,
+             int (*show)(json_t *answer, void *arg), void *arg)
+{
+    struct http_resp resp = {0};
+    json_t *answer = NULL;
+    int r = api_call(c, req, &resp);
+    if (r) return r;
+    if (json)
+        print_raw_json(&resp);
+    else if (!(r = parse_json_body(&resp, &answer)))
+        r = show(answer, arg);
+    json_decref(answer);
+    http_resp_free(&resp);
+    return r;
+}
+
+struct list_show {
+    void (*table)(json_t *list);
+    const char *what;
+};
+
+static int show_list(json_t *list, void *arg)
+{
+    const struct list_show *l = arg;
+    if (!json_is_array(list))
+        return cli_error("the daemon's answer is not a list of %s; is that runtimed?", l->what);
+    l->table(list);
+    return 0;
+}
+
 int api_print_list(struct cli *c, const char *path, bool json, void (*table)(json_t *list),
                    const char *what)
 {
     struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp = {0};
-    json_t *list = NULL;
-    int r = api_call(c, &req, &resp);
-    if (r) return r;
-    if (json)
-        print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &list))) {
-        if (json_is_array(list))
-            table(list);
-        else
-            r = cli_error("the daemon's answer is not a list of %s; is that runtimed?", what);
-    }
-    json_decref(list);
-    http_resp_free(&resp);
-    return r;
+    struct list_show l = {table, what};
+    return api_show(c, &req, json, show_list, &l);
 }

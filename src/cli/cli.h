@@ -112,6 +112,10 @@ char *url_encode(const char *s, const char *keep);
 void print_clean(FILE *f, const char *s, size_t max);
 /* Prints the body as received, with a final newline. */
 void print_raw_json(const struct http_resp *r);
+/* Sends req; --json prints the answer as received, else show() prints the parsed answer and
+ * returns 0, or EXIT_FAIL having said why it cannot. */
+int api_show(struct cli *c, const struct http_req *req, bool json,
+             int (*show)(json_t *answer, void *arg), void *arg);
 /* GETs a list: --json prints it as received, else table() prints it; what
  * names the items for the error when the answer is not a list. */
 int api_print_list(struct cli *c, const char *path, bool json, void (*table)(json_t *list),
@@ -130,8 +134,7 @@ int cmd_sandbox_mcp(struct cli *c, int argc, char **argv);     /* sandbox_mcp.c 
 int cmd_secret(struct cli *c, int argc, char **argv);          /* secret.c */
 int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c */
 int cmd_mcp(struct cli *c, int argc, char **argv);             /* mcp.c */
-int cmd_pending(const char *cmd, int argc, char **argv);       /* pending.c */
-const char *pending_usage(const char *cmd);                    /* pending.c */
+int cmd_usage(struct cli *c, int argc, char **argv);           /* usage_cmd.c */
 
 /* sandbox_mcp.c: the usage of "sandbox mcp", "sandbox mcp catalog", "sandbox mcp ID start" and
  * "sandbox mcp ID stop"; NULL for another command. */

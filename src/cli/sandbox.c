@@ -78,6 +78,25 @@ static int scan_one_id(struct args *a, const char **idp, bool *json)
     return 0;
 }
 
+static int show_one(json_t *sb, void *arg)
+{
+    show_sandbox(sb);
+    return 0;
+}
+
+/* One call on one sandbox that answers with the sandbox: --json prints it as received, else
+ * show() prints it. */
+static int sandbox_show(struct cli *c, const char *method, const char *sid, const char *suffix,
+                        bool json, int (*show)(json_t *sb, void *arg), void *arg)
+{
+    char *path = api_sandbox_path(sid, suffix);
+    if (!path) return cli_error("out of memory");
+    struct http_req req = {.method = method, .path = path, .sink_fd = -1};
+    int r = api_show(c, &req, json, show, arg);
+    free(path);
+    return r;
+}
+
 static int cmd_get(struct cli *c, int argc, char **argv)
 {
     struct args a;
@@ -86,21 +105,7 @@ static int cmd_get(struct cli *c, int argc, char **argv)
     args_init(&a, argc, argv, "sandbox get", json_opts);
     int r = scan_one_id(&a, &sid, &json);
     if (r) return r < 0 ? EXIT_OK : r;
-    char *path = api_sandbox_path(sid, "");
-    struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp = {0};
-    json_t *sb = NULL;
-    if (!path) return cli_error("out of memory");
-    r = api_call(c, &req, &resp);
-    free(path);
-    if (r) return r;
-    if (json)
-        print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &sb)))
-        show_sandbox(sb);
-    json_decref(sb);
-    http_resp_free(&resp);
-    return r;
+    return sandbox_show(c, "GET", sid, "", json, show_one, NULL);
 }
 
 /* One call on one sandbox that answers with nothing we show; prints the ID on success. */
@@ -133,25 +138,40 @@ static int cmd_rm(struct cli *c, int argc, char **argv)
     return failed ? EXIT_FAIL : EXIT_OK;
 }
 
-static int pause_resume(struct cli *c, int argc, char **argv, const char *cmd, const char *suffix)
+/* "sandbox NAME (ID) paused", or "sandbox ID paused" for one without a name; arg is the verb. */
+static int show_changed(json_t *sb, void *arg)
+{
+    const char *id = json_string_value(json_object_get(sb, "id"));
+    const char *name = json_string_value(json_object_get(sb, "name"));
+    bool named = name && *name;
+    if (!id) return cli_error("the daemon's answer is not a sandbox; is that runtimed?");
+    fputs("sandbox ", stdout);
+    if (named) print_clean(stdout, name, 200), fputs(" (", stdout);
+    print_clean(stdout, id, 200);
+    printf("%s %s\n", named ? ")" : "", (const char *)arg);
+    return 0;
+}
+
+static int pause_resume(struct cli *c, int argc, char **argv, const char *cmd, const char *suffix,
+                        const char *verb)
 {
     struct args a;
     const char *sid;
     bool json = false;
-    args_init(&a, argc, argv, cmd, no_opts);
+    args_init(&a, argc, argv, cmd, json_opts);
     int r = scan_one_id(&a, &sid, &json);
     if (r) return r < 0 ? EXIT_OK : r;
-    return simple_call(c, "POST", sid, suffix);
+    return sandbox_show(c, "POST", sid, suffix, json, show_changed, (void *)verb);
 }
 
 static int cmd_pause(struct cli *c, int argc, char **argv)
 {
-    return pause_resume(c, argc, argv, "sandbox pause", "/pause");
+    return pause_resume(c, argc, argv, "sandbox pause", "/pause", "paused");
 }
 
 static int cmd_resume(struct cli *c, int argc, char **argv)
 {
-    return pause_resume(c, argc, argv, "sandbox resume", "/resume");
+    return pause_resume(c, argc, argv, "sandbox resume", "/resume", "resumed");
 }
 
 struct sub {
@@ -185,8 +205,5 @@ int cmd_sandbox(struct cli *c, int argc, char **argv)
         return usage_print("sandbox", stdout), EXIT_OK;
     for (size_t i = 0; i < ARRAY_LEN(subs); i++)
         if (strcmp(subs[i].name, argv[0]) == 0) return subs[i].fn(c, argc - 1, argv + 1);
-    char full[64];
-    snprintf(full, sizeof full, "sandbox %s", argv[0]);
-    if (pending_usage(full)) return cmd_pending(full, argc - 1, argv + 1);
     return cli_usage_error("sandbox", "unknown command 'sandbox %s'", argv[0]);
 }

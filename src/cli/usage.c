@@ -39,7 +39,8 @@ static const char top_usage[] =
     "MCP review, usage:\n"
     "  mcp fingerprint [FILE|-] [--json]       fingerprint of a tool list, to pin it\n"
     "  mcp review OLD NEW                      what changed, and suspicious text\n"
-    "  usage [--json]\n"
+    "  usage [--json]                          what each sandbox used and what it cost\n"
+    "  usage --estimate [OPTIONS]              a month's cost of a fleet of sandboxes\n"
     "\n"
     "Global options:\n"
     "  --api-url URL    the daemon's HTTP API, e.g. http://127.0.0.1:7070\n"
@@ -133,13 +134,21 @@ static const char rm_usage[] =
     "\n"
     "Deletes sandboxes and everything in them; prints each one deleted.\n";
 
-static const char pause_usage[] = "Usage: runtime sandbox pause ID\n"
-                                  "\n"
-                                  "Freezes a sandbox's processes; it keeps its memory and files.\n";
+static const char pause_usage[] =
+    "Usage: runtime sandbox pause ID [--json]\n"
+    "\n"
+    "Freezes a sandbox's processes; it keeps its memory and files, and while paused\n"
+    "only the files it stores are billed. Prints: sandbox NAME (ID) paused\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON of the sandbox\n";
 
-static const char resume_usage[] = "Usage: runtime sandbox resume ID\n"
+static const char resume_usage[] = "Usage: runtime sandbox resume ID [--json]\n"
                                    "\n"
-                                   "Thaws a paused sandbox.\n";
+                                   "Thaws a paused sandbox. Prints: sandbox NAME (ID) resumed\n"
+                                   "\n"
+                                   "Options:\n"
+                                   "  --json        print the API's JSON of the sandbox\n";
 
 static const char cp_usage[] =
     "Usage: runtime sandbox cp LOCAL ID:PATH\n"
@@ -295,6 +304,45 @@ static const char mcp_review_usage[] =
     "Exit status: 0 when unchanged and nothing was found, 1 when something changed\n"
     "or was found (or a list could not be read), 2 for a usage error.\n";
 
+static const char usage_usage[] =
+    "Usage: runtime usage [--json]\n"
+    "       runtime usage --estimate [--count N] [--vcpu N] [--gib N] [--busy-hours H]\n"
+    "                     [--avg-cpu V] [--stored-gb G] [--price-vcpu-hour USD]\n"
+    "                     [--price-gib-hour USD] [--price-gb-month USD] [--json]\n"
+    "\n"
+    "What each sandbox used since it was created, and what it cost, removed ones\n"
+    "included: NAME STATUS, CPU s (CPU seconds used), vCPU-h (vCPU-hours billed),\n"
+    "GiB-h (memory GiB-hours), PAUSED GB-h (GB-hours stored while paused), COST $;\n"
+    "then the TOTAL and the rates the daemon bills at.\n"
+    "\n"
+    "While running, a sandbox is billed for the CPU it used, at least 0.05 vCPU,\n"
+    "and its memory limit; while paused, only for the files in its /workspace.\n"
+    "\n"
+    "With --estimate, prints (without asking the daemon) what COUNT sandboxes cost\n"
+    "in a month of 30 days: each with VCPU vCPUs and GIB GiB of memory, running\n"
+    "H hours a day at V vCPU on average, and paused the rest of the day with G GB\n"
+    "stored; and what one running sandbox costs an hour.\n"
+    "\n"
+    "Options:\n"
+    "  --json                 print the API's JSON (with --estimate: {month, rates,\n"
+    "                         fleet})\n"
+    "  --estimate             estimate the cost of a fleet\n"
+    "  --count N              how many sandboxes (default 1)\n"
+    "  --vcpu N               vCPUs each (default 1)\n"
+    "  --gib N                memory of each in GiB (default 1)\n"
+    "  --busy-hours H         hours a day each runs (default 24)\n"
+    "  --avg-cpu V            vCPUs used on average while running (default 0.05,\n"
+    "                         the least billed)\n"
+    "  --stored-gb G          GB in each one's /workspace while paused (default 0)\n"
+    "  --price-vcpu-hour USD  price of a vCPU-hour (default $RUNTIME_PRICE_VCPU_HOUR,\n"
+    "                         else 0.025)\n"
+    "  --price-gib-hour USD   price of a GiB-hour of memory (default\n"
+    "                         $RUNTIME_PRICE_GIB_HOUR, else 0.0075)\n"
+    "  --price-gb-month USD   price of a GB-month stored while paused (default\n"
+    "                         $RUNTIME_PRICE_GB_MONTH, else 0.08)\n"
+    "\n"
+    "The daemon takes its prices from the same variables (or its --price-* options).\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -321,6 +369,7 @@ static const struct usage_entry entries[] = {
     {"mcp", mcp_usage},
     {"mcp fingerprint", mcp_fingerprint_usage},
     {"mcp review", mcp_review_usage},
+    {"usage", usage_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)
@@ -332,8 +381,7 @@ bool usage_print(const char *cmd, FILE *f)
         }
     }
     /* `sandbox mcp` keeps its texts next to its code. */
-    const char *p = pending_usage(cmd);
-    if (!p) p = sandbox_mcp_usage(cmd);
+    const char *p = sandbox_mcp_usage(cmd);
     if (p) fputs(p, f);
     return p != NULL;
 }

@@ -202,14 +202,24 @@ void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
     if (strcmp(fresh->sha256, ms->approved.sha256) != 0) {
         char changes[700];
         describe(ms, fresh, changes, sizeof changes);
-        json_t *blocked = json_array();
+        json_t *blocked = json_array(), *hidden = json_array();
         for (size_t i = 0; i < ms->approved.n; i++)
             if (!mcp_gate_allows(ms, ms->approved.v[i].name))
                 json_array_append_new(blocked, json_string(ms->approved.v[i].name));
-        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s#,s:o,s:s}", "fingerprint",
+        for (size_t i = 0; i < fresh->n; i++)
+            if (!find(&ms->approved, fresh->v[i].name))
+                json_array_append_new(hidden, json_string(fresh->v[i].name));
+        char warning[900];
+        snprintf(warning, sizeof warning, "its tools changed while it ran (fingerprint %.*s, "
+                 "approved %.*s): %s; only the unchanged approved tools are served",
+                 FINGERPRINT_SHORT, fresh->sha256, FINGERPRINT_SHORT, ms->approved.sha256,
+                 changes[0] ? changes : "changed");
+        if (json_array_size(ms->warnings) < 20)
+            json_array_append_new(ms->warnings, json_string(warning));
+        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s#,s:o,s:o,s:s}", "fingerprint",
                                                fresh->sha256, FINGERPRINT_SHORT, "approved",
                                                ms->approved.sha256, FINGERPRINT_SHORT, "blocked",
-                                               blocked, "changes", changes));
+                                               blocked, "hidden", hidden, "changes", changes));
     }
     if (kept != before)
         mcp_broadcast(ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",

@@ -71,14 +71,14 @@ int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
                 add_catalog_hosts(allow, ms);
         bool everything = internet && json_array_size(base) == 0;
         if (json_array_size(allow) == 0 || everything) {
-            json_array_clear(allow);
-            json_array_extend(allow, base);
-        } else if (internet) {
+            r = build(internet, base, out, err); /* the sandbox's own policy as it is */
+        } else {
+            /* Servers' hosts are allowed even with internet off; the rest as the sandbox says. */
             size_t i;
             json_t *v;
-            json_array_foreach(base, i, v) add_host(allow, json_string_value(v));
+            if (internet) json_array_foreach(base, i, v) add_host(allow, json_string_value(v));
+            r = build(true, allow, out, err);
         }
-        r = build(internet || json_array_size(allow) > 0, allow, out, err);
     }
     json_decref(allow);
     return r;

@@ -206,6 +206,7 @@ void mcp_sessions_expire(struct mcp_server *ms);
 /* A message from the process for a client (response, request or notification). */
 void mcp_route_from_server(struct mcp_backend *be, json_t *msg);
 void mcp_backend_lost(struct mcp_backend *be, const char *why);
+bool mcp_valid_message(json_t *m);
 /* Messages from a client on a POST: 0, or an HTTP status to reply with. */
 int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body);
 void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);

@@ -222,6 +222,8 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
     if (strcmp(method, "initialize") == 0)
         return answer(st, mcp_error_msg(id, -32600, "this session is initialized already"));
     if (strcmp(method, "ping") == 0) return answer(st, result_msg(id, json_object()));
+    if (strcmp(method, "tools/list") == 0 && !ms->served_json)
+        return answer(st, mcp_error_msg(id, -32603, "the approved tool list cannot be sent as JSON"));
     if (strcmp(method, "tools/list") == 0)
         return answer(st, result_msg(id, json_pack("{s:O}", "tools", ms->served_json)));
     if (strcmp(method, "tools/call") == 0) {
@@ -286,6 +288,18 @@ static bool is_request(json_t *m)
     return json_is_string(json_object_get(m, "method")) && json_object_get(m, "id");
 }
 
+/* A JSON-RPC 2.0 message as MCP allows it: a request (string method, string or integer
+ * id), a notification (method, no id) or a response (id and a result or an error). */
+bool mcp_valid_message(json_t *m)
+{
+    const char *v = json_string_value(json_object_get(m, "jsonrpc"));
+    json_t *method = json_object_get(m, "method"), *id = json_object_get(m, "id");
+    if (!json_is_object(m) || !v || strcmp(v, "2.0") != 0) return false;
+    if (id && !json_is_string(id) && !json_is_integer(id)) return false;
+    if (method) return json_is_string(method);
+    return id && (json_object_get(m, "result") != NULL) != (json_object_get(m, "error") != NULL);
+}
+
 int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body)
 {
     bool batch = json_is_array(body);
@@ -294,7 +308,7 @@ int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *
     if (n == 0) return 400;
     for (size_t i = 0; i < n; i++) {
         json_t *m = batch ? json_array_get(body, i) : body;
-        if (!json_is_object(m)) return 400;
+        if (!mcp_valid_message(m)) return 400;
         if (is_request(m)) requests++;
     }
     s->last_used_ms = now_ms();
@@ -342,13 +356,22 @@ void mcp_broadcast(struct mcp_server *ms, json_t *msg)
     json_decref(msg);
 }
 
-static struct mcp_session *session_for_request(struct mcp_backend *be)
+/* The one session waiting on the process; NULL when none or several do (*several set):
+ * a guess could hand one client's data to another. */
+static struct mcp_session *session_for_request(struct mcp_backend *be, bool *several)
 {
+    *several = false;
     if (be->owner) return be->owner;
-    struct mcp_session *best = NULL;
-    for (struct mcp_session *s = be->server->sessions; s; s = s->next)
-        if (s->pending && (!best || s->last_used_ms > best->last_used_ms)) best = s;
-    return best;
+    struct mcp_session *found = NULL;
+    for (struct mcp_session *s = be->server->sessions; s; s = s->next) {
+        if (!s->pending) continue;
+        if (found) {
+            *several = true;
+            return NULL;
+        }
+        found = s;
+    }
+    return found;
 }
 
 static void server_request(struct mcp_backend *be, json_t *msg)
@@ -360,7 +383,13 @@ static void server_request(struct mcp_backend *be, json_t *msg)
         return mcp_backend_send(be, result_msg(id, json_pack("{s:[{s:s,s:s}]}", "roots", "uri",
                                                              "file:///workspace", "name",
                                                              "workspace")));
-    struct mcp_session *s = session_for_request(be);
+    bool several;
+    struct mcp_session *s = session_for_request(be, &several);
+    if (several)
+        return mcp_backend_send(be, mcp_error_msg(id, -32000, "several clients are waiting on "
+                                                  "this server and stdio does not say which one "
+                                                  "this request is for; run the server with "
+                                                  "isolation \"session\""));
     bool able = s && ((strcmp(method, "sampling/createMessage") == 0 && s->sampling) ||
                       (strcmp(method, "elicitation/create") == 0 && s->elicitation) ||
                       (strncmp(method, "sampling/", 9) != 0 && strncmp(method, "elicitation/", 12) != 0));
@@ -426,6 +455,14 @@ void mcp_route_from_server(struct mcp_backend *be, json_t *msg)
     if (strcmp(method, "notifications/progress") == 0) return progress(be, msg);
     if (strcmp(method, "notifications/resources/updated") == 0) return resource_updated(be, msg);
     if (be->owner) return deliver(be->owner, json_incref(msg));
+    /* A log line while one client waits belongs, as far as stdio can tell, to its request;
+     * while several wait it could belong to any, and is dropped rather than guessed. */
+    if (strcmp(method, "notifications/message") == 0) {
+        bool several;
+        struct mcp_session *s = session_for_request(be, &several);
+        if (s) return deliver(s, json_incref(msg));
+        if (several) return;
+    }
     mcp_broadcast(be->server, json_incref(msg));
 }
 

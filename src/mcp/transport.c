@@ -217,10 +217,8 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
         st->gone = false;
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_gone, st);
     }
-    bool was_sse = st->sse;
-    st->sse = false;
+    st->sse = false; /* this client gets the stream's headers afresh */
     start_sse(st);
-    (void)was_sse;
     for (size_t i = 0; i < MCP_HISTORY; i++) {
         struct mcp_event *e = &s->history[(s->history_next + i) % MCP_HISTORY];
         if (e->data && e->stream == stream && e->seq > seq) write_event(st, e->seq, e->data);
@@ -330,7 +328,7 @@ static struct mcp_session *session_of(struct mcp_server *ms, struct evhttp_reque
 static bool is_initialize(json_t *body)
 {
     const char *m = json_string_value(json_object_get(body, "method"));
-    return json_is_object(body) && m && strcmp(m, "initialize") == 0 &&
+    return mcp_valid_message(body) && m && strcmp(m, "initialize") == 0 &&
            json_object_get(body, "id");
 }
 
@@ -363,8 +361,9 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
         int status = s ? mcp_session_post(s, req, body) : 0;
         if (status == 400)
             mcp_http_error(req, 400, NULL, -32600, "Invalid Request: %s",
-                           json_is_array(body) ? "batches need protocol version 2025-03-26 and "
-                           "at least one message" : "each message must be a JSON-RPC object");
+                           json_is_array(body) ? "batches need protocol version 2025-03-26, at "
+                           "least one message, and JSON-RPC 2.0 messages" :
+                           "not a JSON-RPC 2.0 request, notification or response");
     }
     json_decref(body);
 }
