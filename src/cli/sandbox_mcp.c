@@ -619,22 +619,18 @@ static int print_state(const char *sid, json_t *ans)
 
 /* ---- the forms ---- */
 
+static int show_state(json_t *answer, void *sid)
+{
+    return print_state(sid, answer);
+}
+
 static int show(struct cli *c, const char *sid, bool json)
 {
     char *path = api_sandbox_path(sid, "/mcp");
-    struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
-    struct http_resp resp = {0};
-    json_t *ans = NULL;
     if (!path) return cli_error("out of memory");
-    int r = api_call(c, &req, &resp);
+    struct http_req req = {.method = "GET", .path = path, .sink_fd = -1};
+    int r = api_show(c, &req, json, show_state, (void *)sid);
     free(path);
-    if (r) return r;
-    if (json)
-        print_raw_json(&resp);
-    else if (!(r = parse_json_body(&resp, &ans)))
-        r = print_state(sid, ans);
-    json_decref(ans);
-    http_resp_free(&resp);
     return r;
 }
 

@@ -362,23 +362,30 @@ int store_mcp_put(struct store *st, const char *sandbox, const char *state_json,
                "state=excluded.state", "tt", sandbox, state_json);
 }
 
-int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err)
+/* The text of the one column the query selects for key; -ENOENT when no row has it. */
+static int get_text(struct store *st, const char *sql, const char *key, char **out,
+                    const char *what, err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT state FROM mcp WHERE sandbox=?", -1, &stmt, NULL) !=
-        SQLITE_OK)
-        return db_error(st->db, err, "reading the MCP servers");
-    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, what);
+    sqlite3_bind_text(stmt, 1, key, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(stmt), r = 0;
     if (rc == SQLITE_ROW) {
         const unsigned char *text = sqlite3_column_text(stmt, 0);
-        *state_json = strdup(text ? (const char *)text : "{}");
-        if (!*state_json) r = err_set(err, -ENOMEM, "out of memory");
+        *out = strdup(text ? (const char *)text : "");
+        if (!*out) r = err_set(err, -ENOMEM, "out of memory");
     } else {
-        r = rc == SQLITE_DONE ? -ENOENT : db_error(st->db, err, "reading the MCP servers");
+        r = rc == SQLITE_DONE ? -ENOENT : db_error(st->db, err, what);
     }
     sqlite3_finalize(stmt);
     return r;
+}
+
+int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err)
+{
+    return get_text(st, "SELECT state FROM mcp WHERE sandbox=?", sandbox, state_json,
+                    "reading the MCP servers", err);
 }
 
 int store_mcp_delete(struct store *st, const char *sandbox, err_t *err)
@@ -396,20 +403,8 @@ int store_usage_put(struct store *st, const char *sandbox, const char *json, err
 
 int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err)
 {
-    sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT state FROM usage WHERE sandbox=?", -1, &stmt, NULL) !=
-        SQLITE_OK)
-        return db_error(st->db, err, "reading usage");
-    sqlite3_bind_text(stmt, 1, sandbox, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(stmt), r = 0;
-    if (rc == SQLITE_ROW) {
-        *json = strdup((const char *)sqlite3_column_text(stmt, 0));
-        if (!*json) r = err_set(err, -ENOMEM, "out of memory");
-    } else {
-        r = rc == SQLITE_DONE ? -ENOENT : db_error(st->db, err, "reading usage");
-    }
-    sqlite3_finalize(stmt);
-    return r;
+    return get_text(st, "SELECT state FROM usage WHERE sandbox=?", sandbox, json, "reading usage",
+                    err);
 }
 
 int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const char *json, void *arg),

@@ -436,12 +436,12 @@ export class Daemon {
 }
 
 /** A daemon in a fresh temp dir, started and answering. */
-export async function startDaemon({ prefix = 'runtime-e2e-' } = {}) {
+export async function startDaemon({ prefix = 'runtime-e2e-', make = (dir) => new Daemon(dir) } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   // mkdtemp makes 0700; the unprivileged server process must traverse it to reach
   // STATE/db, so open it up for search (not listing).
   fs.chmodSync(dir, 0o711);
-  const d = new Daemon(dir);
+  const d = make(dir);
   try {
     await d.start();
   } catch (e) {

@@ -24,7 +24,7 @@
 // Nothing here sleeps for synchronisation: waits poll with deadlines.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +36,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import { ROOT, isRoot, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
 import { ip, sweepStale } from '../egress/lib.mjs';
-import { SecretsDaemon, allEvents, header, showSecretEvents } from '../secrets/lib.mjs';
+import { SecretsDaemon, Upstream, allEvents, header, showSecretEvents } from '../secrets/lib.mjs';
 
 const UPSTREAM_JS = path.join(ROOT, 'tests', 'secrets', 'upstream.mjs');
 const CATALOG = JSON.parse(fs.readFileSync(path.join(ROOT, 'catalog', 'servers.json'), 'utf8'));
@@ -241,10 +241,7 @@ class FakeGithub {
     this.vethHost = `vct${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
     this.vethUp = `vct${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
     this.dir = dir;
-    this.events = [];
-    this.stderr = '';
-    this.proc = null;
-    this.exited = null;
+    this.upstream = null;
     this.onExit = () => this.teardown();
     process.on('exit', this.onExit);
   }
@@ -264,33 +261,8 @@ class FakeGithub {
     fs.writeFileSync(cfg, JSON.stringify({
       bind: UP_V4, holdDir, https: [443], certs: { default: { cert: this.certs.cert, key: this.certs.key } },
     }));
-    this.proc = spawn('ip', ['netns', 'exec', this.ns, process.execPath, UPSTREAM_JS, cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let buf = '';
-    this.proc.stdout.on('data', (d) => {
-      buf += d.toString('utf8');
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        try {
-          this.events.push(JSON.parse(line));
-        } catch {
-          this.stderr += `unparsed: ${line}\n`;
-        }
-      }
-    });
-    this.proc.stderr.on('data', (d) => {
-      this.stderr += d.toString('utf8');
-    });
-    this.proc.on('exit', (code, signal) => {
-      this.exited = { code, signal };
-    });
-    await waitFor(() => {
-      if (this.exited || this.events.some((e) => e.ev === 'failed')) {
-        throw Object.assign(new Error(`fake api.github.com failed: ${this.stderr} ${JSON.stringify(this.events)}`), { fatal: true });
-      }
-      return this.events.some((e) => e.ev === 'listening');
-    }, { timeoutMs: 10000, what: 'the fake api.github.com to listen' });
+    this.upstream = new Upstream(['netns', 'exec', this.ns, process.execPath, UPSTREAM_JS, cfg]);
+    await this.upstream.ready();
     return this;
   }
 
@@ -298,7 +270,7 @@ class FakeGithub {
     if (this.done) return;
     this.done = true;
     process.off('exit', this.onExit);
-    if (this.proc && !this.exited) try { this.proc.kill('SIGKILL'); } catch {}
+    if (this.upstream && !this.upstream.exited) try { this.upstream.proc.kill('SIGKILL'); } catch {}
     spawnSync('ip', ['netns', 'del', this.ns]); // takes the veth pair with it
   }
 }
@@ -400,7 +372,7 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
       assert.ok(gh.tools.includes('search_repositories'), JSON.stringify(gh.tools));
 
       // A tool call through the gateway with the official SDK client.
-      const mark = fake.events.length;
+      const mark = fake.upstream.events.length;
       const client = new Client({ name: 'runtime-catalog-test', version: '1.0.0' });
       const transport = new StreamableHTTPClientTransport(new URL(gh.url), {
         requestInit: { headers: { Authorization: st.headers.Authorization } },
@@ -421,12 +393,12 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
         await client.close().catch(() => {});
       }
       t.diagnostic(`search_repositories: ${JSON.stringify(outcome).slice(0, 300)}`);
-      const req = await waitFor(() => fake.events.slice(mark)
+      const req = await waitFor(() => fake.upstream.events.slice(mark)
         .find((e) => e.ev === 'req' && e.target.startsWith('/search/repositories')),
       { timeoutMs: 30000, what: 'the fake api.github.com to receive the search' });
       assert.equal(header(req, 'Authorization'), `Bearer ${value}`, 'the real token reached api.github.com');
       assert.equal(header(req, 'Host'), GITHUB);
-      const conn = fake.events.find((e) => e.ev === 'conn' && e.id === req.id);
+      const conn = fake.upstream.events.find((e) => e.ev === 'conn' && e.id === req.id);
       assert.equal(conn?.sni, GITHUB);
 
       const events = await allEvents(d, sb.id);

@@ -21,7 +21,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { Daemon, ROOT, RUNTIME, isRoot, run, token, waitFor } from '../e2e/lib.mjs';
+import { Daemon, ROOT, RUNTIME, isRoot, run, startDaemon, token, waitFor } from '../e2e/lib.mjs';
 
 export { ROOT, RUNTIME, isRoot, run, token, waitFor, Client, StreamableHTTPClientTransport };
 
@@ -193,18 +193,8 @@ export class McpDaemon extends Daemon {
 const enc = encodeURIComponent;
 
 /** A started McpDaemon in a fresh temp dir. */
-export async function startMcpDaemon({ online = false, prefix = 'runtime-mcp-' } = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.chmodSync(dir, 0o711); // the unprivileged server must traverse it (see ../e2e/lib.mjs)
-  const d = new McpDaemon(dir, { online });
-  try {
-    await d.start();
-  } catch (e) {
-    d.forceCleanup();
-    if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
-    throw e;
-  }
-  return d;
+export function startMcpDaemon({ online = false, prefix = 'runtime-mcp-' } = {}) {
+  return startDaemon({ prefix, make: (dir) => new McpDaemon(dir, { online }) });
 }
 
 /** The host npm's registry and its host name (installs go there, nowhere else). */

@@ -104,7 +104,7 @@ export function makeCerts(dir) {
 // ---------------------------------------------------------------- the upstream's log
 
 /** upstream.mjs as a child; its JSON lines are collected in .events. */
-class Upstream {
+export class Upstream {
   constructor(args) {
     this.events = [];
     this.stderr = '';
