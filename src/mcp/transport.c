@@ -99,7 +99,8 @@ static void unlink_stream(struct mcp_stream *st)
     while (*pp && *pp != st) pp = &(*pp)->next;
     if (*pp) *pp = st->next;
     if (s->get == st) s->get = NULL;
-    struct mcp_backend *be = mcp_session_backend(s);
+    /* Answers still due point at it; once all came (the common case), none does. */
+    struct mcp_backend *be = st->waiting > 0 ? mcp_session_backend(s) : NULL;
     for (size_t i = 0; be && i < MCP_PENDING_SLOTS; i++)
         if (be->pend[i].stream == st) be->pend[i].stream = NULL;
 }

