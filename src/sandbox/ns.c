@@ -299,6 +299,8 @@ static void wait_gone(int pidfd, int timeout_ms)
 static int ns_destroy(struct sandbox *sb, err_t *err)
 {
     if (sb->init_pidfd >= 0) {
+        /* A frozen (paused) task takes its SIGKILL only once thawed. */
+        cgroup_freeze(sb->cg, false, NULL);
         syscall(SYS_pidfd_send_signal, sb->init_pidfd, SIGKILL, NULL, 0);
         wait_gone(sb->init_pidfd, 5000);
     }
