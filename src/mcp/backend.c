@@ -309,18 +309,18 @@ static void handle_line(struct mcp_backend *be, const char *line, size_t len)
     json_decref(msg);
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg)
+/* One read: the number of bytes, 0 at EOF (reading stops), negative when none now. */
+static ssize_t read_some(struct mcp_backend *be, int fd)
 {
-    struct mcp_backend *be = arg;
-    for (;;) {
-        int n = evbuffer_read(be->from_server, fd, 65536);
-        if (n < 0 && errno == EAGAIN) break;
-        if (n <= 0) { /* EOF: the exit status tells the rest */
-            event_del(be->out_ev);
-            break;
-        }
-        if (evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE + 65536) break;
-    }
+    char chunk[65536];
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n > 0) evbuffer_add(be->from_server, chunk, (size_t)n);
+    else if (n == 0 || errno != EAGAIN) event_del(be->out_ev); /* the exit status tells the rest */
+    return n;
+}
+
+static void handle_lines(struct mcp_backend *be)
+{
     for (;;) {
         struct evbuffer_ptr eol = evbuffer_search(be->from_server, "\n", 1, NULL);
         if (eol.pos < 0) break;
@@ -334,6 +334,15 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     }
     if (evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE)
         fail(be, "it wrote a message longer than %u bytes, the limit", MCP_MAX_MESSAGE);
+}
+
+/* One read a wake-up (epoll is level-triggered: more data wakes us again): no FIONREAD
+ * and no read that only says EAGAIN, on the path of every answer. */
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    read_some(be, fd);
+    handle_lines(be);
 }
 
 static void on_stderr(evutil_socket_t fd, short what, void *arg)
@@ -405,8 +414,10 @@ static void on_exit_status(evutil_socket_t fd, short what, void *arg)
     ssize_t n = read(fd, &st, sizeof st);
     if (n < 0 && errno == EAGAIN) return;
     close_fd(&be->status_fd, &be->status_ev);
-    if (be->out_ev) on_readable(be->out_fd, EV_READ, be); /* its last words */
+    while (be->state != BE_DEAD && read_some(be, be->out_fd) > 0) /* its last words */
+        handle_lines(be);
     if (be->state == BE_DEAD) return;
+    for (int i = 0; i < 4 && be->err_fd >= 0; i++) on_stderr(be->err_fd, EV_READ, be);
     char tail[600];
     stderr_tail(be, tail, sizeof tail);
     be->exit_code = st.exit_code;
