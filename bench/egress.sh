@@ -50,88 +50,45 @@ VU=rtb-u      # veth, upstream end
 PORT=5201     # the upstream's port, inside NS (not a web port: see docs/egress.md)
 NAME=bench.test
 
-case "${1:-}" in
--h | --help)
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-"") ;;
-*) bench_die "unexpected argument '$1'; see $0 --help" ;;
-esac
+bench_args "" "$@"
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed and the namespace need it): sudo $0"
-[[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
-for tool in cc ip jq; do
-    command -v "$tool" >/dev/null || bench_die "$tool is missing; apt-get install -y gcc iproute2 jq"
-done
+need_build
+need_tools "gcc iproute2 jq" cc ip jq
 
-MAIN=$$
-START=$SECONDS
-WORK=
-KPID=
-SPID=
+bench_init
 UPID=
 RPID=
-WATCHDOG=
-INSTANCE=
-MADE_NS=
 
 # --- cleanup ---------------------------------------------------------------------
 
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM
-    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
-    if [[ -n $KPID ]] && alive "$KPID"; then
-        local ids
-        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n $ids ]] && timeout 60 "$RT" sandbox rm $ids >/dev/null 2>&1
-        stop_pid "$KPID"
-        [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
-    fi
-    sweep_leftovers
-    [[ -n $UPID ]] && stop_pid "$UPID"
-    [[ -n $RPID ]] && stop_pid "$RPID"
-    if [[ -n $MADE_NS ]]; then
-        ip netns del "$NS" 2>/dev/null # takes the veth pair with it
-        ip link del "$VH" 2>/dev/null
-    fi
-    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
-        bench_log "last lines of the daemon's log:"
-        tail -n 15 "$WORK/daemon.log" >&2
-    fi
-    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
-        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.txt "$BENCH_DATA"/ 2>/dev/null
-    fi
-    [[ -n $WORK ]] && rm -rf "$WORK"
-    exit "$rc"
+# After the daemon (bench_cleanup): the upstream server and the reference relay.
+cleanup_last() {
+    local p
+    for p in "$UPID" "$RPID"; do [[ -z $p ]] || stop_pid "$p"; done
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- wait for a quiet machine --------------------------------------------------------
 
 # Fuzzers of other work on this machine take every CPU; figures taken beside
 # them say little. Wait for them (bounded), then measure anyway.
-wait_for_quiet() {
+# (Fuzzers only: unlike wait_for_quiet in lib.sh, the load is not waited for.)
+wait_for_fuzzers() {
     local end=$((SECONDS + IDLE_WAIT)) said=
-    while pgrep -f 'fuzz_|diff_fuzz' >/dev/null && ((SECONDS < end)); do
-        [[ -n $said ]] || bench_log "fuzzers are running ($(pgrep -f 'fuzz_|diff_fuzz' | wc -l)); waiting up to $IDLE_WAIT s for them to end"
+    while (($(fuzzers))) && ((SECONDS < end)); do
+        [[ -n $said ]] || bench_log "fuzzers are running ($(fuzzers)); waiting up to $IDLE_WAIT s for them to end"
         said=1
         sleep 10
     done
-    if pgrep -f 'fuzz_|diff_fuzz' >/dev/null; then
-        FUZZERS="fuzzers still running: $(pgrep -f 'fuzz_|diff_fuzz' | wc -l) processes"
+    if (($(fuzzers))); then
+        FUZZERS="fuzzers still running: $(fuzzers) processes"
         bench_log "warning: $FUZZERS; measuring anyway"
     else
         FUZZERS="no fuzzers running"
     fi
 }
 FUZZERS="not checked"
-((IDLE_WAIT > 0)) && wait_for_quiet
+((IDLE_WAIT > 0)) && wait_for_fuzzers
 START=$SECONDS
 
 # --- the fake upstream: a namespace behind a veth pair -------------------------------
@@ -152,28 +109,16 @@ done
 [[ -n $NET ]] || bench_die "none of the subnets '$SUBNET' is free on this host (see ip -4 addr); set SUBNET"
 HOST_IP=$NET.254
 UP_IP=$NET.10
-[[ ! -e /run/netns/$NS ]] || bench_die "network namespace $NS exists (a crashed run?); remove it: ip netns del $NS"
-! ip link show "$VH" >/dev/null 2>&1 || bench_die "interface $VH exists (a crashed run?); remove it: ip link del $VH"
+need_no_veth
 
-WORK=$(mktemp -d /tmp/runtime-bench-egress.XXXXXX)
-chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
-unset RUNTIME_SOCKET
-
-sed -n "/^: <<'EGB_C'\$/,/^EGB_C\$/p" "$0" | sed '1d;$d' >"$WORK/egb.c"
+bench_workdir -egress
+bench_extract EGB_C >"$WORK/egb.c"
 cc -O2 -Wall -pthread -o "$WORK/egb" "$WORK/egb.c" 2>"$WORK/cc.log" ||
     bench_die "compiling the benchmark client failed: $(head -n 5 "$WORK/cc.log")"
 chmod 755 "$WORK/egb"
 EGB=$WORK/egb
 
-MADE_NS=1
-ip netns add "$NS"
-ip link add "$VH" type veth peer name "$VU"
-ip link set "$VU" netns "$NS"
-ip addr add "$HOST_IP/24" dev "$VH"
-ip link set "$VH" up
-ip -n "$NS" addr add "$UP_IP/24" dev "$VU"
-ip -n "$NS" link set "$VU" up
-ip -n "$NS" link set lo up
+make_veth "$HOST_IP/24" "$UP_IP"
 
 ip netns exec "$NS" "$EGB" serve "$PORT" >"$WORK/upstream.log" 2>&1 &
 UPID=$!
@@ -196,60 +141,10 @@ RPORT=$(awk '/^ready/ { print $2 }' "$WORK/relay.log")
 
 # --- the daemon and the sandbox ---------------------------------------------------------
 
-start_daemon() {
-    local attempt port deadline
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 40000))
-        # --nameserver: a dead loopback port, so nothing is ever resolved outside;
-        # the pin is the only name the proxy can dial.
-        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" --resolve "$NAME:0:$UP_IP" \
-            --nameserver 127.0.0.1:9 >"$WORK/daemon.log" 2>&1 &
-        KPID=$!
-        deadline=$((SECONDS + 10))
-        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        export RUNTIME_API_URL="http://127.0.0.1:$port"
-        export RUNTIME_API_KEY
-        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
-        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
-        stop_pid "$KPID"
-        KPID=
-        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
-        bench_log "port $port was taken (attempt $attempt); trying another"
-    done
-    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
-}
-
-# The server (it runs the proxy) is the keeper's child in the host's pid namespace.
-find_server() {
-    local c
-    for c in $(bench_children "$KPID"); do
-        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
-    done
-    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
-}
-
-# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
-# pending client call fail) and the script, whose trap then cleans up.
-watchdog() {
-    local end=$((START + BUDGET))
-    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
-    kill -0 "$MAIN" 2>/dev/null || return 0
-    bench_log "over the time budget of $BUDGET s; stopping"
-    kill -TERM "$KPID" 2>/dev/null
-    kill -TERM "$MAIN" 2>/dev/null
-}
-
-start_daemon
-INSTANCE=$(instance_of "$WORK/state")
-find_server
-watchdog &
-WATCHDOG=$!
+# --nameserver: a dead loopback port, so nothing is ever resolved outside;
+# the pin is the only name the proxy can dial.
+start_daemon --resolve "$NAME:0:$UP_IP" --nameserver 127.0.0.1:9
+start_watchdog
 
 SB=$("$RT" sandbox create --cpus "$CPUS" --allow "$NAME") || bench_die "sandbox create failed"
 "$RT" sandbox cp "$EGB" "$SB:/workspace/egb" || bench_die "sandbox cp failed"
@@ -268,9 +163,6 @@ bench_log "runtimed keeper $KPID, server $SPID; upstream $UP_IP:$PORT in netns $
 
 # --- 1. throughput ----------------------------------------------------------------------
 
-# CPU time in clock ticks: the whole machine busy (not idle, not iowait), and one pid.
-cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 
 # Appends one MB/s figure to $WORK/$1.txt, and to $WORK/$1.cpu.txt the CPUs in use
@@ -287,8 +179,7 @@ sample() {
     b1=$(cpu_busy) u1=$(pid_cpu "$UPID")
     ((relay)) && p1=$(pid_cpu "$relay")
     echo "$v" >>"$out.txt"
-    awk -v w=$((t1 - t0)) -v hz="$HZ" -v b=$((b1 - b0)) -v p=$((p1 - p0)) -v u=$((u1 - u0)) \
-        'BEGIN { s = w / 1e6 * hz; printf "%.2f %.2f %.2f\n", b / s, p / s, u / s }' >>"$out.cpu.txt"
+    cpu_shares $((t1 - t0)) $((b1 - b0)) $((p1 - p0)) $((u1 - u0)) >>"$out.cpu.txt"
 }
 
 bench_log "1/3 throughput: $RUNS x $BYTES bytes each way; direct, proxied and relay, interleaved"
@@ -351,7 +242,6 @@ fi
 
 # --- 3. many connections at once ----------------------------------------------------------
 
-daemon_rss() { echo $(($(bench_rss_kib "$KPID") + $(bench_rss_kib "$SPID"))); }
 nfds() { local f=(/proc/"$1"/fd/*); echo "${#f[@]}"; }
 
 bench_log "3/3 $HOLD_N connections at once from the sandbox, held $HOLD_MS ms"
@@ -412,22 +302,14 @@ REFUSED=$("$RT" sandbox events "$SB" --json 2>/dev/null | jq -s '[.[] | select(.
 # --- summary ---------------------------------------------------------------------
 
 ratio() { bench_ratio "$1" "$2" 2; }
-at_least() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 >= t + 0) ? "ok" : "MISSED" }'; }
 below() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 < t + 0) ? "ok" : "MISSED" }'; }
 row() { printf '%-40s %14s  %-36s %s\n' "$@"; }
 trow() { printf '%-10s %9s %9s %9s  %-8s %-13s  %7s  %7s\n' "$@"; }
-# Medians, column by column, of the CPUs in use during the runs: "machine/relayer/upstream".
-cpus() {
-    local c out=()
-    for c in 1 2 3; do out+=("$(bench_fmt "$(cut -d' ' -f"$c" "$WORK/$1.cpu.txt" | bench_median)" 2)"); done
-    local IFS=/
-    echo "${out[*]}"
-}
 tput_rows() { # $1: down or up
     local d p r
     d=$(med "$1-direct") p=$(med "$1-proxied") r=$(med "$1-relay")
     trow "$1" "$(bench_fmt "$d")" "$(bench_fmt "$p")" "$(bench_fmt "$r")" "$(ratio "$p" "$d")" \
-        ">= $TARGET_RATIO $(at_least "$(ratio "$p" "$d")" "$TARGET_RATIO")" "$(ratio "$r" "$d")" "$(ratio "$p" "$r")"
+        ">= $TARGET_RATIO $(bench_at_least "$(ratio "$p" "$d")" "$TARGET_RATIO")" "$(ratio "$r" "$d")" "$(ratio "$p" "$r")"
     printf '  runs     direct %s | proxied %s | relay %s\n' "$(paste -sd' ' "$WORK/$1-direct.txt")" \
         "$(paste -sd' ' "$WORK/$1-proxied.txt")" "$(paste -sd' ' "$WORK/$1-relay.txt")"
     printf '  CPUs busy, machine/relaying process/upstream: direct %s, proxied %s, relay %s\n' \

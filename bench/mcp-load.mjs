@@ -22,9 +22,8 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import http from "node:http";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { eachOption, sdk, usageFor } from "./lib.mjs";
 
 const PROTOCOL = "2025-11-25"; // what SDK 1.32.2 asks for; the lean client asks the same
 const CLIENT_INFO = { name: "runtime-bench-mcp-load", version: "1.0.0" };
@@ -36,57 +35,38 @@ let warnings = 0;
 process.removeAllListeners("warning");
 process.on("warning", () => warnings++);
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const sdkDir =
-    process.env.MCP_SDK_DIR ||
-    path.join(here, "..", "tests", "mcp", "node_modules", "@modelcontextprotocol", "sdk");
-const sdk = (p) => import(path.join(sdkDir, "dist", "esm", p));
-
-function usage(msg) {
-    if (msg) process.stderr.write(`mcp-load: ${msg}\n`);
-    process.stderr.write(
-        "usage: node mcp-load.mjs [--client sdk|lean] [--clients N] [--calls M] [--seconds S]\n" +
-            "         [--warmup K] [--tool NAME] [--args JSON] [--timeout-ms T] [--raw FILE]\n" +
-            "         (--url URL [--token T] | --stdio CMD [ARGS...])\n"
-    );
-    process.exit(2);
-}
+const usage = usageFor(
+    "mcp-load",
+    "usage: node mcp-load.mjs [--client sdk|lean] [--clients N] [--calls M] [--seconds S]\n" +
+        "         [--warmup K] [--tool NAME] [--args JSON] [--timeout-ms T] [--raw FILE]\n" +
+        "         (--url URL [--token T] | --stdio CMD [ARGS...])\n"
+);
 
 function parseArgs(argv) {
     const o = { client: "sdk", clients: 1, calls: null, seconds: null, warmup: 50, tool: "echo",
                 args: { message: "ping" }, timeoutMs: 10000, raw: null, url: null, token: null,
                 stdio: null };
-    const num = (v, name, min) => {
-        const n = Number(v);
-        if (!Number.isFinite(n) || n < min) usage(`${name} wants a number >= ${min}, not '${v}'`);
-        return n;
-    };
-    for (let i = 0; i < argv.length; i++) {
-        const a = argv[i];
-        const val = () => (i + 1 < argv.length ? argv[++i] : usage(`${a} needs a value`));
+    eachOption(argv, usage, (a, { val, num, json, rest }) => {
         switch (a) {
         case "--client": o.client = val(); break;
-        case "--clients": o.clients = Math.floor(num(val(), a, 1)); break;
-        case "--calls": o.calls = Math.floor(num(val(), a, 1)); break;
-        case "--seconds": o.seconds = num(val(), a, 0.001); break;
-        case "--warmup": o.warmup = Math.floor(num(val(), a, 0)); break;
+        case "--clients": o.clients = Math.floor(num(1)); break;
+        case "--calls": o.calls = Math.floor(num(1)); break;
+        case "--seconds": o.seconds = num(0.001); break;
+        case "--warmup": o.warmup = Math.floor(num(0)); break;
         case "--tool": o.tool = val(); break;
-        case "--args":
-            try { o.args = JSON.parse(val()); } catch (e) { usage(`--args: ${e.message}`); }
-            break;
-        case "--timeout-ms": o.timeoutMs = num(val(), a, 1); break;
+        case "--args": o.args = json(); break;
+        case "--timeout-ms": o.timeoutMs = num(1); break;
         case "--raw": o.raw = val(); break;
         case "--url": o.url = val(); break;
         case "--token": o.token = val(); break;
         case "--stdio":
-            if (i + 1 >= argv.length) usage("--stdio needs a command");
-            o.stdio = argv.slice(i + 1);
-            i = argv.length;
+            o.stdio = rest();
+            if (!o.stdio.length) usage("--stdio needs a command");
             break;
         case "-h": case "--help": usage();
         default: usage(`unknown option '${a}'`);
         }
-    }
+    });
     if (!o.url === !o.stdio) usage("give exactly one of --url and --stdio");
     if (o.token && !o.url) usage("--token goes with --url");
     if (o.client !== "sdk" && o.client !== "lean") usage(`--client is sdk or lean, not '${o.client}'`);

@@ -37,107 +37,18 @@ BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/b
 --dev /dev --tmpfs /tmp --tmpfs /workspace --chdir /workspace /bin/echo ready"
 RUN="$RT sandbox run -- /bin/echo ready"
 
-case "${1:-}" in
--h | --help)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-"") ;;
-*) bench_die "unexpected argument '$1'; see $0 --help" ;;
-esac
+bench_args "" "$@"
 
 ((RUNS / ROUNDS >= 2)) || bench_die "RUNS must be at least 2 x ROUNDS"
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed makes namespaces and cgroups): sudo $0"
-[[ -x $RUNTIMED && -x $RT ]] ||
-    bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
-for tool in bwrap hyperfine jq; do
-    command -v "$tool" >/dev/null ||
-        bench_die "$tool is missing; apt-get install -y bubblewrap hyperfine jq"
-done
+need_build
+need_tools "bubblewrap hyperfine jq" bwrap hyperfine jq
 
-MAIN=$$
-START=$SECONDS
-WORK=
-KPID=
-SPID=
-WATCHDOG=
-INSTANCE=
+bench_init
+KEEP="json ms"   # what BENCH_DATA keeps
+CLEANUP_RM_S=120 # ALIVE sandboxes may be left to remove
 
-# --- daemon lifecycle and cleanup ------------------------------------------------
-
-stop_daemon() {
-    [[ -n $KPID ]] || return 0
-    local deadline=$((SECONDS + 10))
-    kill -TERM "$KPID" 2>/dev/null || true
-    while alive "$KPID" && ((SECONDS < deadline)); do sleep 0.05; done
-    if alive "$KPID"; then
-        bench_log "runtimed did not stop in 10 s; killing it"
-        kill -KILL "$KPID" ${SPID:+"$SPID"} 2>/dev/null || true
-    fi
-    wait "$KPID" 2>/dev/null || true
-    KPID=
-}
-
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM
-    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
-    if [[ -n $KPID ]] && alive "$KPID"; then
-        local ids
-        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n $ids ]] && timeout 120 "$RT" sandbox rm $ids >/dev/null 2>&1
-    fi
-    stop_daemon
-    sweep_leftovers
-    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
-        bench_log "last lines of the daemon's log:"
-        tail -n 15 "$WORK/daemon.log" >&2
-    fi
-    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
-        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.json "$WORK"/*.ms "$BENCH_DATA"/ 2>/dev/null
-    fi
-    [[ -n $WORK ]] && rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-start_daemon() {
-    local attempt port deadline
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 40000))
-        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" >"$WORK/daemon.log" 2>&1 &
-        KPID=$!
-        deadline=$((SECONDS + 10))
-        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        export RUNTIME_API_URL="http://127.0.0.1:$port"
-        export RUNTIME_API_KEY
-        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
-        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
-        stop_daemon
-        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
-        bench_log "port $port was taken (attempt $attempt); trying another"
-    done
-    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
-}
-
-# The server is the keeper's child that lives in the host's pid namespace.
-find_server() {
-    local c
-    for c in $(bench_children "$KPID"); do
-        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
-    done
-    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
-}
+# --- daemon helpers ----------------------------------------------------------------
 
 # Sandbox inits: children of the keeper that are pid 1 of their namespace.
 sandbox_inits() {
@@ -148,20 +59,7 @@ sandbox_inits() {
     return 0
 }
 
-daemon_pss() { echo $(($(bench_pss_kib "$KPID") + $(bench_pss_kib "$SPID"))); }
-daemon_rss() { echo $(($(bench_rss_kib "$KPID") + $(bench_rss_kib "$SPID"))); }
 mem_available() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
-
-# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
-# pending client call fail) and the script, whose trap then cleans up.
-watchdog() {
-    local end=$((START + BUDGET))
-    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
-    kill -0 "$MAIN" 2>/dev/null || return 0
-    bench_log "over the time budget of $BUDGET s; stopping"
-    kill -TERM "$KPID" 2>/dev/null
-    kill -TERM "$MAIN" 2>/dev/null
-}
 
 # Runs "$@" (a client command) and appends its wall time in ms to file $OUT.
 timed() {
@@ -174,16 +72,12 @@ timed() {
 
 # --- setup -----------------------------------------------------------------------
 
-WORK=$(mktemp -d /tmp/runtime-bench.XXXXXX)
-chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db
-unset RUNTIME_SOCKET
+bench_workdir ""
 [[ $($BWRAP 2>&1) == ready ]] ||
     bench_die "the bwrap reference does not run here: $($BWRAP 2>&1 | head -n 3)"
+# shellcheck disable=SC2119 # no extra daemon arguments
 start_daemon
-INSTANCE=$(instance_of "$WORK/state")
-find_server
-watchdog &
-WATCHDOG=$!
+start_watchdog
 MACHINE=$(bench_machine)
 bench_log "$MACHINE"
 IDLE_START=$(bench_cpu_idle)

@@ -60,97 +60,32 @@ NAME=api.bench.test   # a secret goes here: intercepted
 PLAIN=api.plain.test  # no secret names it: spliced undecrypted
 SECRET=BENCH_KEY
 
-case "${1:-}" in
--h | --help)
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-"") ;;
-*) bench_die "unexpected argument '$1'; see $0 --help" ;;
-esac
+bench_args "" "$@"
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed and the namespace need it): sudo $0"
-[[ -x $RUNTIMED && -x $RT ]] || bench_die "no $RUNTIMED or $RT; run make in $ROOT first (or set BUILD)"
-for tool in cc ip jq node openssl; do
-    command -v "$tool" >/dev/null ||
-        bench_die "$tool is missing; apt-get install -y gcc libssl-dev iproute2 jq nodejs openssl"
-done
+need_build
+need_tools "gcc libssl-dev iproute2 jq nodejs openssl" cc ip jq node openssl
 NODE=$(command -v node)
 
-MAIN=$$
-START=$SECONDS
-WORK=
-KPID=
-SPID=
+bench_init
 UPID=
 DPID=
 PERF_PID=
-WATCHDOG=
-INSTANCE=
-MADE_NS=
 
 # --- cleanup ---------------------------------------------------------------------
 
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM
-    [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null && wait "$WATCHDOG" 2>/dev/null
-    [[ -n $PERF_PID ]] && stop_pid "$PERF_PID"
-    if [[ -n $KPID ]] && alive "$KPID"; then
-        local ids
-        ids=$(timeout 20 "$RT" sandbox list --json 2>/dev/null | jq -r '.[].id' 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n $ids ]] && timeout 60 "$RT" sandbox rm $ids >/dev/null 2>&1
-        stop_pid "$KPID"
-        [[ -n $SPID ]] && alive "$SPID" && kill -KILL "$SPID" 2>/dev/null
-    fi
-    sweep_leftovers
-    [[ -n $UPID ]] && stop_pid "$UPID"
-    [[ -n $DPID ]] && stop_pid "$DPID"
-    if [[ -n $MADE_NS ]]; then
-        ip netns del "$NS" 2>/dev/null # takes the veth pair and its routes with it
-        ip link del "$VH" 2>/dev/null
-    fi
-    if ((rc != 0)) && [[ -n $WORK && -f $WORK/daemon.log ]]; then
-        bench_log "last lines of the daemon's log:"
-        tail -n 15 "$WORK/daemon.log" >&2
-    fi
-    if [[ -n $WORK && -n ${BENCH_DATA:-} ]]; then
-        mkdir -p "$BENCH_DATA" && cp "$WORK"/*.txt "$BENCH_DATA"/ 2>/dev/null
-    fi
-    [[ -n $WORK ]] && rm -rf "$WORK"
-    exit "$rc"
+# Before and after the daemon (bench_cleanup): the profiler; the upstream and the fake DNS server.
+cleanup_first() { [[ -z $PERF_PID ]] || stop_pid "$PERF_PID"; }
+cleanup_last() {
+    local p
+    for p in "$UPID" "$DPID"; do [[ -z $p ]] || stop_pid "$p"; done
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- wait for a quiet machine --------------------------------------------------------
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-busy() { # fuzzers running, or the 1-minute load at or above MAX_LOAD
-    pgrep -f 'fuzz_|diff_fuzz' >/dev/null || awk -v l="$(load1)" -v m="$MAX_LOAD" 'BEGIN { exit !(l >= m) }'
-}
 # Fuzzers of other work on this machine take every CPU; figures taken beside
 # them say little. Wait for them (bounded), then measure anyway, and say so.
-wait_for_quiet() {
-    local end=$((SECONDS + IDLE_WAIT)) said=
-    while busy && ((SECONDS < end)); do
-        [[ -n $said ]] || bench_log "machine busy (fuzzers: $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1)); waiting up to $IDLE_WAIT s"
-        said=1
-        sleep 10
-    done
-    if busy; then
-        QUIET="NOT quiet: fuzzers $(pgrep -f 'fuzz_|diff_fuzz' | wc -l), load $(load1) after waiting $IDLE_WAIT s"
-        bench_log "warning: $QUIET; measuring anyway"
-    else
-        QUIET="quiet: no fuzzers, 1-min load $(load1) < $MAX_LOAD"
-    fi
-}
-QUIET="not checked"
-((IDLE_WAIT > 0)) && wait_for_quiet
-START=$SECONDS
+wait_for_quiet
 
 # --- the upstream: a namespace behind a veth pair ------------------------------------
 
@@ -164,8 +99,7 @@ used_anywhere() { # $1 is an address of this host or of any named namespace
     return 1
 }
 
-[[ ! -e /run/netns/$NS ]] || bench_die "network namespace $NS exists (a crashed run?); remove it: ip netns del $NS"
-! ip link show "$VH" >/dev/null 2>&1 || bench_die "interface $VH exists (a crashed run?); remove it: ip link del $VH"
+need_no_veth
 used_anywhere "$UP_IP" && bench_die "$UP_IP is already in use here (ip -4 addr, ip netns); free it first"
 # The whole /24 when nobody uses it; else one free address of it as a /32 and a
 # /32 route to the upstream (more specific than another interface's /24).
@@ -184,15 +118,12 @@ else
     HOST_PLEN=32
 fi
 
-WORK=$(mktemp -d /tmp/runtime-bench-secrets.XXXXXX)
-chmod 755 "$WORK" # the daemon's unprivileged server must reach STATE/db and the CA file
-unset RUNTIME_SOCKET
+bench_workdir -secrets # (the server reads the CA file there too)
 
 # The sources at the end of this file.
-extract() { sed -n "/^: <<'$1'\$/,/^$1\$/p" "$0" | sed '1d;$d'; }
-extract SECB_C >"$WORK/secb-up.c"
-extract SECB_JS >"$WORK/secb.js"
-extract SECB_DNS >"$WORK/secb-dns.js"
+bench_extract SECB_C >"$WORK/secb-up.c"
+bench_extract SECB_JS >"$WORK/secb.js"
+bench_extract SECB_DNS >"$WORK/secb-dns.js"
 cc -O2 -Wall -pthread -o "$WORK/secb-up" "$WORK/secb-up.c" -lssl -lcrypto 2>"$WORK/cc.log" ||
     bench_die "compiling the upstream server failed (libssl-dev?): $(head -n 5 "$WORK/cc.log")"
 chmod 644 "$WORK/secb.js"
@@ -215,16 +146,8 @@ chmod 644 "$WORK/ca.crt"
 VALUE="bk_$(openssl rand -hex 20)"
 printf '%s' "$VALUE" >"$WORK/value"
 
-MADE_NS=1
-ip netns add "$NS"
-ip link add "$VH" type veth peer name "$VU"
-ip link set "$VU" netns "$NS"
-ip addr add "$HOST_IP/$HOST_PLEN" dev "$VH"
-ip link set "$VH" up
+make_veth "$HOST_IP/$HOST_PLEN" "$UP_IP"
 ((HOST_PLEN == 32)) && ip route add "$UP_IP/32" dev "$VH" src "$HOST_IP"
-ip -n "$NS" addr add "$UP_IP/24" dev "$VU"
-ip -n "$NS" link set "$VU" up
-ip -n "$NS" link set lo up
 
 ip netns exec "$NS" "$WORK/secb-up" 443 "$WORK/up.crt" "$WORK/up.key" "$WORK/value" \
     >"$WORK/upstream.log" 2>&1 &
@@ -250,59 +173,9 @@ stats >/dev/null || bench_die "cannot reach the upstream https://$UP_IP directly
 
 # --- the daemon, the secret and the sandbox ----------------------------------------------
 
-start_daemon() {
-    local attempt port deadline
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 40000))
-        "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" --upstream-ca "$WORK/ca.crt" \
-            --nameserver "127.0.0.1:$DNS_PORT" --resolve "$NAME:443:$UP_IP" --resolve "$PLAIN:443:$UP_IP" \
-            >"$WORK/daemon.log" 2>&1 &
-        KPID=$!
-        deadline=$((SECONDS + 10))
-        while alive "$KPID" && [[ ! -s $WORK/state/admin.key ]] && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        export RUNTIME_API_URL="http://127.0.0.1:$port"
-        export RUNTIME_API_KEY
-        RUNTIME_API_KEY=$(cat "$WORK/state/admin.key" 2>/dev/null || true)
-        while alive "$KPID" && ! "$RT" sandbox list >/dev/null 2>&1 && ((SECONDS < deadline)); do
-            sleep 0.02
-        done
-        if alive "$KPID" && "$RT" sandbox list >/dev/null 2>&1; then return 0; fi
-        stop_pid "$KPID"
-        KPID=
-        grep -q "cannot listen" "$WORK/daemon.log" || break # not a port clash: give up
-        bench_log "port $port was taken (attempt $attempt); trying another"
-    done
-    bench_die "runtimed did not start; its log: $(tail -n 5 "$WORK/daemon.log")"
-}
-
-# The server (it runs the proxy) is the keeper's child in the host's pid namespace.
-find_server() {
-    local c
-    for c in $(bench_children "$KPID"); do
-        [[ $(bench_inner_pid "$c") != 1 ]] && SPID=$c
-    done
-    [[ -n $SPID ]] || bench_die "cannot find runtimed's server process (child of $KPID)"
-}
-
-# The run must end in BUDGET seconds: past it, stop the daemon (which makes every
-# pending client call fail) and the script, whose trap then cleans up.
-watchdog() {
-    local end=$((START + BUDGET))
-    while kill -0 "$MAIN" 2>/dev/null && ((SECONDS < end)); do sleep 1; done
-    kill -0 "$MAIN" 2>/dev/null || return 0
-    bench_log "over the time budget of $BUDGET s; stopping"
-    kill -TERM "$KPID" 2>/dev/null
-    kill -TERM "$MAIN" 2>/dev/null
-}
-
-start_daemon
-INSTANCE=$(instance_of "$WORK/state")
-find_server
-watchdog &
-WATCHDOG=$!
+start_daemon --upstream-ca "$WORK/ca.crt" --nameserver "127.0.0.1:$DNS_PORT" \
+    --resolve "$NAME:443:$UP_IP" --resolve "$PLAIN:443:$UP_IP"
+start_watchdog
 
 "$RT" secret set "$SECRET" --host "$NAME" --host '*.bench.test' <"$WORK/value" >/dev/null ||
     bench_die "secret set failed"
@@ -328,13 +201,11 @@ bench_log "runtimed keeper $KPID, server $SPID; upstream https://$UP_IP in netns
 # --- measuring -----------------------------------------------------------------------------
 
 HZ=$(getconf CLK_TCK)
-pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; } # utime+stime, ticks
 daemon_cpu() { echo $(($(pid_cpu "$SPID") + $(pid_cpu "$KPID"))); }
 stat_field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k { print $2 }'; }
 sent_of() { awk -F= '/^# sent=/ { print $2 }' "$1"; }
 
 declare -A SENT REAL PHS CPU_TICKS ERRS
-cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; } # whole machine, ticks
 # Runs one client invocation on side $2 for case $1 and appends its samples to
 # $WORK/$1-$2.txt, and to $WORK/$1-$2.cpu.txt the CPUs busy meanwhile: the
 # machine, the daemon (server+keeper), the upstream. Sides: direct (host ->
@@ -350,8 +221,7 @@ run_case() {
     "$side" "$@" >"$out" || bench_die "$side $case failed: $(tail -n 3 "$out")"
     bench_now_us t1
     b1=$(cpu_busy) c1=$(daemon_cpu) u1=$(pid_cpu "$UPID")
-    awk -v w=$((t1 - t0)) -v hz="$HZ" -v b=$((b1 - b0)) -v c=$((c1 - c0)) -v u=$((u1 - u0)) \
-        'BEGIN { s = w / 1e6 * hz; printf "%.2f %.2f %.2f\n", b / s, c / s, u / s }' >>"$WORK/$k.cpu.txt"
+    cpu_shares $((t1 - t0)) $((b1 - b0)) $((c1 - c0)) $((u1 - u0)) >>"$WORK/$k.cpu.txt"
     if [[ $side != direct ]]; then
         s1=$(stats) || bench_die "the upstream's counters: no answer"
         SENT[$k]=$((${SENT[$k]:-0} + $(sent_of "$out")))
@@ -421,13 +291,6 @@ count() { col "$1" 1 | wc -l; }
 added_ms() { awk -v p="$1" -v d="$2" 'BEGIN { printf "%.2f\n", (p - d) / 1000 }'; }
 rps() { grep -ho 'rps=[0-9.]*' "$WORK/rps-$1.txt" | cut -d= -f2 | awk '{ s += $1; n++ } END { printf "%.0f\n", n ? s / n : 0 }'; }
 cpu_us() { awk -v t="${CPU_TICKS[$1]:-0}" -v hz="$HZ" -v n="${SENT[$1]:-0}" 'BEGIN { printf "%.0f\n", n ? t * 1e6 / hz / n : 0 }'; }
-# Medians, column by column, of the CPUs busy during the runs: "machine/daemon/upstream".
-cpus() {
-    local c out=()
-    for c in 1 2 3; do out+=("$(bench_fmt "$(cut -d' ' -f"$c" "$WORK/$1.cpu.txt" | bench_median)" 2)"); done
-    local IFS=/
-    echo "${out[*]}"
-}
 row() { printf '%-42s %10s %10s %10s %11s  %s\n' "$@"; }
 
 RPS_D=$(rps direct)

@@ -13,54 +13,35 @@
 // round: "warm_us first_after_pause_us" (microseconds).
 // Exit status: 0 when every round succeeded, 1 otherwise (the first error is in "error").
 import { writeFileSync } from "node:fs";
-import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { eachOption, sdk, usageFor } from "./lib.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const sdkDir =
-    process.env.MCP_SDK_DIR ||
-    path.join(here, "..", "tests", "mcp", "node_modules", "@modelcontextprotocol", "sdk");
-const sdk = (p) => import(path.join(sdkDir, "dist", "esm", p));
-
-function usage(msg) {
-    if (msg) process.stderr.write(`wake-load: ${msg}\n`);
-    process.stderr.write(
-        "usage: node wake-load.mjs --url URL --token T --api URL --key K --sandbox ID\n" +
-            "         [--n N] [--warmup K] [--tool NAME] [--args JSON] [--raw FILE] [--seconds S]\n" +
-            "         [--reclaim FILE VALUE]\n"
-    );
-    process.exit(2);
-}
+const usage = usageFor(
+    "wake-load",
+    "usage: node wake-load.mjs --url URL --token T --api URL --key K --sandbox ID\n" +
+        "         [--n N] [--warmup K] [--tool NAME] [--args JSON] [--raw FILE] [--seconds S]\n" +
+        "         [--reclaim FILE VALUE]\n"
+);
 
 function parseArgs(argv) {
     const o = { n: 200, warmup: 20, tool: "hello", args: { name: "bench" }, raw: null, seconds: 120 };
-    const num = (v, name, min) => {
-        const n = Number(v);
-        if (!Number.isFinite(n) || n < min) usage(`${name} wants a number >= ${min}, not '${v}'`);
-        return n;
-    };
-    for (let i = 0; i < argv.length; i++) {
-        const a = argv[i];
-        const val = () => (i + 1 < argv.length ? argv[++i] : usage(`${a} needs a value`));
+    eachOption(argv, usage, (a, { val, num, json }) => {
         switch (a) {
         case "--url": o.url = val(); break;
         case "--token": o.token = val(); break;
         case "--api": o.api = val(); break;
         case "--key": o.key = val(); break;
         case "--sandbox": o.sandbox = val(); break;
-        case "--n": o.n = Math.floor(num(val(), a, 0)); break;
-        case "--warmup": o.warmup = Math.floor(num(val(), a, 0)); break;
+        case "--n": o.n = Math.floor(num(0)); break;
+        case "--warmup": o.warmup = Math.floor(num(0)); break;
         case "--tool": o.tool = val(); break;
-        case "--args":
-            try { o.args = JSON.parse(val()); } catch (e) { usage(`--args: ${e.message}`); }
-            break;
+        case "--args": o.args = json(); break;
         case "--raw": o.raw = val(); break;
-        case "--seconds": o.seconds = num(val(), a, 1); break;
+        case "--seconds": o.seconds = num(1); break;
         case "--reclaim": o.reclaim = [val(), val()]; break;
         default: usage(`unknown argument '${a}'`);
         }
-    }
+    });
     for (const k of ["url", "token", "api", "key", "sandbox"]) if (!o[k]) usage(`--${k} is required`);
     return o;
 }
