@@ -327,11 +327,11 @@ static json_t *status_json(struct mcp_box *box)
         char url[1024], fp[FINGERPRINT_SHORT + 1] = "";
         snprintf(url, sizeof url, "%s/mcp/%s/%s", base, box->link, ms->name);
         if (ms->seen[0]) snprintf(fp, sizeof fp, "%.*s", FINGERPRINT_SHORT, ms->seen);
-        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:O,s:O}", "name", ms->name, "status",
+        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:O}", "name", ms->name, "status",
                               mcp_status_name(ms->status), "url", url, "fingerprint",
                               fp[0] ? json_string(fp) : json_null(), "tools",
-                              ms->served_names ?: json_array(), "warnings", ms->warnings);
-        if (!ms->served_names) json_decref(json_object_get(o, "tools"));
+                              ms->served_names ? json_incref(ms->served_names) : json_array(),
+                              "warnings", ms->warnings);
         json_t *id = json_object_get(ms->config, "id");
         if (id) json_object_set(o, "id", id);
         if (ms->has_approved)
@@ -350,70 +350,75 @@ static json_t *empty_status(void)
     return json_pack("{s:[],s:{}}", "servers", "headers");
 }
 
+static bool active(const struct mcp_server *ms)
+{
+    return ms->status != MCP_STOPPED && ms->status != MCP_FAILED && ms->status != MCP_REFUSED;
+}
+
+/* Parses servers[] into cfgs/entries (*made of them, each to be released) and checks
+ * them against each other and against what runs: nothing starts unless all may. */
+static int check_starts(struct server *srv, struct sbx *sb, json_t *list, json_t **cfgs,
+                        json_t **entries, size_t *made, err_t *err)
+{
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        cfgs[i] = parse_config(srv, json_array_get(list, i), &entries[i], err);
+        if (!cfgs[i]) return -EINVAL;
+        *made = i + 1;
+        const char *name = json_string_value(json_object_get(cfgs[i], "name"));
+        struct mcp_server *old = mcp_server_find(sb->mcp, name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(name, json_string_value(json_object_get(cfgs[j], "name"))) == 0)
+                return err_set(err, -EINVAL, "server %s is given twice", name);
+        if (old && active(old) && !json_equal(old->config, cfgs[i]))
+            return err_set(err, -EEXIST, "server %s is already %s with other settings; stop "
+                           "it first (DELETE .../mcp/%s)", name, mcp_status_name(old->status),
+                           name);
+        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS)
+            return err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id,
+                           MCP_MAX_SERVERS);
+    }
+    return 0;
+}
+
+/* Starts one checked server: a new one, or a stopped, failed or refused one again with
+ * these settings (its approval kept); one running with them already is left alone. */
+static void start_one(struct mcp_box *box, json_t *cfg, json_t *entry)
+{
+    const char *name = json_string_value(json_object_get(cfg, "name"));
+    struct mcp_server *ms = mcp_server_find(box, name);
+    if (ms && active(ms)) return;
+    if (!ms) {
+        launch(server_new(box, json_incref(cfg), entry));
+        return;
+    }
+    mcp_server_halt(ms);
+    bool same_package = json_equal(json_object_get(ms->config, "id"), json_object_get(cfg, "id"));
+    json_decref(ms->config);
+    ms->config = json_incref(cfg);
+    ms->entry = entry;
+    ms->installed = ms->installed && same_package;
+    ms->per_session = strcmp(json_string_value(json_object_get(cfg, "isolation")), "session") == 0;
+    launch(ms);
+}
+
 int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, err_t *err)
 {
     json_t *list = json_object_get(body, "servers");
     if (!json_is_array(list) || json_array_size(list) == 0)
         return err_set(err, -EINVAL, "give the servers to start: {\"servers\": [{\"id\": "
                        "\"memory\"}]}");
-    size_t n = json_array_size(list);
-    json_t *cfgs[MCP_MAX_SERVERS], *entries[MCP_MAX_SERVERS];
-    if (n > MCP_MAX_SERVERS)
+    if (json_array_size(list) > MCP_MAX_SERVERS)
         return err_set(err, -EINVAL, "at most %d servers per sandbox", MCP_MAX_SERVERS);
+    json_t *cfgs[MCP_MAX_SERVERS], *entries[MCP_MAX_SERVERS];
     size_t made = 0;
-    int r = 0;
-    for (; made < n; made++) {
-        cfgs[made] = parse_config(srv, json_array_get(list, made), &entries[made], err);
-        if (!cfgs[made]) {
-            r = -EINVAL;
-            goto out;
-        }
-        const char *name = json_string_value(json_object_get(cfgs[made], "name"));
-        struct mcp_server *old = mcp_server_find(sb->mcp, name);
-        for (size_t j = 0; j < made; j++)
-            if (strcmp(name, json_string_value(json_object_get(cfgs[j], "name"))) == 0)
-                r = err_set(err, -EINVAL, "server %s is given twice", name);
-        if (r == 0 && old && old->status != MCP_STOPPED && old->status != MCP_FAILED &&
-            old->status != MCP_REFUSED && !json_equal(old->config, cfgs[made]))
-            r = err_set(err, -EEXIST, "server %s is already %s with other settings; stop it "
-                        "first (DELETE .../mcp/%s)", name, mcp_status_name(old->status), name);
-        if (r == 0 && !old && count(sb->mcp) + (int)made >= MCP_MAX_SERVERS)
-            r = err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id,
-                        MCP_MAX_SERVERS);
-        if (r < 0) {
-            made++;
-            goto out;
-        }
+    int r = check_starts(srv, sb, list, cfgs, entries, &made, err);
+    if (r == 0 && !sb->mcp && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; r == 0 && i < made; i++) start_one(sb->mcp, cfgs[i], entries[i]);
+    if (r == 0) {
+        mcp_box_save(sb->mcp);
+        *out = status_json(sb->mcp);
     }
-    if (!sb->mcp && !box_new(srv, sb)) {
-        r = err_set(err, -ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *name = json_string_value(json_object_get(cfgs[i], "name"));
-        struct mcp_server *ms = mcp_server_find(sb->mcp, name);
-        if (ms && ms->status != MCP_STOPPED && ms->status != MCP_FAILED &&
-            ms->status != MCP_REFUSED)
-            continue; /* the same settings, already running */
-        if (ms) {
-            mcp_server_halt(ms);
-            bool same_package = json_equal(json_object_get(ms->config, "id"),
-                                           json_object_get(cfgs[i], "id"));
-            json_decref(ms->config);
-            ms->config = json_incref(cfgs[i]);
-            ms->entry = entries[i];
-            ms->installed = ms->installed && same_package;
-            ms->per_session = strcmp(json_string_value(json_object_get(cfgs[i], "isolation")),
-                                     "session") == 0;
-        } else {
-            ms = server_new(sb->mcp, json_incref(cfgs[i]), entries[i]);
-        }
-        launch(ms);
-    }
-    mcp_box_save(sb->mcp);
-    *out = status_json(sb->mcp);
-out:
-    for (size_t i = 0; i < made && i < n; i++) json_decref(cfgs[i]);
+    for (size_t i = 0; i < made; i++) json_decref(cfgs[i]);
     return r;
 }
 
