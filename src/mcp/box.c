@@ -330,7 +330,11 @@ static json_t *status_json(struct mcp_box *box)
         json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:O}", "name", ms->name, "status",
                               mcp_status_name(ms->status), "url", url, "fingerprint",
                               fp[0] ? json_string(fp) : json_null(), "tools",
-                              ms->served_names ? json_incref(ms->served_names) : json_array(),
+                              /* what clients see: nothing from a failed or refused one */
+                              ms->served_names && ms->status != MCP_FAILED &&
+                                      ms->status != MCP_REFUSED
+                                  ? json_incref(ms->served_names)
+                                  : json_array(),
                               "warnings", ms->warnings);
         json_t *id = json_object_get(ms->config, "id");
         if (id) json_object_set(o, "id", id);

@@ -410,6 +410,26 @@ static int split(char *path, char **link, char **name)
     return 0;
 }
 
+/* A browser client (the MCP Inspector in direct mode) reads answers only with CORS
+ * headers; they go to origins that may call at all (mcp_origin_allowed). */
+static void cors(struct evhttp_request *req)
+{
+    const char *origin = header(req, "Origin");
+    if (!origin) return;
+    set_header(req, "Access-Control-Allow-Origin", origin);
+    set_header(req, "Vary", "Origin");
+    set_header(req, "Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate");
+}
+
+static void preflight(struct evhttp_request *req)
+{
+    set_header(req, "Access-Control-Allow-Methods", "GET, POST, DELETE");
+    set_header(req, "Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, "
+               "Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID");
+    set_header(req, "Access-Control-Max-Age", "600");
+    evhttp_send_reply(req, 204, "No Content", NULL);
+}
+
 void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw)
 {
     char *path = evhttp_uridecode(raw, 0, NULL), *link = NULL, *name = NULL;
@@ -418,6 +438,12 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
         !mcp_origin_allowed(cfg->public_url, header(req, "Origin"))) {
         mcp_http_error(req, 403, NULL, -32000, "Forbidden: the Host or Origin header is not "
                        "this gateway's (start runtimed with --public-url to name it)");
+        goto out;
+    }
+    cors(req);
+    /* A preflight carries no token; it only learns what the browser may send. */
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_OPTIONS) {
+        preflight(req);
         goto out;
     }
     struct mcp_box *box = path && split(path, &link, &name) == 0 ? mcp_box_find_link(srv, link)

@@ -453,8 +453,9 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     evhttp_set_max_body_size(srv->http, API_MAX_FILE_BODY);
     evhttp_set_max_headers_size(srv->http, 64 * 1024);
     evhttp_set_timeout(srv->http, 120);
+    /* OPTIONS: CORS preflights of browser MCP clients (the gateway answers them). */
     evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE);
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
     if ((tcp_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, tcp_fd)) ||
         (unix_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, unix_fd)))
         return -EIO;

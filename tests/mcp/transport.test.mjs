@@ -274,6 +274,29 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
     await s.close();
   });
 
+  test('a browser on a local origin (the MCP Inspector) gets CORS; another origin does not', async () => {
+    const local = 'http://localhost:6274';
+    const pre = await httpCall(url, { method: 'OPTIONS', headers: {
+      Origin: local, 'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type, mcp-session-id' } });
+    assert.equal(pre.status, 204, pre.text);
+    assert.equal(pre.headers['access-control-allow-origin'], local);
+    assert.match(pre.headers['access-control-allow-headers'], /Authorization/);
+    assert.match(pre.headers['access-control-allow-headers'], /Mcp-Session-Id/);
+    const evil = await httpCall(url, { method: 'OPTIONS', headers: { Origin: 'https://evil.example' } });
+    assert.equal(evil.status, 403);
+    assert.equal(evil.headers['access-control-allow-origin'], undefined);
+    const init = JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cors', version: '1' } },
+    });
+    const r = await httpCall(url, { method: 'POST', body: init, headers: {
+      Origin: local, Authorization: auth, Accept: ACCEPT_BOTH, 'Content-Type': 'application/json' } });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers['access-control-allow-origin'], local);
+    assert.match(r.headers['access-control-expose-headers'], /Mcp-Session-Id/, 'the browser may read the session id');
+  });
+
   test('a Host header naming another host is 403 (DNS rebinding)', async () => {
     const s = await session();
     const port = new URL(url).port;
