@@ -17,6 +17,9 @@
 
 #define MCP_PENDING_SLOTS 4096 /* per process; a power of two */
 #define MCP_HISTORY 256        /* SSE events kept per session for Last-Event-ID */
+#define MCP_HISTORY_BYTES (8u << 20) /* ... and at most this many bytes of them */
+#define MCP_CLIENT_BACKLOG (16u << 20) /* unsent bytes to a client before it is dropped */
+#define MCP_SERVER_BACKLOG (16u << 20) /* unsent bytes to a process before requests fail */
 #define MCP_NAME_MAX 64
 #define MCP_VERSION_LATEST "2025-11-25"
 
@@ -140,7 +143,7 @@ struct mcp_session {
     struct mcp_stream *get; /* the standalone GET stream, or NULL */
     unsigned next_stream;
     struct mcp_event history[MCP_HISTORY];
-    size_t history_next;
+    size_t history_next, history_bytes;
     json_t *subscriptions; /* resource uris */
     json_t *asks;          /* our id (string) -> the process's id for its requests to us */
     int64_t next_ask;

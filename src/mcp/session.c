@@ -7,6 +7,7 @@
  * otherwise the session with the most recent unanswered request (stdio says nothing
  * about which request a server-side request belongs to). */
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,9 @@ static void forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
     if (s->pending >= MCP_MAX_PENDING)
         return answer(st, mcp_error_msg(id, -32000, "this session has too many unanswered "
                                         "requests; wait for some answers first"));
+    if (evbuffer_get_length(be->to_server) > MCP_SERVER_BACKLOG)
+        return answer(st, mcp_error_msg(id, -32000, "the server is not reading its input; "
+                                        "try again later"));
     json_t *client_id = json_incref(id);
     struct mcp_pending *p;
     if (mcp_backend_request(be, msg, &p) < 0) {

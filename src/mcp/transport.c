@@ -3,6 +3,7 @@
  * and resumption by Last-Event-ID, keep-alives. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
@@ -128,18 +129,45 @@ static void start_sse(struct mcp_stream *st)
     evhttp_send_reply_start(st->req, 200, "OK");
 }
 
+static void forget(struct mcp_session *s, struct mcp_event *e)
+{
+    if (e->data) s->history_bytes -= strlen(e->data);
+    free(e->data);
+    e->data = NULL;
+}
+
+/* Keeps the event for resumption: the last MCP_HISTORY, and no more than
+ * MCP_HISTORY_BYTES of them (the oldest go first). */
 static void remember(struct mcp_session *s, unsigned stream, unsigned seq, const char *data)
 {
     struct mcp_event *e = &s->history[s->history_next++ % MCP_HISTORY];
-    free(e->data);
+    forget(s, e);
     e->stream = stream;
     e->seq = seq;
     e->data = strdup(data);
+    if (e->data) s->history_bytes += strlen(data);
+    for (size_t i = 0; i < MCP_HISTORY && s->history_bytes > MCP_HISTORY_BYTES; i++)
+        forget(s, &s->history[(s->history_next + i) % MCP_HISTORY]);
+}
+
+/* A client that does not read its stream while the server writes: its connection is
+ * dropped rather than buffered without end (it may resume with Last-Event-ID). */
+static bool backlogged(struct mcp_stream *st)
+{
+    struct evhttp_connection *conn = evhttp_request_get_connection(st->req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    if (!bev || evbuffer_get_length(bufferevent_get_output(bev)) <= MCP_CLIENT_BACKLOG)
+        return false;
+    evhttp_connection_set_closecb(conn, NULL, NULL);
+    st->req = NULL;
+    st->gone = true;
+    evhttp_connection_free(conn); /* and the request with it */
+    return true;
 }
 
 static void write_event(struct mcp_stream *st, unsigned seq, const char *data)
 {
-    if (!st->req) return;
+    if (!st->req || backlogged(st)) return;
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
     evhttp_send_reply_chunk(st->req, out);
@@ -379,6 +407,7 @@ static void get(struct mcp_server *ms, struct evhttp_request *req)
     s->last_used_ms = now_ms();
     const char *last = header(req, "Last-Event-ID");
     if (last) return mcp_stream_resume(s, req, last);
+    if (s->get && !s->get->req) mcp_stream_free(s->get); /* its client was dropped */
     if (s->get)
         return mcp_http_error(req, 409, NULL, -32000, "Conflict: this session already has a "
                               "GET stream open");

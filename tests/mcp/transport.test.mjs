@@ -15,16 +15,20 @@ import {
 import { stopDaemon } from '../e2e/lib.mjs';
 
 // A minimal MCP server over stdio (newline-delimited JSON-RPC), no dependencies.
-// Tools: echo {message} -> message; big {bytes} -> that much text; slow {count,
+// Tools: echo {message} -> message; big {bytes} -> that much text; flood {count, bytes}
+// -> count progress notifications of bytes each, then the answer; slow {count,
 // delayMs} -> count progress notifications (when the call has a progressToken),
 // delayMs apart, then the answer.
 const TINY = String.raw`
+import { writeFileSync } from 'node:fs';
 const SUPPORTED = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 const TOOLS = [
   { name: 'echo', description: 'Echoes the message.',
     inputSchema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } },
   { name: 'big', description: 'Answers with that many bytes of text.',
     inputSchema: { type: 'object', properties: { bytes: { type: 'number' } }, required: ['bytes'] } },
+  { name: 'flood', description: 'Sends count progress messages of bytes each, then answers.',
+    inputSchema: { type: 'object', properties: { count: { type: 'number' }, bytes: { type: 'number' } } } },
   { name: 'slow', description: 'Reports progress, then answers.',
     inputSchema: { type: 'object', properties: { count: { type: 'number' }, delayMs: { type: 'number' } } } },
 ];
@@ -35,6 +39,16 @@ function call(msg) {
   const { name, arguments: args = {}, _meta = {} } = msg.params || {};
   if (name === 'echo') return ok(msg.id, { content: [{ type: 'text', text: String(args.message) }] });
   if (name === 'big') return ok(msg.id, { content: [{ type: 'text', text: 'z'.repeat(args.bytes) }] });
+  if (name === 'flood') {
+    for (let i = 0; i < args.count; i++) {
+      send({ jsonrpc: '2.0', method: 'notifications/progress',
+        params: { progressToken: _meta.progressToken, progress: i + 1, message: 'f'.repeat(args.bytes) } });
+    }
+    // The marker appears once every byte is in the pipe to the gateway.
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'flooded' }] } }) + '\n',
+      () => writeFileSync('/workspace/flooded', '1'));
+    return;
+  }
   if (name !== 'slow') return fail(msg.id, -32602, 'Unknown tool: ' + name);
   const count = args.count ?? 3, delay = args.delayMs ?? 200;
   let i = 0;
@@ -130,7 +144,7 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
       ids.add(s.sessionId);
       assert.deepEqual(await s.request('ping', {}), {});
       const tools = await s.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ['big', 'echo', 'slow']);
+      assert.deepEqual(tools.map((t) => t.name), ['big', 'echo', 'flood', 'slow']);
       await s.close();
     }
     assert.equal(ids.size, VERSIONS.length, 'every session has its own id');
@@ -432,6 +446,33 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
       const r = await s.request('tools/call', { name: 'echo', arguments: { message: 'back' } });
       return r.content[0].text === 'back';
     }, { timeoutMs: 30000, intervalMs: 200, what: 'the server to answer again' });
+    await s.close();
+  });
+
+  test('a client that does not read while the server floods it is dropped, not buffered without end', async () => {
+    const s = await session();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call',
+      params: { name: 'flood', arguments: { count: 48, bytes: MiB }, _meta: { progressToken: 'fl' } } });
+    const r = await httpSend(url, { method: 'POST', headers: s.headers(), body, timeoutMs: 60000 });
+    assert.equal(r.status, 200);
+    r.res.pause(); // read nothing: 48 MiB of progress piles up in the gateway until its cap
+    await waitFor(async () => (await d.exec(sb.id, ['test', '-f', '/workspace/flooded'])).exitCode === 0,
+      { timeoutMs: 30000, what: 'the server to have written its flood and answer' });
+    // Now read: the gateway dropped the connection at its cap, so the stream ends early,
+    // without the answer (which waits in the session's history for a resumption).
+    const got = await new Promise((resolve) => {
+      let bytes = 0, tail = '';
+      const done = (ended) => resolve({ ended, bytes, tail });
+      r.res.on('data', (c) => { bytes += c.length; tail = (tail + c.toString('latin1')).slice(-4096); });
+      r.res.on('end', () => done(true));
+      r.res.on('aborted', () => done(false));
+      r.res.on('error', () => done(false));
+      r.res.resume();
+    });
+    assert.equal(got.ended, false, `the stream ended normally after ${got.bytes} bytes: nothing was dropped`);
+    assert.ok(got.bytes < 40 * MiB, `the client got ${got.bytes} bytes`);
+    assert.ok(!got.tail.includes('"flooded"'), 'the answer came on the dropped connection');
+    assert.deepEqual(await s.request('ping', {}), {}, 'the session and the gateway work on');
     await s.close();
   });
 
