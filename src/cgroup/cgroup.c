@@ -493,6 +493,15 @@ int cgroup_kill_all(struct cgroup *cg)
 
 /* ---- freezing and counters -------------------------------------------------- */
 
+uint64_t cgroup_reclaim(struct cgroup *cg)
+{
+    if (cg->version == 1) cg1_reclaim(cg);
+    else cg2_reclaim(cg);
+    struct cgroup_stats st = {0};
+    cgroup_stats(cg, &st);
+    return st.memory_bytes;
+}
+
 int cgroup_freeze(struct cgroup *cg, bool frozen, err_t *err)
 {
     int r = cg->version == 1 ? cg1_freeze(cg, frozen, err) : cg2_freeze(cg, frozen, err);

@@ -49,6 +49,10 @@ int cgroup_procs_fds(struct cgroup *cg, int *fds, int max);
 int cgroup_attach_fds(const int *fds, int n, pid_t pid);
 
 int cgroup_freeze(struct cgroup *cg, bool frozen, err_t *err);
+/* Asks the kernel to drop what it can of the cgroup's memory now (page cache, and
+ * anonymous memory where there is swap), e.g. for a paused sandbox. Best effort:
+ * returns the bytes it holds afterwards. */
+uint64_t cgroup_reclaim(struct cgroup *cg);
 int cgroup_stats(struct cgroup *cg, struct cgroup_stats *st);
 /* Host pids in the cgroup; returns count (at most max) or -errno. */
 int cgroup_pids(struct cgroup *cg, pid_t *pids, int max);

@@ -110,3 +110,22 @@ int cg1_stats(struct cgroup *cg, struct cgroup_stats *st)
     }
     return r < 0 ? r : 0;
 }
+
+/* v1 has no memory.reclaim: lowering the limit to what is not page cache makes the
+ * kernel reclaim the cache synchronously (a write it cannot satisfy fails with EBUSY
+ * and changes nothing), then the limit goes back. */
+void cg1_reclaim(struct cgroup *cg)
+{
+    const char *dir = cgi_dir(cg, CG_MEMORY);
+    uint64_t limit = 0, usage = 0, cache = 0;
+    if (cgi_read_u64(dir, "memory.limit_in_bytes", &limit) < 0 ||
+        cgi_read_u64(dir, "memory.usage_in_bytes", &usage) < 0 ||
+        cgi_read_key_u64(dir, "memory.stat", "total_cache", &cache) < 0 || cache == 0 ||
+        cache >= usage)
+        return;
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(usage - cache + (1u << 20)));
+    cgi_write(dir, "memory.limit_in_bytes", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)limit);
+    cgi_write(dir, "memory.limit_in_bytes", v);
+}

@@ -178,3 +178,15 @@ int cg2_kill_all(struct cgroup *cg)
     int t = cgi_write(dir, "cgroup.freeze", "0");
     return r < 0 ? r : t;
 }
+
+/* memory.reclaim takes a byte count; asking for all it holds reclaims what it can
+ * (the write reports EAGAIN for the rest, which is fine here). */
+void cg2_reclaim(struct cgroup *cg)
+{
+    const char *dir = cg->dirs[0];
+    uint64_t current = 0;
+    if (cgi_read_u64(dir, "memory.current", &current) < 0 || current == 0) return;
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)current);
+    cgi_write(dir, "memory.reclaim", v);
+}

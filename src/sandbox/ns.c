@@ -316,9 +316,13 @@ static int ns_watch_fd(struct sandbox *sb)
     return fcntl(sb->init_pidfd, F_DUPFD_CLOEXEC, 3);
 }
 
+/* A paused sandbox keeps its processes and their memory, but not its page cache:
+ * that is the host's to reuse while nobody calls it. */
 static int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
 {
-    return cgroup_freeze(sb->cg, frozen, err);
+    int r = cgroup_freeze(sb->cg, frozen, err);
+    if (r == 0 && frozen) cgroup_reclaim(sb->cg);
+    return r;
 }
 
 static int ns_stats(struct sandbox *sb, struct sandbox_stats *st)
