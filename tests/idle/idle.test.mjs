@@ -5,6 +5,7 @@
 //               (event sandbox.paused {reason:"idle"}) and not before; with 0 it never does.
 //   activity    an exec that runs longer than the idle time, and an MCP tools/call whose
 //               answer takes longer, keep it awake until they end.
+//   cache       a paused sandbox's page cache goes back to the host, its limit stays.
 //   frozen      a paused sandbox's busy loop gets no CPU (cpuacct.usage and the process's
 //               utime+stime stand still) and freezer.state is FROZEN; resumed, it runs again.
 //   calls       an exec or a file call wakes it (reason "exec" / "files"); reading its
@@ -380,6 +381,22 @@ describe('idle pause and wake', { skip: skipReason() }, () => {
     } finally {
       await d.exec(e.id, ['kill', '-9', innerPid]).catch(() => {});
     }
+  });
+
+  test('a paused sandbox gives its page cache back; the memory limit is as configured after', async () => {
+    const e = await create({ name: 'idle-cache', idlePauseSeconds: 0, memoryMiB: 512 });
+    // 64 MB written and read back: page cache charged to the sandbox's cgroup.
+    await d.mustExec(e.id, ['sh', '-c', 'head -c 64000000 /dev/zero > /workspace/big && cat /workspace/big > /dev/null']);
+    const mem = (f) => Number(readText(path.join(cgroupDir(d, e.id, 'memory'), f)));
+    const before = mem('memory.usage_in_bytes');
+    assert.ok(before > 60e6, `the file is in the cgroup's page cache: ${before} bytes`);
+    assert.equal((await post(d, e.id, 'pause')).status, 'paused');
+    const after = mem('memory.usage_in_bytes');
+    assert.ok(after < before - 50e6, `paused, the cgroup still holds ${after} of ${before} bytes`);
+    assert.equal(mem('memory.limit_in_bytes'), 512 * 1024 * 1024, 'the limit is back to the configured one');
+    assert.equal((await post(d, e.id, 'resume')).status, 'running');
+    const r = await d.mustExec(e.id, ['sh', '-c', 'wc -c < /workspace/big']);
+    assert.equal(r.stdout.trim(), '64000000', 'the files are all there after the resume');
   });
 
   test('an exec or a file call wakes a paused sandbox, with the reason', async () => {
