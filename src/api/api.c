@@ -92,6 +92,7 @@ static json_t *sandbox_json(const struct sbx *sb)
     json_object_set_new(v, "id", json_string(sb->id));
     json_object_set_new(v, "status", json_string(sb->status));
     json_object_set_new(v, "createdAt", json_string(created));
+    if (sb->mcp) json_object_set_new(v, "mcp", mcp_servers_json(sb->mcp));
     return v;
 }
 

@@ -349,6 +349,14 @@ static json_t *status_json(struct mcp_box *box)
     return json_pack("{s:o,s:{s:s}}", "servers", list, "headers", "Authorization", auth);
 }
 
+json_t *mcp_servers_json(struct mcp_box *box)
+{
+    json_t *all = status_json(box), *servers = json_object_get(all, "servers");
+    json_t *out = json_pack("{s:O}", "servers", servers);
+    json_decref(all);
+    return out;
+}
+
 static json_t *empty_status(void)
 {
     return json_pack("{s:[],s:{}}", "servers", "headers");

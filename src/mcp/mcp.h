@@ -45,6 +45,9 @@ int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err);
  * starting, or after wait_ms. */
 void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request *req,
                       uint32_t wait_ms);
+/* The servers' part of the status answer ({servers:[...]}, no token), for the
+ * sandbox object's `mcp`. */
+json_t *mcp_servers_json(struct mcp_box *box);
 /* The catalog (borrowed), for GET /v1/mcp/catalog. */
 json_t *mcp_catalog(struct server *srv);
 

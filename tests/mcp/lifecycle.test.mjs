@@ -73,6 +73,10 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
   test('a start of the same server is a no-op; other settings under its name are a conflict', async () => {
     await d.mcpReady(id, [life('same')]);
     const mark = await d.eventMark(id);
+    const sandbox = (await d.api('GET', `/v1/sandboxes/${id}`)).body;
+    assert.equal(sandbox.mcp.servers.find((s) => s.name === 'same').status, 'ready', 'the sandbox shows its servers');
+    assert.equal(JSON.stringify(sandbox).includes((await d.mcpStatus(id)).headers.Authorization.slice(7)), false,
+      'the sandbox object does not carry the gateway token');
     const again = await d.mcpStartRaw(id, [life('same')]);
     assert.equal(again.status, 202, again.text);
     assert.equal(again.body.servers.find((s) => s.name === 'same').status, 'ready');
