@@ -197,6 +197,16 @@ export function buildProbe(dir) {
   return out;
 }
 
+/** An API answer: {status, body (parsed JSON or null), text, buf, headers}. */
+export function apiAnswer(status, buf, headers) {
+  const text = buf.toString('utf8');
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {}
+  return { status, body: json, text, buf, headers };
+}
+
 export class Daemon {
   constructor(dir) {
     this.dir = dir;
@@ -310,8 +320,9 @@ export class Daemon {
     return run(RUNTIME, args, { input, env: this.env(env), timeoutMs, encoding });
   }
 
-  /** The HTTP API over TCP: {status, body (parsed JSON or null), text, headers}. */
-  async api(method, p, body, { key, raw, headers = {}, timeoutMs = 120000 } = {}) {
+  /** The headers and payload of an API call: the key (null: none) as bearer, a body
+   * (not raw) as JSON. */
+  apiRequest(body, { key, raw, headers = {} } = {}) {
     const h = { ...headers };
     const k = key === undefined ? this.key : key;
     if (k !== null) h.Authorization = `Bearer ${k}`;
@@ -321,16 +332,16 @@ export class Daemon {
       payload = typeof body === 'string' ? body : JSON.stringify(body);
       h['Content-Type'] = 'application/json';
     }
+    return { headers: h, payload };
+  }
+
+  /** The HTTP API over TCP: {status, body (parsed JSON or null), text, headers}. */
+  async api(method, p, body, { key, raw, headers = {}, timeoutMs = 120000 } = {}) {
+    const req = this.apiRequest(body, { key, raw, headers });
     const res = await fetch(this.url + p, {
-      method, headers: h, body: payload, signal: AbortSignal.timeout(timeoutMs),
+      method, headers: req.headers, body: req.payload, signal: AbortSignal.timeout(timeoutMs),
     });
-    const buf = Buffer.from(await res.arrayBuffer());
-    const text = buf.toString('utf8');
-    let json = null;
-    try {
-      json = text ? JSON.parse(text) : null;
-    } catch {}
-    return { status: res.status, body: json, text, buf, headers: res.headers };
+    return apiAnswer(res.status, Buffer.from(await res.arrayBuffer()), res.headers);
   }
 
   /** Creates a sandbox through the API (remembered for cleanup); returns it. */

@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { Daemon, RUNTIMED, delay, pidAlive, waitFor } from '../e2e/lib.mjs';
+import { Daemon, RUNTIMED, apiAnswer, delay, pidAlive, waitFor } from '../e2e/lib.mjs';
 
 export { delay, waitFor };
 
@@ -204,29 +204,13 @@ export class EgressDaemon extends Daemon {
   /** The API over the unix socket when the daemon lives in its own namespace. */
   api(method, p, body, { key, raw, headers = {}, timeoutMs = 120000 } = {}) {
     if (!this.netns) return super.api(method, p, body, { key, raw, headers, timeoutMs });
-    const h = { ...headers };
-    const k = key === undefined ? this.key : key;
-    if (k !== null) h.Authorization = `Bearer ${k}`;
-    let payload;
-    if (raw !== undefined) payload = raw;
-    else if (body !== undefined) {
-      payload = typeof body === 'string' ? body : JSON.stringify(body);
-      h['Content-Type'] = 'application/json';
-    }
+    const { headers: h, payload } = this.apiRequest(body, { key, raw, headers });
     if (payload !== undefined) h['Content-Length'] = Buffer.byteLength(payload);
     return new Promise((resolve, reject) => {
       const req = http.request({ socketPath: this.socket, method, path: p, headers: h, timeout: timeoutMs }, (res) => {
         const chunks = [];
         res.on('data', (d) => chunks.push(d));
-        res.on('end', () => {
-          const buf = Buffer.concat(chunks);
-          const text = buf.toString('utf8');
-          let json = null;
-          try {
-            json = text ? JSON.parse(text) : null;
-          } catch {}
-          resolve({ status: res.statusCode, body: json, text, buf, headers: res.headers });
-        });
+        res.on('end', () => resolve(apiAnswer(res.statusCode, Buffer.concat(chunks), res.headers)));
         res.on('error', reject);
       });
       req.on('timeout', () => req.destroy(new Error(`${method} ${p}: no answer in ${timeoutMs} ms`)));
@@ -285,27 +269,31 @@ export class EgressDaemon extends Daemon {
 }
 
 /** The network world of one test file; see the top of this file. */
-export class World {
-  constructor({ pins = [], dns = null, traps = true } = {}) {
-    sweepStale();
+/**
+ * Two network namespaces joined by a veth pair, made by a test and removed with
+ * everything in them: the daemon's (`dns`) and the fake upstream servers' (`uns`),
+ * and a temp dir. `kind` names them (rt-<kind>d-PID-...; a stale pair of a dead
+ * test process is swept first).
+ */
+export class NamespacePair {
+  constructor(kind, dirPrefix) {
+    sweepStale(`rt-${kind}[du]`);
     const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-    this.dns = `rt-egd-${tag}`;
-    this.uns = `rt-egu-${tag}`;
-    this.vethD = `veg${process.pid % 1e6}d${tag.slice(-2)}`.slice(0, 15);
-    this.vethU = `veg${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
-    this.pins = pins;
-    this.dnsAnswers = dns;
-    this.traps = traps;
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-egress-'));
+    this.dns = `rt-${kind}d-${tag}`;
+    this.uns = `rt-${kind}u-${tag}`;
+    this.vethD = `v${kind}${process.pid % 1e6}d${tag.slice(-2)}`.slice(0, 15);
+    this.vethU = `v${kind}${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), dirPrefix));
     fs.chmodSync(this.dir, 0o711); // the unprivileged server must traverse it
     this.daemon = null;
     this.upstream = null;
-    this.trap = null;
     this.onExit = () => this.teardownSync();
     process.on('exit', this.onExit);
   }
 
-  async setup() {
+  /** Makes both namespaces and the veth pair, loopback up; returns `ip -n` runners
+   * for each side (the caller adds addresses and sets the veth ends up). */
+  makeNamespaces() {
     ip(['netns', 'add', this.dns]);
     ip(['netns', 'add', this.uns]);
     ip(['link', 'add', this.vethD, 'netns', this.dns, 'type', 'veth', 'peer', 'name', this.vethU, 'netns', this.uns]);
@@ -313,6 +301,44 @@ export class World {
     const u = (args) => ip(['-n', this.uns, ...args]);
     d(['link', 'set', 'lo', 'up']);
     u(['link', 'set', 'lo', 'up']);
+    return { d, u };
+  }
+
+  async teardown() {
+    try {
+      if (this.daemon) await this.daemon.close({ keepDir: true });
+    } finally {
+      this.teardownSync();
+    }
+  }
+
+  teardownSync() {
+    if (this.done) return;
+    this.done = true;
+    process.off('exit', this.onExit);
+    if (this.daemon?.proc && !this.daemon.exited) {
+      for (const p of this.daemon.daemonPids()) try { process.kill(p, 'SIGKILL'); } catch {}
+      try { this.daemon.forceCleanup(); } catch {}
+    }
+    this.upstream?.stop();
+    this.trap?.stop();
+    spawnSync('ip', ['netns', 'del', this.dns]);
+    spawnSync('ip', ['netns', 'del', this.uns]);
+    if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export class World extends NamespacePair {
+  constructor({ pins = [], dns = null, traps = true } = {}) {
+    super('eg', 'runtime-egress-');
+    this.pins = pins;
+    this.dnsAnswers = dns;
+    this.traps = traps;
+    this.trap = null;
+  }
+
+  async setup() {
+    const { d, u } = this.makeNamespaces();
     d(['addr', 'add', `${DAEMON_V4}/24`, 'dev', this.vethD]);
     d(['addr', 'add', `${DAEMON_V6}/64`, 'dev', this.vethD, 'nodad']);
     for (const a of [UP_V4, UP2_V4, DNS_V4]) u(['addr', 'add', `${a}/24`, 'dev', this.vethU]);
@@ -358,29 +384,6 @@ export class World {
     const up = this.upstream.find({ ev: 'conn' }).filter((c) => !allowedLocal.includes(norm(c.local)));
     const trapped = this.trap.find({ ev: 'conn' });
     return [...up.map((c) => `upstream ${c.local}:${c.localPort}`), ...trapped.map((c) => `daemon namespace ${c.local}:${c.localPort}`)];
-  }
-
-  async teardown() {
-    try {
-      if (this.daemon) await this.daemon.close({ keepDir: true });
-    } finally {
-      this.teardownSync();
-    }
-  }
-
-  teardownSync() {
-    if (this.done) return;
-    this.done = true;
-    process.off('exit', this.onExit);
-    if (this.daemon?.proc && !this.daemon.exited) {
-      for (const p of this.daemon.daemonPids()) try { process.kill(p, 'SIGKILL'); } catch {}
-      try { this.daemon.forceCleanup(); } catch {}
-    }
-    this.upstream?.stop();
-    this.trap?.stop();
-    spawnSync('ip', ['netns', 'del', this.dns]);
-    spawnSync('ip', ['netns', 'del', this.uns]);
-    if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
 

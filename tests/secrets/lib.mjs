@@ -21,11 +21,10 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { EgressDaemon, ip, isRoot, sweepStale } from '../egress/lib.mjs';
+import { EgressDaemon, NamespacePair, isRoot } from '../egress/lib.mjs';
 import { hostProcesses, waitFor } from '../e2e/lib.mjs';
 
 export { isRoot, waitFor };
@@ -228,30 +227,13 @@ export class SecretsDaemon extends EgressDaemon {
 
 // ---------------------------------------------------------------- the world
 
-export class SecretsWorld {
+export class SecretsWorld extends NamespacePair {
   constructor() {
-    sweepStale('rt-sc[du]');
-    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-    this.dns = `rt-scd-${tag}`;
-    this.uns = `rt-scu-${tag}`;
-    this.vethD = `vsc${process.pid % 1e6}d${tag.slice(-2)}`.slice(0, 15);
-    this.vethU = `vsc${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
-    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-secrets-'));
-    fs.chmodSync(this.dir, 0o711); // the unprivileged server must reach --upstream-ca
-    this.daemon = null;
-    this.upstream = null;
-    this.onExit = () => this.teardownSync();
-    process.on('exit', this.onExit);
+    super('sc', 'runtime-secrets-');
   }
 
   async setup() {
-    ip(['netns', 'add', this.dns]);
-    ip(['netns', 'add', this.uns]);
-    ip(['link', 'add', this.vethD, 'netns', this.dns, 'type', 'veth', 'peer', 'name', this.vethU, 'netns', this.uns]);
-    const d = (args) => ip(['-n', this.dns, ...args]);
-    const u = (args) => ip(['-n', this.uns, ...args]);
-    d(['link', 'set', 'lo', 'up']);
-    u(['link', 'set', 'lo', 'up']);
+    const { d, u } = this.makeNamespaces();
     d(['addr', 'add', `${DAEMON_V4}/24`, 'dev', this.vethD]);
     for (const a of [UP_V4, SINK_V4, DNS_V4]) u(['addr', 'add', `${a}/24`, 'dev', this.vethU]);
     d(['link', 'set', this.vethD, 'up']);
@@ -284,28 +266,6 @@ export class SecretsWorld {
   /** Lets the upstream answer the requests that carry hold=name. */
   release(name) {
     fs.writeFileSync(path.join(this.holdDir, name), '');
-  }
-
-  async teardown() {
-    try {
-      if (this.daemon) await this.daemon.close({ keepDir: true });
-    } finally {
-      this.teardownSync();
-    }
-  }
-
-  teardownSync() {
-    if (this.done) return;
-    this.done = true;
-    process.off('exit', this.onExit);
-    if (this.daemon?.proc && !this.daemon.exited) {
-      for (const p of this.daemon.daemonPids()) try { process.kill(p, 'SIGKILL'); } catch {}
-      try { this.daemon.forceCleanup(); } catch {}
-    }
-    this.upstream?.stop();
-    spawnSync('ip', ['netns', 'del', this.dns]);
-    spawnSync('ip', ['netns', 'del', this.uns]);
-    if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
