@@ -74,46 +74,9 @@ static enum http_result refuse(const char **why, const char *what)
     return HTTP_BAD;
 }
 
-/* ---- host names: src/sniff's rules, so Host compares with the SNI ---- */
+/* ---- host names: sniff_authority, so a Host compares with the SNI ---- */
 
 _Static_assert(HTTP_HOST_MAX == SNIFF_NAME_MAX, "Host and SNI buffers must agree");
-
-static bool host_normalize(const unsigned char *s, size_t n, bool v6, char out[HTTP_HOST_MAX])
-{
-    if (v6 && !memchr(s, ':', n)) return false; /* in brackets it must be IPv6 */
-    return sniff_host_canon(s, n, v6, out);
-}
-
-/* "host[:port]" or "[v6][:port]"; *port is 0 without one. */
-static bool authority(const unsigned char *s, size_t n, char out[HTTP_HOST_MAX], unsigned *port)
-{
-    size_t host = 0, host_len, after;
-    *port = 0;
-    if (n == 0) return false;
-    if (s[0] == '[') {
-        const unsigned char *close = memchr(s, ']', n);
-        if (!close) return false;
-        host = 1;
-        host_len = (size_t)(close - s) - 1;
-        after = (size_t)(close - s) + 1;
-    } else {
-        const unsigned char *colon = memchr(s, ':', n);
-        host_len = colon ? (size_t)(colon - s) : n;
-        after = host_len;
-    }
-    if (after < n) {
-        size_t digits = n - after - 1;
-        unsigned long p = 0;
-        if (s[after] != ':' || digits < 1 || digits > 5) return false;
-        for (size_t i = after + 1; i < n; i++) {
-            if (s[i] < '0' || s[i] > '9') return false;
-            p = p * 10 + (unsigned long)(s[i] - '0');
-        }
-        if (p == 0 || p > 65535) return false;
-        *port = (unsigned)p;
-    }
-    return host_normalize(s + host, host_len, host == 1, out);
-}
 
 /* ---- the end of the head ---- */
 
@@ -172,7 +135,7 @@ static enum http_result absolute_form(const unsigned char *b, struct http_reques
     while (end < n && t[end] != '/' && t[end] != '?')
         end++;
     if (memchr(t + skip, '@', end - skip)) return refuse(why, "userinfo in target");
-    if (!authority(t + skip, end - skip, th->host, &th->port))
+    if (!sniff_authority(t + skip, end - skip, th->host, &th->port))
         return refuse(why, "bad request target");
     th->dflt = dflt;
     if (!th->port) th->port = dflt;
@@ -381,7 +344,7 @@ static enum http_result one_field(const unsigned char *b, struct http_request *r
     size_t n = f->name.len, vn = f->value.len;
     if (http_name_is(name, n, "host")) {
         if (c->hosts++) return refuse(why, "duplicate Host");
-        if (!authority(v, vn, req->host, &req->port)) return refuse(why, "bad Host");
+        if (!sniff_authority(v, vn, req->host, &req->port)) return refuse(why, "bad Host");
     } else if (http_name_is(name, n, "content-length")) {
         if (c->cls++) return refuse(why, "duplicate Content-Length");
         if (!content_length(v, vn, &req->content_length)) return refuse(why, "bad Content-Length");

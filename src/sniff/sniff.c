@@ -291,11 +291,10 @@ static bool field_char(unsigned char c)
     return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
 }
 
-/* "host[:port]" or "[v6][:port]" into its normalized host. */
-static bool authority_host(const unsigned char *s, size_t n, bool need_port,
-                           char out[SNIFF_NAME_MAX])
+bool sniff_authority(const unsigned char *s, size_t n, char out[SNIFF_NAME_MAX], unsigned *port)
 {
     size_t host = 0, host_len, after;
+    *port = 0;
     if (n == 0) return false;
     if (s[0] == '[') {
         const unsigned char *close = memchr(s, ']', n);
@@ -303,7 +302,7 @@ static bool authority_host(const unsigned char *s, size_t n, bool need_port,
         host = 1;
         host_len = (size_t)(close - s) - 1;
         after = (size_t)(close - s) + 1;
-        if (!memchr(s + host, ':', host_len)) return false;
+        if (!memchr(s + host, ':', host_len)) return false; /* in brackets it must be IPv6 */
     } else {
         const unsigned char *colon = memchr(s, ':', n);
         host_len = colon ? (size_t)(colon - s) : n;
@@ -312,17 +311,24 @@ static bool authority_host(const unsigned char *s, size_t n, bool need_port,
     if (after < n) {
         if (s[after] != ':') return false;
         size_t digits = n - after - 1;
-        unsigned long port = 0;
+        unsigned long p = 0;
         if (digits < 1 || digits > 5) return false;
         for (size_t i = after + 1; i < n; i++) {
             if (s[i] < '0' || s[i] > '9') return false;
-            port = port * 10 + (unsigned long)(s[i] - '0');
+            p = p * 10 + (unsigned long)(s[i] - '0');
         }
-        if (port == 0 || port > 65535) return false;
-    } else if (need_port) {
-        return false;
+        if (p == 0 || p > 65535) return false;
+        *port = (unsigned)p;
     }
     return sniff_host_canon(s + host, host_len, s[0] == '[', out);
+}
+
+/* "host[:port]" or "[v6][:port]" into its normalized host. */
+static bool authority_host(const unsigned char *s, size_t n, bool need_port,
+                           char out[SNIFF_NAME_MAX])
+{
+    unsigned port;
+    return sniff_authority(s, n, out, &port) && (port || !need_port);
 }
 
 /* The authority of an "http://" or "https://" absolute-form target; BAD for

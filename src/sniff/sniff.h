@@ -31,5 +31,8 @@ enum sniff_result sniff_peek(const unsigned char *buf, size_t len, size_t max,
  * name whose last label is all digits must be a plain dotted quad. False if
  * s[0..n) is none of these. */
 bool sniff_host_canon(const unsigned char *s, size_t n, bool allow_v6, char out[SNIFF_NAME_MAX]);
+/* "host[:port]" or "[v6][:port]" (a Host header, a request target's authority):
+ * the canonical host, and the port (1-65535, 0 when none is given). */
+bool sniff_authority(const unsigned char *s, size_t n, char out[SNIFF_NAME_MAX], unsigned *port);
 
 #endif
