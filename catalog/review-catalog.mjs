@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// Reviews the npm servers of catalog/servers.json: checks each package's version and
-// license on the registry, installs it (install scripts off) in a scratch dir, lists its
+// Reviews the servers of catalog/servers.json: checks each package's version and
+// license on its registry (npm or PyPI), installs it in a scratch dir as the daemon
+// does (npm: install scripts off; PyPI: a venv of /usr/bin/python3, wheels only, from
+// the entry's lock with --require-hashes), lists its
 // tools over stdio with the official MCP SDK client, fingerprints the list with
 // `build/runtime mcp fingerprint` and reads `build/runtime mcp review` on it.
 //
@@ -12,7 +14,7 @@
 //   --write     put the results in catalog/servers.json: the fingerprint (or null)
 //               and, with --latest, the new version and license
 //
-// Prints one line per npm entry: id, version, number of tools, fingerprint (or null and
+// Prints one line per entry: id, version, number of tools, fingerprint (or null and
 // why). A fingerprint is only kept when the tool list is the same in two runs with
 // different dummy settings and scratch workspaces, the server tried no network
 // connection while listing, and the review has no alarming finding. Run as root so
@@ -20,8 +22,9 @@
 // all) under strace, which records any connection it tries; without root or strace it
 // still runs, but says that it could not watch the network.
 //
-// The registry is the only network this script uses (npm view, npm install).
-// Python entries are not installed here: see docs/catalog.md.
+// The registries are the only network this script uses (npm view and install, PyPI's
+// JSON API and pip). A Python entry's lock comes from catalog/lock-python.py: run it
+// first after moving a Python version (--latest reviews the catalog's lock).
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -79,6 +82,45 @@ function npmView(spec) {
   return { version: j.version, license: j.license ?? null };
 }
 
+/** PyPI's version and license of pkg (or pkg==version), read from the wheel's own
+ * METADATA (pip download: this machine's PyPI has no JSON API): License-Expression,
+ * else License, else an OSI classifier. */
+function pypiView(pkg, version) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cat-pypi-'));
+  try {
+    const dl = sh('/usr/bin/python3', ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:',
+      '--disable-pip-version-check', '-d', tmp, version ? `${pkg}==${version}` : pkg]);
+    if (dl.status !== 0) throw new Error(`pip download ${pkg}: ${dl.stderr.trim()}`);
+    const wheel = fs.readdirSync(tmp).find((f) => f.endsWith('.whl'));
+    const meta = sh('/usr/bin/python3', ['-c', `import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+print(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode())`, path.join(tmp, wheel)]);
+    const field = (k) => new RegExp(`^${k}: (.*)$`, 'mi').exec(meta.stdout.split('\n\n')[0])?.[1]?.trim();
+    const classifier = /^Classifier: License :: OSI Approved :: (.*)$/m.exec(meta.stdout)?.[1]?.trim();
+    const fromClassifier = { 'MIT License': 'MIT', 'Apache Software License': 'Apache-2.0' }[classifier];
+    return { version: field('Version'), license: field('License-Expression') || field('License') || fromClassifier || null };
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Installs a Python entry as the daemon does: a venv, then its lock, wheels only. */
+function installPython(dir, entry) {
+  const prefix = path.join(dir, entry.id);
+  const lock = path.join(prefix, 'requirements.txt');
+  const want = entry.lock.join('\n') + '\n';
+  if (fs.existsSync(lock) && fs.readFileSync(lock, 'utf8') === want) return prefix;
+  fs.rmSync(prefix, { recursive: true, force: true });
+  let r = sh('/usr/bin/python3', ['-m', 'venv', prefix]);
+  if (r.status !== 0) throw new Error(`python3 -m venv: ${r.stderr.trim()}`);
+  fs.writeFileSync(lock, want);
+  r = sh(path.join(prefix, 'bin', 'python'), ['-m', 'pip', 'install', '--only-binary=:all:', '--require-hashes',
+    '--no-input', '--disable-pip-version-check', '-r', lock]);
+  fs.writeFileSync(path.join(dir, `${entry.id}.install.log`), r.stdout + r.stderr);
+  if (r.status !== 0) throw new Error(`pip install of ${entry.package}==${entry.version} failed; see ${dir}/${entry.id}.install.log`);
+  return prefix;
+}
+
 /** Installs pkg@version under dir/id unless it is there already; returns the install dir. */
 function install(dir, id, pkg, version) {
   const prefix = path.join(dir, id);
@@ -116,8 +158,9 @@ async function listTools(entry, prefix, variant, logDir, watch) {
   const { StdioClientTransport } = await import(pathToFileURL(path.join(SDK, 'client', 'stdio.js')).href);
   const ws = fs.mkdtempSync(path.join(os.tmpdir(), `cat-ws-${entry.id}-${variant}-`));
   const home = fs.mkdtempSync(path.join(os.tmpdir(), `cat-home-${entry.id}-${variant}-`));
+  const bin = entry.runtime === 'python' ? 'bin' : path.join('node_modules', '.bin');
   const env = {
-    PATH: `${path.join(prefix, 'node_modules', '.bin')}:/usr/local/bin:/usr/bin:/bin`,
+    PATH: `${path.join(prefix, bin)}:/usr/local/bin:/usr/bin:/bin`,
     HOME: home,
     LANG: 'C.UTF-8',
   };
@@ -255,12 +298,14 @@ function review(oldFile, newFile) {
 }
 
 async function reviewEntry(entry, opts, watch) {
-  const spec = opts.latest ? entry.package : `${entry.package}@${entry.version}`;
-  const reg = npmView(spec);
+  const python = entry.runtime === 'python';
+  const version = opts.latest ? null : entry.version;
+  const reg = python ? pypiView(entry.package, version) : npmView(version ? `${entry.package}@${version}` : entry.package);
   const out = { id: entry.id, version: reg.version, license: reg.license, tools: 0, fingerprint: null, why: [] };
   if (reg.version !== entry.version) out.why.push(`catalog has ${entry.version}`);
   if (!LICENSES.has(reg.license)) out.why.push(`registry license is ${JSON.stringify(reg.license)}, not MIT or Apache-2.0: check the package's LICENSE`);
-  const prefix = install(opts.dir, entry.id, entry.package, reg.version);
+  if (python && reg.version !== entry.version) throw new Error(`PyPI has ${reg.version}: run catalog/lock-python.py after moving the version`);
+  const prefix = python ? installPython(opts.dir, entry) : install(opts.dir, entry.id, entry.package, reg.version);
   const a = await listTools(entry, prefix, 'a', opts.dir, watch);
   const b = await listTools(entry, prefix, 'b', opts.dir, watch);
   const net = [...a.network, ...b.network];
@@ -298,6 +343,7 @@ export function formatCatalog(catalog) {
   const j = (v) => JSON.stringify(v).replace(/","/g, '", "').replace(/\["/g, '["');
   const entry = (e) => {
     const lines = Object.entries(e).map(([k, v]) => {
+      if (k === 'lock') return `    "lock": [\n${v.map((l) => `      ${JSON.stringify(l)}`).join(',\n')}\n    ]`;
       if (k === 'settings') {
         if (!v.length) return '    "settings": []';
         const items = v.map((s) => {
@@ -327,7 +373,7 @@ async function main() {
   const catalog = JSON.parse(fs.readFileSync(CATALOG, 'utf8'));
   const results = [];
   for (const entry of catalog) {
-    if (entry.runtime !== 'node' || (opts.only && !opts.only.has(entry.id))) continue;
+    if (opts.only && !opts.only.has(entry.id)) continue;
     try {
       const r = await reviewEntry(entry, opts, watch);
       results.push(r);

@@ -58,7 +58,7 @@ static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err
 }
 
 /* env: the sandbox's, the server's own settings, its secrets under the names it wants,
- * and for catalog servers the install directory on PATH (node) or PYTHONPATH. */
+ * and for catalog servers the install's bin folder first on PATH. */
 static json_t *build_env(struct mcp_server *ms, err_t *err)
 {
     struct server *srv = ms->box->srv;
@@ -78,12 +78,13 @@ static json_t *build_env(struct mcp_server *ms, err_t *err)
     json_t *env = server_exec_env(srv, ms->box->sb, extra, err);
     json_decref(extra);
     if (env && ms->entry) {
-        char dir[128], *path = NULL;
-        snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
-        if (strcmp(json_string_value(json_object_get(ms->entry, "runtime")), "python") == 0) {
-            json_object_set_new(env, "PYTHONPATH", json_string(dir));
-        } else if (asprintf(&path, "%s/node_modules/.bin:%s", dir,
-                            json_string_value(json_object_get(env, "PATH")) ?: "/usr/bin") > 0) {
+        /* The install's bin folder first: the package's bins (node) or the venv's
+         * python3 (python), so the catalog's command names them plainly. */
+        const char *bin = strcmp(json_string_value(json_object_get(ms->entry, "runtime")),
+                                 "python") == 0 ? "bin" : "node_modules/.bin";
+        char *path = NULL;
+        if (asprintf(&path, "/workspace/mcp/%s/%s:%s", ms->name, bin,
+                     json_string_value(json_object_get(env, "PATH")) ?: "/usr/bin") > 0) {
             json_object_set_new(env, "PATH", json_string(path));
             free(path);
         }

@@ -12,7 +12,9 @@
 #include "mcp_impl.h"
 
 #define INSTALL_OUTPUT_CAP (64u << 10)
-static const char *const pypi_hosts[] = {"pypi.org", "files.pythonhosted.org"};
+/* PyPI serves its files from a host of their own. */
+#define PYPI_HOST "pypi.org"
+#define PYPI_FILES_HOST "files.pythonhosted.org"
 
 static bool is_python(const struct mcp_server *ms)
 {
@@ -20,6 +22,8 @@ static bool is_python(const struct mcp_server *ms)
 }
 
 /* ---- the sandbox's policy ---- */
+
+static bool url_host(const char *url, char canon[POLICY_NAME_MAX]);
 
 static void add_host(json_t *allow, const char *host)
 {
@@ -36,6 +40,16 @@ static void add_catalog_hosts(json_t *allow, const struct mcp_server *ms)
     json_t *v;
     json_array_foreach(json_object_get(ms->entry, "egress"), i, v)
         add_host(allow, json_string_value(v));
+}
+
+/* The pip index's host once known (nothing while the venv is made), and PyPI's file
+ * host when the index is PyPI's. */
+static void add_index_hosts(json_t *allow, const char *index)
+{
+    char host[POLICY_NAME_MAX];
+    if (!index[0] || !url_host(index, host)) return;
+    add_host(allow, host);
+    if (strcmp(host, PYPI_HOST) == 0) add_host(allow, PYPI_FILES_HOST);
 }
 
 static int build(bool internet, json_t *allow, struct policy *out, err_t *err)
@@ -57,12 +71,13 @@ int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
     json_t *allow = json_array();
     int r;
     if (box && box->installing > 0) {
-        /* Installs reach their registry; servers already running keep their hosts. */
+        /* Installs reach their registry; servers starting or running keep their hosts. */
         for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
-            if (ms->status == MCP_INSTALLING && is_python(ms))
-                for (size_t i = 0; i < ARRAY_LEN(pypi_hosts); i++) add_host(allow, pypi_hosts[i]);
-            else if (ms->status == MCP_INSTALLING) add_host(allow, box->registry);
-            else if (ms->status == MCP_READY && ms->entry) add_catalog_hosts(allow, ms);
+            if (ms->status == MCP_INSTALLING && is_python(ms)) {
+                add_index_hosts(allow, box->pip_index);
+            } else if (ms->status == MCP_INSTALLING) add_host(allow, box->registry);
+            else if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
+                add_catalog_hosts(allow, ms);
         }
         r = build(json_array_size(allow) > 0, allow, out, err);
     } else {
@@ -96,7 +111,15 @@ void mcp_apply_policy(struct mcp_box *box)
     egress_sandbox_set_policy(box->sb->egress, &pol);
 }
 
-/* ---- the install ---- */
+/* ---- the install ----
+ *
+ * node:    npm config get registry            (the registry npm there will use)
+ *          npm install --ignore-scripts PKG@VERSION
+ * python:  python3 -m venv DIR && DIR/bin/python -m pip config list   (the index)
+ *          pip install --only-binary=:all: --require-hashes -r DIR/requirements.txt
+ *          (the catalog's lock: every package pinned with the hash of its wheel)
+ * Each step runs in the sandbox as the sandbox user; egress opens the registry or
+ * index host only once the step that needs it starts. */
 
 static void tail(struct evbuffer *buf, char *out, size_t size)
 {
@@ -110,6 +133,11 @@ static void tail(struct evbuffer *buf, char *out, size_t size)
         if (*p == '\n' || *p == '\r') *p = ' ';
 }
 
+static const char *entry_str(const struct mcp_server *ms, const char *key)
+{
+    return json_string_value(json_object_get(ms->entry, key));
+}
+
 static void install_ended(struct mcp_server *ms)
 {
     ms->install = NULL;
@@ -117,97 +145,222 @@ static void install_ended(struct mcp_server *ms)
     mcp_apply_policy(ms->box);
 }
 
-static void on_installed(void *arg, const struct server_run_result *res)
+static void install_failed(struct mcp_server *ms, const char *why)
 {
-    struct mcp_server *ms = arg;
-    const char *pkg = json_string_value(json_object_get(ms->entry, "package"));
-    const char *ver = json_string_value(json_object_get(ms->entry, "version"));
     install_ended(ms);
-    char why[600];
-    tail(res->err, why, sizeof why);
-    if (res->ended && res->exit_code == -1)
-        return mcp_server_set_status(ms, MCP_FAILED, "cannot install %s@%s: %s is not installed "
-                                     "on this host (%s)", pkg, ver, is_python(ms) ? "python3" :
-                                     "npm", strerror(res->start_errno));
-    if (!res->ended || res->exit_code != 0)
-        return mcp_server_set_status(ms, MCP_FAILED, "cannot install %s@%s: the installer "
-                                     "exited with status %d%s: %s", pkg, ver, res->exit_code,
-                                     res->timed_out ? " (timed out)" : "", why);
-    ms->installed = true;
-    mcp_box_save(ms->box);
-    mcp_server_start(ms);
+    mcp_server_set_status(ms, MCP_FAILED, "cannot install %s %s: %s", entry_str(ms, "package"),
+                          entry_str(ms, "version"), why);
 }
 
-static void run_installer(struct mcp_server *ms)
+/* Runs one step of an install in the sandbox; done gets its result. */
+static void run_step(struct mcp_server *ms, const char *const *argv, const char *stdin_text,
+                     uint32_t timeout_ms, server_run_done done)
 {
-    const char *pkg = json_string_value(json_object_get(ms->entry, "package"));
-    const char *ver = json_string_value(json_object_get(ms->entry, "version"));
-    char dir[128], spec[512];
-    snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
-    const char *node[] = {"npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
-                          "--no-update-notifier", "--omit=dev", "--prefix", dir, spec, NULL};
-    const char *python[] = {"python3", "-m", "pip", "install", "--only-binary=:all:",
-                            "--no-compile", "--disable-pip-version-check", "--target", dir,
-                            spec, NULL};
-    snprintf(spec, sizeof spec, is_python(ms) ? "%s==%s" : "%s@%s", pkg, ver);
-    mcp_apply_policy(ms->box);
-    err_t err = {0};
-    json_t *env = server_exec_env(ms->box->srv, ms->box->sb, NULL, &err);
-    char **envp = NULL;
-    int r = env ? server_env_list(env, &envp, &err) : -EIO;
-    json_decref(env);
-    struct server_run_spec rs = {.argv = is_python(ms) ? python : node,
-                                 .envp = (const char *const *)envp, .cwd = "/workspace",
-                                 .timeout_ms = MCP_INSTALL_TIMEOUT_MS,
-                                 .output_cap = INSTALL_OUTPUT_CAP};
-    if (r == 0) r = server_run(ms->box->srv, ms->box->sb, &rs, on_installed, ms, &ms->install, &err);
-    server_env_free(envp);
-    if (r < 0) {
-        install_ended(ms);
-        mcp_server_set_status(ms, MCP_FAILED, "cannot install %s: %s", spec, err.msg);
-    }
-}
-
-/* `npm config get registry` in the sandbox: the registry npm there will really use. */
-static void on_registry(void *arg, const struct server_run_result *res)
-{
-    struct mcp_server *ms = arg;
-    ms->install = NULL;
-    char url[512] = "";
-    size_t n = evbuffer_copyout(res->out, url, sizeof url - 1);
-    url[n] = '\0';
-    char *host = strstr(url, "://");
-    host = host ? host + 3 : url;
-    host[strcspn(host, "/:\n\r ")] = '\0';
-    char canon[POLICY_NAME_MAX];
-    if (res->exit_code != 0 || policy_canon_name(host, canon, NULL) < 0) {
-        install_ended(ms);
-        return mcp_server_set_status(ms, MCP_FAILED, "cannot find npm's registry in the "
-                                     "sandbox (npm config get registry said \"%.200s\")", url);
-    }
-    str_copy(ms->box->registry, sizeof ms->box->registry, canon);
-    run_installer(ms);
-}
-
-void mcp_install(struct mcp_server *ms)
-{
-    ms->box->installing++;
-    mcp_server_set_status(ms, MCP_INSTALLING, NULL);
-    if (is_python(ms) || ms->box->registry[0]) return run_installer(ms);
-    const char *argv[] = {"npm", "config", "get", "registry", NULL};
     err_t err = {0};
     json_t *env = server_exec_env(ms->box->srv, ms->box->sb, NULL, &err);
     char **envp = NULL;
     int r = env ? server_env_list(env, &envp, &err) : -EIO;
     json_decref(env);
     struct server_run_spec rs = {.argv = argv, .envp = (const char *const *)envp,
-                                 .cwd = "/workspace", .timeout_ms = 60000, .output_cap = 4096};
-    if (r == 0) r = server_run(ms->box->srv, ms->box->sb, &rs, on_registry, ms, &ms->install, &err);
+                                 .cwd = "/workspace", .timeout_ms = timeout_ms,
+                                 .stdin_text = stdin_text,
+                                 .stdin_len = stdin_text ? strlen(stdin_text) : 0,
+                                 .output_cap = INSTALL_OUTPUT_CAP};
+    if (r == 0) r = server_run(ms->box->srv, ms->box->sb, &rs, done, ms, &ms->install, &err);
     server_env_free(envp);
-    if (r < 0) {
-        install_ended(ms);
-        mcp_server_set_status(ms, MCP_FAILED, "cannot start npm in the sandbox: %s", err.msg);
+    if (r < 0) install_failed(ms, err.msg);
+}
+
+/* false (and the server failed) when the step did not exit 0. */
+static bool step_ok(struct mcp_server *ms, const struct server_run_result *res, const char *what)
+{
+    if (res->ended && res->exit_code == 0) return true;
+    char why[900], out[600];
+    tail(res->err, out, sizeof out);
+    if (res->ended && res->exit_code == -1)
+        snprintf(why, sizeof why, "%s is not installed on this host (%s)", what,
+                 strerror(res->start_errno));
+    else
+        snprintf(why, sizeof why, "%s exited with status %d%s: %s", what, res->exit_code,
+                 res->timed_out ? " (timed out)" : "", out);
+    ms->install = NULL;
+    install_failed(ms, why);
+    return false;
+}
+
+static void on_installed(void *arg, const struct server_run_result *res)
+{
+    struct mcp_server *ms = arg;
+    if (!step_ok(ms, res, is_python(ms) ? "pip" : "npm")) return;
+    install_ended(ms);
+    ms->installed = true;
+    mcp_box_save(ms->box);
+    mcp_server_start(ms);
+}
+
+/* The host of a registry or index URL, canonical; false when there is none. */
+static bool url_host(const char *url, char canon[POLICY_NAME_MAX])
+{
+    char host[256];
+    const char *p = strstr(url, "://");
+    str_copy(host, sizeof host, p ? p + 3 : url);
+    host[strcspn(host, "/:\n\r '\"@")] = '\0';
+    return p && policy_canon_name(host, canon, NULL) == 0;
+}
+
+/* ---- node ---- */
+
+static void npm_install(struct mcp_server *ms)
+{
+    char dir[128], spec[512];
+    snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
+    snprintf(spec, sizeof spec, "%s@%s", entry_str(ms, "package"), entry_str(ms, "version"));
+    const char *argv[] = {"npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                          "--no-update-notifier", "--omit=dev", "--prefix", dir, spec, NULL};
+    mcp_apply_policy(ms->box);
+    run_step(ms, argv, NULL, MCP_INSTALL_TIMEOUT_MS, on_installed);
+}
+
+static void on_registry(void *arg, const struct server_run_result *res)
+{
+    struct mcp_server *ms = arg;
+    char url[512] = "", canon[POLICY_NAME_MAX];
+    size_t n = evbuffer_copyout(res->out, url, sizeof url - 1);
+    url[n] = '\0';
+    if (!step_ok(ms, res, "npm config get registry")) return;
+    ms->install = NULL;
+    if (!url_host(url, canon)) {
+        char why[700];
+        snprintf(why, sizeof why, "cannot find npm's registry in the sandbox (npm config get "
+                 "registry said \"%.200s\")", url);
+        return install_failed(ms, why);
     }
+    str_copy(ms->box->registry, sizeof ms->box->registry, canon);
+    npm_install(ms);
+}
+
+/* ---- python ---- */
+
+/* The index pip in the sandbox will use, from `pip config list` ("KEY='VALUE'" lines):
+ * the environment's PIP_INDEX_URL, then the install section, then global, else PyPI. */
+void mcp_pip_index(const char *config, char *url, size_t size)
+{
+    static const char *const keys[] = {":env:.index-url=", "install.index-url=",
+                                       "global.index-url="};
+    for (size_t k = 0; k < ARRAY_LEN(keys); k++) {
+        for (const char *line = config; line && *line; line = strchr(line, '\n')) {
+            line += *line == '\n';
+            if (strncmp(line, keys[k], strlen(keys[k])) != 0) continue;
+            const char *v = line + strlen(keys[k]);
+            v += *v == '\'' || *v == '"';
+            size_t n = strcspn(v, "'\"\n");
+            snprintf(url, size, "%.*s", (int)n, v);
+            return;
+        }
+    }
+    snprintf(url, size, "https://pypi.org/simple");
+}
+
+/* The lock as a requirements file, one pinned and hashed package a line. */
+static char *lock_text(const struct mcp_server *ms)
+{
+    size_t i, len = 1;
+    json_t *v;
+    json_t *lock = json_object_get(ms->entry, "lock");
+    json_array_foreach(lock, i, v) len += strlen(json_string_value(v)) + 1;
+    char *text = malloc(len), *p = text;
+    if (!text) return NULL;
+    json_array_foreach(lock, i, v) p += sprintf(p, "%s\n", json_string_value(v));
+    *p = '\0';
+    return text;
+}
+
+static bool has(struct evbuffer *buf, const char *what)
+{
+    return evbuffer_search(buf, what, strlen(what), NULL).pos >= 0;
+}
+
+/* pip says "No matching distribution" both when the index has no wheel for the
+ * package and when it could not reach the index at all: tell the two apart. */
+static void on_pip_installed(void *arg, const struct server_run_result *res)
+{
+    struct mcp_server *ms = arg;
+    bool no_match = res->ended && res->exit_code > 0 &&
+                    has(res->err, "No matching distribution found");
+    bool unreachable = has(res->err, "Retrying (Retry(") || has(res->err, "Could not fetch URL");
+    if (!no_match) return on_installed(arg, res);
+    char out[600], why[1400];
+    tail(res->err, out, sizeof out);
+    if (unreachable)
+        snprintf(why, sizeof why, "pip could not reach its index %s from the sandbox (the "
+                 "sandbox's egress opens only that host while a server installs; see its "
+                 "egress.refused events). pip said: %s", ms->box->pip_index, out);
+    else
+        snprintf(why, sizeof why, "%s==%s or one of its dependencies has no binary wheel "
+                 "for the sandbox's Python on %s; runtime installs Python servers from "
+                 "wheels only (--only-binary=:all:, so that no package code runs at "
+                 "install), so a package published only as source cannot be installed. "
+                 "pip said: %s", entry_str(ms, "package"), entry_str(ms, "version"),
+                 ms->box->pip_index, out);
+    ms->install = NULL;
+    install_failed(ms, why);
+}
+
+static void pip_install(struct mcp_server *ms)
+{
+    char dir[128], script[512];
+    snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
+    /* The lock comes on stdin and is kept beside the venv, for whoever looks. */
+    snprintf(script, sizeof script,
+             "cat > \"$1/requirements.txt\" && exec \"$1/bin/python\" -m pip install "
+             "--only-binary=:all: --require-hashes --no-compile --no-input "
+             "--disable-pip-version-check --index-url \"$2\" -r \"$1/requirements.txt\"");
+    const char *argv[] = {"sh", "-c", script, "sh", dir, ms->box->pip_index, NULL};
+    char *lock = lock_text(ms);
+    if (!lock) return install_failed(ms, "out of memory");
+    mcp_apply_policy(ms->box);
+    run_step(ms, argv, lock, MCP_INSTALL_TIMEOUT_MS, on_pip_installed);
+    free(lock);
+}
+
+static void on_venv(void *arg, const struct server_run_result *res)
+{
+    struct mcp_server *ms = arg;
+    char config[4096] = "", host[POLICY_NAME_MAX];
+    size_t n = evbuffer_copyout(res->out, config, sizeof config - 1);
+    config[n] = '\0';
+    if (!step_ok(ms, res, "python3 -m venv")) return;
+    ms->install = NULL;
+    mcp_pip_index(config, ms->box->pip_index, sizeof ms->box->pip_index);
+    if (!url_host(ms->box->pip_index, host)) {
+        char why[700];
+        snprintf(why, sizeof why, "pip's index in the sandbox is \"%.200s\", which names no "
+                 "host; set PIP_INDEX_URL (or global.index-url) to an https:// URL",
+                 ms->box->pip_index);
+        return install_failed(ms, why);
+    }
+    pip_install(ms);
+}
+
+static void make_venv(struct mcp_server *ms)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
+    /* --clear: an install cut short leaves nothing behind. The venv's pip is the one
+     * Debian's python3-venv ships; no network is needed for this step. */
+    const char *argv[] = {"sh", "-c", "python3 -m venv --clear \"$1\" && "
+                          "exec \"$1/bin/python\" -m pip config list", "sh", dir, NULL};
+    run_step(ms, argv, NULL, 120000, on_venv);
+}
+
+void mcp_install(struct mcp_server *ms)
+{
+    ms->box->installing++;
+    mcp_server_set_status(ms, MCP_INSTALLING, NULL);
+    if (is_python(ms)) return make_venv(ms);
+    if (ms->box->registry[0]) return npm_install(ms);
+    const char *argv[] = {"npm", "config", "get", "registry", NULL};
+    run_step(ms, argv, NULL, 60000, on_registry);
 }
 
 void mcp_install_cancel(struct mcp_server *ms)

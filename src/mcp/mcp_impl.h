@@ -46,6 +46,7 @@ struct mcp_box {
     struct mcp_waiter *waiters;
     int installing;         /* installs running now */
     char registry[256];     /* host of the package registry, once known */
+    char pip_index[512];    /* URL of pip's index, once known */
     struct event *keepalive;
 };
 
@@ -167,6 +168,8 @@ struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
 
 /* install.c */
 void mcp_install(struct mcp_server *ms);
+/* The index URL in `pip config list` output, or PyPI's (exposed for tests). */
+void mcp_pip_index(const char *config, char *url, size_t size);
 void mcp_install_cancel(struct mcp_server *ms);
 void mcp_apply_policy(struct mcp_box *box);
 

@@ -4,10 +4,11 @@
 //                  exact versions, MIT or Apache-2.0; no daemon needed.
 //   the API        GET /v1/mcp/catalog (and `runtime sandbox mcp catalog --json`) serve
 //                  that file.
-//   installs       every npm server of the catalog installs and becomes ready in ONE
+//   installs       every server of the catalog installs and becomes ready in ONE
 //                  sandbox without Internet (network {internet:false, allow:[]}): the
-//                  daemon itself opens the package registry for the installs, and the
-//                  sandbox's events show that the registry is the only host allowed.
+//                  daemon itself opens the package registries for the installs, and the
+//                  sandbox's events show that the npm registry and PyPI are the only
+//                  hosts allowed.
 //                  Each server's tool list must match the catalog's fingerprint.
 //   GitHub secret  the github server started with secrets {GITHUB_PERSONAL_ACCESS_TOKEN:
 //                  "ghtok"} calls a fake api.github.com (a namespace this test makes,
@@ -61,7 +62,8 @@ const offline = !!process.env.RUNTIME_E2E_OFFLINE;
 const needRoot = !root && 'must run as root (runtimed needs it)';
 const needNet = needRoot || (offline && 'RUNTIME_E2E_OFFLINE is set (the installs need the npm registry)');
 
-const npmEntries = CATALOG.filter((e) => e.runtime === 'node');
+// pip's index in a sandbox with no pip configuration, and where PyPI keeps its files.
+const PYPI_HOSTS = ['pypi.org', 'files.pythonhosted.org'];
 
 /** The registry that npm (and so the daemon's installs) uses: its host name. */
 function registryHost() {
@@ -102,7 +104,9 @@ describe('catalog/servers.json', () => {
     assert.ok(Array.isArray(CATALOG));
     assert.deepEqual(CATALOG.map((e) => e.id), IDS);
     for (const e of CATALOG) {
-      assert.deepEqual(Object.keys(e).sort(), [...KEYS].sort(), `${e.id}: keys`);
+      // Python entries also carry their lock (docs/catalog.md).
+      const keys = e.runtime === 'python' ? [...KEYS, 'lock'] : KEYS;
+      assert.deepEqual(Object.keys(e).sort(), [...keys].sort(), `${e.id}: keys`);
       for (const k of ['id', 'name', 'description', 'package']) {
         assert.ok(typeof e[k] === 'string' && e[k].length > 0, `${e.id}: ${k}`);
       }
@@ -137,7 +141,13 @@ describe('catalog/servers.json', () => {
       } else {
         assert.deepEqual(e.command.slice(0, 2), ['python3', '-m'], `${e.id}: python3 -m MODULE`);
         assert.match(e.command[2], /^[a-z_][a-z0-9_]*$/);
-        assert.equal(e.fingerprint, null, `${e.id}: Python servers are not installed for review here`);
+        // The lock: every package pinned to one version with the sha256 of its wheel,
+        // the server's own package among them at the catalog's version.
+        assert.ok(Array.isArray(e.lock) && e.lock.length > 0, `${e.id}: lock`);
+        for (const l of e.lock) assert.match(l, /^[a-z0-9]([a-z0-9-]*[a-z0-9])?==[^\s=]+ --hash=sha256:[0-9a-f]{64}$/, `${e.id}: lock line ${l}`);
+        assert.ok(e.lock.some((l) => l.startsWith(`${e.package}==${e.version} `)), `${e.id}: the lock pins ${e.package}==${e.version}`);
+        const names = e.lock.map((l) => l.split('==')[0]);
+        assert.equal(new Set(names).size, names.length, `${e.id}: one version per package`);
       }
       // "${ENV}" arguments take a setting's value as given: only settings that are not secrets.
       for (const a of e.command) {
@@ -298,10 +308,10 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
     }
   });
 
-  test('every npm server installs and is ready in one sandbox without Internet; installs reach only the registry',
+  test('every catalog server installs and is ready in one sandbox without Internet; installs reach only the registries',
     { timeout: 40 * 60 * 1000 }, async (t) => {
       const servers = [];
-      for (const e of npmEntries) {
+      for (const e of CATALOG) {
         const spec = { id: e.id, secrets: {}, env: {} };
         for (const s of e.settings.filter((x) => x.required)) {
           if (s.secret) {
@@ -322,12 +332,12 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
       const started = Date.now();
       const post = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp`, { servers });
       assert.equal(post.status, 202, post.text);
-      t.diagnostic(`registry ${registry}; ${npmEntries.length} npm servers: ${npmEntries.map((e) => e.id).join(' ')}`);
+      t.diagnostic(`registry ${registry}; ${CATALOG.length} servers: ${CATALOG.map((e) => e.id).join(' ')}`);
       const st = await mcpSettled(d, sb.id, 30 * 60 * 1000);
       t.diagnostic(`all settled after ${Math.round((Date.now() - started) / 1000)} s`);
 
       const problems = [];
-      for (const e of npmEntries) {
+      for (const e of CATALOG) {
         const s = st.servers.find((x) => x.id === e.id || x.name === e.id);
         if (!s) {
           problems.push(`${e.id}: not listed`);
@@ -350,9 +360,9 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
       const allowed = events.filter((e) => e.kind === 'egress.allowed');
       const show = allowed.map((e) => `${e.host}:${e.port}`);
       assert.ok(allowed.some((e) => e.host === registry), `no egress.allowed to ${registry}: ${JSON.stringify(events.slice(0, 50))}`);
-      assert.deepEqual([...new Set(allowed.map((e) => e.host))], [registry], show.join('\n'));
+      assert.deepEqual([...new Set(allowed.map((e) => e.host))].sort(), [registry, ...PYPI_HOSTS].sort(), show.join('\n'));
       const installed = await d.exec(sb.id, ['sh', '-c', 'ls /workspace/mcp']);
-      assert.deepEqual(installed.stdout.split('\n').filter(Boolean).sort(), npmEntries.map((e) => e.id).sort());
+      assert.deepEqual(installed.stdout.split('\n').filter(Boolean).sort(), CATALOG.map((e) => e.id).sort());
       await d.remove(sb.id);
     });
 

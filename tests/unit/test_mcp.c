@@ -75,3 +75,24 @@ TEST(mcp_origin_must_be_the_gateway_or_local)
     CHECK(!mcp_origin_allowed(pub, "http://localhost.evil.example"));
     CHECK(!mcp_origin_allowed(pub, "null"));
 }
+
+TEST(mcp_pip_index_follows_pips_own_order)
+{
+    char url[512];
+    /* The environment wins over the install section, which wins over global. */
+    mcp_pip_index("global.index-url='https://g.example/simple'\n"
+                  "install.index-url='https://i.example/simple'\n"
+                  ":env:.index-url='https://e.example/simple'\n", url, sizeof url);
+    CHECK_STR(url, "https://e.example/simple");
+    mcp_pip_index("global.cert='/etc/ssl/certs/ca.crt'\n"
+                  "global.index-url='https://g.example/simple'\n"
+                  "install.index-url=\"https://i.example/simple\"\n", url, sizeof url);
+    CHECK_STR(url, "https://i.example/simple");
+    mcp_pip_index("global.index-url='https://g.example/simple'\n", url, sizeof url);
+    CHECK_STR(url, "https://g.example/simple");
+    /* extra-index-url is not the index; nothing configured means PyPI. */
+    mcp_pip_index(":env:.extra-index-url='https://x.example/simple'\n", url, sizeof url);
+    CHECK_STR(url, "https://pypi.org/simple");
+    mcp_pip_index("", url, sizeof url);
+    CHECK_STR(url, "https://pypi.org/simple");
+}

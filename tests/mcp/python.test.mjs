@@ -1,0 +1,132 @@
+// Python catalog servers are installed from binary wheels only, from the catalog's
+// lock, while the sandbox reaches only the index pip in it is configured with.
+//
+//   sdist only    the sandbox names (PIP_INDEX_URL) an index that has only source
+//                 distributions of every package of the time server's lock. The
+//                 install fails with an error that says so; no package code ran (the
+//                 sdists' setup.py would write /workspace/SDIST_RAN, and none was even
+//                 downloaded); the index is the only host the sandbox reached.
+//
+// The index lives in a namespace of its own joined to the host's by a veth on a /30
+// of 198.51.100.0/24 (TEST-NET-2); the daemon pins pypi.test to it with --resolve.
+// The real PyPI installs are in catalog.test.mjs. Nothing here sleeps for
+// synchronisation: waits poll with deadlines.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+
+import { ROOT, isRoot } from '../e2e/lib.mjs';
+import { EgressDaemon, ip, sweepStale } from '../egress/lib.mjs';
+import { Upstream } from '../secrets/lib.mjs';
+
+const INDEX_JS = path.join(ROOT, 'tests', 'mcp', 'fixtures', 'sdist-index.mjs');
+const CATALOG = JSON.parse(fs.readFileSync(path.join(ROOT, 'catalog', 'servers.json'), 'utf8'));
+const INDEX_V4 = '198.51.100.222';
+const HOST_V4 = '198.51.100.221';
+const INDEX_HOST = 'pypi.test';
+
+const skip = !isRoot() && 'must run as root (runtimed needs it)';
+
+/** A namespace with the sdist-only index on INDEX_V4:80, joined to the host's by a veth. */
+class SdistIndex {
+  constructor(dir, versions) {
+    sweepStale('rt-pyix');
+    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
+    this.ns = `rt-pyix-${tag}`;
+    this.vethHost = `vpy${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
+    this.vethNs = `vpy${process.pid % 1e6}n${tag.slice(-2)}`.slice(0, 15);
+    this.dir = dir;
+    this.versions = versions;
+    this.onExit = () => this.teardown();
+    process.on('exit', this.onExit);
+  }
+
+  async setup() {
+    ip(['netns', 'add', this.ns]);
+    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethNs, 'netns', this.ns]);
+    ip(['addr', 'add', `${HOST_V4}/30`, 'dev', this.vethHost]);
+    ip(['link', 'set', this.vethHost, 'up']);
+    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
+    ip(['-n', this.ns, 'addr', 'add', `${INDEX_V4}/30`, 'dev', this.vethNs]);
+    ip(['-n', this.ns, 'link', 'set', this.vethNs, 'up']);
+    const cfg = path.join(this.dir, 'index.json');
+    fs.writeFileSync(cfg, JSON.stringify({ bind: INDEX_V4, port: 80, versions: this.versions }));
+    this.server = new Upstream(['netns', 'exec', this.ns, process.execPath, INDEX_JS, cfg]);
+    await this.server.ready();
+    return this;
+  }
+
+  requests() {
+    return this.server.events.filter((e) => e.ev === 'req');
+  }
+
+  teardown() {
+    if (this.done) return;
+    this.done = true;
+    process.off('exit', this.onExit);
+    this.server?.stop();
+    spawnSync('ip', ['netns', 'del', this.ns]);
+  }
+}
+
+describe('Python servers: wheels only', { skip }, () => {
+  const entry = CATALOG.find((e) => e.id === 'time');
+  // name -> version, from the lock ("name==version --hash=...").
+  const versions = Object.fromEntries(entry.lock.map((l) => l.split(' ')[0].split('==')));
+  let dir, index, d;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-python-'));
+    fs.chmodSync(dir, 0o711);
+    index = await new SdistIndex(dir, versions).setup();
+    d = new EgressDaemon(dir, { pins: [`${INDEX_HOST}:80:${INDEX_V4}`] });
+    await d.start();
+  });
+  after(async () => {
+    try {
+      await d?.close({ keepDir: true });
+    } finally {
+      index?.teardown();
+      if (dir && !process.env.RUNTIME_E2E_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('an index with only sdists: the install fails saying so, nothing ran, only the index was reached',
+    { timeout: 5 * 60 * 1000 }, async () => {
+      const sb = await d.create({
+        network: { internet: false, allow: [] },
+        env: { PIP_INDEX_URL: `http://${INDEX_HOST}/simple`, PIP_TRUSTED_HOST: INDEX_HOST },
+      });
+      const post = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp`, { servers: [{ id: 'time' }] });
+      assert.equal(post.status, 202, post.text);
+      const st = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp?wait=240`, undefined, { timeoutMs: 300000 });
+      assert.equal(st.status, 200, st.text);
+      const s = st.body.servers.find((x) => x.name === 'time');
+      assert.equal(s.status, 'failed', JSON.stringify(s));
+      assert.match(s.error, /no binary wheel/, s.error);
+      assert.match(s.error, /wheels only/, s.error);
+      assert.ok(s.error.includes(`http://${INDEX_HOST}/simple`), `the error names the index: ${s.error}`);
+      assert.deepEqual(s.tools ?? [], []);
+
+      // pip asked the index for project pages and downloaded nothing.
+      const reqs = index.requests();
+      assert.ok(reqs.some((r) => r.path.startsWith('/simple/')), `the index was asked: ${JSON.stringify(reqs)}`);
+      assert.deepEqual(reqs.filter((r) => r.path.startsWith('/files/')), [], 'no sdist was downloaded');
+      // No package code ran, and no server runs.
+      const ran = await d.exec(sb.id, ['sh', '-c', 'test -e /workspace/SDIST_RAN && echo ran; ps -eo args']);
+      assert.ok(!ran.stdout.includes('ran\n'), 'an sdist setup.py ran');
+      assert.ok(!/mcp_server_time/.test(ran.stdout), `a server process runs: ${ran.stdout}`);
+      // The venv was made (the one step before the index) and the lock is beside it.
+      const lock = await d.getFile(sb.id, '/workspace/mcp/time/requirements.txt');
+      assert.equal(lock, `${entry.lock.join('\n')}\n`);
+
+      const events = await d.events(sb.id);
+      const reached = [...new Set(events.filter((e) => e.kind === 'egress.allowed').map((e) => e.host))];
+      assert.deepEqual(reached, [INDEX_HOST], JSON.stringify(events));
+      await d.remove(sb.id);
+    });
+});
