@@ -156,11 +156,11 @@ static int sandbox_path(const char *in, char *out, size_t size)
 }
 
 static void put_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
-                     const char *path)
+                     const char *path, unsigned mode)
 {
     err_t err = {0};
     int fd = -1;
-    if (server_open_file(srv, sb, path, 1, &fd, &err) < 0) return api_fail(req, &err);
+    if (server_open_file(srv, sb, path, 1, mode, &fd, &err) < 0) return api_fail(req, &err);
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     int r = 0;
     while (r == 0 && evbuffer_get_length(in) > 0) {
@@ -181,7 +181,7 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
 {
     err_t err = {0};
     int fd = -1;
-    if (server_open_file(srv, sb, path, 0, &fd, &err) < 0) return api_fail(req, &err);
+    if (server_open_file(srv, sb, path, 0, 0, &fd, &err) < 0) return api_fail(req, &err);
     struct stat st;
     struct evbuffer *out = evbuffer_new();
     if (fstat(fd, &st) == 0 && st.st_size == 0) close(fd); /* nothing to map */
@@ -190,10 +190,22 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
         evbuffer_free(out);
         return api_error(req, 500, "internal", "cannot read %s", path);
     }
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "application/octet-stream");
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", (unsigned)(st.st_mode & 0777));
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", "application/octet-stream");
+    evhttp_add_header(h, "X-File-Mode", mode); /* so that a copy can keep it */
     evhttp_send_reply(req, 200, NULL, out);
     evbuffer_free(out);
+}
+
+/* "755" or "0755": permission bits in octal, at most 0777; -1 when it is not. */
+static int file_mode(const char *s)
+{
+    char *end;
+    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -1;
+    long m = strtol(s, &end, 8);
+    return m > 0777 ? -1 : (int)m;
 }
 
 static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb)
@@ -203,9 +215,15 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
     evhttp_parse_query_str(query ? query : "", &q);
     char path[PROTO_PATH_LEN];
     int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
+    const char *mode_text = evhttp_find_header(&q, "mode");
+    int mode = mode_text ? file_mode(mode_text) : 0;
     evhttp_clear_headers(&q);
     if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT) put_file(req, srv, sb, path);
+    bool put = evhttp_request_get_command(req) == EVHTTP_REQ_PUT;
+    if (mode < 0 || (mode_text && !put))
+        return api_error(req, 400, "bad_request", "mode is for PUT only, and is permission bits "
+                         "in octal such as 0755 or 0644 (at most 0777)");
+    if (put) put_file(req, srv, sb, path, (unsigned)mode);
     else get_file(req, srv, sb, path);
 }
 

@@ -85,6 +85,7 @@ struct http_resp {
     long status;
     char *body; /* NUL-terminated, malloc'd; NULL when empty or sent to sink_fd */
     size_t len;
+    int file_mode; /* the X-File-Mode header of a file GET, or -1 */
 };
 void http_global_init(void);
 /* 0, or prints why the daemon could not be reached and returns EXIT_FAIL. */
@@ -169,9 +170,10 @@ struct tmpfile {
     char tmp[4200];
     int fd;
 };
-/* A temporary file next to target; tmpfile_finish renames it over target or removes it. */
+/* A temporary file next to target; tmpfile_finish renames it over target (with mode, or
+ * 0666 less the umask when mode is -1) or removes it. */
 int tmpfile_open(struct tmpfile *t, const char *target);
-int tmpfile_finish(struct tmpfile *t, bool keep);
+int tmpfile_finish(struct tmpfile *t, bool keep, int mode);
 
 /* secret.c */
 /* "a, b" of a secret's hosts, methods or paths, "any" when none; cleaned for a terminal. */

@@ -49,23 +49,27 @@ static int parse_remote(const char *arg, const char *other_name, struct remote *
     return 0;
 }
 
-static char *files_path(const struct remote *r)
+/* The files API path of r; mode (an upload's, 0 for none) goes along. */
+static char *files_path(const struct remote *r, unsigned mode)
 {
     char *enc = url_encode(r->path, "/");
     char *sb = enc ? api_sandbox_path(r->id, "/files?path=") : NULL;
-    char *full = NULL;
-    if (sb && asprintf(&full, "%s%s", sb, enc) < 0) full = NULL;
+    char *full = NULL, m[16] = "";
+    if (mode) snprintf(m, sizeof m, "&mode=%04o", mode);
+    if (sb && asprintf(&full, "%s%s%s", sb, enc, m) < 0) full = NULL;
     free(enc);
     free(sb);
     return full;
 }
 
-static int read_local(const char *local, char **buf, size_t *len)
+/* Reads LOCAL (or stdin for "-") whole; *mode is its permission bits (0 for stdin). */
+static int read_local(const char *local, char **buf, size_t *len, unsigned *mode)
 {
     int fd = strcmp(local, "-") == 0 ? 0 : open(local, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) return cli_error("cannot open %s: %s", local, strerror(errno));
     int r = fstat(fd, &st) < 0 ? -errno : 0;
+    *mode = fd > 0 && r == 0 ? (unsigned)(st.st_mode & 0777) : 0;
     if (r == 0 && S_ISDIR(st.st_mode)) r = -EISDIR;
     if (r == 0) r = read_fd_all(fd, MAX_UPLOAD, buf, len);
     if (fd > 0) close(fd);
@@ -82,8 +86,10 @@ static int upload(struct cli *c, const char *local, const char *dst)
     if (parse_remote(dst, name && *name ? name : NULL, &r)) return EXIT_USAGE;
     char *buf = NULL, *path = NULL;
     size_t len = 0;
-    int ret = read_local(local, &buf, &len);
-    if (ret == 0 && !(path = files_path(&r))) ret = cli_error("out of memory");
+    unsigned mode = 0;
+    /* The file keeps its mode, as with docker cp: an executable stays executable. */
+    int ret = read_local(local, &buf, &len, &mode);
+    if (ret == 0 && !(path = files_path(&r, mode))) ret = cli_error("out of memory");
     if (ret == 0) {
         struct http_req req = {.method = "PUT",
                                .path = path,
@@ -100,13 +106,15 @@ static int upload(struct cli *c, const char *local, const char *dst)
     return ret;
 }
 
-static int fetch_to(struct cli *c, const struct remote *r, int fd)
+/* Writes the file to fd; *mode is its mode in the sandbox (-1 when not said). */
+static int fetch_to(struct cli *c, const struct remote *r, int fd, int *mode)
 {
-    char *path = files_path(r);
+    char *path = files_path(r, 0);
     if (!path) return cli_error("out of memory");
     struct http_req req = {.method = "GET", .path = path, .sink_fd = fd};
     struct http_resp resp = {0};
     int ret = api_call(c, &req, &resp);
+    *mode = resp.file_mode;
     http_resp_free(&resp);
     free(path);
     return ret;
@@ -127,13 +135,14 @@ static int download(struct cli *c, const char *src, const char *local)
     struct remote r;
     char target[4096];
     struct tmpfile t;
+    int mode;
     if (parse_remote(src, NULL, &r)) return EXIT_USAGE;
-    if (strcmp(local, "-") == 0) return fetch_to(c, &r, 1);
+    if (strcmp(local, "-") == 0) return fetch_to(c, &r, 1, &mode);
     if (local_target(local, &r, target, sizeof target)) return EXIT_USAGE;
     int e = tmpfile_open(&t, target);
     if (e < 0) return cli_error("cannot write %s: %s", target, strerror(-e));
-    int ret = fetch_to(c, &r, t.fd);
-    e = tmpfile_finish(&t, ret == 0);
+    int ret = fetch_to(c, &r, t.fd, &mode);
+    e = tmpfile_finish(&t, ret == 0, mode); /* the sandbox file's mode, as docker cp keeps it */
     if (ret == 0 && e < 0) ret = cli_error("cannot write %s: %s", target, strerror(-e));
     return ret;
 }

@@ -201,6 +201,10 @@ int http_do(struct cli *c, const struct http_req *req, struct http_resp *resp)
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    struct curl_header *mode;
+    resp->file_mode = -1;
+    if (curl_easy_header(h, "X-File-Mode", 0, CURLH_HEADER, -1, &mode) == CURLHE_OK)
+        resp->file_mode = (int)(strtoul(mode->value, NULL, 8) & 0777);
     ret = 0;
 out:
     curl_slist_free_all(headers);

@@ -49,13 +49,14 @@ int tmpfile_open(struct tmpfile *t, const char *target)
 }
 
 /* Keeps the file (with the mode a plain create would give it) or removes it. */
-int tmpfile_finish(struct tmpfile *t, bool keep)
+int tmpfile_finish(struct tmpfile *t, bool keep, int mode)
 {
     int r = 0;
     if (keep) {
         mode_t mask = umask(0);
         umask(mask);
-        if (fchmod(t->fd, 0666 & ~mask) < 0 || fsync(t->fd) < 0) r = -errno;
+        if (fchmod(t->fd, mode >= 0 ? (mode_t)mode : 0666 & ~mask) < 0 || fsync(t->fd) < 0)
+            r = -errno;
     }
     if (close(t->fd) < 0 && r == 0) r = -errno;
     t->fd = -1;

@@ -156,8 +156,9 @@ static const char cp_usage[] =
     "\n"
     "Copies one file into or out of a sandbox. LOCAL - is stdin or stdout. A\n"
     "relative PATH is relative to /workspace; a PATH ending in / or a LOCAL that\n"
-    "is a directory takes the other side's file name. Write a local path that\n"
-    "contains ':' as ./NAME.\n";
+    "is a directory takes the other side's file name. The copy keeps the file's\n"
+    "permission bits, as docker cp does (a file from stdin gets 0644). Write a\n"
+    "local path that contains ':' as ./NAME.\n";
 
 static const char network_usage[] =
     "Usage: runtime sandbox network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"

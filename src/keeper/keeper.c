@@ -217,10 +217,11 @@ static int on_open(struct keeper *k, const void *buf, int len, int *fd, err_t *e
 {
     if (len != (int)sizeof(struct proto_file)) return -EPROTO;
     const struct proto_file *p = buf;
-    if (proto_check_id(p->id) < 0 || !memchr(p->path, '\0', sizeof p->path)) return -EPROTO;
+    if (proto_check_id(p->id) < 0 || !memchr(p->path, '\0', sizeof p->path) || p->mode > 0777)
+        return -EPROTO;
     struct entry *e = find(k, p->id);
     if (!e) return err_set(err, -ENOENT, "no sandbox %s", p->id);
-    return from_driver(k->drv->open_file(e->sb, p->path, p->write != 0, fd, err));
+    return from_driver(k->drv->open_file(e->sb, p->path, p->write != 0, p->mode, fd, err));
 }
 
 /* Signs a leaf for the server and hands it back in a memfd (the reply itself

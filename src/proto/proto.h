@@ -86,6 +86,7 @@ struct proto_file {
     char id[PROTO_ID_LEN];
     char path[PROTO_PATH_LEN];
     uint32_t write; /* 1: create/truncate for writing, 0: read */
+    uint32_t mode;  /* writing: permission bits to set (at most 0777), 0 for the default */
 };
 
 /* A leaf certificate for name, for the server's leaf key (DER SubjectPublicKeyInfo). */

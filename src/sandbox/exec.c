@@ -200,7 +200,7 @@ out:
 
 /* In a forked child: the sandbox's mount namespace and root, the sandbox user's
  * identity, and openat2 that cannot leave the root or follow magic links. */
-static int open_inside(struct sandbox *sb, const char *path, bool write)
+static int open_inside(struct sandbox *sb, const char *path, bool write, unsigned mode)
 {
     uid_t uid = ns_host_uid(&sb->spec, SANDBOX_USER_UID);
     if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
@@ -220,6 +220,12 @@ static int open_inside(struct sandbox *sb, const char *path, bool write)
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    }
+    /* As the sandbox user, so only a file of its own changes mode. */
+    if (write && mode && fchmod(fd, mode & 0777) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
@@ -266,19 +272,21 @@ int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg,
 struct open_args {
     const char *path;
     bool write;
+    unsigned mode;
 };
 
 static int open_helper(struct sandbox *sb, const void *arg, int *fds)
 {
     const struct open_args *a = arg;
-    fds[0] = open_inside(sb, a->path, a->write);
+    fds[0] = open_inside(sb, a->path, a->write, a->mode);
     return fds[0] < 0 ? fds[0] : 0;
 }
 
-int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err)
+int ns_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+                 err_t *err)
 {
     if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
-    struct open_args a = {path, write};
+    struct open_args a = {path, write, mode};
     int r = ns_helper(sb, open_helper, &a, fd, 1);
     if (r < 0)
         return err_set(err, r, "cannot open %s in the sandbox: %s", path, strerror(-r));

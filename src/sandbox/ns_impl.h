@@ -39,6 +39,7 @@ int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
-int ns_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err);
+int ns_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+                 err_t *err);
 
 #endif

@@ -75,7 +75,9 @@ struct sandbox_driver {
      * and a status pipe that carries one struct proto_exec_status when it ends. */
     int (*exec)(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
     /* Opens a path inside the sandbox's root as its user, never leaving the root. */
-    int (*open_file)(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err);
+    /* mode (writing only): permission bits to give the file, 0 to leave them (0644 when new). */
+    int (*open_file)(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+                     err_t *err);
     /* Listening sockets made inside the sandbox's network namespace for the
      * egress proxy and DNS stub: fds[0] TCP proxy, fds[1] UDP 53, fds[2] TCP 53. */
     int (*net_sockets)(struct sandbox *sb, int fds[3], err_t *err);

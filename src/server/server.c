@@ -356,10 +356,10 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
     return r;
 }
 
-int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
-                     err_t *err)
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write,
+                     unsigned mode, int *fd, err_t *err)
 {
-    struct proto_file f = {.write = write ? 1 : 0};
+    struct proto_file f = {.write = write ? 1 : 0, .mode = mode};
     memcpy(f.id, sb->id, sizeof f.id);
     if (str_copy(f.path, sizeof f.path, path) < 0) return err_set(err, -ENAMETOOLONG, "path too long");
     struct proto_result res;

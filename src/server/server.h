@@ -91,8 +91,9 @@ int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *er
 int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
                 const char *const *env, const char *cwd, uint32_t timeout_ms, int fds[4],
                 err_t *err);
-int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, int *fd,
-                     err_t *err);
+/* write: mode is the permission bits to give the file (0: leave them, 0644 when new). */
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write,
+                     unsigned mode, int *fd, err_t *err);
 
 
 /* Idle pause (idle.c). Activity keeps a sandbox awake: touch marks it, a hold (an exec

@@ -105,6 +105,54 @@ test('files API: PUT raw bytes 204, GET returns them, the sandbox user owns them
   assert.equal(noPath.status, 400, noPath.text);
 });
 
+test('cp keeps the file mode both ways (an executable stays executable), like docker cp', async () => {
+  const script = path.join(d.dir, 'hello.sh');
+  fs.writeFileSync(script, '#!/bin/sh\necho hello from a copied script\n');
+  fs.chmodSync(script, 0o750);
+  const up = await d.cli(['sandbox', 'cp', script, `${sb.id}:/workspace/hello.sh`]);
+  assert.equal(up.code, 0, up.stderr);
+  const mode = await d.exec(sb.id, ['stat', '-c', '%a', '/workspace/hello.sh']);
+  assert.equal(mode.stdout.trim(), '750');
+  const run = await d.exec(sb.id, ['/workspace/hello.sh']);
+  assert.equal(run.exitCode, 0, run.stderr);
+  assert.equal(run.stdout, 'hello from a copied script\n');
+  // Copying over an existing file gives it the new file's mode.
+  fs.chmodSync(script, 0o600);
+  await d.cli(['sandbox', 'cp', script, `${sb.id}:/workspace/hello.sh`]);
+  assert.equal((await d.exec(sb.id, ['stat', '-c', '%a', '/workspace/hello.sh'])).stdout.trim(), '600');
+
+  // Out: the local copy gets the sandbox file's mode.
+  await d.exec(sb.id, ['sh', '-c', 'printf x > /workspace/tool && chmod 0711 /workspace/tool']);
+  const back = path.join(d.dir, 'tool.back');
+  const down = await d.cli(['sandbox', 'cp', `${sb.id}:/workspace/tool`, back]);
+  assert.equal(down.code, 0, down.stderr);
+  assert.equal(fs.statSync(back).mode & 0o777, 0o711);
+  // stdin has no mode: a new file gets the default 0644.
+  await d.cli(['sandbox', 'cp', '-', `${sb.id}:/workspace/from-stdin`], { input: 'x' });
+  assert.equal((await d.exec(sb.id, ['stat', '-c', '%a', '/workspace/from-stdin'])).stdout.trim(), '644');
+});
+
+test('files API: PUT takes ?mode= (octal permission bits), GET tells it in X-File-Mode', async () => {
+  const put = await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/m.sh&mode=0755`, undefined, { raw: '#!/bin/sh\necho m\n' });
+  assert.equal(put.status, 204, put.text);
+  assert.equal((await d.exec(sb.id, ['/workspace/m.sh'])).stdout, 'm\n');
+  const get = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/m.sh`);
+  assert.equal(get.status, 200);
+  assert.equal(get.headers.get('x-file-mode'), '0755');
+  const short = await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/m.sh&mode=700`, undefined, { raw: 'x' });
+  assert.equal(short.status, 204, short.text);
+  assert.equal((await d.exec(sb.id, ['stat', '-c', '%a', '/workspace/m.sh'])).stdout.trim(), '700');
+  for (const bad of ['4755', '0800', 'rwx', '-1', '77777', '']) {
+    const r = await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/bad&mode=${encodeURIComponent(bad)}`, undefined, { raw: 'x' });
+    assert.equal(r.status, 400, `mode ${bad}: ${r.text}`);
+    assert.match(r.body.error.message, /octal/);
+  }
+  const notThere = await d.exec(sb.id, ['test', '-e', '/workspace/bad']);
+  assert.notEqual(notThere.exitCode, 0, 'a refused PUT writes nothing');
+  const getMode = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/m.sh&mode=0755`);
+  assert.equal(getMode.status, 400, getMode.text);
+});
+
 function assertNoHostContent(r, label) {
   const text = (r.stdout ?? r.text ?? '').toString() + (r.stderr ?? '');
   assert.ok(!text.includes(secret), `${label}: host content came back: ${text.slice(0, 200)}`);

@@ -318,13 +318,15 @@ static int fake_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[
     return 0;
 }
 
-static int fake_open_file(struct sandbox *sb, const char *path, bool write, int *fd, err_t *err)
+static int fake_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+                          err_t *err)
 {
     driver_called();
     live_index(sb, "open_file");
     if (!path || strnlen(path, PROTO_PATH_LEN) == PROTO_PATH_LEN)
         fail("open_file: path not terminated within %d bytes", PROTO_PATH_LEN);
     if (!fd) fail("open_file: no fd slot");
+    if (mode > 0777) fail("open_file: mode %o passed the keeper's check", mode);
     /* The ns driver refuses relative paths itself (ns_open_file); so does this one. */
     if (path[0] != '/') return g.driver_ret = err_set(err, -EINVAL, "path must be absolute");
     int r = driver_result(OP_OPEN, err, "open_file");
