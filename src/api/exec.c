@@ -8,7 +8,7 @@
 
 #include "api_impl.h"
 
-#define MAX_ARGV 4096
+#define MAX_ARGV PROTO_MAX_STRINGS
 
 static json_t *stream_json(struct evbuffer *buf, size_t dropped)
 {
@@ -72,6 +72,9 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
     if (r < 0) return r;
     json_t *e = json_object_get(body, "env");
     if (e && !json_is_object(e)) return err_set(err, -EINVAL, "env must be an object of strings");
+    if (json_object_size(e) > PROTO_MAX_STRINGS)
+        return err_set(err, -E2BIG, "too many environment variables: %zu, at most %u",
+                       json_object_size(e), PROTO_MAX_STRINGS);
     json_t *c = json_object_get(body, "cwd"), *t = json_object_get(body, "timeoutMs");
     json_t *in = json_object_get(body, "stdin");
     spec->cwd = c ? json_string_value(c) : "/workspace";

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -348,6 +350,19 @@ static int write_bundle(const char *state, const struct mitm_ca *ca, char *out, 
 
 static volatile pid_t server_pid;
 
+/* Waits up to 10 s for the server to exit (its pidfd becomes readable), then kills it. */
+static void stop_server(pid_t server)
+{
+    int pfd = (int)syscall(SYS_pidfd_open, server, 0);
+    struct pollfd p = {.fd = pfd, .events = POLLIN};
+    if (pfd >= 0 && poll(&p, 1, 10000) == 0) {
+        log_error("the server did not stop within 10 s; killing it");
+        kill(server, SIGKILL);
+    }
+    if (pfd >= 0) close(pfd);
+    waitpid(server, NULL, 0);
+}
+
 static void forward_stop(int sig)
 {
     if (server_pid > 0) kill(server_pid, SIGTERM);
@@ -429,7 +444,11 @@ int main(int argc, char **argv)
     log_info("runtimed started: API on %s and %s, state in %s", o.listen, o.socket_path,
              o.state_dir);
     int status = keeper_main(sp[0], &host, drv);
+    /* Closing our end ends any keeper call the server is blocked in, so it stops
+     * at once; a server that does not is killed. Either way the supervisor
+     * (docs/runtimed.service) starts the pair again and the sandboxes are re-adopted. */
+    close(sp[0]);
     kill(server, SIGTERM);
-    waitpid(server, NULL, 0);
+    stop_server(server);
     return status;
 }

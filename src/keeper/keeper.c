@@ -16,7 +16,6 @@
 #include "../proto/proto.h"
 
 #define MAX_SANDBOXES SANDBOX_MAX_SLOTS
-#define MAX_ARGS 4096
 
 struct entry {
     char id[PROTO_ID_LEN];
@@ -193,7 +192,7 @@ static int on_exec(struct keeper *k, const char *buf, int len, int fds[4], err_t
     if (len < (int)sizeof h) return -EPROTO;
     memcpy(&h, buf, sizeof h);
     if (proto_check_id(h.id) < 0 || memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 ||
-        h.argc > MAX_ARGS || h.envc > MAX_ARGS)
+        h.argc > PROTO_MAX_STRINGS || h.envc > PROTO_MAX_STRINGS)
         return -EPROTO;
     struct entry *e = find(k, h.id);
     if (!e) return err_set(err, -ENOENT, "no sandbox %s", h.id);

@@ -16,6 +16,7 @@
 #define PROTO_VERSION 1
 #define PROTO_MAX_MSG 65536
 #define PROTO_MAX_FDS 4
+#define PROTO_MAX_STRINGS 4096 /* argv entries of an exec, and env entries */
 #define PROTO_ID_LEN 32   /* sandbox ids: [a-z0-9-], NUL-terminated */
 #define PROTO_PATH_LEN 1024
 

@@ -43,7 +43,11 @@ int server_keeper_call(struct server *srv, uint16_t type, const void *payload, s
     uint32_t id = ++srv->next_req;
     metrics_keeper(srv, type);
     int r = proto_send(srv->keeper, type, id, payload, len, NULL, 0);
-    if (r < 0) return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
+    if (r < 0) {
+        log_error("the keeper is gone (%s); stopping", strerror(-r));
+        event_base_loopbreak(srv->base); /* the supervisor restarts the pair */
+        return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
+    }
     struct proto_hdr hdr;
     for (unsigned i = 0; i < maxfds; i++) fds[i] = -1;
     r = proto_recv(srv->keeper, &hdr, res, sizeof *res, fds, maxfds);
@@ -336,6 +340,11 @@ static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *c
             off += n;
             if (pass == 0) h.argc++;
             else h.envc++;
+            /* The keeper takes no more, and the API says so before it asks. */
+            if (h.argc > PROTO_MAX_STRINGS || h.envc > PROTO_MAX_STRINGS)
+                return err_set(err, -E2BIG, "too many %s: at most %u, counting the "
+                               "sandbox's own environment variables", pass == 0 ?
+                               "arguments" : "environment variables", PROTO_MAX_STRINGS);
         }
     }
     memcpy(buf, &h, sizeof h);

@@ -1,0 +1,82 @@
+// One request must never stall the daemon (issue 11, finding 1): every exec the API
+// accepts is one the keeper accepts, and when either of the daemon's two processes
+// ends the other follows at once, so a supervisor (systemd's Restart=) can bring
+// the daemon back, with its sandboxes re-adopted.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { hostProcesses, pidAlive, startDaemon, stopDaemon, waitFor } from './lib.mjs';
+
+let d, sb;
+before(async () => {
+  d = await startDaemon({ prefix: 'runtime-stall-' });
+  sb = await d.create({ name: 'stall-box' });
+});
+after(async () => {
+  await stopDaemon(d);
+});
+
+const manyEnv = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`K${i}`, 'v']));
+
+/** The daemon still answers, quickly: the API and an exec in the sandbox. */
+async function stillServing() {
+  const list = await d.api('GET', '/v1/sandboxes', undefined, { timeoutMs: 5000 });
+  assert.equal(list.status, 200, list.text);
+  const r = await d.exec(sb.id, ['echo', 'alive'], { timeoutMs: 5000 });
+  assert.equal(r.stdout, 'alive\n');
+}
+
+test('an exec with more env entries than the keeper takes is refused with 413, and the daemon keeps serving', async () => {
+  for (const n of [4096, 5000, 20000]) {
+    const r = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['true'], env: manyEnv(n) }, { timeoutMs: 10000 });
+    assert.equal(r.status, 413, `${n} env entries: ${r.status} ${r.text}`);
+    assert.equal(r.body.error.code, 'too_large');
+    assert.match(r.body.error.message, /environment variables/, r.text);
+    await stillServing();
+  }
+  // Just under the limit, with room for the sandbox's own variables: it runs.
+  const ok = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`,
+    { argv: ['sh', '-c', 'echo $K4000'], env: manyEnv(4001) }, { timeoutMs: 10000 });
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.body.stdout, 'v\n');
+});
+
+test('argv past the keeper\'s limits is refused too: too many entries, too many bytes', async () => {
+  const many = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['echo', ...Array(5000).fill('x')] });
+  assert.equal(many.status, 400, many.text);
+  const big = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['echo', 'x'.repeat(70000)] });
+  assert.equal(big.status, 413, big.text);
+  await stillServing();
+});
+
+/** The daemon's server process (the keeper's child that is not a sandbox). */
+function serverPid() {
+  const [, server] = d.daemonPids();
+  assert.ok(server, 'the server process is running');
+  return server;
+}
+
+test('when the server dies the keeper ends at once, and a restart re-adopts the sandbox', async () => {
+  const keeper = d.proc.pid;
+  process.kill(serverPid(), 'SIGKILL');
+  await waitFor(() => d.exited, { timeoutMs: 5000, what: 'the keeper to end after the server died' });
+  assert.ok(!pidAlive(keeper));
+  await d.start();
+  const got = await d.api('GET', `/v1/sandboxes/${sb.id}`);
+  assert.equal(got.status, 200, got.text);
+  assert.equal(got.body.status, 'running');
+  await stillServing();
+});
+
+test('when the keeper dies the server ends at once; the sandboxes keep running and are re-adopted', async () => {
+  const server = serverPid();
+  const init = hostProcesses().find((p) => p.ppid !== d.proc.pid && p.uid >= 1000000000);
+  process.kill(d.proc.pid, 'SIGKILL');
+  await waitFor(() => !pidAlive(server), { timeoutMs: 5000, what: 'the server to end after the keeper died' });
+  if (init) assert.ok(pidAlive(init.pid), 'sandbox processes outlive the daemon');
+  await waitFor(() => d.exited, { timeoutMs: 5000, what: 'the keeper to be reaped' });
+  await d.start();
+  const got = await d.api('GET', `/v1/sandboxes/${sb.id}`);
+  assert.equal(got.body.status, 'running', got.text);
+  await stillServing();
+});
