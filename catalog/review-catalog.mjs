@@ -171,6 +171,8 @@ async function listTools(entry, prefix, variant, logDir, watch) {
     if (v !== null) values[s.env] = v;
   }
   Object.assign(env, values);
+  // What the catalog fixes for the server, its install dir where the daemon has it.
+  for (const [k, v] of Object.entries(entry.env ?? {})) env[k] = v.replaceAll(`/workspace/mcp/${entry.id}`, prefix);
   // The daemon's conventions: "${ENV}" arguments take the setting's value, /workspace is
   // the sandbox's workspace (here a scratch dir per run).
   const argv = entry.command.map((a) => {

@@ -32,6 +32,13 @@ static int check_entry(json_t *e, size_t i, err_t *err)
     json_array_foreach(json_object_get(e, "settings"), j, s)
         if (!json_is_string(json_object_get(s, "env")))
             return err_set(err, -EINVAL, "catalog entry %s: setting %zu has no env name", id, j);
+    json_t *env = json_object_get(e, "env");
+    const char *k;
+    json_t *v;
+    if (env && !json_is_object(env))
+        return err_set(err, -EINVAL, "catalog entry %s: env must be an object", id);
+    json_object_foreach(env, k, v) if (!json_is_string(v))
+        return err_set(err, -EINVAL, "catalog entry %s: env %s must be a string", id, k);
     /* A Python server is installed from its lock only (pip --require-hashes). */
     if (strcmp(rt, "python") == 0 && !strings(json_object_get(e, "lock"), true))
         return err_set(err, -EINVAL, "catalog entry %s: a Python server needs its \"lock\" "

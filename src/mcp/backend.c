@@ -88,6 +88,8 @@ static json_t *build_env(struct mcp_server *ms, err_t *err)
             json_object_set_new(env, "PATH", json_string(path));
             free(path);
         }
+        /* What the catalog fixes for this server (fetch: a PATH without node). */
+        json_object_update(env, json_object_get(ms->entry, "env"));
     }
     return env;
 }

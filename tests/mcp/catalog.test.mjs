@@ -91,7 +91,9 @@ describe('catalog/servers.json', () => {
     assert.deepEqual(CATALOG.map((e) => e.id), IDS);
     for (const e of CATALOG) {
       // Python entries also carry their lock (docs/catalog.md).
-      const keys = e.runtime === 'python' ? [...KEYS, 'lock'] : KEYS;
+      // and an entry may fix environment variables of its server (env).
+      const keys = [...KEYS, ...(e.runtime === 'python' ? ['lock'] : []), ...(e.env ? ['env'] : [])];
+      if (e.env) for (const v of Object.values(e.env)) assert.equal(typeof v, 'string', `${e.id}: env`);
       assert.deepEqual(Object.keys(e).sort(), [...keys].sort(), `${e.id}: keys`);
       for (const k of ['id', 'name', 'description', 'package']) {
         assert.ok(typeof e[k] === 'string' && e[k].length > 0, `${e.id}: ${k}`);
