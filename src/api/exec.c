@@ -9,6 +9,7 @@
 #include "api_impl.h"
 
 #define MAX_ARGV PROTO_MAX_STRINGS
+#define MAX_RUNNING_EXECS 64 /* per sandbox: each holds four pipes in the server */
 
 static json_t *stream_json(struct evbuffer *buf, size_t dropped)
 {
@@ -31,7 +32,10 @@ static void on_done(void *arg, const struct server_run_result *res)
     struct exec_call *call = arg;
     struct evhttp_request *req = call->req;
     struct sbx *sb = server_sandbox_find(call->srv, call->sandbox);
-    if (sb) server_sandbox_hold(sb, -1);
+    if (sb) {
+        server_sandbox_hold(sb, -1);
+        sb->execs--;
+    }
     free(call);
     if (res->ended && res->exit_code == -1) {
         api_error(req, 400, "exec_failed", "cannot start the program: %s; check argv[0] "
@@ -100,6 +104,9 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
 
 void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
 {
+    if (sb->execs >= MAX_RUNNING_EXECS)
+        return api_error(req, 429, "limit_reached", "sandbox %s already runs %u execs, the "
+                         "most it may at once; wait for one to end", sb->id, sb->execs);
     json_t *body = api_body_json(req, false);
     if (!body) return;
     const char *argv[MAX_ARGV];
@@ -115,7 +122,10 @@ void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
     }
     else if (r == 0) r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = server_run(srv, sb, &spec, on_done, call, NULL, &err);
-    if (r == 0) server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+    if (r == 0) {
+        server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+        sb->execs++;
+    }
     if (r < 0) {
         free(call);
         api_fail(req, &err);

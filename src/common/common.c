@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,28 @@ int err_wrap(err_t *e, const char *fmt, ...)
     return e->code ? e->code : -EINVAL;
 }
 
+bool rate_allow(struct rate_limit *rl, uint64_t now)
+{
+    if (rl->last_ms && now > rl->last_ms) {
+        rl->tokens += (double)(now - rl->last_ms) * rl->rate / 1000.0;
+        if (rl->tokens > rl->burst) rl->tokens = rl->burst;
+    }
+    rl->last_ms = now;
+    if (rl->tokens >= 1) {
+        rl->tokens -= 1;
+        return true;
+    }
+    rl->dropped++;
+    return false;
+}
+
+uint64_t rate_take_dropped(struct rate_limit *rl)
+{
+    uint64_t n = rl->dropped;
+    rl->dropped = 0;
+    return n;
+}
+
 static const char *log_who = "runtime";
 static bool log_json;
 
@@ -56,15 +79,33 @@ static void json_escape_to(FILE *f, const char *s)
     }
 }
 
+static void log_line(enum log_level lvl, const char *text);
+
+/* At most 100 lines a second (bursts of 500): a flood, whoever causes it, cannot
+ * fill the disk; what was dropped is counted in the next line that goes out. */
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
-    static const char *names[] = {"debug", "info", "warn", "error"};
+    static struct rate_limit limit = RATE_LIMIT(LOG_LINES_PER_S, LOG_LINES_BURST);
     if (lvl == LOG_DEBUG && !getenv("RUNTIME_DEBUG")) return;
-    char text[1024], ts[40];
+    if (!rate_allow(&limit, now_ms())) return;
+    uint64_t dropped = rate_take_dropped(&limit);
+    char text[1024], note[96];
+    if (dropped) {
+        snprintf(note, sizeof note, "%" PRIu64 " log lines dropped (over %u a second)",
+                 dropped, LOG_LINES_PER_S);
+        log_line(LOG_WARN, note);
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    log_line(lvl, text);
+}
+
+static void log_line(enum log_level lvl, const char *text)
+{
+    static const char *names[] = {"debug", "info", "warn", "error"};
+    char ts[40];
     time_rfc3339(ts, sizeof ts, now_unix_ms());
     if (log_json) {
         fprintf(stderr, "{\"time\":\"%s\",\"level\":\"%s\",\"proc\":\"%s\",\"msg\":\"", ts,

@@ -56,6 +56,22 @@ int64_t now_unix_ms(void);
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A token bucket: on average `rate` a second, in bursts of up to `burst`.
+ * rate_allow takes a token, or counts a drop when there is none. */
+struct rate_limit {
+    uint32_t rate, burst;
+    double tokens;
+    uint64_t last_ms;
+    uint64_t dropped; /* since the last rate_take_dropped */
+};
+#define RATE_LIMIT(r, b) ((struct rate_limit){.rate = (r), .burst = (b), .tokens = (b)})
+bool rate_allow(struct rate_limit *rl, uint64_t now);
+/* The drops counted since the last call (then 0 again). */
+uint64_t rate_take_dropped(struct rate_limit *rl);
+
+#define LOG_LINES_PER_S 100
+#define LOG_LINES_BURST 500
+
 /* Cleanup helpers (bubblewrap's style). */
 void cleanup_freep(void *p);
 void cleanup_closep(int *fd);

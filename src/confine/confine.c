@@ -6,24 +6,58 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 /* Calls no sandboxed program needs and that have been the door to kernel bugs or
- * escapes (Docker's and Flatpak's default profiles, narrowed to a deny-list so
- * ordinary programs keep working). */
+ * escapes: what Docker's default profile leaves out or gates on a capability the
+ * sandbox lacks, narrowed to a deny-list so ordinary programs keep working.
+ * docs/seccomp.md reviews each call against Docker and gVisor. */
 static const char *const sandbox_denied[] = {
+    /* Mounts and the root (the mount namespace is the host's, but say no first). */
     "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
-    "fsconfig", "fsmount", "fspick", "mount_setattr", "ptrace", "process_vm_readv",
-    "process_vm_writev", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "bpf", "keyctl", "add_key", "request_key", "userfaultfd",
-    "perf_event_open", "setns", "swapon", "swapoff", "reboot", "acct", "quotactl",
-    "quotactl_fd", "open_by_handle_at", "name_to_handle_at", "iopl", "ioperm", "syslog",
-    "lookup_dcookie", "vhangup", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "fanotify_init", "nfsservctl",
-    "uselib", "sysfs", "_sysctl", "personality", "kcmp", "pidfd_getfd", "create_module",
-    "get_kernel_syms", "query_module", "vm86", "vm86old", "lsm_set_self_attr",
+    "fsconfig", "fsmount", "fspick", "mount_setattr",
+    /* Other processes: their memory, fds and pages (Docker: CAP_SYS_PTRACE). */
+    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
+    "pidfd_getfd",
+    /* Code into the kernel, and its event and key stores. */
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "create_module", "get_kernel_syms", "query_module", "bpf", "perf_event_open",
+    "keyctl", "add_key", "request_key", "lsm_get_self_attr", "lsm_set_self_attr",
+    "lsm_list_modules",
+    /* Page faults handled in user space: the classic way to win kernel races. */
+    "userfaultfd",
+    /* The machine: swap, reboot, accounting, quotas, ports, clock, names, ttys. */
+    "swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "iopl", "ioperm",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
+    "setdomainname", "vhangup", "syslog",
+    /* Files by handle, which skips path checks, and whole-filesystem watches. */
+    "open_by_handle_at", "name_to_handle_at", "fanotify_init",
+    /* io_uring: a second syscall interface with its own long list of bugs. */
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    /* The x86 LDT and vm86: only DOS and 16-bit emulators use them (Docker and
+     * gVisor differ; see the doc). */
+    "modify_ldt", "vm86", "vm86old",
+    /* NUMA placement (Docker: CAP_SYS_NICE); move_pages has leaked other processes'
+     * memory layout, and mempolicy code has had use-after-frees. */
+    "get_mempolicy", "set_mempolicy", "set_mempolicy_home_node", "mbind",
+    "migrate_pages", "move_pages",
+    /* Obsolete: removed from Linux or only ever a leak. */
+    "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "lookup_dcookie",
+    /* Joining namespaces; making them is filtered by flag below. */
+    "setns",
+};
+
+/* Calls newer than the libseccomp we build with may know, by number: from 424 on
+ * the numbers are the same on x86_64, arm64 and riscv64. */
+static const struct {
+    const char *name;
+    int nr;
+} sandbox_denied_new[] = {
+    {"lsm_get_self_attr", 459}, {"lsm_set_self_attr", 460}, {"lsm_list_modules", 461},
+    {"open_tree_attr", 467},
 };
 
 /* Beyond the sandbox list, the server never starts programs or changes identity. */
@@ -32,15 +66,54 @@ static const char *const server_denied[] = {
     "setresgid", "setgroups", "capset",
 };
 
+static int deny(scmp_filter_ctx ctx, const char *name, int nr, err_t *err)
+{
+    int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+    if (r < 0 && r != -EDOM)
+        return err_set(err, r, "seccomp: cannot deny %s: %s", name, strerror(-r));
+    return 0;
+}
+
 static int deny_list(scmp_filter_ctx ctx, const char *const *names, size_t n, err_t *err)
 {
     for (size_t i = 0; i < n; i++) {
         int nr = seccomp_syscall_resolve_name(names[i]);
-        if (nr == __NR_SCMP_ERROR) continue; /* not on this architecture */
-        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        if (r < 0 && r != -EDOM)
-            return err_set(err, r, "seccomp: cannot deny %s: %s", names[i], strerror(-r));
+        if (nr == __NR_SCMP_ERROR) continue; /* not on this architecture, or too new */
+        int r = deny(ctx, names[i], nr, err);
+        if (r < 0) return r;
     }
+    return 0;
+}
+
+static int deny_new(scmp_filter_ctx ctx, err_t *err)
+{
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+    for (size_t i = 0; i < ARRAY_LEN(sandbox_denied_new); i++) {
+        if (seccomp_syscall_resolve_name(sandbox_denied_new[i].name) != __NR_SCMP_ERROR)
+            continue; /* known by name: denied with the list */
+        int r = deny(ctx, sandbox_denied_new[i].name, sandbox_denied_new[i].nr, err);
+        if (r < 0) return r;
+    }
+#endif
+    return 0;
+}
+
+/* Calls denied for some arguments only. personality: only the query (0xffffffff);
+ * setting it could turn off ASLR or make data executable (Docker also allows a few
+ * uname-only values, which one compare per rule cannot express and nothing needs).
+ * socket: AF_VSOCK reaches the hypervisor's host past the network namespace, and
+ * AF_ALG is the kernel's crypto API (both denied by Docker). */
+static int deny_by_argument(scmp_filter_ctx ctx, err_t *err)
+{
+    int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+                             SCMP_A0(SCMP_CMP_NE, 0xffffffffu));
+    if (r == 0)
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+    if (r == 0)
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, AF_ALG));
+    if (r < 0) return err_set(err, r, "seccomp: cannot filter by argument: %s", strerror(-r));
     return 0;
 }
 
@@ -67,9 +140,16 @@ static int deny_new_namespaces(scmp_filter_ctx ctx, err_t *err)
 
 static int load_filter(bool server, err_t *err)
 {
+    /* A deny-list: everything else is allowed. The filter holds the native table
+     * only; a call through another (x32, i386 int 0x80) kills the whole process,
+     * not just the thread, so nothing is left half alive. */
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (!ctx) return err_set(err, -ENOMEM, "seccomp: cannot allocate a filter");
-    int r = deny_list(ctx, sandbox_denied, ARRAY_LEN(sandbox_denied), err);
+    int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (r < 0) r = err_set(err, r, "seccomp: cannot set the other-ABI action: %s", strerror(-r));
+    if (r == 0) r = deny_list(ctx, sandbox_denied, ARRAY_LEN(sandbox_denied), err);
+    if (r == 0) r = deny_new(ctx, err);
+    if (r == 0) r = deny_by_argument(ctx, err);
     if (r == 0 && server) r = deny_list(ctx, server_denied, ARRAY_LEN(server_denied), err);
     if (r == 0) r = deny_new_namespaces(ctx, err);
     if (r == 0) {

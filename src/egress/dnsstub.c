@@ -36,12 +36,25 @@ static int answer(struct egress_sandbox *es, const uint8_t *msg, size_t len, uin
     }
     if (q.qtype != DNS_TYPE_A) return dns_build_answer(msg, &q, NULL, 0, DNS_TTL, out, size);
     bool added;
+    /* Each new name is written to the store: new names have a rate of their own. */
+    if (!names_has(&es->names, name) && !rate_allow(&es->name_rate, now_ms())) {
+        egress_limited(es, LIMIT_NAME_RATE);
+        return dns_build_error(msg, len, &q, DNS_RCODE_SERVFAIL, out, size);
+    }
     uint32_t ip = names_lookup_or_add(&es->names, name, &added);
     if (!ip) return dns_build_error(msg, len, &q, DNS_RCODE_SERVFAIL, out, size);
     if (added && es->eg->on_name)
         es->eg->on_name(es->eg->event_arg, es->id, ip - SYNTH_BASE, es->names.next - 1, name);
     struct in_addr a = {.s_addr = htonl(ip)};
     return dns_build_answer(msg, &q, &a, 1, DNS_TTL, out, size);
+}
+
+/* Over the sandbox's query rate a query gets no answer (the resolver retries). */
+static bool query_allowed(struct egress_sandbox *es)
+{
+    if (rate_allow(&es->dns_rate, now_ms())) return true;
+    egress_limited(es, LIMIT_DNS_RATE);
+    return false;
 }
 
 void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg)
@@ -53,6 +66,7 @@ void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg)
         socklen_t flen = sizeof from;
         ssize_t n = recvfrom(fd, in, sizeof in, 0, (struct sockaddr *)&from, &flen);
         if (n < 0) return;
+        if (!query_allowed(es)) continue;
         int m = answer(es, in, (size_t)n, out, sizeof out);
         if (m > 0) sendto(fd, out, (size_t)m, 0, (struct sockaddr *)&from, flen);
     }
@@ -67,6 +81,8 @@ struct dns_tcp {
 
 void dnsstub_tcp_close(struct dns_tcp *t)
 {
+    t->es->n_dns_conns--;
+    t->es->eg->n_conns--;
     if (t->prev) t->prev->next = t->next;
     else t->es->dns_conns = t->next;
     if (t->next) t->next->prev = t->prev;
@@ -88,7 +104,7 @@ static void tcp_read(struct bufferevent *bev, void *arg)
         size_t mlen = dns_tcp_frame(buf, have);
         if (mlen == 0) return;
         uint8_t out[2 + 512];
-        int m = answer(t->es, buf + 2, mlen, out + 2, sizeof out - 2);
+        int m = query_allowed(t->es) ? answer(t->es, buf + 2, mlen, out + 2, sizeof out - 2) : -1;
         evbuffer_drain(in, 2 + mlen);
         if (m <= 0) continue;
         out[0] = (uint8_t)(m >> 8);
@@ -105,8 +121,12 @@ static void tcp_event(struct bufferevent *bev, short what, void *arg)
 void dnsstub_on_tcp_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct egress_sandbox *es = arg;
-    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = egress_accept(es->eg, lfd);
     if (fd < 0) return;
+    if (!egress_conn_allowed(es, LIMIT_DNS_TCP, es->n_dns_conns)) {
+        close(fd);
+        return;
+    }
     struct dns_tcp *t = calloc(1, sizeof *t);
     struct bufferevent *bev = t ? bufferevent_socket_new(es->eg->base, fd, BEV_OPT_CLOSE_ON_FREE)
                                 : NULL;
@@ -117,6 +137,8 @@ void dnsstub_on_tcp_accept(evutil_socket_t lfd, short what, void *arg)
     }
     t->es = es;
     t->bev = bev;
+    es->n_dns_conns++;
+    es->eg->n_conns++;
     t->next = es->dns_conns;
     if (es->dns_conns) es->dns_conns->prev = t;
     es->dns_conns = t;

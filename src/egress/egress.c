@@ -5,7 +5,10 @@
 #include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +76,11 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     struct egress *eg = calloc(1, sizeof *eg);
     if (!eg) return err_set(err, -ENOMEM, "out of memory");
     eg->base = base;
+    struct rlimit nofile;
+    rlim_t fds = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? nofile.rlim_cur : 1024;
+    eg->max_conns = fds > 2 * EGRESS_FD_RESERVE ? (size_t)(fds - EGRESS_FD_RESERVE) / 6
+                                                : (size_t)fds / 12;
+    eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     eg->on_event = cfg->on_event;
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->secrets;
@@ -118,6 +126,7 @@ void egress_free(struct egress *eg)
     if (eg->dns) evdns_base_free(eg->dns, 0);
     if (eg->nl_fd >= 0) close(eg->nl_fd);
     intercept_fini(eg);
+    if (eg->spare_fd >= 0) close(eg->spare_fd);
     free(eg->host_addrs);
     free(eg->pins);
     free(eg);
@@ -130,6 +139,9 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     if (!es) return err_set(err, -ENOMEM, "out of memory");
     es->eg = eg;
     snprintf(es->id, sizeof es->id, "%s", id);
+    es->conn_rate = RATE_LIMIT(EGRESS_CONNS_PER_S, 2 * EGRESS_CONNS_PER_S);
+    es->dns_rate = RATE_LIMIT(EGRESS_DNS_PER_S, 2 * EGRESS_DNS_PER_S);
+    es->name_rate = RATE_LIMIT(EGRESS_NAMES_PER_S, 2 * EGRESS_NAMES_PER_S);
     es->pol = *pol;
     memset(pol, 0, sizeof *pol);
     for (int i = 0; i < 3; i++) {
@@ -203,6 +215,56 @@ void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
                           "stage", stage);
     if (f) es->eg->on_event(es->eg->event_arg, es->id, "egress.refused", f);
     json_decref(f);
+}
+
+static const struct {
+    const char *name;
+    unsigned limit;
+} limits[LIMIT_COUNT] = {
+    [LIMIT_CONNS] = {"connections", EGRESS_MAX_CONNS},
+    [LIMIT_CONN_RATE] = {"connections_per_second", EGRESS_CONNS_PER_S},
+    [LIMIT_DNS_TCP] = {"dns_tcp_connections", EGRESS_MAX_DNS_TCP},
+    [LIMIT_DNS_RATE] = {"dns_queries_per_second", EGRESS_DNS_PER_S},
+    [LIMIT_NAME_RATE] = {"new_names_per_second", EGRESS_NAMES_PER_S},
+    [LIMIT_DAEMON_CONNS] = {"daemon_connections", 0},
+};
+
+void egress_limited(struct egress_sandbox *es, enum egress_limit which)
+{
+    es->stats.limited++;
+    uint64_t now = now_ms();
+    if (es->limit_said_ms[which] && now - es->limit_said_ms[which] < 1000) return;
+    es->limit_said_ms[which] = now;
+    if (!es->eg->on_event) return;
+    unsigned limit = which == LIMIT_DAEMON_CONNS ? (unsigned)es->eg->max_conns
+                                                 : limits[which].limit;
+    json_t *f = json_pack("{s:s,s:i}", "resource", limits[which].name, "limit", limit);
+    if (f) es->eg->on_event(es->eg->event_arg, es->id, "limit.reached", f);
+    json_decref(f);
+}
+
+bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open)
+{
+    size_t max = kind == LIMIT_CONNS ? EGRESS_MAX_CONNS : EGRESS_MAX_DNS_TCP;
+    enum egress_limit which = open >= max ? kind
+                              : !rate_allow(&es->conn_rate, now_ms()) ? LIMIT_CONN_RATE
+                              : es->eg->n_conns >= es->eg->max_conns ? LIMIT_DAEMON_CONNS
+                                                                       : LIMIT_COUNT;
+    if (which == LIMIT_COUNT) return true;
+    egress_limited(es, which);
+    return false;
+}
+
+int egress_accept(struct egress *eg, int lfd)
+{
+    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || eg->spare_fd < 0) return fd;
+    close(eg->spare_fd);
+    fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0) close(fd);
+    eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    log_warn("egress: out of descriptors; a connection was refused");
+    return -1;
 }
 
 void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,

@@ -20,7 +20,16 @@
 
 #define EGRESS_PROXY_PORT 900 /* privileged inside the sandbox: no one there can squat it */
 #define EGRESS_DNS_PORT 53
-#define EGRESS_MAX_CONNS 4096 /* open proxied connections per sandbox */
+/* What one sandbox may take of the daemon's shared resources: past a limit only
+ * that sandbox is refused (a limit.reached event says which), so a sandbox at its
+ * limits degrades only itself. Each proxied connection holds up to 6 descriptors. */
+#define EGRESS_MAX_CONNS 256       /* open proxied connections */
+#define EGRESS_CONNS_PER_S 100     /* new proxied connections a second (bursts of 2x) */
+#define EGRESS_MAX_DNS_TCP 16      /* open DNS-over-TCP connections */
+#define EGRESS_DNS_PER_S 200       /* DNS queries a second, UDP and TCP (bursts of 2x) */
+#define EGRESS_NAMES_PER_S 50      /* names new to the sandbox a second (each is stored) */
+/* Descriptors kept out of egress's reach for the API, gateway, store and keeper. */
+#define EGRESS_FD_RESERVE 4096
 #define EGRESS_SNIFF_MAX 16384
 #define EGRESS_SNIFF_TIMEOUT_MS 10000
 #define EGRESS_CONNECT_TIMEOUT_MS 10000
@@ -99,7 +108,7 @@ int egress_parse_pin(const char *text, struct egress_pin *out, err_t *err);
 
 /* Counters for metrics and tests. */
 struct egress_stats {
-    uint64_t allowed, refused, open;
+    uint64_t allowed, refused, open, limited;
 };
 void egress_sandbox_stats(const struct egress_sandbox *es, struct egress_stats *st);
 

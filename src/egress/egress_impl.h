@@ -52,8 +52,14 @@ struct conn {
     struct conn *prev, *next;
 };
 
+enum egress_limit { LIMIT_CONNS, LIMIT_CONN_RATE, LIMIT_DNS_TCP, LIMIT_DNS_RATE,
+                    LIMIT_NAME_RATE, LIMIT_DAEMON_CONNS, LIMIT_COUNT };
+
 struct egress {
     struct event_base *base;
+    size_t n_conns;     /* proxied and DNS-over-TCP connections of all sandboxes */
+    size_t max_conns;   /* ... at most: what the descriptor limit leaves, over 6 */
+    int spare_fd;       /* given up to shed a connection when out of descriptors */
     struct evdns_base *dns;
     struct egress_pin *pins;
     size_t n_pins;
@@ -80,6 +86,9 @@ struct egress_sandbox {
     struct conn *conns;
     size_t n_conns;
     struct dns_tcp *dns_conns;
+    size_t n_dns_conns;
+    struct rate_limit conn_rate, dns_rate, name_rate;
+    uint64_t limit_said_ms[LIMIT_COUNT]; /* when each limit's event last went out */
     struct egress_stats stats;
     struct egress_sandbox *prev, *next;
 };
@@ -87,6 +96,7 @@ struct egress_sandbox {
 /* names.c */
 /* Host-order IPv4 of name, adding it if new (*added), 0 when out of memory. */
 uint32_t names_lookup_or_add(struct names *n, const char *name, bool *added);
+bool names_has(const struct names *n, const char *name);
 void names_restore(struct names *n, uint32_t slot, uint64_t seq, const char *name);
 const char *names_by_addr(const struct names *n, uint32_t addr);
 void names_clear(struct names *n);
@@ -118,6 +128,14 @@ void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n);
 void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
                     const char *reason, const char *stage);
+/* Whether es may open one more connection of its kind (LIMIT_CONNS or LIMIT_DNS_TCP):
+ * its own count and rate, then the daemon's. Says which limit refused it. */
+bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open);
+/* A limit refused something: a limit.reached event, at most one a second per limit. */
+void egress_limited(struct egress_sandbox *es, enum egress_limit which);
+/* accept4 of a pending connection, or -1. When out of descriptors, the connection is
+ * accepted with the spare descriptor and closed, so a full backlog cannot spin. */
+int egress_accept(struct egress *eg, int lfd);
 void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,
                     const struct policy_addr *addr);
 

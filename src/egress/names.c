@@ -20,17 +20,30 @@ void names_restore(struct names *n, uint32_t slot, uint64_t seq, const char *nam
     if (seq + 1 > n->next) n->next = seq + 1;
 }
 
+/* The slot of name, or 0. A sandbox uses tens to hundreds of names (and gets new
+ * ones at a bounded rate): a linear scan of the used part is cheaper than keeping a
+ * second index in step. Slot 0 (the network address) is never handed out. */
+static uint32_t names_find(const struct names *n, const char *name)
+{
+    const uint32_t cap = SYNTH_COUNT - 1;
+    uint32_t used = n->next < cap ? (uint32_t)n->next : cap;
+    for (uint32_t i = 1; n->by_index && i <= used; i++)
+        if (n->by_index[i] && strcmp(n->by_index[i], name) == 0) return i;
+    return 0;
+}
+
+bool names_has(const struct names *n, const char *name)
+{
+    return names_find(n, name) != 0;
+}
+
 uint32_t names_lookup_or_add(struct names *n, const char *name, bool *added)
 {
     *added = false;
     if (!names_alloc(n)) return 0;
-    /* A sandbox uses tens to hundreds of names; a linear scan of the used part
-     * is cheaper than keeping a second index in step. Slot 0 (the network
-     * address) is never handed out. */
     const uint32_t cap = SYNTH_COUNT - 1;
-    uint32_t used = n->next < cap ? (uint32_t)n->next : cap;
-    for (uint32_t i = 1; i <= used; i++)
-        if (n->by_index[i] && strcmp(n->by_index[i], name) == 0) return SYNTH_BASE + i;
+    uint32_t found = names_find(n, name);
+    if (found) return SYNTH_BASE + found;
     uint32_t slot = 1 + (uint32_t)(n->next % cap);
     free(n->by_index[slot]);
     n->by_index[slot] = strdup(name);

@@ -22,6 +22,7 @@ static void conn_unlink(struct conn *c)
     else es->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     es->n_conns--;
+    es->eg->n_conns--;
 }
 
 void conn_close(struct conn *c)
@@ -257,6 +258,7 @@ static void start_conn(struct egress_sandbox *es, int fd)
     if (es->conns) es->conns->prev = c;
     es->conns = c;
     es->n_conns++;
+    es->eg->n_conns++;
     if (original_dst(fd, &dst) < 0) return refuse(c, "no_destination");
     c->port = ntohs(dst.sin_port);
     uint32_t ip = ntohl(dst.sin_addr.s_addr);
@@ -280,10 +282,11 @@ void proxy_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct egress_sandbox *es = arg;
     for (int i = 0; i < 64; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = egress_accept(es->eg, lfd);
         if (fd < 0) return;
-        if (es->n_conns >= EGRESS_MAX_CONNS) {
-            egress_refused(es, "-", 0, "too_many_connections", "accept");
+        /* Over a limit: accepted and closed at once, so the sandbox sees a reset
+         * and its backlog cannot fill; the limit.reached event says which. */
+        if (!egress_conn_allowed(es, LIMIT_CONNS, es->n_conns)) {
             close(fd);
             continue;
         }

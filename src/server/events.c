@@ -52,9 +52,29 @@ void events_stop(struct server *srv)
     srv->flush_timer = NULL;
 }
 
+static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
+
+/* A sandbox records at most EVENTS_PER_S events a second (bursts of 5x): a flood
+ * costs store writes that every sandbox waits for. What was dropped is said in an
+ * events.dropped event before the next one that is kept. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
 {
     metrics_event(srv, kind, fields);
+    struct sbx *sb = server_sandbox_find(srv, sandbox_id);
+    if (sb) {
+        if (!sb->events_rate.rate) sb->events_rate = RATE_LIMIT(EVENTS_PER_S, 5 * EVENTS_PER_S);
+        if (!rate_allow(&sb->events_rate, now_ms())) return;
+        uint64_t dropped = rate_take_dropped(&sb->events_rate);
+        json_t *f = dropped ? json_pack("{s:I,s:i}", "count", (json_int_t)dropped,
+                                        "limitPerSecond", EVENTS_PER_S) : NULL;
+        if (f) record(srv, sandbox_id, "events.dropped", f);
+        json_decref(f);
+    }
+    record(srv, sandbox_id, kind, fields);
+}
+
+static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
+{
     if (srv->n_pending == EVENTS_PENDING_MAX) events_flush(srv);
     struct pending_event *p = &srv->pending[srv->n_pending];
     snprintf(p->sandbox, sizeof p->sandbox, "%s", sandbox_id);

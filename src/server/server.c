@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <malloc.h>
 #include <math.h>
 #include <signal.h>
@@ -455,6 +456,38 @@ static int hello(struct server *srv, err_t *err)
     return server_keeper_call(srv, PROTO_HELLO, &h, sizeof h, &res, NULL, 0, err);
 }
 
+/* When accept fails (EMFILE: out of descriptors), libevent would try again at once
+ * and log each time: the listeners pause for 100 ms instead, with one log line. */
+static void on_listen_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    for (size_t i = 0; i < ARRAY_LEN(srv->listeners); i++)
+        if (srv->listeners[i]) evconnlistener_enable(srv->listeners[i]);
+}
+
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct server *srv = arg;
+    log_warn("cannot accept API connections: %s; pausing the listeners for 100 ms",
+             strerror(errno));
+    for (size_t i = 0; i < ARRAY_LEN(srv->listeners); i++)
+        if (srv->listeners[i]) evconnlistener_disable(srv->listeners[i]);
+    struct timeval tv = {0, 100 * 1000};
+    evtimer_add(srv->listen_retry, &tv);
+}
+
+static int listen_on(struct server *srv, int fd, size_t slot)
+{
+    if (fd < 0) return 0;
+    struct evconnlistener *l = evconnlistener_new(srv->base, NULL, NULL,
+                                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                                  -1, fd);
+    if (!l || !evhttp_bind_listener(srv->http, l)) return -EIO;
+    evconnlistener_set_error_cb(l, on_accept_error);
+    srv->listeners[slot] = l;
+    return 0;
+}
+
 static int serve(struct server *srv, int tcp_fd, int unix_fd)
 {
     srv->http = evhttp_new(srv->base);
@@ -465,8 +498,8 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     /* OPTIONS: CORS preflights of browser MCP clients (the gateway answers them). */
     evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
-    if ((tcp_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, tcp_fd)) ||
-        (unix_fd >= 0 && !evhttp_accept_socket_with_handle(srv->http, unix_fd)))
+    srv->listen_retry = evtimer_new(srv->base, on_listen_retry, srv);
+    if (!srv->listen_retry || listen_on(srv, tcp_fd, 0) < 0 || listen_on(srv, unix_fd, 1) < 0)
         return -EIO;
     api_attach(srv->http, srv);
     struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
@@ -477,7 +510,8 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     log_info("serving the API on %s and its socket", srv->cfg.listen);
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++) event_free(sigs[i]);
-    evhttp_free(srv->http);
+    evhttp_free(srv->http); /* frees the listeners it was bound to */
+    event_free(srv->listen_retry);
     return 0;
 }
 
@@ -518,8 +552,16 @@ static void wiping_free(void *p)
     free(p);
 }
 
+/* libevent's own warnings go through the (rate-limited) log. */
+static void on_libevent_log(int severity, const char *msg)
+{
+    if (severity >= EVENT_LOG_WARN) log_msg(severity >= EVENT_LOG_ERR ? LOG_ERROR : LOG_WARN,
+                                            "libevent: %s", msg);
+}
+
 int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd)
 {
+    event_set_log_callback(on_libevent_log);
     json_set_alloc_funcs(malloc, wiping_free);
     struct server srv = {.cfg = *cfg, .keeper = keeper_sock};
     err_t err = {0};

@@ -46,6 +46,8 @@ struct sbx {
     int64_t mark_ms;       /* wall clock of the last checkpoint */
     uint64_t mark_cpu_ns;  /* its cgroup's CPU time then */
     uint64_t stored_bytes; /* its /workspace on the host, at the last look */
+    struct rate_limit events_rate; /* events.c: what it may record a second */
+    unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
     struct server *owner;
     struct sbx *next;
 };

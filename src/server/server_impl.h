@@ -11,6 +11,7 @@
 #define DEFAULT_PIDS_MAX 1024
 #define EVENTS_FLUSH_MS 200
 #define EVENTS_PENDING_MAX 512
+#define EVENTS_PER_S 100 /* per sandbox, bursts of 5x */
 
 struct pending_event {
     char sandbox[PROTO_ID_LEN];
@@ -33,6 +34,8 @@ struct placeholder_entry {
     struct placeholder_entry *next;
 };
 
+struct evconnlistener;
+
 struct server {
     struct server_config cfg;
     struct event_base *base;
@@ -53,6 +56,8 @@ struct server {
     json_t *catalog; /* the built-in MCP catalog */
     struct event *idle_timer;
     struct metrics *metrics;
+    struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
+    struct event *listen_retry;          /* re-enables them after an accept failure */
 };
 
 /* server.c: one request to the keeper and its answer (blocking; the keeper is quick). */
