@@ -6,8 +6,8 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,8 +25,7 @@ static const char *const sandbox_denied[] = {
     /* Code into the kernel, and its event and key stores. */
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "create_module", "get_kernel_syms", "query_module", "bpf", "perf_event_open",
-    "keyctl", "add_key", "request_key", "lsm_get_self_attr", "lsm_set_self_attr",
-    "lsm_list_modules",
+    "keyctl", "add_key", "request_key",
     /* Page faults handled in user space: the classic way to win kernel races. */
     "userfaultfd",
     /* The machine: swap, reboot, accounting, quotas, ports, clock, names, ttys. */
@@ -50,8 +49,10 @@ static const char *const sandbox_denied[] = {
     "setns",
 };
 
-/* Calls newer than the libseccomp we build with may know, by number: from 424 on
- * the numbers are the same on x86_64, arm64 and riscv64. */
+/* Calls newer than the libseccomp we build with may know (2.5.4 skipped them
+ * silently), so by number where it does not: from 424 on the numbers are the same
+ * on x86_64, arm64 and riscv64. LSM labels (Docker: CAP_SYS_ADMIN) and the mount
+ * API's open_tree_attr. */
 static const struct {
     const char *name;
     int nr;
@@ -87,14 +88,15 @@ static int deny_list(scmp_filter_ctx ctx, const char *const *names, size_t n, er
 
 static int deny_new(scmp_filter_ctx ctx, err_t *err)
 {
-#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
     for (size_t i = 0; i < ARRAY_LEN(sandbox_denied_new); i++) {
-        if (seccomp_syscall_resolve_name(sandbox_denied_new[i].name) != __NR_SCMP_ERROR)
-            continue; /* known by name: denied with the list */
-        int r = deny(ctx, sandbox_denied_new[i].name, sandbox_denied_new[i].nr, err);
+        int nr = seccomp_syscall_resolve_name(sandbox_denied_new[i].name);
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+        if (nr == __NR_SCMP_ERROR) nr = sandbox_denied_new[i].nr;
+#endif
+        if (nr == __NR_SCMP_ERROR) continue;
+        int r = deny(ctx, sandbox_denied_new[i].name, nr, err);
         if (r < 0) return r;
     }
-#endif
     return 0;
 }
 

@@ -9,8 +9,9 @@
 #include "../common/common.h"
 
 /* The deny-list for code inside a sandbox: mount, ptrace, kexec, modules, bpf,
- * keyrings, userfaultfd, perf events, new namespaces, io_uring, clock changes...
- * Denied calls fail with EPERM; other architectures are killed. */
+ * keyrings, userfaultfd, perf events, new namespaces, io_uring, clock changes,
+ * modify_ldt, NUMA, vsock sockets... (docs/seccomp.md). Denied calls fail with
+ * EPERM; a call through another ABI (x32, i386) kills the process. */
 int confine_sandbox_seccomp(err_t *err);
 
 /* The server's filter: the sandbox list plus execve, setns and the calls a
