@@ -57,10 +57,12 @@ struct egress_secrets {
     bool (*any)(void *arg, const char *sandbox_id);
     /* Whether some secret visible in the sandbox may go to host:port. */
     bool (*wants)(void *arg, const char *sandbox_id, const char *host, uint16_t port);
-    /* The value to put in place of placeholder in this request, or NULL to keep
-     * it (reported as secret.misdirected). *opened must be passed to release. */
-    char *(*value)(void *arg, const char *sandbox_id, const char *host, const char *method,
-                   const char *path, const char *placeholder, size_t *len);
+    /* The value to put in place of placeholder in this request to host:port, or
+     * NULL to keep it (reported as secret.misdirected). *limited: the secret allows
+     * only some methods or paths. The value must be passed to release. */
+    char *(*value)(void *arg, const char *sandbox_id, const char *host, uint16_t port,
+                   const char *method, const char *path, const char *placeholder, size_t *len,
+                   bool *limited);
     void (*release)(char *value, size_t len);
     /* A placeholder seen where it can never be swapped (plain HTTP). */
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,

@@ -45,6 +45,8 @@ struct intercept {
     char *opened[OPENED_MAX];
     size_t opened_len[OPENED_MAX];
     size_t n_opened;
+    bool limited;      /* a value opened for this request allows only some methods/paths */
+    bool too_many;     /* the request holds more placeholders than OPENED_MAX */
     const char *method, *path;
 };
 
@@ -147,10 +149,15 @@ static const char *decide(void *arg, const struct http_request *req,
         eg->secrets->misdirected(eg->event_arg, t->c->es->id, host, ph->token, "plain HTTP");
         return NULL;
     }
-    if (t->n_opened == OPENED_MAX) return NULL;
-    char *v = eg->secrets->value(eg->event_arg, t->c->es->id, req->host, req->method, req->path,
-                                 ph->token, len);
+    if (t->n_opened == OPENED_MAX) {
+        t->too_many = true; /* the request is refused whole: see forward_head */
+        return NULL;
+    }
+    bool limited = false;
+    char *v = eg->secrets->value(eg->event_arg, t->c->es->id, req->host, t->c->port, req->method,
+                                 req->path, ph->token, len, &limited);
     if (!v) return NULL;
+    t->limited = t->limited || limited;
     t->opened[t->n_opened] = v;
     t->opened_len[t->n_opened++] = *len;
     return v;
@@ -161,6 +168,22 @@ static void release_opened(struct intercept *t)
     struct egress *eg = t->c->es->eg;
     for (size_t i = 0; i < t->n_opened; i++) eg->secrets->release(t->opened[i], t->opened_len[i]);
     t->n_opened = 0;
+    t->limited = t->too_many = false;
+}
+
+/* Fields some servers take as the method or the URL instead of the request line's:
+ * beside a value limited to some methods or paths they would undo the limit. */
+static bool has_override(const char *buf, const struct http_request *req)
+{
+    static const char *const names[] = {"x-http-method-override", "x-http-method",
+                                        "x-method-override", "x-original-url",
+                                        "x-rewrite-url", "x-original-method"};
+    for (size_t i = 0; i < req->nfields; i++)
+        for (size_t k = 0; k < ARRAY_LEN(names); k++)
+            if (req->fields[i].name.len == strlen(names[k]) &&
+                strncasecmp(buf + req->fields[i].name.off, names[k], strlen(names[k])) == 0)
+                return true;
+    return false;
 }
 
 /* One request head: parse, check Host, rewrite, forward. */
@@ -182,7 +205,9 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         free(req);
         return -1;
     }
-    if (t->c->name[0] && strcmp(req->host, t->c->name) != 0) {
+    /* Host names the connection's own host and port (no port: the scheme's). */
+    if ((t->c->name[0] && strcmp(req->host, t->c->name) != 0) ||
+        (req->port && req->port != t->c->port)) {
         refuse_request(t, "421 Misdirected Request", "host_mismatch");
         free(req);
         return -1;
@@ -192,6 +217,13 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size,
                                    &out_len, &why)
             : HTTP_BAD;
+    if (r == HTTP_OK && t->too_many) {
+        r = HTTP_BAD;
+        why = "too_many_placeholders";
+    } else if (r == HTTP_OK && t->limited && has_override(buf, req)) {
+        r = HTTP_BAD;
+        why = "override_header_with_limited_secret";
+    }
     release_opened(t);
     if (r == HTTP_OK && !req->keep_alive && out_len + 19 <= out_size) {
         /* The rewrite forwards no Connection field: say close when the client did. */
@@ -223,6 +255,10 @@ static int forward_body(struct intercept *t, struct evbuffer *in)
     enum http_result r = http_body_feed(&t->body, buf, have, &used, &why);
     if (used) evbuffer_remove_buffer(in, bufferevent_get_output(t->up), used);
     if (r == HTTP_BAD) {
+        /* The head is out already: the upstream waits for a body that never ends.
+         * Its answer can never come, so the sandbox gets the 400 at once when no
+         * earlier answer is still due (else the connection ends). */
+        t->answered++;
         refuse_request(t, "400 Bad Request", why);
         return -1;
     }

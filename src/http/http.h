@@ -197,4 +197,12 @@ bool http_glob_valid(const char *pattern, const char **why);
 /* False for an invalid pattern. */
 bool http_glob_match(const char *pattern, const char *path);
 
+/* Whether an upstream could read path (struct http_request's normalised form) as
+ * another path than the one a glob is matched against: it holds an encoded '%'
+ * ("%25": a second round of decoding changes it, %252e%252e becomes ..) or any
+ * byte outside ASCII, raw or escaped (Unicode look-alikes of '.' and '/', and
+ * whatever Unicode normalisation a server applies). Secrets with path globs are
+ * swapped only into paths that are not ambiguous. */
+bool http_path_ambiguous(const char *path);
+
 #endif

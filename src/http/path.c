@@ -217,3 +217,15 @@ bool http_glob_match(const char *pattern, const char *path)
         pi = seg_next(pi);
     return pi == NULL;
 }
+
+bool http_path_ambiguous(const char *path)
+{
+    for (const char *p = path; *p; p++) {
+        if ((unsigned char)*p >= 0x80) return true;
+        if (p[0] == '%' && p[1] && p[2] &&
+            ((p[1] == '2' && p[2] == '5') || (p[1] >= '8' && p[1] <= '9') ||
+             (p[1] >= 'A' && p[1] <= 'F')))
+            return true;
+    }
+    return false;
+}

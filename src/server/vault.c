@@ -355,8 +355,8 @@ static void secret_event(struct server *srv, const char *sandbox, const char *ki
 
 /* Why the placeholder may not be swapped here, or NULL when it may. */
 static const char *refusal(struct server *srv, struct placeholder_entry *p, const char *sandbox,
-                           const char *host, const char *method, const char *path,
-                           struct secret_entry **out)
+                           const char *host, uint16_t port, const char *method,
+                           const char *path, struct secret_entry **out)
 {
     if (!p) return "unknown placeholder";
     if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
@@ -364,20 +364,23 @@ static const char *refusal(struct server *srv, struct placeholder_entry *p, cons
     if (!s) return "secret removed";
     json_t *methods = json_object_get(s->rules, "methods");
     json_t *paths = json_object_get(s->rules, "paths");
-    if (!host_allowed(json_object_get(s->rules, "hosts"), host, 0)) return "host not allowed";
+    if (!host_allowed(json_object_get(s->rules, "hosts"), host, port)) return "host not allowed";
     if (json_array_size(methods) && !list_has(methods, method)) return "method not allowed";
+    /* A path an upstream could read as another one matches no glob. */
+    if (json_array_size(paths) && http_path_ambiguous(path)) return "ambiguous path";
     if (json_array_size(paths) && !path_allowed(paths, path)) return "path not allowed";
     *out = s;
     return NULL;
 }
 
-static char *vault_value(void *arg, const char *sandbox, const char *host, const char *method,
-                         const char *path, const char *token, size_t *len)
+static char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t port,
+                         const char *method, const char *path, const char *token, size_t *len,
+                         bool *limited)
 {
     struct server *srv = arg;
     struct placeholder_entry *p = find_placeholder(srv, token);
     struct secret_entry *s = NULL;
-    const char *why = refusal(srv, p, sandbox, host, method, path, &s);
+    const char *why = refusal(srv, p, sandbox, host, port, method, path, &s);
     const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
     if (why) {
         secret_event(srv, sandbox, "secret.misdirected", name, host, method, path, why);
@@ -390,6 +393,8 @@ static char *vault_value(void *arg, const char *sandbox, const char *host, const
         return NULL;
     }
     secret_event(srv, sandbox, "secret.used", s->name, host, method, path, NULL);
+    *limited = json_array_size(json_object_get(s->rules, "methods")) ||
+               json_array_size(json_object_get(s->rules, "paths"));
     return value;
 }
 
