@@ -47,6 +47,7 @@ struct options {
     size_t n_pins;
     char upstream_ca[512];
     char nameserver[128];
+    char tls_inspect[16];
     struct meter_rates rates;
 };
 
@@ -68,6 +69,11 @@ static const char usage[] =
     "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
     "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
+    "  --tls-inspect secret-hosts|allowed-hosts\n"
+    "                        which TLS the egress proxy opens (default secret-hosts:\n"
+    "                        those a secret may go to); allowed-hosts also opens, to\n"
+    "                        report misdirected placeholders, TLS on port 443 to\n"
+    "                        every allowed host of sandboxes that hold placeholders\n"
     "  --price-vcpu-hour USD, --price-gib-hour USD, --price-gb-month USD\n"
     "                        rates of `runtime usage` (default 0.025, 0.0075, 0.08)\n"
     "  --log-format text|json\n"
@@ -114,10 +120,11 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
         {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
         {"nameserver", 1, 0, 'n'}, {"price-vcpu-hour", 1, 0, 'C'}, {"price-gib-hour", 1, 0, 'M'},
-        {"price-gb-month", 1, 0, 'G'},
+        {"price-gb-month", 1, 0, 'G'}, {"tls-inspect", 1, 0, 'T'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
+    opt_default(o->tls_inspect, sizeof o->tls_inspect, "RUNTIME_TLS_INSPECT", "secret-hosts");
     char prices[3][32];
     opt_default(prices[0], sizeof prices[0], "RUNTIME_PRICE_VCPU_HOUR", "0.025");
     opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
@@ -140,6 +147,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'C': snprintf(prices[0], sizeof prices[0], "%s", optarg); break;
         case 'M': snprintf(prices[1], sizeof prices[1], "%s", optarg); break;
         case 'G': snprintf(prices[2], sizeof prices[2], "%s", optarg); break;
+        case 'T': snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg); break;
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -162,6 +170,10 @@ static int parse_options(int argc, char **argv, struct options *o)
             fprintf(stderr, "runtimed: the price %s is not a number of dollars >= 0\n", prices[i]);
             return -1;
         }
+    }
+    if (strcmp(o->tls_inspect, "secret-hosts") != 0 && strcmp(o->tls_inspect, "allowed-hosts") != 0) {
+        fprintf(stderr, "runtimed: --tls-inspect must be secret-hosts or allowed-hosts\n");
+        return -1;
     }
     if (strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
         fprintf(stderr, "runtimed: --log-format must be text or json\n");
@@ -301,6 +313,7 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
     snprintf(cfg.listen, sizeof cfg.listen, "%s", o->listen);
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
     snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
+    cfg.inspect_allowed_tls = strcmp(o->tls_inspect, "allowed-hosts") == 0;
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);

@@ -82,6 +82,7 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
                                                 : (size_t)fds / 12;
     eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     eg->on_event = cfg->on_event;
+    eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->secrets;
     eg->event_arg = cfg->event_arg;

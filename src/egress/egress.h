@@ -81,6 +81,9 @@ struct egress_config {
     void *event_arg; /* passed to on_event, on_name and the secrets callbacks */
     const struct egress_secrets *secrets; /* NULL: never intercept */
     const char *upstream_ca;              /* extra CA file for upstream TLS, or NULL */
+    /* Also open TLS on 443 to allowed hosts no secret names, in sandboxes that hold
+     * placeholders, so that a placeholder sent there is reported (nothing is swapped). */
+    bool inspect_allowed_tls;
 };
 
 struct egress;

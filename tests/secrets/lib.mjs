@@ -161,11 +161,12 @@ export class SecretsDaemon extends EgressDaemon {
   constructor(dir, opts) {
     super(dir, opts);
     this.upstreamCa = opts.upstreamCa;
+    this.extraArgs = opts.extraArgs ?? [];
     this.transcript = []; // every API answer's bytes, as received
   }
 
   args() {
-    return [...super.args(), '--upstream-ca', this.upstreamCa];
+    return [...super.args(), '--upstream-ca', this.upstreamCa, ...this.extraArgs];
   }
 
   async api(method, p, body, opts = {}) {
@@ -228,8 +229,10 @@ export class SecretsDaemon extends EgressDaemon {
 // ---------------------------------------------------------------- the world
 
 export class SecretsWorld extends NamespacePair {
-  constructor() {
+  /** daemonArgs: more runtimed options (e.g. --tls-inspect allowed-hosts). */
+  constructor({ daemonArgs = [] } = {}) {
     super('sc', 'runtime-secrets-');
+    this.daemonArgs = daemonArgs;
   }
 
   async setup() {
@@ -258,6 +261,7 @@ export class SecretsWorld extends NamespacePair {
       pins: PINNED.map((n) => `${n}:0:${UP_V4}`),
       nameserver: `${DNS_V4}:53`,
       upstreamCa: this.certs.ca,
+      extraArgs: this.daemonArgs,
     });
     await this.daemon.start();
     return this;
