@@ -108,13 +108,13 @@ static int deny_new(scmp_filter_ctx ctx, err_t *err)
 static int deny_by_argument(scmp_filter_ctx ctx, err_t *err)
 {
     int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-                             SCMP_A0(SCMP_CMP_NE, 0xffffffffu));
+                             SCMP_A0(SCMP_CMP_NE, 0xffffffffu, 0));
     if (r == 0)
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_EQ, AF_VSOCK));
+                             SCMP_A0(SCMP_CMP_EQ, AF_VSOCK, 0));
     if (r == 0)
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_EQ, AF_ALG));
+                             SCMP_A0(SCMP_CMP_EQ, AF_ALG, 0));
     if (r < 0) return err_set(err, r, "seccomp: cannot filter by argument: %s", strerror(-r));
     return 0;
 }
