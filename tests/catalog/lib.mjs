@@ -2,16 +2,16 @@
 // catalog's API servers, faked in a network namespace this test makes.
 //
 //   host namespace    runtimed (it must reach the npm registry for the installs)
-//                     and 198.51.100.162/30 on the host end of a veth pair
-//   rt-cata-PID-...   198.51.100.161/30: fake-apis.mjs on :443, one certificate per
-//                     API host name (chosen by SNI), all signed by a test CA
+//                     and 198.51.100.162 on the host end of a veth pair
+//   rt-cata-PID-...   198.51.100.161 (its peer): fake-apis.mjs on :443, one
+//                     certificate per API host name (chosen by SNI), all signed by
+//                     a test CA
 //
 // The daemon is started with `--resolve HOST:443:198.51.100.161` for every API host
 // and `--upstream-ca` of the test CA, so the sandbox's requests to the real names
-// (api.github.com, ...) reach the fake and nothing else. A /30 inside TEST-NET-2
-// (198.51.100.0/24, never routed on the Internet): a more specific route than the
-// /24 that tests/mcp/catalog.test.mjs puts on the host, so both can run at once;
-// tests/catalog/local-net.mjs uses 203.0.113.0/24.
+// (api.github.com, ...) reach the fake and nothing else. TEST-NET-2 (198.51.100.0/24)
+// is never routed on the Internet; the link is point to point (HostLink), so it
+// captures no other address.
 //
 // Nothing here sleeps for synchronisation: waits poll with deadlines.
 
@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { ip, sweepStale } from '../egress/lib.mjs';
+import { HostLink } from '../egress/lib.mjs';
 import { SecretsDaemon, Upstream } from '../secrets/lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -28,7 +28,6 @@ const FAKE_JS = path.join(HERE, 'fake-apis.mjs');
 
 export const FAKE_V4 = '198.51.100.161';
 export const HOST_V4 = '198.51.100.162';
-const PREFIX_LEN = 30;
 
 /** A test CA and one certificate per host name (SAN = that name), with the openssl CLI. */
 export function makeCerts(dir, hosts) {
@@ -59,33 +58,21 @@ export function makeCerts(dir, hosts) {
  */
 export class FakeApis {
   constructor(dir, hosts) {
-    sweepStale('rt-cata'); // namespaces of test processes that died before their cleanup
-    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-    this.ns = `rt-cata-${tag}`;
-    this.vethHost = `vca${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
-    this.vethUp = `vca${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
+    this.link = new HostLink('rt-cata', { hostAddr: HOST_V4, nsAddr: FAKE_V4 });
     this.dir = dir;
     this.hosts = hosts;
     this.upstream = null;
-    this.onExit = () => this.teardown();
-    process.on('exit', this.onExit);
   }
 
   async setup() {
-    ip(['netns', 'add', this.ns]);
-    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethUp, 'netns', this.ns]);
-    ip(['addr', 'add', `${HOST_V4}/${PREFIX_LEN}`, 'dev', this.vethHost]);
-    ip(['link', 'set', this.vethHost, 'up']);
-    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
-    ip(['-n', this.ns, 'addr', 'add', `${FAKE_V4}/${PREFIX_LEN}`, 'dev', this.vethUp]);
-    ip(['-n', this.ns, 'link', 'set', this.vethUp, 'up']);
+    this.link.setup();
     const { ca, certs } = makeCerts(this.dir, Object.keys(this.hosts));
     this.ca = ca;
     const cfg = path.join(this.dir, 'fake-apis.json');
     const hosts = Object.fromEntries(Object.entries(this.hosts).map(([h, v]) => [h, { ...v, ...certs[h] }]));
     // The real keys are in it: root only.
     fs.writeFileSync(cfg, JSON.stringify({ bind: FAKE_V4, port: 443, hosts }), { mode: 0o600 });
-    this.upstream = new Upstream(['netns', 'exec', this.ns, process.execPath, FAKE_JS, cfg]);
+    this.upstream = new Upstream(this.link.node(FAKE_JS, cfg));
     await this.upstream.ready();
     return this;
   }
@@ -96,11 +83,8 @@ export class FakeApis {
   }
 
   teardown() {
-    if (this.done) return;
-    this.done = true;
-    process.off('exit', this.onExit);
     this.upstream?.stop();
-    spawnSync('ip', ['netns', 'del', this.ns]); // takes the veth pair with it
+    this.link.teardown();
   }
 }
 

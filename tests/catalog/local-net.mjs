@@ -2,35 +2,33 @@
 // (local-servers.test.mjs):
 //
 //   host namespace   runtimed (it reaches the package registries for the installs)
-//                    and 203.0.113.254 on the host end of a veth pair
-//   rt-catl-PID-...  203.0.113.1 (its peer): the test's web host (HTTP :80) and PostgreSQL
-//                    (:5432), which the daemon reaches through --resolve pins
+//                    and 198.51.100.182 on the host end of a veth pair
+//   rt-catl-PID-...  198.51.100.181 (its peer): the test's web host (HTTP :80) and
+//                    PostgreSQL (:5432), which the daemon reaches through --resolve pins
 //
-// 203.0.113.0/24 is TEST-NET-3: never routed on the Internet, and the egress guard
+// 198.51.100.0/24 is TEST-NET-2: never routed on the Internet, and the egress guard
 // lets it through on purpose (src/policy/addr.c), so it stands in for public hosts.
-// Other suites use 198.51.100.0/24 in the host namespace at the same time.
+// The link is point to point (HostLink): it captures no other address. Not
+// 203.0.113.0/24: this machine's package registries answer from there.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { ip, sweepStale, EgressDaemon } from '../egress/lib.mjs';
+import { EgressDaemon, HostLink } from '../egress/lib.mjs';
 import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
 
-export const UP_V4 = '203.0.113.1';
-export const HOST_V4 = '203.0.113.254';
+export const UP_V4 = '198.51.100.181';
+export const HOST_V4 = '198.51.100.182';
 export const PLACEHOLDER = /^RUNTIME_PH_[0-9a-f]{32}$/;
 
-/** One namespace joined to the host's by a veth pair, and a temp dir; everything
- * goes in teardown(), or at exit if the test process ends first. */
+/** One namespace joined to the host's (HostLink), and a temp dir; everything goes
+ * in teardown(), or at exit if the test process ends first. */
 export class TestNet {
   constructor() {
-    sweepStale('rt-catl');
-    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-    this.ns = `rt-catl-${tag}`;
-    this.vethHost = `vcl${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
-    this.vethUp = `vcl${process.pid % 1e6}u${tag.slice(-2)}`.slice(0, 15);
+    this.link = new HostLink('rt-catl', { hostAddr: HOST_V4, nsAddr: UP_V4 });
+    this.ns = this.link.ns;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-catl-'));
     fs.chmodSync(this.dir, 0o711); // the unprivileged server and postgres traverse it
     this.cleanups = []; // sync kills of what runs in the namespace
@@ -39,15 +37,7 @@ export class TestNet {
   }
 
   setup() {
-    ip(['netns', 'add', this.ns]);
-    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethUp, 'netns', this.ns]);
-    // Point to point (/32 peers), not a /24: this machine's registries may resolve to
-    // other 203.0.113.x addresses, which must keep their default route.
-    ip(['addr', 'add', HOST_V4, 'peer', UP_V4, 'dev', this.vethHost]);
-    ip(['link', 'set', this.vethHost, 'up']);
-    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
-    ip(['-n', this.ns, 'addr', 'add', UP_V4, 'peer', HOST_V4, 'dev', this.vethUp]);
-    ip(['-n', this.ns, 'link', 'set', this.vethUp, 'up']);
+    this.link.setup();
     return this;
   }
 
@@ -56,10 +46,7 @@ export class TestNet {
     this.done = true;
     process.off('exit', this.onExit);
     for (const f of this.cleanups) try { f(); } catch {}
-    // Whatever still runs in the namespace (a postgres backend) dies with it.
-    const pids = spawnSync('ip', ['netns', 'pids', this.ns], { encoding: 'utf8' }).stdout ?? '';
-    for (const p of pids.split('\n').filter(Boolean)) try { process.kill(Number(p), 'SIGKILL'); } catch {}
-    spawnSync('ip', ['netns', 'del', this.ns]); // takes the veth pair with it
+    this.link.teardown(); // whatever still runs inside (a postgres backend) dies with it
     if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

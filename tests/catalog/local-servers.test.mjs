@@ -18,7 +18,7 @@
 // the installs are done, each sandbox reaches only its test hosts.
 //
 // One daemon in the host's network namespace (installs reach npm and PyPI through
-// it); the test hosts live in a namespace of their own at 203.0.113.1 (local-net.mjs),
+// it); the test hosts live in a namespace of their own at 198.51.100.181 (local-net.mjs),
 // pinned with --resolve. Two sandboxes: the node servers, the Python servers, each
 // started in one POST at the beginning so the installs overlap.
 //

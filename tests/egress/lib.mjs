@@ -76,6 +76,55 @@ export function sweepStale(prefix = 'rt-eg[du]') {
   }
 }
 
+/**
+ * A network namespace joined to the host's by a veth pair with point-to-point
+ * addresses (hostAddr on the host end, nsAddr inside): a /32 route each way, so
+ * no other address of the range is captured (the package registries may live at
+ * other addresses of a TEST-NET on this machine). Test hosts run inside with
+ * `ip netns exec NS ...`. Namespaces named PREFIX-PID-... whose test process died
+ * are swept first; teardown() (or process exit) kills what runs inside and removes
+ * the namespace, which takes the veth pair with it.
+ */
+export class HostLink {
+  constructor(prefix, { hostAddr, nsAddr }) {
+    sweepStale(prefix);
+    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
+    this.ns = `${prefix}-${tag}`;
+    const short = prefix.replace(/^rt-/, '').slice(0, 4);
+    this.vethHost = `v${short}${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
+    this.vethNs = `v${short}${process.pid % 1e6}n${tag.slice(-2)}`.slice(0, 15);
+    this.hostAddr = hostAddr;
+    this.nsAddr = nsAddr;
+    this.onExit = () => this.teardown();
+    process.on('exit', this.onExit);
+  }
+
+  setup() {
+    ip(['netns', 'add', this.ns]);
+    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethNs, 'netns', this.ns]);
+    ip(['addr', 'add', this.hostAddr, 'peer', this.nsAddr, 'dev', this.vethHost]);
+    ip(['link', 'set', this.vethHost, 'up']);
+    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
+    ip(['-n', this.ns, 'addr', 'add', this.nsAddr, 'peer', this.hostAddr, 'dev', this.vethNs]);
+    ip(['-n', this.ns, 'link', 'set', this.vethNs, 'up']);
+    return this;
+  }
+
+  /** `ip` arguments that run a node script inside (for Upstream in tests/secrets/lib.mjs). */
+  node(script, ...args) {
+    return ['netns', 'exec', this.ns, process.execPath, script, ...args];
+  }
+
+  teardown() {
+    if (this.done) return;
+    this.done = true;
+    process.off('exit', this.onExit);
+    const pids = spawnSync('ip', ['netns', 'pids', this.ns], { encoding: 'utf8' }).stdout ?? '';
+    for (const p of pids.split('\n').filter(Boolean)) try { process.kill(Number(p), 'SIGKILL'); } catch {}
+    spawnSync('ip', ['netns', 'del', this.ns]);
+  }
+}
+
 /** A line-oriented JSON event reader over a child process's stdout. */
 class EventProc {
   constructor(name, cmd, args) {

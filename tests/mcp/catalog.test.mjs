@@ -29,6 +29,7 @@ import { after, before, describe, test } from 'node:test';
 import { ROOT, isRoot, startDaemon, stopDaemon } from '../e2e/lib.mjs';
 import { EgressDaemon } from '../egress/lib.mjs';
 import { allEvents } from '../secrets/lib.mjs';
+import { mcpSettled, showServer } from '../catalog/lib.mjs';
 
 const CATALOG = JSON.parse(fs.readFileSync(path.join(ROOT, 'catalog', 'servers.json'), 'utf8'));
 
@@ -64,24 +65,6 @@ function dummyEnv(setting) {
   return `dummy-${setting.env.toLowerCase()}`;
 }
 
-/** GET .../mcp?wait= until no server is installing or starting (or the deadline). */
-async function mcpSettled(d, id, totalMs) {
-  const deadline = Date.now() + totalMs;
-  for (;;) {
-    const left = Math.max(1, Math.min(600, Math.ceil((deadline - Date.now()) / 1000)));
-    const r = await d.api('GET', `/v1/sandboxes/${encodeURIComponent(id)}/mcp?wait=${left}`, undefined,
-      { timeoutMs: (left + 60) * 1000 });
-    assert.equal(r.status, 200, `GET mcp: ${r.text}`);
-    const pending = r.body.servers.filter((s) => s.status === 'installing' || s.status === 'starting');
-    if (!pending.length) return r.body;
-    if (Date.now() >= deadline) {
-      assert.fail(`still pending after ${totalMs} ms: ${pending.map((s) => `${s.name} ${s.status}`).join(', ')}`);
-    }
-  }
-}
-
-const showServer = (s) => s && `${s.name} ${s.status}${s.error ? `: ${s.error}` : ''}` +
-  `${s.warnings?.length ? ` warnings: ${JSON.stringify(s.warnings)}` : ''}`;
 
 // ---------------------------------------------------------------- the file
 

@@ -7,8 +7,8 @@
 //                 sdists' setup.py would write /workspace/SDIST_RAN, and none was even
 //                 downloaded); the index is the only host the sandbox reached.
 //
-// The index lives in a namespace of its own joined to the host's by a veth on a /30
-// of 198.51.100.0/24 (TEST-NET-2); the daemon pins pypi.test to it with --resolve.
+// The index lives in a namespace of its own linked to the host's (HostLink, on
+// TEST-NET-2); the daemon pins pypi.test to it with --resolve.
 // The real PyPI installs are in catalog.test.mjs. Nothing here sleeps for
 // synchronisation: waits poll with deadlines.
 
@@ -16,11 +16,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 
 import { ROOT, isRoot } from '../e2e/lib.mjs';
-import { EgressDaemon, ip, sweepStale } from '../egress/lib.mjs';
+import { EgressDaemon, HostLink } from '../egress/lib.mjs';
 import { Upstream } from '../secrets/lib.mjs';
 
 const INDEX_JS = path.join(ROOT, 'tests', 'mcp', 'fixtures', 'sdist-index.mjs');
@@ -31,31 +30,19 @@ const INDEX_HOST = 'pypi.test';
 
 const skip = !isRoot() && 'must run as root (runtimed needs it)';
 
-/** A namespace with the sdist-only index on INDEX_V4:80, joined to the host's by a veth. */
+/** The sdist-only index on INDEX_V4:80, in a namespace linked to the host's. */
 class SdistIndex {
   constructor(dir, versions) {
-    sweepStale('rt-pyix');
-    const tag = `${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-    this.ns = `rt-pyix-${tag}`;
-    this.vethHost = `vpy${process.pid % 1e6}h${tag.slice(-2)}`.slice(0, 15);
-    this.vethNs = `vpy${process.pid % 1e6}n${tag.slice(-2)}`.slice(0, 15);
+    this.link = new HostLink('rt-pyix', { hostAddr: HOST_V4, nsAddr: INDEX_V4 });
     this.dir = dir;
     this.versions = versions;
-    this.onExit = () => this.teardown();
-    process.on('exit', this.onExit);
   }
 
   async setup() {
-    ip(['netns', 'add', this.ns]);
-    ip(['link', 'add', this.vethHost, 'type', 'veth', 'peer', 'name', this.vethNs, 'netns', this.ns]);
-    ip(['addr', 'add', `${HOST_V4}/30`, 'dev', this.vethHost]);
-    ip(['link', 'set', this.vethHost, 'up']);
-    ip(['-n', this.ns, 'link', 'set', 'lo', 'up']);
-    ip(['-n', this.ns, 'addr', 'add', `${INDEX_V4}/30`, 'dev', this.vethNs]);
-    ip(['-n', this.ns, 'link', 'set', this.vethNs, 'up']);
+    this.link.setup();
     const cfg = path.join(this.dir, 'index.json');
     fs.writeFileSync(cfg, JSON.stringify({ bind: INDEX_V4, port: 80, versions: this.versions }));
-    this.server = new Upstream(['netns', 'exec', this.ns, process.execPath, INDEX_JS, cfg]);
+    this.server = new Upstream(this.link.node(INDEX_JS, cfg));
     await this.server.ready();
     return this;
   }
@@ -65,11 +52,8 @@ class SdistIndex {
   }
 
   teardown() {
-    if (this.done) return;
-    this.done = true;
-    process.off('exit', this.onExit);
     this.server?.stop();
-    spawnSync('ip', ['netns', 'del', this.ns]);
+    this.link.teardown();
   }
 }
 
