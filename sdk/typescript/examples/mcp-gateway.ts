@@ -1,0 +1,24 @@
+// usage: node mcp-gateway.js SERVER.mjs   (a stdio MCP server to run in the sandbox)
+import { readFileSync } from 'node:fs';
+import { Sandbox } from 'withruntime';
+
+const sbx = await Sandbox.getOrCreate('mcp-gateway-example', { idlePauseSeconds: 900 });
+await sbx.files.write('/workspace/server.mjs', readFileSync(process.argv[2]!));
+await sbx.mcp.start([{ name: 'hello', command: ['node', '/workspace/server.mjs'] }]);
+
+const gateway = await sbx.mcp.ready(); // throws McpServerError if a server failed
+const auth = gateway.headers.Authorization!;
+for (const s of gateway.servers) {
+  console.log(`${s.name} ${s.status} tools=${s.tools.join(',')}`);
+  console.log(`claude mcp add --transport http ${s.name} ${s.url} --header "Authorization: ${auth}"`);
+}
+
+// Any MCP client can use the URL; here, the first request by hand.
+const res = await fetch(gateway.servers[0]!.url, {
+  method: 'POST',
+  headers: { Authorization: auth, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'example', version: '1' } } }),
+});
+console.log('initialize:', res.status);
+await sbx.delete();
