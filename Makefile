@@ -53,8 +53,8 @@ unit: $(BUILD)/unit
 	$(BUILD)/unit
 
 # Everything: unit tests plain and under ASan+UBSan, then the end-to-end,
-# escape and egress suites against the real daemon (they need root), plain and
-# sanitized. The sanitized daemon runs without leak checks: LeakSanitizer needs
+# escape, egress, MCP, catalog and SDK suites against the real daemon (they need
+# root), plain and sanitized. The sanitized daemon runs without leak checks: LeakSanitizer needs
 # ptrace, which the server's seccomp filter forbids.
 check: all $(BUILD)/unit asan
 	tests/deps/check-deps.test.sh
@@ -63,7 +63,10 @@ check: all $(BUILD)/unit asan
 	$(MAKE) fuzz-replay
 	tests/mitm/verify.sh
 	tests/run-e2e
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 
 format:
 	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c

@@ -1,0 +1,264 @@
+"""The client: finding the daemon and its key, requests, time-outs and retries."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import email.utils
+import json
+import os
+import time
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConnectionError, RuntimeError, error_for_status
+from .models import Account, CatalogEntry, SecretInfo, Usage
+from .transport import HTTPTransport, Request, Response, Transport
+
+if TYPE_CHECKING:
+    from .sandbox import Sandboxes
+
+__all__ = ["Runtime", "default_runtime", "DEFAULT_API_URL"]
+
+DEFAULT_API_URL = "http://127.0.0.1:7070"
+DEFAULT_STATE_DIR = "/var/lib/runtime"
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+_RETRY_STATUS = frozenset({429, 503})
+_MAX_RETRY_WAIT = 10.0  # seconds; a longer Retry-After is the caller's decision, not ours
+
+Query = Mapping[str, "str | int | Sequence[str] | None"]
+
+
+def _find_key(state_dir: str | None) -> str | None:
+    """The admin key from STATE/admin.key, when this process may read it."""
+    for path in ([os.path.join(state_dir, "admin.key")] if state_dir else []) + [
+        os.path.join(DEFAULT_STATE_DIR, "admin.key")
+    ]:
+        try:
+            with open(path, encoding="utf-8") as f:
+                key = f.read().strip()
+        except OSError:
+            continue
+        if key:
+            return key
+    return None
+
+
+def _retry_after(response: Response) -> float | None:
+    """Seconds the daemon asked us to wait (Retry-After: seconds or an HTTP date)."""
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class Runtime:
+    """A connection to one runtimed.
+
+    Args:
+        api_url: the daemon, e.g. ``http://127.0.0.1:7070``; default
+            ``RUNTIME_API_URL``, else ``http://127.0.0.1:7070``.
+        api_key: the API key; default ``RUNTIME_API_KEY``, else
+            ``$RUNTIME_STATE_DIR/admin.key`` or ``/var/lib/runtime/admin.key``
+            when this process can read it.
+        timeout_ms: the default time-out of a call (each method also takes
+            ``timeout_ms``).
+        max_retries: how often a call is tried again where that is safe: when
+            the connection failed before anything was sent, and for GET, PUT
+            and DELETE when the daemon answered 429 or 503 (after its
+            Retry-After, when that is at most 10 s and within the call's time).
+        transport: how requests are sent (tests pass their own).
+
+    Use it as a context manager, or call :meth:`close`, to drop its connections.
+    """
+
+    def __init__(self, api_url: str | None = None, api_key: str | None = None, *,
+                 timeout_ms: int = 60_000, max_retries: int = 2,
+                 transport: Transport | None = None) -> None:
+        from .sandbox import Sandboxes  # the sandbox module builds on this one
+
+        self.api_url = (api_url or os.environ.get("RUNTIME_API_URL") or DEFAULT_API_URL).rstrip("/")
+        self.api_key = api_key or os.environ.get("RUNTIME_API_KEY") or _find_key(
+            os.environ.get("RUNTIME_STATE_DIR"))
+        self.timeout_ms = timeout_ms
+        self.max_retries = max_retries
+        self.transport: Transport = transport or HTTPTransport(self.api_url)
+        self.sandboxes: Sandboxes = Sandboxes(self)
+        self.secrets = Secrets(self)
+        self.mcp = Catalog(self)
+        self.accounts = Accounts(self)
+
+    def __repr__(self) -> str:
+        return f"Runtime(api_url={self.api_url!r})"
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the idle connections (a later call opens a new one)."""
+        self.transport.close()
+
+    def usage(self, *, timeout_ms: int | None = None) -> Usage:
+        """What each sandbox used and cost (``GET /v1/usage``)."""
+        return self.call("GET", "/v1/usage", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- requests
+
+    def call(self, method: str, path: str, *, json_body: Any = None, body: bytes | None = None,
+             query: Query | None = None, timeout_ms: int | None = None,
+             headers: Mapping[str, str] | None = None) -> Any:
+        """One API call; returns the parsed JSON answer (``None`` for 204).
+
+        Raises the typed error of :mod:`withruntime.errors` for an error answer.
+        """
+        response = self.request(method, path, json_body=json_body, body=body, query=query,
+                                timeout_ms=timeout_ms, headers=headers)
+        if not response.body or response.status == 204:
+            return None
+        return json.loads(response.body)
+
+    def request(self, method: str, path: str, *, json_body: Any = None, body: bytes | None = None,
+                query: Query | None = None, timeout_ms: int | None = None,
+                headers: Mapping[str, str] | None = None) -> Response:
+        """One API call, returning the raw answer when it is a success (2xx)."""
+        method = method.upper()
+        if not self.api_key:
+            raise RuntimeError("no API key: pass Runtime(api_key=...), set RUNTIME_API_KEY, or "
+                               "set RUNTIME_STATE_DIR to a state dir whose admin.key you may read",
+                               code="no_api_key")
+        h = {"Accept": "application/json", "User-Agent": "withruntime-python",
+             "Authorization": f"Bearer {self.api_key}"}
+        if json_body is not None:
+            body = json.dumps(json_body).encode()
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        timeout = (self.timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        req = Request(method, _target(path, query), h, body, timeout)
+        response = self._send(req, deadline=time.monotonic() + timeout)
+        if 200 <= response.status < 300:
+            return response
+        raise error_for_status(response.status, response.body)
+
+    def _send(self, req: Request, *, deadline: float) -> Response:
+        """Sends with the bounded retries that cannot run a request twice."""
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            # Every attempt gets what is left of the call's time, not a fresh one.
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                response = self.transport.send(dataclasses.replace(req, timeout=left))
+            except ConnectionError as e:
+                wait = 0.1 * 2**attempt
+                # Only a request that never left is repeated: one that broke
+                # on the way may have been acted on, whatever its method.
+                if last or e.sent or time.monotonic() + wait > deadline:
+                    raise
+            else:
+                if last or response.status not in _RETRY_STATUS or req.method not in _IDEMPOTENT:
+                    return response
+                after = _retry_after(response)
+                wait = 0.2 * 2**attempt if after is None else after
+                if wait > _MAX_RETRY_WAIT or time.monotonic() + wait > deadline:
+                    return response  # waiting would outlast the call: hand back the 429/503
+            time.sleep(wait)  # a back-off between attempts, not a synchronisation
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _target(path: str, query: Query | None) -> str:
+    """The path and query string; list values repeat the key (label=a&label=b)."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in (query or {}).items():
+        if value is None:
+            continue
+        values: Iterable[Any] = [value] if isinstance(value, (str, int)) else value
+        pairs.extend((key, str(v)) for v in values)
+    return path + ("?" + urllib.parse.urlencode(pairs) if pairs else "")
+
+
+def quote(segment: str) -> str:
+    """One path segment (a sandbox id or name, a secret or server name)."""
+    return urllib.parse.quote(segment, safe="")
+
+
+class Secrets:
+    """``runtime.secrets``: values that only leave the host towards their own hosts."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    def set(self, name: str, *, value: str, hosts: Sequence[str],
+            methods: Sequence[str] | None = None, paths: Sequence[str] | None = None,
+            timeout_ms: int | None = None) -> SecretInfo:
+        """Creates or replaces a secret; it is sent only to ``hosts`` (and methods, paths)."""
+        body: dict[str, Any] = {"value": value, "hosts": builtins.list(hosts)}
+        if methods is not None:
+            body["methods"] = builtins.list(methods)
+        if paths is not None:
+            body["paths"] = builtins.list(paths)
+        return self._rt.call("PUT", f"/v1/secrets/{quote(name)}", json_body=body,  # type: ignore[no-any-return]
+                             timeout_ms=timeout_ms)
+
+    def list(self, *, timeout_ms: int | None = None) -> builtins.list[SecretInfo]:
+        """The secrets of this account, without their values."""
+        return self._rt.call("GET", "/v1/secrets", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+
+    def delete(self, name: str, *, timeout_ms: int | None = None) -> None:
+        """Removes a secret."""
+        self._rt.call("DELETE", f"/v1/secrets/{quote(name)}", timeout_ms=timeout_ms)
+
+
+class Catalog:
+    """``runtime.mcp``: the catalog of pinned MCP servers."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    def catalog(self, *, timeout_ms: int | None = None) -> list[CatalogEntry]:
+        """Every catalog entry (SPEC.md, "Catalog entry")."""
+        return self._rt.call("GET", "/v1/mcp/catalog", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+
+
+class Accounts:
+    """``runtime.accounts``: accounts and their limits (admin key only)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._rt = runtime
+
+    def create(self, name: str, *, max_sandboxes: int | None = None,
+               max_memory_mib: int | None = None, timeout_ms: int | None = None) -> Account:
+        """Creates an account; the answer's ``apiKey`` is shown this once."""
+        body: dict[str, Any] = {"name": name}
+        if max_sandboxes is not None:
+            body["maxSandboxes"] = max_sandboxes
+        if max_memory_mib is not None:
+            body["maxMemoryMiB"] = max_memory_mib
+        return self._rt.call("POST", "/v1/accounts", json_body=body, timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+
+    def list(self, *, timeout_ms: int | None = None) -> builtins.list[Account]:
+        """Every account (without keys)."""
+        return self._rt.call("GET", "/v1/accounts", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+
+    def delete(self, name: str, *, timeout_ms: int | None = None) -> None:
+        """Removes an account with its sandboxes and secrets."""
+        self._rt.call("DELETE", f"/v1/accounts/{quote(name)}", timeout_ms=timeout_ms)
+
+
+_default: Runtime | None = None
+
+
+def default_runtime() -> Runtime:
+    """The Runtime the ``Sandbox`` class methods use: one, made from the environment."""
+    global _default
+    if _default is None:
+        _default = Runtime()
+    return _default
