@@ -20,6 +20,7 @@
 #define MCP_MAX_SERVERS 16          /* per sandbox */
 #define MCP_MAX_SESSIONS 256        /* client sessions per server */
 #define MCP_MAX_PENDING 256         /* unanswered requests per session */
+#define MCP_MAX_SESSION_PROCESSES 64 /* per sandbox, of isolation "session" (4 descriptors each) */
 #define MCP_SESSION_IDLE_MS (3600 * 1000) /* a session nobody used for an hour ends */
 #define MCP_INSTALL_TIMEOUT_MS (15 * 60 * 1000)
 #define MCP_START_TIMEOUT_MS (60 * 1000) /* from spawn to a fingerprinted tool list */

@@ -135,6 +135,15 @@ static void negotiate(struct mcp_session *s, json_t *params)
     s->client_info = json_incref(json_object_get(params, "clientInfo"));
 }
 
+/* Processes of isolation "session" servers running in the sandbox now. */
+static size_t session_processes(const struct mcp_box *box)
+{
+    size_t n = 0;
+    for (const struct mcp_server *o = box->servers; o; o = o->next)
+        if (o->per_session) n += o->n_sessions;
+    return n;
+}
+
 void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
@@ -143,6 +152,10 @@ void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, j
         return mcp_http_error(req, 503, id, -32000, "server %s has %d client sessions, the "
                               "limit; end some (HTTP DELETE) or wait an hour for idle ones to "
                               "expire", ms->name, MCP_MAX_SESSIONS);
+    if (ms->per_session && session_processes(ms->box) >= MCP_MAX_SESSION_PROCESSES)
+        return mcp_http_error(req, 503, id, -32000, "the sandbox already runs %d server processes "
+                              "for sessions, the limit; end some sessions (HTTP DELETE) first",
+                              MCP_MAX_SESSION_PROCESSES);
     struct mcp_session *s = calloc(1, sizeof *s);
     if (!s) return mcp_http_error(req, 503, id, -32603, "out of memory");
     s->server = ms;
