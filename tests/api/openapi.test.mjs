@@ -1,0 +1,675 @@
+// api/openapi.yaml against the real daemon, both ways:
+//
+//  - static: the document is OpenAPI 3.1, every $ref resolves, every schema compiles
+//    (Ajv, JSON Schema 2020-12, strict) and states its type; and what the routing code
+//    names (path words of src/api/api.c, its methods, query parameters, error codes and
+//    statuses, and every event kind that src/ records) is in the document;
+//  - routes: a probe of every path the code's words can form, with every method, finds
+//    exactly the documented operations served (a new route without a document entry
+//    fails, and so does a documented operation that the daemon does not serve);
+//  - answers: real calls cover every operation; each answer's status must be one that
+//    the document lists for the operation, its Content-Type one of that response's,
+//    its required headers present and its body valid against the schema, with objects
+//    closed (unevaluatedProperties: false added by this test, not in the document), so
+//    an undocumented field fails too. Request bodies are checked against the document
+//    as well: the valid ones must pass its schema, the deliberately bad ones fail it.
+//
+// OPENAPI_DOC=FILE checks another copy of the document (to see this test fail on a
+// broken one). Run as root: RUNTIME_BUILD=/tmp/build-g node --test tests/api/openapi.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import YAML from 'yaml';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+
+import { startDaemon, stopDaemon, isRoot, ROOT, token } from '../e2e/lib.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const DOC_FILE = process.env.OPENAPI_DOC ? path.resolve(process.env.OPENAPI_DOC)
+  : path.join(ROOT, 'api', 'openapi.yaml');
+const SRC = path.join(ROOT, 'src');
+const HELLO = path.join(ROOT, 'tests', 'mcp', 'fixtures', 'hello-server.mjs');
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+const doc = YAML.parse(fs.readFileSync(DOC_FILE, 'utf8'));
+const skip = isRoot() ? false : 'must run as root (runtimed needs it)';
+
+// ---------------------------------------------------------------- the document
+
+/** The value at a local JSON pointer ("#/a/b") of the document, or undefined. */
+function pointer(ref) {
+  if (!ref.startsWith('#/')) return undefined;
+  let v = doc;
+  for (const raw of ref.slice(2).split('/')) {
+    const k = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (v === null || typeof v !== 'object' || !(k in v)) return undefined;
+    v = v[k];
+  }
+  return v;
+}
+
+/** A response, parameter or request body object, its $ref followed. */
+const deref = (o) => (o && o.$ref ? deref(pointer(o.$ref)) : o);
+
+function walk(v, fn, where = '#') {
+  if (Array.isArray(v)) v.forEach((x, i) => walk(x, fn, `${where}/${i}`));
+  else if (v && typeof v === 'object') {
+    fn(v, where);
+    for (const [k, x] of Object.entries(v)) walk(x, fn, `${where}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+  }
+}
+
+/** Schemas as Ajv takes them: refs to components/schemas point into one bundle; closed
+ * adds unevaluatedProperties: false to every object schema that lists properties and
+ * says nothing of others. */
+function forAjv(schema, bundle, closed) {
+  const out = structuredClone(schema);
+  walk(out, (o) => {
+    if (typeof o.$ref === 'string' && o.$ref.startsWith('#/components/schemas/')) {
+      o.$ref = `${bundle}#/$defs/${o.$ref.slice('#/components/schemas/'.length)}`;
+    }
+    if (closed && o.properties && typeof o.properties === 'object' && !('additionalProperties' in o) &&
+        !('unevaluatedProperties' in o) && (o.type === 'object' || o.type === undefined)) {
+      o.unevaluatedProperties = false;
+    }
+  });
+  return out;
+}
+
+const ajv = new Ajv2020({ strict: true, strictTypes: false, strictRequired: false, allowUnionTypes: true, allErrors: true });
+addFormats(ajv);
+ajv.addKeyword({ keyword: 'discriminator' }); // for SDK generators; oneOf does the validating
+const schemas = doc.components?.schemas ?? {};
+ajv.addSchema({ $id: 'https://runtime.invalid/open', $defs: forAjv(schemas, 'https://runtime.invalid/open', false) });
+ajv.addSchema({ $id: 'https://runtime.invalid/closed', $defs: forAjv(schemas, 'https://runtime.invalid/closed', true) });
+const compiled = new Map();
+/** A validator of a schema of the document (where: its pointer, for the cache). */
+function validator(schema, where, closed) {
+  const key = `${closed ? 'closed' : 'open'} ${where}`;
+  if (!compiled.has(key)) compiled.set(key, ajv.compile(forAjv(schema, closed ? 'https://runtime.invalid/closed' : 'https://runtime.invalid/open', closed)));
+  return compiled.get(key);
+}
+const errorsText = (v) => ajv.errorsText(v.errors, { separator: '\n  ' });
+
+/** The documented operations: [{method, template, op, re}]. */
+function operations() {
+  const ops = [];
+  for (const [template, item] of Object.entries(doc.paths ?? {})) {
+    for (const m of METHODS) {
+      if (!item[m]) continue;
+      const re = new RegExp('^' + template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+') + '$');
+      ops.push({ method: m.toUpperCase(), template, op: item[m], item, re });
+    }
+  }
+  return ops;
+}
+const OPS = operations();
+const isGateway = (o) => (o.op.tags ?? []).includes('gateway');
+
+/** Every parameter of an operation (path-level and its own), refs followed. */
+const paramsOf = (o) => [...(o.item.parameters ?? []), ...(o.op.parameters ?? [])].map(deref);
+
+// ---------------------------------------------------------------- the code
+
+const apiC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8');
+const execC = fs.readFileSync(path.join(SRC, 'api', 'exec.c'), 'utf8');
+
+function srcFiles(dir) {
+  const out = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...srcFiles(p));
+    else if (e.name.endsWith('.c')) out.push(p);
+  }
+  return out;
+}
+
+/** What the API's routing code names: path words, methods, query parameters,
+ * error codes with their statuses. */
+function routingFacts() {
+  const words = new Set([...apiC.matchAll(/strn?cmp\(\s*(?:seg\[\d+\]|action|sub|name)\s*,\s*"([^"]+)"/g)].map((m) => m[1]));
+  const methods = new Set([...apiC.matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
+  const query = new Set([
+    ...[...apiC.matchAll(/evhttp_find_header\(\s*&q\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
+    ...[...apiC.matchAll(/strcmp\(\s*kv->key\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
+  ]);
+  const codes = new Map(); // code -> Set of statuses
+  const add = (status, code) => {
+    if (!codes.has(code)) codes.set(code, new Set());
+    codes.get(code).add(Number(status));
+  };
+  for (const text of [apiC, execC]) {
+    for (const m of text.matchAll(/api_error\(\s*\w+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"/g)) add(m[1], m[2]);
+    for (const m of text.matchAll(/\{\s*-E[A-Z0-9]+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"\s*\}/g)) add(m[1], m[2]);
+  }
+  const fallback = /api_error\(req,\s*(\d{3}),\s*"([a-z_]+)",\s*"%s",\s*err->msg\[0\]/.exec(apiC);
+  if (fallback) add(fallback[1], fallback[2]);
+  return { words, methods, query, codes };
+}
+
+/** Every event kind that src/ records: the literal kinds given to server_event,
+ * mcp_event, secret_event, record and the egress on_event callback. */
+function eventKinds() {
+  const kinds = new Set();
+  const re = /\b(?:server_event|mcp_event|secret_event|record|on_event)\s*\((?:[^;"]*?),\s*"([a-z]+\.[a-z_.]+)"/g;
+  for (const f of srcFiles(SRC)) {
+    if (f.includes(`${path.sep}cli${path.sep}`)) continue;
+    for (const m of fs.readFileSync(f, 'utf8').matchAll(re)) kinds.add(m[1]);
+  }
+  return kinds;
+}
+
+// ---------------------------------------------------------------- calls
+
+let d;
+const covered = new Set(); // "METHOD template status"
+
+/** The document's operation for METHOD template; fails when there is none. */
+function opOf(method, template) {
+  const o = OPS.find((x) => x.method === method && x.template === template);
+  assert.ok(o, `the document has no ${method} ${template}`);
+  return o;
+}
+
+/** Checks one answer against the document's response for its status. */
+function checkAnswer(o, r, label) {
+  const where = `${label}: ${o.method} ${o.template} answered ${r.status}`;
+  const resp = deref(o.op.responses?.[String(r.status)] ?? o.op.responses?.default);
+  assert.ok(resp, `${where}, a status the document does not list for it (it lists ` +
+    `${Object.keys(o.op.responses ?? {}).join(', ')}); body: ${r.text.slice(0, 300)}`);
+  const ctype = (r.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  const content = resp.content ?? {};
+  if (Object.keys(content).length === 0) {
+    assert.equal(r.buf.length, 0, `${where} with a body the document does not describe: ${r.text.slice(0, 200)}`);
+  } else {
+    assert.ok(ctype in content, `${where} with Content-Type "${ctype}"; the document says ${Object.keys(content).join(', ')}`);
+    const schema = content[ctype].schema;
+    if (ctype === 'application/json') {
+      assert.ok(r.body !== null || r.text.trim() === 'null', `${where}: the body is not JSON: ${r.text.slice(0, 200)}`);
+      const v = validator(schema, `${o.method} ${o.template} ${r.status} ${ctype}`, true);
+      assert.ok(v(r.body), `${where}: the body does not match the document:\n  ${errorsText(v)}\nbody: ${r.text.slice(0, 1500)}`);
+    } else if (schema) {
+      const v = validator(schema, `${o.method} ${o.template} ${r.status} ${ctype}`, true);
+      assert.ok(v(r.text), `${where}: ${errorsText(v)}`);
+    }
+  }
+  for (const [name, h] of Object.entries(resp.headers ?? {})) {
+    const value = r.headers.get(name);
+    if (deref(h).required) assert.ok(value !== null, `${where} without the ${name} header the document requires`);
+    if (value !== null && deref(h).schema) {
+      const v = validator(deref(h).schema, `${o.method} ${o.template} ${r.status} header ${name}`, true);
+      assert.ok(v(value), `${where}: header ${name}: ${JSON.stringify(value)}: ${errorsText(v)}`);
+    }
+  }
+  covered.add(`${o.method} ${o.template} ${r.status}`);
+}
+
+/**
+ * One API call of a documented operation, its answer checked against the document.
+ * params fill the template; body (JSON) is checked against the request schema:
+ * reqValid true/false says whether the document must accept it (default: true when
+ * the call is expected to succeed).
+ */
+async function call(method, template, { params = {}, query = '', body, raw, key, headers, expect, reqValid, label = '' } = {}) {
+  const o = opOf(method, template);
+  let p = template.replace(/\{([^}]+)\}/g, (_, k) => {
+    assert.ok(k in params, `no value for {${k}} of ${template}`);
+    return encodeURIComponent(params[k]);
+  });
+  if (query) p += `?${query}`;
+  if (reqValid === undefined && expect !== undefined && expect < 300 && body !== undefined) reqValid = true;
+  if (reqValid !== undefined) {
+    const rb = deref(o.op.requestBody);
+    const schema = rb?.content?.['application/json']?.schema;
+    assert.ok(schema, `${method} ${template} has no JSON request body in the document`);
+    const v = validator(schema, `${method} ${template} request`, false);
+    const ok = v(typeof body === 'string' ? JSON.parse(body) : body);
+    assert.equal(ok, reqValid, `${label} ${method} ${template}: the document's request schema ` +
+      `${ok ? 'accepts' : 'rejects'} ${JSON.stringify(body).slice(0, 300)}${ok ? '' : `:\n  ${errorsText(v)}`}`);
+  }
+  const r = await d.api(method, p, body, { raw, key, headers });
+  if (expect !== undefined) assert.equal(r.status, expect, `${label} ${method} ${p}: ${r.text.slice(0, 500)}`);
+  checkAnswer(o, r, label || `${method} ${p}`);
+  return r;
+}
+
+/** Like call(), also checking the error code. */
+async function callError(method, template, status, code, opts = {}) {
+  const r = await call(method, template, { ...opts, expect: status });
+  assert.equal(r.body?.error?.code, code, `${method} ${template}: ${r.text}`);
+  return r;
+}
+
+// ---------------------------------------------------------------- static tests
+
+test('the document is OpenAPI 3.1: refs resolve, schemas compile and say their type', () => {
+  assert.match(String(doc.openapi), /^3\.1\.\d+$/);
+  assert.ok(doc.components?.securitySchemes?.bearer?.scheme === 'bearer', 'a bearer security scheme');
+  assert.deepEqual(doc.security, [{ bearer: [] }]);
+  const bad = [];
+  walk(doc, (o, where) => {
+    if (typeof o.$ref === 'string' && pointer(o.$ref) === undefined) bad.push(`${where}: $ref ${o.$ref}`);
+  });
+  assert.deepEqual(bad, [], 'unresolved $refs');
+  // Every schema compiles, open and closed.
+  for (const [name, s] of Object.entries(schemas)) {
+    validator(s, `#/components/schemas/${name}`, false);
+    validator(s, `#/components/schemas/${name}`, true);
+  }
+  for (const o of OPS) {
+    for (const [status, resp] of Object.entries(o.op.responses ?? {})) {
+      for (const [ct, c] of Object.entries(deref(resp).content ?? {})) {
+        if (c.schema) validator(c.schema, `${o.method} ${o.template} ${status} ${ct}`, true);
+      }
+    }
+    const rb = deref(o.op.requestBody);
+    if (rb?.content?.['application/json']) validator(rb.content['application/json'].schema, `${o.method} ${o.template} request`, false);
+    assert.ok(o.op.operationId, `${o.method} ${o.template} has an operationId`);
+  }
+  // What an SDK generator needs: every property and item says what it is.
+  const typeless = [];
+  const typed = (s) => s && (s.type || s.$ref || 'const' in s || s.enum || s.oneOf || s.anyOf || s.allOf);
+  walk(doc, (o, where) => {
+    if (!where.includes('/schemas/') && !where.includes('/schema')) return;
+    for (const [k, s] of Object.entries(o.properties && typeof o.properties === 'object' && !o.properties.type ? o.properties : {})) {
+      if (!typed(s) && !['result', 'data'].includes(k)) typeless.push(`${where}/properties/${k}`);
+    }
+    if (o.items && !typed(o.items)) typeless.push(`${where}/items`);
+    if (o.additionalProperties && typeof o.additionalProperties === 'object' && !typed(o.additionalProperties)) {
+      typeless.push(`${where}/additionalProperties`);
+    }
+  });
+  assert.deepEqual(typeless, [], 'schemas without a type');
+});
+
+test('the validator is not vacuous: wrong shapes and undocumented fields fail', () => {
+  const sandbox = {
+    id: 'abc123', name: null, status: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
+    cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, labels: {}, env: {}, network: { internet: true, allow: [] },
+  };
+  const v = validator(schemas.Sandbox, '#/components/schemas/Sandbox', true);
+  assert.ok(v(sandbox), errorsText(v));
+  for (const [what, bad] of [
+    ['memoryMiB as a string', { ...sandbox, memoryMiB: '1024' }],
+    ['an unknown status', { ...sandbox, status: 'sleeping' }],
+    ['no network', (({ network, ...rest }) => rest)(sandbox)],
+    ['an undocumented field', { ...sandbox, secretSauce: 1 }],
+    ['an undocumented nested field', { ...sandbox, network: { internet: true, allow: [], extra: 1 } }],
+    ['a bad date', { ...sandbox, createdAt: 'yesterday' }],
+  ]) assert.equal(v(bad), false, `the Sandbox schema accepts ${what}`);
+  const ev = validator(schemas.Event, '#/components/schemas/Event', true);
+  assert.ok(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'mcp.ready', server: 'x' }), errorsText(ev));
+  assert.equal(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'mcp.ready' }), false, 'an event without its fields');
+  assert.equal(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'no.such', server: 'x' }), false, 'an unknown kind');
+});
+
+test('what src/api/api.c routes is in the document: path words, methods, query parameters, error codes', () => {
+  const facts = routingFacts();
+  assert.ok(facts.words.size >= 10 && facts.words.has('sandboxes'), `path words found: ${[...facts.words]}`);
+  const docWords = new Set(Object.keys(doc.paths).flatMap((p) => p.split('/').filter((s) => s && !s.startsWith('{'))));
+  const missing = [...facts.words].filter((w) => !docWords.has(w));
+  assert.deepEqual(missing, [], 'path words the routing code compares against but no documented path has');
+  const docMethods = new Set(OPS.filter((o) => !isGateway(o)).map((o) => o.method));
+  assert.deepEqual([...facts.methods].filter((m) => !docMethods.has(m)), [], 'methods the code routes, not documented');
+  const docQuery = new Set(OPS.flatMap((o) => paramsOf(o).filter((p) => p.in === 'query').map((p) => p.name)));
+  assert.deepEqual([...facts.query].filter((q) => !docQuery.has(q)), [], 'query parameters the code reads, not documented');
+  const codeEnum = new Set(schemas.ErrorCode?.enum ?? []);
+  assert.deepEqual([...facts.codes.keys()].filter((c) => !codeEnum.has(c)).sort(), [], 'error codes the code sends, not in ErrorCode');
+  assert.deepEqual([...codeEnum].filter((c) => !facts.codes.has(c)).sort(), [], 'ErrorCode values the code never sends');
+  // Each status the API sends is documented for at least one operation.
+  const docStatuses = new Set(OPS.filter((o) => !isGateway(o)).flatMap((o) => Object.keys(o.op.responses)));
+  const statuses = new Set([...facts.codes.values()].flatMap((s) => [...s]).map(String));
+  statuses.delete('405'); // a method a path does not have: not an operation (see the document's header)
+  assert.deepEqual([...statuses].filter((s) => !docStatuses.has(s)).sort(), [], 'statuses the code sends, documented nowhere');
+});
+
+test('every event kind that src/ records is an Event of the document', () => {
+  const kinds = eventKinds();
+  assert.ok(kinds.size >= 10 && kinds.has('egress.refused') && kinds.has('events.dropped'), `kinds found: ${[...kinds]}`);
+  const enumKinds = new Set(schemas.EventKind?.enum ?? []);
+  const branchKinds = new Set((schemas.Event?.oneOf ?? []).map((b) => deref(b).properties?.kind?.const));
+  assert.deepEqual([...kinds].filter((k) => !enumKinds.has(k)).sort(), [], 'kinds recorded but not in EventKind');
+  assert.deepEqual([...kinds].filter((k) => !branchKinds.has(k)).sort(), [], 'kinds recorded but without an Event schema');
+  assert.deepEqual([...enumKinds].filter((k) => !kinds.has(k)).sort(), [], 'EventKind values never recorded');
+  assert.deepEqual([...branchKinds].filter((k) => !enumKinds.has(k)).sort(), [], 'Event schemas not in EventKind');
+  for (const [k, ref] of Object.entries(schemas.Event?.discriminator?.mapping ?? {})) {
+    assert.equal(deref({ $ref: ref })?.properties?.kind?.const, k, `discriminator mapping of ${k}`);
+  }
+});
+
+// ---------------------------------------------------------------- the daemon
+
+let sb; // a sandbox with a name and labels, used throughout
+let probeSb; // one made with every default, for the route probe
+const NAME = token('oa').slice(0, 24);
+let gateway; // {url, auth} of the hello server
+
+before(async () => {
+  if (skip) return;
+  d = await startDaemon({ prefix: 'runtime-openapi-' });
+});
+after(async () => {
+  await stopDaemon(d);
+});
+
+test('sandboxes: create, defaults, getOrCreate, get, list by label', { skip }, async () => {
+  const spec = { name: NAME, memoryMiB: 256, cpus: 0.5, diskMiB: 256, idlePauseSeconds: 0,
+    labels: { role: 'openapi', 'example.com/team': 'blue' }, env: { GREETING: 'hi' }, network: { internet: false, allow: [] } };
+  sb = (await call('POST', '/v1/sandboxes', { body: spec, expect: 201 })).body;
+  d.track(sb.id);
+  assert.equal(sb.name, NAME);
+  await call('POST', '/v1/sandboxes', { body: { name: NAME, getOrCreate: true }, expect: 200 });
+  await callError('POST', '/v1/sandboxes', 409, 'name_taken', { body: { name: NAME }, reqValid: true });
+
+  // An empty body: every default, and they are the document's.
+  probeSb = (await call('POST', '/v1/sandboxes', { raw: '', expect: 201 })).body;
+  d.track(probeSb.id);
+  const props = schemas.SandboxCreate.properties;
+  for (const k of ['memoryMiB', 'cpus', 'diskMiB', 'idlePauseSeconds', 'labels', 'env']) {
+    assert.deepEqual(probeSb[k], props[k].default, `${k}: the default the document says`);
+  }
+  assert.deepEqual(probeSb.network, props.network.default);
+  assert.deepEqual(probeSb.network, { internet: schemas.NetworkInput.properties.internet.default,
+    allow: schemas.NetworkInput.properties.allow.default });
+  assert.equal(probeSb.name, null);
+
+  for (const ref of [sb.id, NAME]) await call('GET', '/v1/sandboxes/{id}', { params: { id: ref }, expect: 200 });
+  const all = await call('GET', '/v1/sandboxes', { expect: 200 });
+  assert.ok(all.body.some((s) => s.id === sb.id) && all.body.some((s) => s.id === probeSb.id));
+  const byLabel = await call('GET', '/v1/sandboxes', { query: 'label=role%3Dopenapi', expect: 200 });
+  assert.deepEqual(byLabel.body.map((s) => s.id), [sb.id]);
+  const bare = await call('GET', '/v1/sandboxes', { query: 'label=role&label=example.com%2Fteam%3Dblue', expect: 200 });
+  assert.deepEqual(bare.body.map((s) => s.id), [sb.id]);
+  const none = await call('GET', '/v1/sandboxes', { query: 'label=role%3Dnone', expect: 200 });
+  assert.deepEqual(none.body, []);
+});
+
+test('sandboxes: bad input, unknown ids, keys, too large', { skip }, async () => {
+  await callError('POST', '/v1/sandboxes', 400, 'bad_json', { raw: '{"name":', headers: { 'Content-Type': 'application/json' } });
+  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { colour: 'red' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { memoryMiB: 1 }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { name: '-bad name' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { network: { internet: 'yes' } }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 413, 'too_large', { body: { labels: { big: 'x'.repeat((1 << 20) + 1) } } });
+  await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  await callError('DELETE', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: null });
+  await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: 'wrong' });
+  await callError('GET', '/metrics', 401, 'unauthorized', { key: null });
+  await callError('GET', '/v1/usage', 401, 'unauthorized', { key: 'wrong' });
+});
+
+test('pause and resume', { skip }, async () => {
+  const p = await call('POST', '/v1/sandboxes/{id}/pause', { params: { id: sb.id }, expect: 200 });
+  assert.equal(p.body.status, 'paused');
+  await call('POST', '/v1/sandboxes/{id}/pause', { params: { id: sb.id }, expect: 200 });
+  // exec wakes a paused sandbox
+  const e = await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, body: { argv: ['true'] }, expect: 200 });
+  assert.equal(e.body.exitCode, 0);
+  await call('POST', '/v1/sandboxes/{id}/pause', { params: { id: sb.id }, expect: 200 });
+  const r = await call('POST', '/v1/sandboxes/{id}/resume', { params: { id: sb.id }, expect: 200 });
+  assert.equal(r.body.status, 'running');
+  await call('POST', '/v1/sandboxes/{id}/resume', { params: { id: sb.id }, expect: 200 });
+  await callError('POST', '/v1/sandboxes/{id}/pause', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  await callError('POST', '/v1/sandboxes/{id}/resume', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+});
+
+test('exec: result, stdin, env, cwd, timeout, errors', { skip }, async () => {
+  const r = await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, expect: 200, body: {
+    argv: ['sh', '-c', 'cat; echo "$GREETING $EXTRA $(pwd)"; echo oops >&2; exit 3'],
+    env: { EXTRA: 'there' }, cwd: '/tmp', stdin: 'in:', timeoutMs: 30000 } });
+  assert.equal(r.body.exitCode, 3);
+  assert.equal(r.body.stdout, 'in:hi there /tmp\n');
+  assert.equal(r.body.stderr, 'oops\n');
+  assert.equal(r.body.timedOut, false);
+  const t = await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, expect: 200,
+    body: { argv: ['sleep', '5'], timeoutMs: 200 } });
+  assert.equal(t.body.timedOut, true);
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'exec_failed', { params: { id: sb.id },
+    body: { argv: ['/no/such/program'] }, reqValid: true });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: [] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: ['ls'], cwd: 'tmp' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: ['ls'], timeoutMs: 0 }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_json', { params: { id: sb.id }, raw: 'nope' });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: { argv: ['true'] } });
+});
+
+test('files: PUT with mode, GET with X-File-Mode, errors', { skip }, async () => {
+  const bytes = Buffer.from([0, 1, 2, 255, 10, 65]);
+  await call('PUT', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=data.bin&mode=0640', raw: bytes, expect: 204 });
+  const g = await call('GET', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=%2Fworkspace%2Fdata.bin', expect: 200 });
+  assert.deepEqual(g.buf, bytes);
+  assert.equal(g.headers.get('x-file-mode'), '0640');
+  await call('PUT', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=empty&mode=755', raw: Buffer.alloc(0), expect: 204 });
+  const e = await call('GET', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=empty', expect: 200 });
+  assert.equal(e.buf.length, 0);
+  assert.equal(e.headers.get('x-file-mode'), '0755');
+  await callError('GET', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: sb.id }, query: 'path=no-such-file' });
+  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id } });
+  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=data.bin&mode=0644' });
+  await callError('PUT', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=x&mode=999', raw: 'x' });
+  await callError('PUT', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: sb.id }, query: 'path=no/such/dir/x', raw: 'x' });
+  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=%2Fworkspace' });
+  await callError('PUT', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: 'no-such-sandbox' }, query: 'path=x', raw: 'x' });
+});
+
+test('network: replace the policy, see it on the sandbox, errors', { skip }, async () => {
+  const r = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200,
+    body: { internet: true, allow: ['example.com', '*.example.org'] } });
+  assert.deepEqual(r.body, { internet: true, allow: ['example.com', '*.example.org'] });
+  const g = await call('GET', '/v1/sandboxes/{id}', { params: { id: sb.id }, expect: 200 });
+  assert.deepEqual(g.body.network, r.body);
+  const empty = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: {} });
+  assert.deepEqual(empty.body, { internet: true, allow: [] }, 'an omitted field takes its default');
+  await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { internet: false } });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_request', { params: { id: sb.id }, body: { allow: 'example.com' }, reqValid: false });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_json', { params: { id: sb.id }, raw: '' });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: {} });
+});
+
+test('events: a refused connection, pauses and resumes; after=', { skip }, async () => {
+  // internet is off: a connection to a public address is refused (an egress.refused event).
+  await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, expect: 200, body: {
+    argv: ['node', '-e', "const s=require('net').connect(80,'93.184.215.14');s.on('error',()=>{});setTimeout(()=>process.exit(0),1500)"],
+    timeoutMs: 20000 } });
+  const r = await call('GET', '/v1/sandboxes/{id}/events', { params: { id: sb.id }, expect: 200 });
+  const kinds = r.body.map((e) => e.kind);
+  for (const k of ['sandbox.paused', 'sandbox.resumed', 'egress.refused']) assert.ok(kinds.includes(k), `a ${k} event: ${kinds}`);
+  const first = r.body[0].seq;
+  const later = await call('GET', '/v1/sandboxes/{id}/events', { params: { id: sb.id }, query: `after=${first}`, expect: 200 });
+  assert.ok(later.body.every((e) => e.seq > first) && later.body.length === r.body.length - 1);
+  await callError('GET', '/v1/sandboxes/{id}/events', 400, 'bad_request', { params: { id: sb.id }, query: 'after=-1' });
+  await callError('GET', '/v1/sandboxes/{id}/events', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+});
+
+test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, async () => {
+  const none = await call('GET', '/v1/sandboxes/{id}/mcp', { params: { id: probeSb.id }, expect: 200 });
+  assert.deepEqual(none.body, { servers: [], headers: {} });
+  await call('PUT', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=hello.mjs', raw: fs.readFileSync(HELLO), expect: 204 });
+  const hello = { name: 'hello', command: ['node', '/workspace/hello.mjs'] };
+  const s = await call('POST', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, body: { servers: [hello] }, expect: 202 });
+  assert.equal(s.body.servers[0].name, 'hello');
+  const w = await call('GET', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, query: 'wait=60', expect: 200 });
+  const srv = w.body.servers.find((x) => x.name === 'hello');
+  assert.equal(srv.status, 'ready', JSON.stringify(w.body));
+  assert.deepEqual(srv.tools, ['hello']);
+  assert.match(srv.fingerprint, /^[0-9a-f]{16}$/);
+  gateway = { url: srv.url, auth: w.body.headers.Authorization };
+  const g = await call('GET', '/v1/sandboxes/{id}', { params: { id: sb.id }, expect: 200 });
+  assert.equal(g.body.mcp.servers[0].name, 'hello');
+  // the same again is left alone; other settings under that name conflict
+  await call('POST', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, body: { servers: [hello] }, expect: 202 });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 409, 'conflict', { params: { id: sb.id },
+    body: { servers: [{ ...hello, args: ['x'] }] }, reqValid: true });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id }, body: { servers: [] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+    body: { servers: [{ name: 'Bad Name', command: ['node'] }] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+    body: { servers: [{ name: 'x', command: ['node'], fingerprint: 'xyz' }] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+    body: { servers: [{ id: 'no-such-catalog-id' }] }, reqValid: true });
+  await callError('GET', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id }, query: 'wait=-1' });
+  await callError('GET', '/v1/sandboxes/{id}/mcp', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+});
+
+/** A gateway request, its answer checked against the document's gateway operation. */
+async function gw(method, url, { auth, headers = {}, body } = {}) {
+  const h = { ...headers };
+  if (auth) h.Authorization = auth;
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const res = await fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30000) });
+  const buf = Buffer.from(await res.arrayBuffer());
+  let json = null;
+  try { json = JSON.parse(buf.toString()); } catch {}
+  const r = { status: res.status, headers: res.headers, buf, text: buf.toString(), body: json };
+  checkAnswer(opOf(method, '/mcp/{link}/{server}'), r, `gateway ${method}`);
+  return r;
+}
+
+test('gateway: preflight, initialize, wrong token, wrong link, sessions', { skip }, async () => {
+  assert.ok(gateway, 'the mcp test ran');
+  const accept = { Accept: 'application/json, text/event-stream' };
+  const pre = await gw('OPTIONS', gateway.url);
+  assert.equal(pre.status, 204);
+  const init = await gw('POST', gateway.url, { auth: gateway.auth, headers: accept, body: {
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } } } });
+  assert.equal(init.status, 200, init.text);
+  const sid = init.headers.get('mcp-session-id');
+  assert.ok(sid, 'an Mcp-Session-Id');
+  const sess = { ...accept, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18' };
+  const note = await gw('POST', gateway.url, { auth: gateway.auth, headers: sess, body: { jsonrpc: '2.0', method: 'notifications/initialized' } });
+  assert.equal(note.status, 202);
+  const bad = await gw('POST', gateway.url, { auth: 'Bearer wrong', headers: accept, body: { jsonrpc: '2.0', id: 2, method: 'ping' } });
+  assert.equal(bad.status, 401);
+  assert.equal(bad.headers.get('www-authenticate'), 'Bearer');
+  const lost = await gw('POST', gateway.url.replace(/\/mcp\/[0-9a-f]+\//, '/mcp/00000000000000000000000000000000/'),
+    { auth: gateway.auth, headers: accept, body: { jsonrpc: '2.0', id: 3, method: 'ping' } });
+  assert.equal(lost.status, 404);
+  const nosession = await gw('GET', gateway.url, { auth: gateway.auth, headers: { Accept: 'text/event-stream' } });
+  assert.equal(nosession.status, 400);
+  const end = await gw('DELETE', gateway.url, { auth: gateway.auth, headers: sess });
+  assert.equal(end.status, 200);
+  const gone = await gw('DELETE', gateway.url, { auth: gateway.auth, headers: sess });
+  assert.equal(gone.status, 404);
+});
+
+test('mcp: stop, and the mcp events', { skip }, async () => {
+  await call('DELETE', '/v1/sandboxes/{id}/mcp/{name}', { params: { id: sb.id, name: 'hello' }, expect: 204 });
+  await callError('DELETE', '/v1/sandboxes/{id}/mcp/{name}', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
+  const st = await call('GET', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, expect: 200 });
+  assert.equal(st.body.servers[0].status, 'stopped');
+  const ev = await call('GET', '/v1/sandboxes/{id}/events', { params: { id: sb.id }, expect: 200 });
+  const kinds = ev.body.map((e) => e.kind);
+  for (const k of ['mcp.ready', 'mcp.stopped']) assert.ok(kinds.includes(k), `a ${k} event: ${kinds}`);
+});
+
+test('catalog: every entry matches, the optional lock and env included', { skip }, async () => {
+  const r = await call('GET', '/v1/mcp/catalog', { expect: 200 });
+  assert.ok(r.body.length > 0);
+  assert.ok(r.body.some((e) => Array.isArray(e.lock)), 'an entry with a lock');
+  assert.ok(r.body.some((e) => e.env && typeof e.env === 'object'), 'an entry with env');
+});
+
+test('secrets: put, replace, list without values, delete, errors', { skip }, async () => {
+  const name = 'OA_TOKEN';
+  const body = { value: 'sekrit-value', hosts: ['api.example.com'], methods: ['GET'], paths: ['/repos/acme/*'] };
+  const c = await call('PUT', '/v1/secrets/{name}', { params: { name }, body, expect: 201 });
+  assert.equal(c.body.value, undefined, 'the value is never shown');
+  await call('PUT', '/v1/secrets/{name}', { params: { name }, body: { value: 'v2', hosts: ['api.example.com'] }, expect: 200 });
+  const l = await call('GET', '/v1/secrets', { expect: 200 });
+  assert.ok(l.body.some((s) => s.name === name));
+  assert.ok(!l.text.includes('sekrit') && !l.text.includes('v2"'), 'no values in the listing');
+  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'x' }, reqValid: false });
+  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'a\nb', hosts: ['h.example'] }, reqValid: false });
+  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'x', hosts: ['h.example'], methods: ['get'] }, reqValid: false });
+  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name: '1BAD' }, body: { value: 'x', hosts: ['h.example'] } });
+  await callError('PUT', '/v1/secrets/{name}', 413, 'too_large', { params: { name }, body: { value: 'x'.repeat(16385), hosts: ['h.example'] }, reqValid: false });
+  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_json', { params: { name }, raw: '{' });
+  await call('DELETE', '/v1/secrets/{name}', { params: { name }, expect: 204 });
+  await callError('DELETE', '/v1/secrets/{name}', 404, 'not_found', { params: { name } });
+});
+
+test('usage and metrics', { skip }, async () => {
+  const u = await call('GET', '/v1/usage', { expect: 200 });
+  assert.ok(u.body.sandboxes.some((r) => r.sandbox === sb.id));
+  const m = await call('GET', '/metrics', { expect: 200 });
+  assert.match(m.text, /^# (HELP|TYPE) runtime_/m);
+});
+
+/** How the daemon answers one probe: unrouted (no route: 404 "no such API path",
+ * 405, or the HTTP layer's 501), missing (a 404 of a thing: inconclusive for a path
+ * made of guessed words) or served. */
+async function probe(method, p) {
+  const withBody = ['POST', 'PUT', 'DELETE', 'PATCH'].includes(method);
+  const res = await fetch(d.url + p, { method, headers: { Authorization: `Bearer ${d.key}`,
+    ...(withBody ? { 'Content-Type': 'application/json' } : {}) }, body: withBody ? '{' : undefined,
+  signal: AbortSignal.timeout(30000) });
+  const text = await res.text();
+  let body = null;
+  try { body = JSON.parse(text); } catch {}
+  if ((res.status === 404 && body?.error?.code === 'not_found' && /^no such API path/.test(body.error.message)) ||
+      res.status === 405 || res.status === 501) return { kind: 'unrouted', status: res.status, text };
+  if (res.status === 404) return { kind: 'missing', status: res.status, text };
+  return { kind: 'served', status: res.status, text };
+}
+
+test('routes: what the daemon serves is exactly what the document describes', { skip }, async () => {
+  const { words, methods } = routingFacts();
+  const probeMethods = [...new Set([...methods, 'OPTIONS', 'PATCH'])];
+  const id = probeSb.id;
+  const W = [...words].filter((w) => !w.includes('/'));
+  const concrete = (template) => template.replace('{id}', id).replace(/\{[^}]+\}/g, 'x-probe');
+  // Candidates: every documented path, and the paths the code's words can form.
+  const cands = new Set(OPS.filter((o) => !isGateway(o)).map((o) => concrete(o.template)));
+  for (const w of W) {
+    cands.add(`/${w}`);
+    cands.add(`/v1/${w}`);
+    cands.add(`/v1/${w}/x-probe`);
+    cands.add(`/v1/sandboxes/${id}/${w}`);
+    cands.add(`/v1/sandboxes/${id}/${w}/x-probe`);
+    cands.add(`/v1/sandboxes/${id}/${w}/x-probe/x-probe`);
+    for (const w2 of W) cands.add(`/v1/${w}/${w2}`);
+  }
+  for (const p of ['/', '/v1', '/v1/accounts', '/v1/accounts/x-probe']) cands.add(p);
+  const selfDelete = `DELETE /v1/sandboxes/${id}`;
+  const order = [...cands].flatMap((p) => probeMethods.map((m) => `${m} ${p}`)).filter((x) => x !== selfDelete);
+  order.push(selfDelete); // last: it removes the probe sandbox
+  const undocumented = [], unserved = [];
+  for (const line of order) {
+    const [method, p] = line.split(' ');
+    const r = await probe(method, p);
+    const o = OPS.find((x) => !isGateway(x) && x.method === method && x.re.test(p));
+    const documentedHere = OPS.some((x) => !isGateway(x) && x.method === method && concrete(x.template) === p);
+    if (r.kind === 'served' && !o) undocumented.push(`${line} -> ${r.status} ${r.text.slice(0, 120).trim()}`);
+    if (documentedHere && r.kind === 'unrouted') unserved.push(`${line} -> ${r.status} ${r.text.slice(0, 120).trim()}`);
+  }
+  assert.deepEqual(undocumented, [], 'served, but not in the document');
+  assert.deepEqual(unserved, [], 'in the document, but not served');
+  const gone = await call('GET', '/v1/sandboxes/{id}', { params: { id } });
+  assert.equal(gone.status, 404, 'the probe removed its sandbox last');
+  // The gateway's routes: /mcp/... is the gateway's, before any API key is asked for.
+  for (const o of OPS.filter(isGateway)) {
+    const r = await fetch(d.url + concrete(o.template), { method: o.method, signal: AbortSignal.timeout(10000) });
+    const text = await r.text();
+    if (o.method === 'OPTIONS') assert.equal(r.status, 204, `${o.method} ${o.template}: ${text}`);
+    else assert.ok(r.status === 404 && JSON.parse(text).jsonrpc === '2.0', `${o.method} ${o.template}: the gateway answers: ${r.status} ${text}`);
+  }
+});
+
+test('sandboxes: delete', { skip }, async () => {
+  await call('DELETE', '/v1/sandboxes/{id}', { params: { id: NAME }, expect: 204 });
+  await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: sb.id } });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 404, 'not_found', { params: { id: sb.id }, body: { argv: ['true'] } });
+});
+
+test('every operation of the document was called', { skip }, () => {
+  const called = new Set([...covered].map((c) => c.split(' ').slice(0, 2).join(' ')));
+  const never = OPS.map((o) => `${o.method} ${o.template}`).filter((k) => !called.has(k));
+  assert.deepEqual(never, [], 'operations no test called');
+});
