@@ -48,6 +48,7 @@ struct options {
     char upstream_ca[512];
     char nameserver[128];
     char tls_inspect[16];
+    unsigned dns_per_s, names_per_s;
     struct meter_rates rates;
 };
 
@@ -69,6 +70,8 @@ static const char usage[] =
     "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
     "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
+    "  --dns-queries-per-second N, --dns-names-per-second N\n"
+    "                        a sandbox's DNS rates (default 500 queries, 100 new names)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
     "                        which TLS the egress proxy opens (default secret-hosts:\n"
     "                        those a secret may go to); allowed-hosts also opens, to\n"
@@ -121,6 +124,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
         {"nameserver", 1, 0, 'n'}, {"price-vcpu-hour", 1, 0, 'C'}, {"price-gib-hour", 1, 0, 'M'},
         {"price-gb-month", 1, 0, 'G'}, {"tls-inspect", 1, 0, 'T'},
+        {"dns-queries-per-second", 1, 0, 'Q'}, {"dns-names-per-second", 1, 0, 'N'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
@@ -132,6 +136,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -1;
     int c;
+    char *end;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         switch (c) {
         case 's': snprintf(o->state_dir, sizeof o->state_dir, "%s", optarg); break;
@@ -148,6 +153,17 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'M': snprintf(prices[1], sizeof prices[1], "%s", optarg); break;
         case 'G': snprintf(prices[2], sizeof prices[2], "%s", optarg); break;
         case 'T': snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg); break;
+        case 'Q':
+        case 'N': {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 1000000) {
+                fprintf(stderr, "runtimed: --dns-%s-per-second must be from 1 to 1000000\n",
+                        c == 'Q' ? "queries" : "names");
+                return -1;
+            }
+            *(c == 'Q' ? &o->dns_per_s : &o->names_per_s) = (unsigned)v;
+            break;
+        }
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -156,7 +172,6 @@ static int parse_options(int argc, char **argv, struct options *o)
         fprintf(stderr, "runtimed: unexpected argument %s; see runtimed --help\n", argv[optind]);
         return -1;
     }
-    char *end;
     long m = strtol(max, &end, 10);
     if (*end || m < 1 || m > (long)SANDBOX_MAX_SLOTS) {
         fprintf(stderr, "runtimed: --max-sandboxes must be from 1 to %u\n", SANDBOX_MAX_SLOTS);
@@ -314,6 +329,8 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
     snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
     cfg.inspect_allowed_tls = strcmp(o->tls_inspect, "allowed-hosts") == 0;
+    cfg.dns_per_s = o->dns_per_s;
+    cfg.names_per_s = o->names_per_s;
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);

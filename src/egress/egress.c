@@ -83,6 +83,8 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     eg->on_event = cfg->on_event;
     eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
+    eg->dns_per_s = cfg->dns_per_s ? cfg->dns_per_s : EGRESS_DNS_PER_S;
+    eg->names_per_s = cfg->names_per_s ? cfg->names_per_s : EGRESS_NAMES_PER_S;
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->secrets;
     eg->event_arg = cfg->event_arg;
@@ -141,8 +143,8 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     es->eg = eg;
     snprintf(es->id, sizeof es->id, "%s", id);
     es->conn_rate = RATE_LIMIT(EGRESS_CONNS_PER_S, 2 * EGRESS_CONNS_PER_S);
-    es->dns_rate = RATE_LIMIT(EGRESS_DNS_PER_S, 2 * EGRESS_DNS_PER_S);
-    es->name_rate = RATE_LIMIT(EGRESS_NAMES_PER_S, 2 * EGRESS_NAMES_PER_S);
+    es->dns_rate = RATE_LIMIT(eg->dns_per_s, 2 * eg->dns_per_s);
+    es->name_rate = RATE_LIMIT(eg->names_per_s, 2 * eg->names_per_s);
     es->pol = *pol;
     memset(pol, 0, sizeof *pol);
     for (int i = 0; i < 3; i++) {
@@ -225,8 +227,8 @@ static const struct {
     [LIMIT_CONNS] = {"connections", EGRESS_MAX_CONNS},
     [LIMIT_CONN_RATE] = {"connections_per_second", EGRESS_CONNS_PER_S},
     [LIMIT_DNS_TCP] = {"dns_tcp_connections", EGRESS_MAX_DNS_TCP},
-    [LIMIT_DNS_RATE] = {"dns_queries_per_second", EGRESS_DNS_PER_S},
-    [LIMIT_NAME_RATE] = {"new_names_per_second", EGRESS_NAMES_PER_S},
+    [LIMIT_DNS_RATE] = {"dns_queries_per_second", 0},
+    [LIMIT_NAME_RATE] = {"new_names_per_second", 0},
     [LIMIT_DAEMON_CONNS] = {"daemon_connections", 0},
 };
 
@@ -238,7 +240,9 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
     es->limit_said_ms[which] = now;
     if (!es->eg->on_event) return;
     unsigned limit = which == LIMIT_DAEMON_CONNS ? (unsigned)es->eg->max_conns
-                                                 : limits[which].limit;
+                     : which == LIMIT_DNS_RATE  ? es->eg->dns_per_s
+                     : which == LIMIT_NAME_RATE ? es->eg->names_per_s
+                                                : limits[which].limit;
     json_t *f = json_pack("{s:s,s:i}", "resource", limits[which].name, "limit", limit);
     if (f) es->eg->on_event(es->eg->event_arg, es->id, "limit.reached", f);
     json_decref(f);

@@ -26,8 +26,8 @@
 #define EGRESS_MAX_CONNS 256       /* open proxied connections */
 #define EGRESS_CONNS_PER_S 100     /* new proxied connections a second (bursts of 2x) */
 #define EGRESS_MAX_DNS_TCP 16      /* open DNS-over-TCP connections */
-#define EGRESS_DNS_PER_S 200       /* DNS queries a second, UDP and TCP (bursts of 2x) */
-#define EGRESS_NAMES_PER_S 50      /* names new to the sandbox a second (each is stored) */
+#define EGRESS_DNS_PER_S 500       /* DNS queries a second, UDP and TCP (bursts of 2x) */
+#define EGRESS_NAMES_PER_S 100     /* names new to the sandbox a second (each is stored) */
 /* Descriptors kept out of egress's reach for the API, gateway, store and keeper. */
 #define EGRESS_FD_RESERVE 4096
 #define EGRESS_SNIFF_MAX 16384
@@ -84,6 +84,9 @@ struct egress_config {
     /* Also open TLS on 443 to allowed hosts no secret names, in sandboxes that hold
      * placeholders, so that a placeholder sent there is reported (nothing is swapped). */
     bool inspect_allowed_tls;
+    /* Per-sandbox DNS rates (--dns-queries-per-second, --dns-names-per-second);
+     * 0 for the defaults above. */
+    unsigned dns_per_s, names_per_s;
 };
 
 struct egress;

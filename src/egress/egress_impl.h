@@ -61,6 +61,7 @@ struct egress {
     size_t max_conns;   /* ... at most: what the descriptor limit leaves, over 6 */
     int spare_fd;       /* given up to shed a connection when out of descriptors */
     bool inspect_allowed_tls;
+    unsigned dns_per_s, names_per_s;
     struct evdns_base *dns;
     struct egress_pin *pins;
     size_t n_pins;

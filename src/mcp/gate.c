@@ -26,7 +26,7 @@ static int from_sorted(const struct fp_value **tools, size_t n, struct mcp_tools
                        err_t *err)
 {
     t->v = calloc(n ? n : 1, sizeof *t->v);
-    size_t total = 2;
+    size_t total = 3; /* "[", "]" and the NUL; each tool adds its text and a comma */
     int r = t->v ? 0 : err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; r == 0 && i < n; i++, t->n++) {
         const struct fp_value *name = fp_get(tools[i], "name");

@@ -206,10 +206,15 @@ static int add_exts(X509 *x, X509 *issuer, const char *const (*exts)[2], size_t 
     return 0;
 }
 
+/* X.509 caps a CN at 64 characters (ub-common-name); a longer name is named by the
+ * subjectAltName alone, which is what clients check. */
+#define CN_MAX 64
+
 static int set_name(X509_NAME *xn, const char *org, const char *cn)
 {
     const unsigned char *o = (const unsigned char *)org, *c = (const unsigned char *)cn;
     if (org && !X509_NAME_add_entry_by_txt(xn, "O", MBSTRING_UTF8, o, -1, -1, 0)) return -1;
+    if (strlen(cn) > CN_MAX) return 0;
     return X509_NAME_add_entry_by_txt(xn, "CN", MBSTRING_UTF8, c, -1, -1, 0) ? 0 : -1;
 }
 
@@ -399,12 +404,17 @@ static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *er
         return err_set(err, EINVAL, "the leaf public key is missing or too large (%zu bytes)", len);
     const unsigned char *p = spki;
     EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, (long)len);
-    char group[64] = "";
+    char group[64] = "", encoding[32] = "";
     if (!pk) return ssl_fail(err, "the leaf public key is not a DER SubjectPublicKeyInfo");
+    /* Named-curve form only: a key spelled with explicit parameters would be signed
+     * into a certificate that OpenSSL itself refuses to verify. */
     if (p != spki + len || !EVP_PKEY_is_a(pk, "EC") ||
         !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group,
                                         NULL) ||
-        strcmp(group, "prime256v1") != 0) {
+        strcmp(group, "prime256v1") != 0 ||
+        !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_ENCODING, encoding,
+                                        sizeof encoding, NULL) ||
+        strcmp(encoding, OSSL_PKEY_EC_ENCODING_GROUP) != 0) {
         EVP_PKEY_free(pk);
         ERR_clear_error();
         return err_set(err, EINVAL, "the leaf public key is not exactly one EC P-256 key");

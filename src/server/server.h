@@ -24,6 +24,7 @@ struct server_config {
     char upstream_ca[512];      /* --upstream-ca, "" for none */
     char nameserver[128];       /* --nameserver, "" for resolv.conf */
     bool inspect_allowed_tls;   /* --tls-inspect allowed-hosts */
+    unsigned dns_per_s, names_per_s; /* --dns-*-per-second, 0: the defaults */
     uint8_t secrets_key[32];    /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;   /* --price-* */
 };

@@ -1,10 +1,11 @@
 /* Writes the seed corpora of fuzz_keeper and fuzz_proto: well-formed sessions
- * of every request type, plus the near misses the keeper must refuse. The
- * formats are described at the top of fuzz_keeper.c and fuzz_proto.c.
+ * of every request type, plus the near misses the keeper must refuse; and of
+ * fuzz_sign: names and keys to sign, good and bad. The formats are described
+ * at the top of fuzz_keeper.c, fuzz_proto.c and fuzz_sign.c.
  *
  *   make fuzz && build/fuzz/gen_corpus tests/fuzz/corpus
  *
- * writes tests/fuzz/corpus/keeper/seed-* and tests/fuzz/corpus/proto/seed-*. */
+ * writes tests/fuzz/corpus/{keeper,proto,sign}/seed-*. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +387,162 @@ static void proto_corpus(void)
     proto_one("oversize", 0, 0, 0, 0, 1 | 4, PROTO_SWEEP, sw, 4);
 }
 
+/* ---- fuzz_sign: byte 0 flags (key choice, 0x04 keeper, 0x08 raw), byte 1 name
+ * length, the name, then an SPKI for key choice 0. The SPKIs below are real DER from
+ * `openssl ec -pubout` (P-256 plain and compressed) and
+ * `openssl pkey -pubout` (Ed25519, RSA 1024): only the first three may be signed. */
+#define S_LEAF 1
+#define S_OTHER 2
+#define S_P384 3
+#define S_KEEPER 4
+#define S_RAW 8
+
+static const char K_P256[] =
+    "3059301306072a8648ce3d020106082a8648ce3d03010703420004b6aab3f956ac834404fe5a62ae"
+    "4e33dc61da4630990af6d405a5fb03b2b70e86c38bbcdd0907da751ccde1eed759feaee542e66c49"
+    "bb2cc776f99e109dbd392c";
+static const char K_P256C[] =
+    "3039301306072a8648ce3d020106082a8648ce3d030107032200020a5d2b405ddb6a0dc86e8a0848"
+    "0c456aafbdb8e5b4b3b0a4b29acf15f9f4c07d";
+static const char K_ED25519[] =
+    "302a300506032b65700321006100a67b6924bf6fbd0b4ff35bdcb358ba8d7297d55c5781b8bc19db"
+    "a86eba1b";
+static const char K_RSA1024[] =
+    "30819f300d06092a864886f70d010101050003818d0030818902818100c28eb70aaee6719737f5bd"
+    "30cdb6f59ffc21c64caa85cff3ec41c8631fd24c89c228ebbc60a3be85f428c406203950371fe416"
+    "eee6df6fc80a2926a19cf8b37d089b3731eea2050743093494374c5f283e583479b041acbcba08df"
+    "1d5c43425e2bf2ad7a4e9afd5bb183471f17363cd272c8113b3be5bcfb9bf4ef101ab7110d020301"
+    "0001";
+
+static size_t unhex(const char *h, unsigned char *out)
+{
+    size_t n = 0;
+    for (; h[0] && h[1]; h += 2) {
+        unsigned v;
+        sscanf(h, "%2x", &v);
+        out[n++] = (unsigned char)v;
+    }
+    return n;
+}
+
+static void sign_seed(const char *name, unsigned flags, const char *label, size_t name_len,
+                      const char *spki_hex)
+{
+    unsigned char spki[1024];
+    size_t spki_len = spki_hex ? unhex(spki_hex, spki) : 0;
+    s.n = 0;
+    unsigned char b[2] = {(unsigned char)flags, (unsigned char)name_len};
+    put(&s, b, 2);
+    put(&s, label, name_len);
+    put(&s, spki, spki_len);
+    save("sign", name, &s);
+}
+
+static void sign_raw(const char *name, const char *label, uint32_t spki_len, size_t total,
+                     bool unterminated)
+{
+    struct proto_sign p;
+    memset(&p, 0, sizeof p);
+    if (unterminated) memset(p.name, 'a', sizeof p.name);
+    else snprintf(p.name, sizeof p.name, "%s", label);
+    unsigned char spki[1024];
+    size_t n = unhex(K_P256, spki);
+    memcpy(p.spki, spki, n);
+    p.spki_len = spki_len ? spki_len : (uint32_t)n;
+    if (spki_len == 1) p.spki_len = 0;
+    s.n = 0;
+    unsigned char flag = S_KEEPER | S_RAW;
+    put(&s, &flag, 1);
+    put(&s, &p, total < sizeof p ? total : sizeof p);
+    if (total > sizeof p) {
+        static const unsigned char zero[64];
+        put(&s, zero, total - sizeof p);
+    }
+    save("sign", name, &s);
+}
+
+static void sign_corpus(void)
+{
+    static const struct {
+        const char *seed, *name;
+    } names[] = {
+        {"dns", "example.com"},
+        {"dns-upper", "API.GitHub.com"},
+        {"dns-one-label", "localhost"},
+        {"dns-underscore", "_dmarc.example.org"},
+        {"dns-idna", "xn--bcher-kva.example"},
+        {"dns-digits", "1password.com"},
+        {"dns-hyphen", "my-host.s3.eu-west-1.amazonaws.com"},
+        {"ipv4", "10.0.0.1"},
+        {"ipv6-loopback", "::1"},
+        {"ipv6", "2001:DB8:0:0::1"},
+        {"ipv6-mapped", "::ffff:1.2.3.4"},
+        {"bad-empty", ""},
+        {"bad-wildcard", "*.example.com"},
+        {"bad-double-dot", "a..example.com"},
+        {"bad-trailing-dot", "example.com."},
+        {"bad-leading-hyphen", "-a.example.com"},
+        {"bad-trailing-hyphen", "a-.example.com"},
+        {"bad-numeric", "2130706433"},
+        {"bad-hex-ip", "0x7f.1"},
+        {"bad-ipv4-octet", "1.2.3.400"},
+        {"bad-ipv4-zero", "01.2.3.4"},
+        {"bad-last-digit", "example.123"},
+        {"bad-bracket", "[::1]"},
+        {"bad-space", "ex ample.com"},
+        {"bad-newline", "example.com\nHost: evil"},
+        {"bad-utf8", "b\xc3\xbc" "cher.example"},
+        {"bad-slash", "example.com/path"},
+        {"bad-zone", "fe80::1%eth0"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char seed[64];
+        const char *n = names[i].name;
+        sign_seed(names[i].seed, S_LEAF, n, strlen(n), NULL);
+        snprintf(seed, sizeof seed, "keeper-%s", names[i].seed);
+        if (i % 3 == 0) sign_seed(seed, S_LEAF | S_KEEPER, n, strlen(n), NULL);
+    }
+    /* A name with a NUL inside: the C string ends there. */
+    sign_seed("nul-inside", S_LEAF, "good.example\0evil", 17, NULL);
+    /* Labels of 63 and 64 bytes; names of 64 and 254 bytes. (Valid names of 65 to 253
+     * bytes and P-256 keys with explicit curve parameters show reported bugs: their
+     * inputs are in tests/fuzz/crashes/sign/, not here.) */
+    char l[300];
+    memset(l, 'a', 63);
+    l[63] = '\0';
+    sign_seed("label-63", S_LEAF, l, strlen(l), NULL);
+    memset(l, 'a', 64);
+    memcpy(l + 64, ".com", 5);
+    sign_seed("bad-label-64", S_LEAF, l, strlen(l), NULL);
+    memset(l, 'b', 60);
+    memcpy(l + 60, ".com", 5);
+    sign_seed("name-64", S_LEAF | S_KEEPER, l, strlen(l), NULL);
+    for (size_t i = 0; i < 254; i++) l[i] = i % 2 ? '.' : 'a';
+    l[253] = 'z';
+    l[254] = '\0';
+    sign_seed("bad-name-254", S_LEAF, l, 254, NULL);
+    /* The kinds of keys. */
+    sign_seed("key-p256", 0, "example.com", 11, K_P256);
+    sign_seed("key-p256-compressed", 0, "example.com", 11, K_P256C);
+    sign_seed("keeper-key-p256", S_KEEPER, "10.1.2.3", 8, K_P256);
+    sign_seed("bad-key-ed25519", 0, "example.com", 11, K_ED25519);
+    sign_seed("bad-key-rsa", 0, "example.com", 11, K_RSA1024);
+    sign_seed("bad-key-p384", S_P384, "example.com", 11, NULL);
+    sign_seed("keeper-bad-key-p384", S_P384 | S_KEEPER, "example.com", 11, NULL);
+    sign_seed("key-other", S_OTHER, "example.org", 11, NULL);
+    sign_seed("bad-key-empty", S_KEEPER, "example.com", 11, NULL);
+    char trail[400];
+    snprintf(trail, sizeof trail, "%s00", K_P256);
+    sign_seed("bad-key-trailing", 0, "example.com", 11, trail);
+    /* Raw SIGN payloads: well-formed, and the ones that end the session. */
+    sign_raw("raw", "example.com", 0, sizeof(struct proto_sign), false);
+    sign_raw("raw-short", "example.com", 0, sizeof(struct proto_sign) - 1, false);
+    sign_raw("raw-long", "example.com", 0, sizeof(struct proto_sign) + 8, false);
+    sign_raw("raw-unterminated", NULL, 0, sizeof(struct proto_sign), true);
+    sign_raw("raw-spki-0", "example.com", 1, sizeof(struct proto_sign), false);
+    sign_raw("raw-spki-1025", "example.com", 1025, sizeof(struct proto_sign), false);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -396,5 +553,6 @@ int main(int argc, char **argv)
     mkdir(g_dir, 0755);
     keeper_corpus();
     proto_corpus();
+    sign_corpus();
     return 0;
 }
