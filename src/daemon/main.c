@@ -48,7 +48,7 @@ struct options {
     char upstream_ca[512];
     char nameserver[128];
     char tls_inspect[16];
-    unsigned dns_per_s, names_per_s;
+    struct egress_rates rates_egress;
     struct meter_rates rates;
 };
 
@@ -70,8 +70,8 @@ static const char usage[] =
     "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
     "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
-    "  --dns-queries-per-second N, --dns-names-per-second N\n"
-    "                        a sandbox's DNS rates (default 500 queries, 100 new names)\n"
+    "  --rate NAME=N         a sandbox's rate a second (repeatable): dns-queries\n"
+    "                        (default 500), dns-names (new names, 100), connections (100)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
     "                        which TLS the egress proxy opens (default secret-hosts:\n"
     "                        those a secret may go to); allowed-hosts also opens, to\n"
@@ -81,6 +81,26 @@ static const char usage[] =
     "                        rates of `runtime usage` (default 0.025, 0.0075, 0.08)\n"
     "  --log-format text|json\n"
     "  -h, --help            this text\n";
+
+/* --rate NAME=N: a per-sandbox rate a second; 0 in the struct means the default. */
+static int parse_rate(const char *arg, struct egress_rates *r)
+{
+    static const char *const names[] = {"dns-queries", "dns-names", "connections"};
+    unsigned *fields[] = {&r->dns_queries, &r->dns_names, &r->connections};
+    const char *eq = strchr(arg, '=');
+    char *end;
+    long v = eq ? strtol(eq + 1, &end, 10) : 0;
+    for (size_t i = 0; eq && i < ARRAY_LEN(names); i++) {
+        if (strlen(names[i]) != (size_t)(eq - arg) || strncmp(arg, names[i], eq - arg) != 0)
+            continue;
+        if (*end || v < 1 || v > 1000000) break;
+        *fields[i] = (unsigned)v;
+        return 0;
+    }
+    fprintf(stderr, "runtimed: --rate %s: give NAME=N with NAME dns-queries, dns-names or "
+                    "connections and N from 1 to 1000000\n", arg);
+    return -1;
+}
 
 static void opt_default(char *dst, size_t size, const char *env, const char *def)
 {
@@ -124,7 +144,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
         {"nameserver", 1, 0, 'n'}, {"price-vcpu-hour", 1, 0, 'C'}, {"price-gib-hour", 1, 0, 'M'},
         {"price-gb-month", 1, 0, 'G'}, {"tls-inspect", 1, 0, 'T'},
-        {"dns-queries-per-second", 1, 0, 'Q'}, {"dns-names-per-second", 1, 0, 'N'},
+        {"rate", 1, 0, 'R'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
@@ -153,17 +173,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'M': snprintf(prices[1], sizeof prices[1], "%s", optarg); break;
         case 'G': snprintf(prices[2], sizeof prices[2], "%s", optarg); break;
         case 'T': snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg); break;
-        case 'Q':
-        case 'N': {
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 1000000) {
-                fprintf(stderr, "runtimed: --dns-%s-per-second must be from 1 to 1000000\n",
-                        c == 'Q' ? "queries" : "names");
-                return -1;
-            }
-            *(c == 'Q' ? &o->dns_per_s : &o->names_per_s) = (unsigned)v;
+        case 'R':
+            if (parse_rate(optarg, &o->rates_egress) < 0) return -1;
             break;
-        }
         case 'h': fputs(usage, stdout); exit(0);
         default: fputs(usage, stderr); return -1;
         }
@@ -329,8 +341,7 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
     snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
     cfg.inspect_allowed_tls = strcmp(o->tls_inspect, "allowed-hosts") == 0;
-    cfg.dns_per_s = o->dns_per_s;
-    cfg.names_per_s = o->names_per_s;
+    cfg.egress_rates = o->rates_egress;
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);

@@ -57,6 +57,12 @@ static bool query_allowed(struct egress_sandbox *es)
     return false;
 }
 
+void dnsstub_udp_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct egress_sandbox *es = arg;
+    event_add(es->udp_ev, NULL);
+}
+
 void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg)
 {
     struct egress_sandbox *es = arg;
@@ -66,7 +72,14 @@ void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg)
         socklen_t flen = sizeof from;
         ssize_t n = recvfrom(fd, in, sizeof in, 0, (struct sockaddr *)&from, &flen);
         if (n < 0) return;
-        if (!query_allowed(es)) continue;
+        if (!query_allowed(es)) {
+            /* Budget spent: stop reading for a moment and let the kernel drop what
+             * the socket cannot hold, instead of reading each query to drop it. */
+            event_del(es->udp_ev);
+            struct timeval tv = {0, 50 * 1000};
+            evtimer_add(es->udp_resume, &tv);
+            return;
+        }
         int m = answer(es, in, (size_t)n, out, sizeof out);
         if (m > 0) sendto(fd, out, (size_t)m, 0, (struct sockaddr *)&from, flen);
     }

@@ -83,8 +83,11 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     eg->on_event = cfg->on_event;
     eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
-    eg->dns_per_s = cfg->dns_per_s ? cfg->dns_per_s : EGRESS_DNS_PER_S;
-    eg->names_per_s = cfg->names_per_s ? cfg->names_per_s : EGRESS_NAMES_PER_S;
+    const struct egress_rates *want = &cfg->rates;
+    eg->rates = (struct egress_rates){
+        want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
+        want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
+        want->connections ? want->connections : EGRESS_CONNS_PER_S};
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->secrets;
     eg->event_arg = cfg->event_arg;
@@ -142,9 +145,9 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     if (!es) return err_set(err, -ENOMEM, "out of memory");
     es->eg = eg;
     snprintf(es->id, sizeof es->id, "%s", id);
-    es->conn_rate = RATE_LIMIT(EGRESS_CONNS_PER_S, 2 * EGRESS_CONNS_PER_S);
-    es->dns_rate = RATE_LIMIT(eg->dns_per_s, 2 * eg->dns_per_s);
-    es->name_rate = RATE_LIMIT(eg->names_per_s, 2 * eg->names_per_s);
+    es->conn_rate = RATE_LIMIT(eg->rates.connections, 2 * eg->rates.connections);
+    es->dns_rate = RATE_LIMIT(eg->rates.dns_queries, 2 * eg->rates.dns_queries);
+    es->name_rate = RATE_LIMIT(eg->rates.dns_names, 2 * eg->rates.dns_names);
     es->pol = *pol;
     memset(pol, 0, sizeof *pol);
     for (int i = 0; i < 3; i++) {
@@ -157,6 +160,7 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     event_add(es->proxy_ev, NULL);
     event_add(es->udp_ev, NULL);
     event_add(es->tcp_ev, NULL);
+    es->udp_resume = evtimer_new(eg->base, dnsstub_udp_resume, es);
     es->next = eg->sandboxes;
     if (eg->sandboxes) eg->sandboxes->prev = es;
     eg->sandboxes = es;
@@ -194,6 +198,7 @@ void egress_sandbox_remove(struct egress_sandbox *es)
     event_free(es->proxy_ev);
     event_free(es->udp_ev);
     event_free(es->tcp_ev);
+    event_free(es->udp_resume);
     for (int i = 0; i < 3; i++) close(es->fds[i]);
     names_clear(&es->names);
     policy_clear(&es->pol);
@@ -225,7 +230,7 @@ static const struct {
     unsigned limit;
 } limits[LIMIT_COUNT] = {
     [LIMIT_CONNS] = {"connections", EGRESS_MAX_CONNS},
-    [LIMIT_CONN_RATE] = {"connections_per_second", EGRESS_CONNS_PER_S},
+    [LIMIT_CONN_RATE] = {"connections_per_second", 0},
     [LIMIT_DNS_TCP] = {"dns_tcp_connections", EGRESS_MAX_DNS_TCP},
     [LIMIT_DNS_RATE] = {"dns_queries_per_second", 0},
     [LIMIT_NAME_RATE] = {"new_names_per_second", 0},
@@ -240,8 +245,9 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
     es->limit_said_ms[which] = now;
     if (!es->eg->on_event) return;
     unsigned limit = which == LIMIT_DAEMON_CONNS ? (unsigned)es->eg->max_conns
-                     : which == LIMIT_DNS_RATE  ? es->eg->dns_per_s
-                     : which == LIMIT_NAME_RATE ? es->eg->names_per_s
+                     : which == LIMIT_CONN_RATE ? es->eg->rates.connections
+                     : which == LIMIT_DNS_RATE  ? es->eg->rates.dns_queries
+                     : which == LIMIT_NAME_RATE ? es->eg->rates.dns_names
                                                 : limits[which].limit;
     json_t *f = json_pack("{s:s,s:i}", "resource", limits[which].name, "limit", limit);
     if (f) es->eg->on_event(es->eg->event_arg, es->id, "limit.reached", f);

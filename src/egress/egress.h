@@ -72,6 +72,11 @@ struct egress_secrets {
                 uint8_t **der, size_t *der_len);
 };
 
+/* What a sandbox may do a second. */
+struct egress_rates {
+    unsigned dns_queries, dns_names, connections;
+};
+
 struct egress_config {
     const struct egress_pin *pins;
     size_t n_pins;
@@ -84,9 +89,7 @@ struct egress_config {
     /* Also open TLS on 443 to allowed hosts no secret names, in sandboxes that hold
      * placeholders, so that a placeholder sent there is reported (nothing is swapped). */
     bool inspect_allowed_tls;
-    /* Per-sandbox DNS rates (--dns-queries-per-second, --dns-names-per-second);
-     * 0 for the defaults above. */
-    unsigned dns_per_s, names_per_s;
+    struct egress_rates rates; /* per sandbox (--rate); 0 for the defaults above */
 };
 
 struct egress;

@@ -61,7 +61,7 @@ struct egress {
     size_t max_conns;   /* ... at most: what the descriptor limit leaves, over 6 */
     int spare_fd;       /* given up to shed a connection when out of descriptors */
     bool inspect_allowed_tls;
-    unsigned dns_per_s, names_per_s;
+    struct egress_rates rates; /* in force: the defaults filled in */
     struct evdns_base *dns;
     struct egress_pin *pins;
     size_t n_pins;
@@ -84,6 +84,7 @@ struct egress_sandbox {
     struct policy pol;
     int fds[3];
     struct event *proxy_ev, *udp_ev, *tcp_ev;
+    struct event *udp_resume; /* re-arms udp_ev after the query budget ran out */
     struct names names;
     struct conn *conns;
     size_t n_conns;
@@ -123,6 +124,7 @@ void intercept_stop(struct conn *c);
 struct dns_tcp;
 void dnsstub_tcp_close(struct dns_tcp *t);
 void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg);
+void dnsstub_udp_resume(evutil_socket_t fd, short what, void *arg);
 void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 
 /* egress.c */

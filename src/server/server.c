@@ -540,8 +540,7 @@ static int start_egress(struct server *srv, err_t *err)
                                .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
                                .inspect_allowed_tls = srv->cfg.inspect_allowed_tls,
-                               .dns_per_s = srv->cfg.dns_per_s,
-                               .names_per_s = srv->cfg.names_per_s,
+                               .rates = srv->cfg.egress_rates,
                                .on_event = on_egress_event, .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);
 }

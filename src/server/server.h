@@ -24,7 +24,7 @@ struct server_config {
     char upstream_ca[512];      /* --upstream-ca, "" for none */
     char nameserver[128];       /* --nameserver, "" for resolv.conf */
     bool inspect_allowed_tls;   /* --tls-inspect allowed-hosts */
-    unsigned dns_per_s, names_per_s; /* --dns-*-per-second, 0: the defaults */
+    struct egress_rates egress_rates; /* --rate, 0: the defaults */
     uint8_t secrets_key[32];    /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;   /* --price-* */
 };
@@ -50,6 +50,7 @@ struct sbx {
     uint64_t stored_bytes; /* its /workspace on the host, at the last look */
     struct rate_limit events_rate; /* events.c: what it may record a second */
     unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
+    struct rate_limit exec_rate;   /* api/exec.c: exec starts a second */
     struct server *owner;
     struct sbx *next;
 };

@@ -171,3 +171,17 @@ test('a flood of events is cut to the sandbox\'s rate, and what was dropped is c
   // The victim's events were never cut.
   assert.deepEqual((await d.api('GET', `/v1/sandboxes/${victim.id}/events`)).body.filter((e) => e.kind === 'events.dropped'), []);
 });
+
+test('an exec storm is held to the sandbox\'s exec rate (429 with Retry-After), and the neighbour\'s exec still runs', async () => {
+  const storm = await Promise.all(Array.from({ length: 120 }, () =>
+    d.api('POST', `/v1/sandboxes/${noisy.id}/exec`, { argv: ['true'] }, { timeoutMs: 30000 })));
+  const limited = storm.filter((r) => r.status === 429);
+  assert.ok(storm.every((r) => r.status === 200 || r.status === 429), storm.map((r) => r.status).join(' '));
+  assert.ok(limited.length > 0, 'some starts were refused');
+  assert.ok(storm.length - limited.length <= 60, `${storm.length - limited.length} execs started in one burst`);
+  assert.match(limited[0].body.error.message, /execs a second|execs, the most/);
+  const t0 = Date.now();
+  const r = await d.exec(victim.id, ['echo', 'fine'], { timeoutMs: 5000 });
+  assert.equal(r.stdout, 'fine\n');
+  assert.ok(Date.now() - t0 < 3000, `the victim's exec took ${Date.now() - t0} ms`);
+});

@@ -41,8 +41,9 @@ const fds = (pid) => fs.readdirSync(`/proc/${pid}/fd`).length;
 
 describe('secrets: the leaf cache stays bounded', { skip: !isRoot() && 'must run as root (runtimed and ip netns need it)' }, () => {
   before(async () => {
-    // 10,000 new names in about 25 s: past a sandbox's default DNS rates.
-    w = await new SecretsWorld({ daemonArgs: ['--dns-queries-per-second', '100000', '--dns-names-per-second', '100000'] }).setup();
+    // 10,000 new names and connections in about 25 s: past a sandbox's default rates.
+    w = await new SecretsWorld({ daemonArgs: ['--rate', 'dns-queries=100000', '--rate', 'dns-names=100000',
+      '--rate', 'connections=100000'] }).setup();
     d = w.daemon;
     await d.putSecret('MANY', { value: 'many-value', hosts: ['*.many.test'] });
     sb = await d.secretsSandbox({ cpus: 2 });

