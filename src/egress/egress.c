@@ -225,17 +225,28 @@ void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
     json_decref(f);
 }
 
-static const struct {
-    const char *name;
-    unsigned limit;
-} limits[LIMIT_COUNT] = {
-    [LIMIT_CONNS] = {"connections", EGRESS_MAX_CONNS},
-    [LIMIT_CONN_RATE] = {"connections_per_second", 0},
-    [LIMIT_DNS_TCP] = {"dns_tcp_connections", EGRESS_MAX_DNS_TCP},
-    [LIMIT_DNS_RATE] = {"dns_queries_per_second", 0},
-    [LIMIT_NAME_RATE] = {"new_names_per_second", 0},
-    [LIMIT_DAEMON_CONNS] = {"daemon_connections", 0},
+static const char *const limit_names[LIMIT_COUNT] = {
+    [LIMIT_CONNS] = "connections",
+    [LIMIT_CONN_RATE] = "connections_per_second",
+    [LIMIT_DNS_TCP] = "dns_tcp_connections",
+    [LIMIT_DNS_RATE] = "dns_queries_per_second",
+    [LIMIT_NAME_RATE] = "new_names_per_second",
+    [LIMIT_DAEMON_CONNS] = "daemon_connections",
 };
+
+static unsigned limit_value(const struct egress *eg, enum egress_limit which)
+{
+    switch (which) {
+    case LIMIT_CONNS: return EGRESS_MAX_CONNS;
+    case LIMIT_CONN_RATE: return eg->rates.connections;
+    case LIMIT_DNS_TCP: return EGRESS_MAX_DNS_TCP;
+    case LIMIT_DNS_RATE: return eg->rates.dns_queries;
+    case LIMIT_NAME_RATE: return eg->rates.dns_names;
+    case LIMIT_DAEMON_CONNS: return (unsigned)eg->max_conns;
+    case LIMIT_COUNT: break;
+    }
+    return 0;
+}
 
 void egress_limited(struct egress_sandbox *es, enum egress_limit which)
 {
@@ -244,12 +255,8 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
     if (es->limit_said_ms[which] && now - es->limit_said_ms[which] < 1000) return;
     es->limit_said_ms[which] = now;
     if (!es->eg->on_event) return;
-    unsigned limit = which == LIMIT_DAEMON_CONNS ? (unsigned)es->eg->max_conns
-                     : which == LIMIT_CONN_RATE ? es->eg->rates.connections
-                     : which == LIMIT_DNS_RATE  ? es->eg->rates.dns_queries
-                     : which == LIMIT_NAME_RATE ? es->eg->rates.dns_names
-                                                : limits[which].limit;
-    json_t *f = json_pack("{s:s,s:i}", "resource", limits[which].name, "limit", limit);
+    json_t *f = json_pack("{s:s,s:i}", "resource", limit_names[which], "limit",
+                          limit_value(es->eg, which));
     if (f) es->eg->on_event(es->eg->event_arg, es->id, "limit.reached", f);
     json_decref(f);
 }
