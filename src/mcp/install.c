@@ -171,6 +171,13 @@ static void run_step(struct mcp_server *ms, const char *const *argv, const char 
     if (r < 0) install_failed(ms, err.msg);
 }
 
+/* What the step printed, NUL-terminated (cut at size - 1 bytes). */
+static void step_output(const struct server_run_result *res, char *out, size_t size)
+{
+    size_t n = evbuffer_copyout(res->out, out, size - 1);
+    out[n] = '\0';
+}
+
 /* false (and the server failed) when the step did not exit 0. */
 static bool step_ok(struct mcp_server *ms, const struct server_run_result *res, const char *what)
 {
@@ -224,9 +231,8 @@ static void npm_install(struct mcp_server *ms)
 static void on_registry(void *arg, const struct server_run_result *res)
 {
     struct mcp_server *ms = arg;
-    char url[512] = "", canon[POLICY_NAME_MAX];
-    size_t n = evbuffer_copyout(res->out, url, sizeof url - 1);
-    url[n] = '\0';
+    char url[512], canon[POLICY_NAME_MAX];
+    step_output(res, url, sizeof url);
     if (!step_ok(ms, res, "npm config get registry")) return;
     ms->install = NULL;
     if (!url_host(url, canon)) {
@@ -326,9 +332,8 @@ static void pip_install(struct mcp_server *ms)
 static void on_venv(void *arg, const struct server_run_result *res)
 {
     struct mcp_server *ms = arg;
-    char config[4096] = "", host[POLICY_NAME_MAX];
-    size_t n = evbuffer_copyout(res->out, config, sizeof config - 1);
-    config[n] = '\0';
+    char config[4096], host[POLICY_NAME_MAX];
+    step_output(res, config, sizeof config);
     if (!step_ok(ms, res, "python3 -m venv")) return;
     ms->install = NULL;
     mcp_pip_index(config, ms->box->pip_index, sizeof ms->box->pip_index);
