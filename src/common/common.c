@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,24 +83,29 @@ static void json_escape_to(FILE *f, const char *s)
 static void log_line(enum log_level lvl, const char *text);
 
 /* At most 100 lines a second (bursts of 500): a flood, whoever causes it, cannot
- * fill the disk; what was dropped is counted in the next line that goes out. */
+ * fill the disk; what was dropped is counted in the next line that goes out. The
+ * lock: the store's writer thread logs too, and a line is written in pieces. */
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
     static struct rate_limit limit = RATE_LIMIT(LOG_LINES_PER_S, LOG_LINES_BURST);
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (lvl == LOG_DEBUG && !getenv("RUNTIME_DEBUG")) return;
-    if (!rate_allow(&limit, now_ms())) return;
-    uint64_t dropped = rate_take_dropped(&limit);
     char text[1024], note[96];
-    if (dropped) {
-        snprintf(note, sizeof note, "%" PRIu64 " log lines dropped (over %u a second)",
-                 dropped, LOG_LINES_PER_S);
-        log_line(LOG_WARN, note);
-    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    log_line(lvl, text);
+    pthread_mutex_lock(&lock);
+    if (rate_allow(&limit, now_ms())) {
+        uint64_t dropped = rate_take_dropped(&limit);
+        if (dropped) {
+            snprintf(note, sizeof note, "%" PRIu64 " log lines dropped (over %u a second)",
+                     dropped, LOG_LINES_PER_S);
+            log_line(LOG_WARN, note);
+        }
+        log_line(lvl, text);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 static void log_line(enum log_level lvl, const char *text)

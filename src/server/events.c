@@ -1,21 +1,12 @@
 /* Sandbox events (egress.refused, egress.allowed, ...): kept in memory for a
- * moment and written in one transaction, so a busy sandbox costs one fsync per
- * batch rather than one per connection. */
+ * moment and handed to the store's writer thread in batches, one transaction per
+ * sandbox per batch. The event loop never waits for the disk. */
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server_impl.h"
-
-static void flush_group(struct server *srv, size_t from, size_t to)
-{
-    struct store_event evs[EVENTS_PENDING_MAX];
-    for (size_t i = from; i < to; i++) evs[i - from] = srv->pending[i].ev;
-    err_t err = {0};
-    if (store_events_add(srv->store, srv->pending[from].sandbox, evs, to - from, &err) < 0)
-        log_warn("events of sandbox %s not saved: %s", srv->pending[from].sandbox, err.msg);
-}
 
 void events_flush(struct server *srv)
 {
@@ -24,12 +15,10 @@ void events_flush(struct server *srv)
     for (size_t i = 1; i <= srv->n_pending; i++) {
         if (i < srv->n_pending && strcmp(srv->pending[i].sandbox, srv->pending[from].sandbox) == 0)
             continue;
-        flush_group(srv, from, i);
+        struct store_event evs[EVENTS_PENDING_MAX];
+        for (size_t k = from; k < i; k++) evs[k - from] = srv->pending[k].ev;
+        store_writer_events_add(srv->writer, srv->pending[from].sandbox, evs, i - from);
         from = i;
-    }
-    for (size_t i = 0; i < srv->n_pending; i++) {
-        free((char *)srv->pending[i].ev.kind);
-        free((char *)srv->pending[i].ev.fields_json);
     }
     srv->n_pending = 0;
 }
@@ -39,17 +28,27 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     events_flush(arg);
 }
 
-int events_start(struct server *srv)
+int events_start(struct server *srv, err_t *err)
 {
+    int r = store_writer_start(srv->cfg.db_path, &srv->writer, err);
+    if (r < 0) return r;
     srv->flush_timer = evtimer_new(srv->base, on_flush, srv);
-    return srv->flush_timer ? 0 : -ENOMEM;
+    return srv->flush_timer ? 0 : err_set(err, -ENOMEM, "out of memory");
 }
 
 void events_stop(struct server *srv)
 {
-    events_flush(srv);
+    if (srv->writer) events_flush(srv);
     if (srv->flush_timer) event_free(srv->flush_timer);
     srv->flush_timer = NULL;
+    store_writer_stop(srv->writer);
+    srv->writer = NULL;
+}
+
+void events_sync(struct server *srv)
+{
+    events_flush(srv);
+    store_writer_sync(srv->writer);
 }
 
 static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
@@ -110,9 +109,11 @@ static int append_event(const struct store_event *ev, void *arg)
     return 0;
 }
 
+/* Waits (on the loop) for what is queued to be written: a reader expects to see
+ * the events of what it just did. */
 int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err)
 {
-    events_flush(srv);
+    events_sync(srv);
     json_t *arr = json_array();
     int r = store_events_each(srv->store, sb->id, after, 1000, append_event, arr, err);
     if (r < 0) {

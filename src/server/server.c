@@ -288,7 +288,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
         r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
     if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
     events_flush(srv);
-    store_events_delete(srv->store, sb->id, err);
+    store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
     store_names_delete(srv->store, sb->id, err);
     vault_forget_sandbox(srv, sb->id);
     store_mcp_delete(srv->store, sb->id, err);
@@ -570,7 +570,7 @@ int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, in
     signal(SIGPIPE, SIG_IGN);
     srv.base = event_base_new();
     int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
-    if (r == 0) r = events_start(&srv);
+    if (r == 0) r = events_start(&srv, &err);
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
     if (r == 0) r = vault_load(&srv, &err);

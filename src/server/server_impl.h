@@ -41,6 +41,7 @@ struct server {
     struct event_base *base;
     struct evhttp *http;
     struct store *store;
+    struct store_writer *writer; /* events and usage, on a thread of its own */
     struct egress *egress;
     int keeper;
     uint32_t next_req;
@@ -92,8 +93,9 @@ int metrics_start(struct server *srv);
 void metrics_stop(struct server *srv);
 
 /* events.c */
-int events_start(struct server *srv);
-void events_flush(struct server *srv);
+int events_start(struct server *srv, err_t *err);
+void events_flush(struct server *srv); /* hands the pending events to the writer */
+void events_sync(struct server *srv);  /* and waits until the writer has written them */
 void events_stop(struct server *srv);
 
 #endif

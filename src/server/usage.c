@@ -31,9 +31,8 @@ static void save(struct server *srv, const struct sbx *sb, bool deleted)
     json_t *row = row_json(sb, sb->status, deleted);
     char *text = json_dumps(row, JSON_COMPACT);
     json_decref(row);
-    err_t err = {0};
-    if (!text || store_usage_put(srv->store, sb->id, text, &err) < 0)
-        log_warn("usage of sandbox %s not saved: %s", sb->id, err.msg);
+    if (text) store_writer_usage_put(srv->writer, sb->id, text);
+    else log_warn("usage of sandbox %s not saved: out of memory", sb->id);
     free(text);
 }
 
@@ -174,6 +173,7 @@ static void add_row(const char *sandbox, const char *text, void *arg)
 json_t *server_usage(struct server *srv, err_t *err)
 {
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) usage_checkpoint(srv, sb);
+    store_writer_sync(srv->writer); /* the rows just queued, and those of removed sandboxes */
     struct listing l = {.srv = srv, .list = json_array()};
     if (store_usage_each(srv->store, add_row, &l, err) < 0) {
         json_decref(l.list);

@@ -13,6 +13,8 @@ static const char *const schema =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=FULL;" /* acknowledged means on disk, even after a power cut */
     "PRAGMA foreign_keys=ON;"
+    "PRAGMA wal_autocheckpoint=0;"         /* the writer's thread checkpoints (store_checkpoint) */
+    "PRAGMA journal_size_limit=4194304;"   /* and the WAL file shrinks back once it starts over */
     "CREATE TABLE IF NOT EXISTS sandboxes ("
     "  id TEXT PRIMARY KEY,"
     "  name TEXT UNIQUE,"
@@ -82,6 +84,11 @@ int store_open(const char *path, struct store **out, err_t *err)
     }
     *out = st;
     return 0;
+}
+
+void store_checkpoint(struct store *st)
+{
+    sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 void store_close(struct store *st)

@@ -20,8 +20,12 @@ struct store_sandbox {
     char *spec_json;
 };
 
+/* A connection of this thread's own (SQLite connections are not shared between
+ * threads). No connection checkpoints the WAL by itself: store_checkpoint does,
+ * from the writer's thread. */
 int store_open(const char *path, struct store **out, err_t *err);
 void store_close(struct store *st);
+void store_checkpoint(struct store *st);
 
 /* Inserts; -EEXIST when id, name or slot is taken. */
 int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err);
@@ -96,5 +100,22 @@ int store_usage_put(struct store *st, const char *sandbox, const char *json, err
 int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err);
 int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const char *json, void *arg),
                      void *arg, err_t *err);
+
+/* The writer: a thread with a connection of its own for the writes nobody waits
+ * for (events, usage counters) and for the WAL's checkpoints, so that SQLite's
+ * time and the disk's are never spent on the server's event loop. Jobs run in
+ * the order queued; store_writer_sync returns when those queued before it are
+ * written, so that a read on another connection sees them. */
+#define STORE_CHECKPOINT_S 1
+#define STORE_WRITER_QUEUE_MAX 4096 /* jobs; past it, events are dropped and counted */
+struct store_writer;
+int store_writer_start(const char *path, struct store_writer **out, err_t *err);
+void store_writer_stop(struct store_writer *w); /* writes what is queued, then ends */
+/* Takes the kind and fields_json strings of ev[0..n) (freed when written). */
+void store_writer_events_add(struct store_writer *w, const char *sandbox,
+                             struct store_event *ev, size_t n);
+void store_writer_events_delete(struct store_writer *w, const char *sandbox);
+void store_writer_usage_put(struct store_writer *w, const char *sandbox, const char *json);
+void store_writer_sync(struct store_writer *w);
 
 #endif

@@ -1,0 +1,245 @@
+/* The store's writer: a thread with a connection of its own that makes the writes
+ * nobody waits for (events, usage counters) and the WAL checkpoints, so that
+ * neither SQLite's time nor a checkpoint's fsync is spent on the server's event
+ * loop, where every sandbox's proxied bytes move. Jobs run in the order queued. */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store.h"
+
+enum job_kind { JOB_EVENTS_ADD, JOB_EVENTS_DELETE, JOB_USAGE_PUT };
+
+struct job {
+    enum job_kind kind;
+    char *sandbox;
+    struct store_event *events; /* JOB_EVENTS_ADD: kind and fields_json owned */
+    size_t n_events;
+    char *json; /* JOB_USAGE_PUT */
+    struct job *next;
+};
+
+struct store_writer {
+    struct store *st; /* used by the thread only */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* the thread: a job was queued, or stop */
+    pthread_cond_t idle; /* store_writer_sync: the queue was written */
+    struct job *head, **tail;
+    size_t queued;       /* jobs in the queue */
+    uint64_t n_queued, n_done; /* ever, for sync */
+    uint64_t events_dropped;
+    bool stop;
+};
+
+static void job_free(struct job *j)
+{
+    for (size_t i = 0; i < j->n_events; i++) {
+        free((char *)j->events[i].kind);
+        free((char *)j->events[i].fields_json);
+    }
+    free(j->events);
+    free(j->sandbox);
+    free(j->json);
+    free(j);
+}
+
+static void job_run(struct store *st, const struct job *j)
+{
+    err_t err = {0};
+    int r = 0;
+    switch (j->kind) {
+    case JOB_EVENTS_ADD:
+        r = store_events_add(st, j->sandbox, j->events, j->n_events, &err);
+        break;
+    case JOB_EVENTS_DELETE:
+        r = store_events_delete(st, j->sandbox, &err);
+        break;
+    case JOB_USAGE_PUT:
+        r = store_usage_put(st, j->sandbox, j->json, &err);
+        break;
+    }
+    if (r < 0) log_warn("sandbox %s: %s", j->sandbox, err.msg);
+}
+
+/* Checkpoints run here only (store_open turns them off on every connection) and
+ * at most once every STORE_CHECKPOINT_S: PASSIVE never waits for readers or
+ * writers, and with nothing new in the WAL it costs no I/O. */
+static void checkpoint_when_due(struct store_writer *w, struct timespec *due)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec < due->tv_sec || (now.tv_sec == due->tv_sec && now.tv_nsec < due->tv_nsec))
+        return;
+    store_checkpoint(w->st);
+    *due = now;
+    due->tv_sec += STORE_CHECKPOINT_S;
+}
+
+static struct job *take_all(struct store_writer *w, size_t *n)
+{
+    struct job *all = w->head;
+    *n = w->queued;
+    w->head = NULL;
+    w->tail = &w->head;
+    w->queued = 0;
+    return all;
+}
+
+static void run_all(struct store *st, struct job *jobs)
+{
+    while (jobs) {
+        struct job *next = jobs->next;
+        job_run(st, jobs);
+        job_free(jobs);
+        jobs = next;
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    struct store_writer *w = arg;
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
+    pthread_mutex_lock(&w->lock);
+    while (w->head || !w->stop) {
+        if (!w->head) pthread_cond_timedwait(&w->wake, &w->lock, &due);
+        size_t n;
+        struct job *jobs = take_all(w, &n);
+        pthread_mutex_unlock(&w->lock);
+        run_all(w->st, jobs);
+        checkpoint_when_due(w, &due);
+        pthread_mutex_lock(&w->lock);
+        w->n_done += n;
+        pthread_cond_broadcast(&w->idle);
+    }
+    pthread_mutex_unlock(&w->lock);
+    store_checkpoint(w->st);
+    return NULL;
+}
+
+int store_writer_start(const char *path, struct store_writer **out, err_t *err)
+{
+    struct store_writer *w = calloc(1, sizeof *w);
+    if (!w) return err_set(err, -ENOMEM, "out of memory");
+    w->tail = &w->head;
+    int r = store_open(path, &w->st, err);
+    if (r < 0) {
+        free(w);
+        return r;
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_t attr; /* the wait's deadline is on the monotonic clock */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&w->idle, NULL);
+    int e = pthread_create(&w->thread, NULL, writer_main, w);
+    if (e != 0) {
+        store_close(w->st);
+        free(w);
+        return err_set(err, -e, "cannot start the store's writer thread: %s", strerror(e));
+    }
+    *out = w;
+    return 0;
+}
+
+void store_writer_stop(struct store_writer *w)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    store_close(w->st);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->wake);
+    pthread_cond_destroy(&w->idle);
+    free(w);
+}
+
+/* Takes j (NULL when it could not be made: out of memory, nothing queued). Events
+ * are the one job that may be refused: past STORE_WRITER_QUEUE_MAX jobs (a disk
+ * that stalls), so that memory stays bounded; the count is logged later. */
+static void enqueue(struct store_writer *w, struct job *j)
+{
+    if (!j) return;
+    pthread_mutex_lock(&w->lock);
+    if (j->kind == JOB_EVENTS_ADD && w->queued >= STORE_WRITER_QUEUE_MAX) {
+        w->events_dropped += j->n_events;
+        pthread_mutex_unlock(&w->lock);
+        job_free(j);
+        return;
+    }
+    uint64_t dropped = w->events_dropped;
+    w->events_dropped = 0;
+    *w->tail = j;
+    w->tail = &j->next;
+    w->queued++;
+    w->n_queued++;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    if (dropped)
+        log_warn("%llu events not saved: the store's writer was %d jobs behind",
+                 (unsigned long long)dropped, STORE_WRITER_QUEUE_MAX);
+}
+
+static struct job *job_new(enum job_kind kind, const char *sandbox)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (j) j->kind = kind;
+    if (j && !(j->sandbox = strdup(sandbox))) {
+        free(j);
+        j = NULL;
+    }
+    if (!j) log_warn("sandbox %s: out of memory; a store write is lost", sandbox);
+    return j;
+}
+
+void store_writer_events_add(struct store_writer *w, const char *sandbox,
+                             struct store_event *ev, size_t n)
+{
+    struct job *j = job_new(JOB_EVENTS_ADD, sandbox);
+    if (j && !(j->events = malloc(n * sizeof *ev))) {
+        job_free(j);
+        j = NULL;
+    }
+    if (j) {
+        memcpy(j->events, ev, n * sizeof *ev);
+        j->n_events = n;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            free((char *)ev[i].kind);
+            free((char *)ev[i].fields_json);
+        }
+    }
+    enqueue(w, j);
+}
+
+void store_writer_events_delete(struct store_writer *w, const char *sandbox)
+{
+    enqueue(w, job_new(JOB_EVENTS_DELETE, sandbox));
+}
+
+void store_writer_usage_put(struct store_writer *w, const char *sandbox, const char *json)
+{
+    struct job *j = job_new(JOB_USAGE_PUT, sandbox);
+    if (j && !(j->json = strdup(json))) {
+        job_free(j);
+        j = NULL;
+    }
+    enqueue(w, j);
+}
+
+void store_writer_sync(struct store_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    uint64_t target = w->n_queued;
+    while (w->n_done < target) pthread_cond_wait(&w->idle, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
