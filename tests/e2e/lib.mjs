@@ -92,7 +92,7 @@ export function run(cmd, args, { input, env, timeoutMs = 60000, encoding = 'utf8
 
 // ---------------------------------------------------------------- host inspection
 
-function readOr(file, dflt = null, enc = 'utf8') {
+export function readOr(file, dflt = null, enc = 'utf8') {
   try {
     return fs.readFileSync(file, enc);
   } catch {

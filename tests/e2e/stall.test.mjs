@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { hostProcesses, pidAlive, startDaemon, stopDaemon, waitFor } from './lib.mjs';
+import { hostProcesses, pidAlive, readOr, startDaemon, stopDaemon, waitFor } from './lib.mjs';
 
 let d, sb;
 before(async () => {
@@ -70,10 +70,14 @@ test('when the server dies the keeper ends at once, and a restart re-adopts the 
 
 test('when the keeper dies the server ends at once; the sandboxes keep running and are re-adopted', async () => {
   const server = serverPid();
-  const init = hostProcesses().find((p) => p.ppid !== d.proc.pid && p.uid >= 1000000000);
+  // This daemon's sandbox only (its cgroups are named INSTANCE-ID): other daemons'
+  // sandboxes on the machine may come and go meanwhile.
+  const init = hostProcesses().find((p) => p.ppid !== d.proc.pid && p.uid >= 1000000000 &&
+    (readOr(`/proc/${p.pid}/cgroup`) ?? '').includes(`-${sb.id}\n`));
+  assert.ok(init, 'a process of the sandbox is running');
   process.kill(d.proc.pid, 'SIGKILL');
   await waitFor(() => !pidAlive(server), { timeoutMs: 5000, what: 'the server to end after the keeper died' });
-  if (init) assert.ok(pidAlive(init.pid), 'sandbox processes outlive the daemon');
+  assert.ok(pidAlive(init.pid), 'sandbox processes outlive the daemon');
   await waitFor(() => d.exited, { timeoutMs: 5000, what: 'the keeper to be reaped' });
   await d.start();
   const got = await d.api('GET', `/v1/sandboxes/${sb.id}`);
