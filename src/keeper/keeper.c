@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,33 @@ static int reply(struct keeper *k, uint32_t id, int status, const err_t *err, co
     return proto_send(k->sock, PROTO_RESULT, id, &res, sizeof res, fds, nfds);
 }
 
+/* One request being handled: its payload, the sandbox it names (for
+ * PROTO_NEEDS_SANDBOX), and what its answer carries. */
+struct request {
+    uint16_t type;
+    const char *buf;
+    int len;
+    struct entry *e;
+    int fds[PROTO_MAX_FDS];
+    unsigned nfds;
+    uint64_t values[5];
+    err_t err;
+};
+
+/* PROTO_NEEDS_SANDBOX payloads start with the sandbox's id (checked in handle()). */
+_Static_assert(offsetof(struct proto_ref, id) == 0, "proto_ref starts with the id");
+_Static_assert(offsetof(struct proto_exec, id) == 0, "proto_exec starts with the id");
+_Static_assert(offsetof(struct proto_file, id) == 0, "proto_file starts with the id");
+
+static int on_hello(struct keeper *k, struct request *rq)
+{
+    struct proto_hello h;
+    memcpy(&h, rq->buf, sizeof h);
+    if (h.version != PROTO_VERSION) return -EPROTO;
+    k->hello = true;
+    return 0;
+}
+
 /* The keeper re-checks every field: ranges, terminated strings, unique slots. */
 static int check_spec(const struct proto_sandbox *p, struct sandbox_spec *spec, err_t *err)
 {
@@ -100,30 +128,41 @@ static int check_spec(const struct proto_sandbox *p, struct sandbox_spec *spec, 
     return 0;
 }
 
-static int on_create(struct keeper *k, const void *buf, int len, bool adopt, uint64_t *values,
-                     err_t *err)
+/* Builds (or, on a restart, re-adopts) a sandbox; answers with its watch fd. */
+static int create_or_adopt(struct keeper *k, struct request *rq, bool adopt)
 {
     struct sandbox_spec spec;
-    if (len != (int)sizeof(struct proto_sandbox)) return -EPROTO;
-    int r = check_spec(buf, &spec, err);
+    int r = check_spec((const struct proto_sandbox *)rq->buf, &spec, &rq->err);
     if (r < 0) return r;
-    if (find(k, spec.id)) return err_set(err, -EEXIST, "sandbox %s exists", spec.id);
-    if (slot_taken(k, spec.slot)) return err_set(err, -EEXIST, "slot %u is taken", spec.slot);
+    if (find(k, spec.id)) return err_set(&rq->err, -EEXIST, "sandbox %s exists", spec.id);
+    if (slot_taken(k, spec.slot))
+        return err_set(&rq->err, -EEXIST, "slot %u is taken", spec.slot);
     struct sandbox *sb = NULL;
-    values[0] = 0;
     if (adopt) {
         err_t ignored = {0};
         r = from_driver(k->drv->adopt(k->host, &spec, &sb, &ignored));
-        values[0] = r == 0 ? 1 : 2;
+        rq->values[0] = r == 0 ? 1 : 2;
     }
-    if (!sb) r = from_driver(k->drv->create(k->host, &spec, adopt, &sb, err));
+    if (!sb) r = from_driver(k->drv->create(k->host, &spec, adopt, &sb, &rq->err));
     if (r < 0) return r;
     if (add(k, &spec, sb) < 0) {
         k->drv->destroy(sb, NULL);
         k->drv->free(sb);
-        return err_set(err, -ENOMEM, "out of memory");
+        return err_set(&rq->err, -ENOMEM, "out of memory");
     }
+    rq->fds[0] = k->drv->watch_fd(sb);
+    rq->nfds = rq->fds[0] >= 0;
     return 0;
+}
+
+static int on_create(struct keeper *k, struct request *rq)
+{
+    return create_or_adopt(k, rq, false);
+}
+
+static int on_adopt(struct keeper *k, struct request *rq)
+{
+    return create_or_adopt(k, rq, true);
 }
 
 static bool in_list(const char **ids, unsigned n, const char *id)
@@ -154,15 +193,14 @@ static void sweep_cgroup(const char *name, void *arg)
 }
 
 /* Removes cgroups and directories of sandboxes that neither side knows any more. */
-static int on_sweep(struct keeper *k, const char *buf, int len, err_t *err)
+static int on_sweep(struct keeper *k, struct request *rq)
 {
-    if (len < (int)sizeof(struct proto_sweep)) return -EPROTO;
     struct proto_sweep h;
-    memcpy(&h, buf, sizeof h);
+    memcpy(&h, rq->buf, sizeof h);
     if (h.count > MAX_SANDBOXES) return -EPROTO;
     const char **ids = calloc(h.count + 1, sizeof *ids);
-    if (!ids) return err_set(err, -ENOMEM, "out of memory");
-    int r = proto_split_strings(buf + sizeof h, (size_t)len - sizeof h, h.count, ids);
+    if (!ids) return err_set(&rq->err, -ENOMEM, "out of memory");
+    int r = proto_split_strings(rq->buf + sizeof h, (size_t)rq->len - sizeof h, h.count, ids);
     if (r == 0) {
         struct sweep_ctx c = {k, ids, h.count};
         cgroup_list(sweep_cgroup, &c);
@@ -177,28 +215,26 @@ static int on_sweep(struct keeper *k, const char *buf, int len, err_t *err)
     return r;
 }
 
-static struct entry *find_ref(struct keeper *k, const void *buf, int len, uint32_t *flag)
+/* A destroy that fails keeps the entry (the driver's destroy can be run again),
+ * so that the server, which keeps the sandbox too, can retry the rm. */
+static int on_destroy(struct keeper *k, struct request *rq)
 {
-    if (len != (int)sizeof(struct proto_ref)) return NULL;
-    const struct proto_ref *p = buf;
-    if (proto_check_id(p->id) < 0) return NULL;
-    if (flag) *flag = p->flag;
-    return find(k, p->id);
+    int r = from_driver(k->drv->destroy(rq->e->sb, &rq->err));
+    if (r == 0) drop(k, rq->e);
+    return r;
 }
 
-static int on_exec(struct keeper *k, const char *buf, int len, int fds[4], err_t *err)
+static int on_exec(struct keeper *k, struct request *rq)
 {
     struct proto_exec h;
-    if (len < (int)sizeof h) return -EPROTO;
-    memcpy(&h, buf, sizeof h);
-    if (proto_check_id(h.id) < 0 || memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 ||
+    memcpy(&h, rq->buf, sizeof h);
+    if (memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 ||
         h.argc > PROTO_MAX_STRINGS || h.envc > PROTO_MAX_STRINGS)
         return -EPROTO;
-    struct entry *e = find(k, h.id);
-    if (!e) return err_set(err, -ENOENT, "no sandbox %s", h.id);
     const char **strs = calloc(h.argc + h.envc + 2, sizeof *strs);
-    if (!strs) return err_set(err, -ENOMEM, "out of memory");
-    int r = proto_split_strings(buf + sizeof h, (size_t)len - sizeof h, h.argc + h.envc, strs);
+    if (!strs) return err_set(&rq->err, -ENOMEM, "out of memory");
+    int r = proto_split_strings(rq->buf + sizeof h, (size_t)rq->len - sizeof h, h.argc + h.envc,
+                                strs);
     if (r == 0) {
         /* argv ends at its own NULL; env follows after it. */
         memmove(strs + h.argc + 1, strs + h.argc, h.envc * sizeof *strs);
@@ -206,128 +242,107 @@ static int on_exec(struct keeper *k, const char *buf, int len, int fds[4], err_t
         strs[h.argc + 1 + h.envc] = NULL;
         struct sandbox_exec ex = {.argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd,
                                   .timeout_ms = h.timeout_ms};
-        r = from_driver(k->drv->exec(e->sb, &ex, fds, err));
+        r = from_driver(k->drv->exec(rq->e->sb, &ex, rq->fds, &rq->err));
+        if (r == 0) rq->nfds = 4;
     }
     free(strs);
     return r;
 }
 
-static int on_open(struct keeper *k, const void *buf, int len, int *fd, err_t *err)
+static int on_open_file(struct keeper *k, struct request *rq)
 {
-    if (len != (int)sizeof(struct proto_file)) return -EPROTO;
-    const struct proto_file *p = buf;
-    if (proto_check_id(p->id) < 0 || !memchr(p->path, '\0', sizeof p->path) || p->mode > 0777)
-        return -EPROTO;
-    struct entry *e = find(k, p->id);
-    if (!e) return err_set(err, -ENOENT, "no sandbox %s", p->id);
-    return from_driver(k->drv->open_file(e->sb, p->path, p->write != 0, p->mode, fd, err));
+    const struct proto_file *p = (const void *)rq->buf;
+    if (!memchr(p->path, '\0', sizeof p->path) || p->mode > 0777) return -EPROTO;
+    int r = from_driver(
+        k->drv->open_file(rq->e->sb, p->path, p->write != 0, p->mode, &rq->fds[0], &rq->err));
+    if (r == 0) rq->nfds = 1;
+    return r;
+}
+
+static int on_freeze(struct keeper *k, struct request *rq)
+{
+    const struct proto_ref *p = (const void *)rq->buf;
+    return from_driver(k->drv->freeze(rq->e->sb, p->flag != 0, &rq->err));
+}
+
+static int on_stats(struct keeper *k, struct request *rq)
+{
+    struct sandbox_stats st = {0};
+    int r = from_driver(k->drv->stats(rq->e->sb, &st));
+    uint64_t v[5] = {st.cg.cpu_ns, st.cg.memory_bytes, st.cg.pids, st.cg.frozen, st.disk_bytes};
+    memcpy(rq->values, v, sizeof v);
+    return r;
+}
+
+static int on_net_sockets(struct keeper *k, struct request *rq)
+{
+    int r = from_driver(k->drv->net_sockets(rq->e->sb, rq->fds, &rq->err));
+    if (r == 0) rq->nfds = 3;
+    return r;
 }
 
 /* Signs a leaf for the server and hands it back in a memfd (the reply itself
  * has no room for a certificate). */
-static int on_sign(struct keeper *k, const void *buf, int len, int *fd, err_t *err)
+static int on_sign(struct keeper *k, struct request *rq)
 {
-    if (len != (int)sizeof(struct proto_sign)) return -EPROTO;
-    const struct proto_sign *p = buf;
+    const struct proto_sign *p = (const void *)rq->buf;
     if (!memchr(p->name, '\0', sizeof p->name) || p->spki_len == 0 ||
         p->spki_len > sizeof p->spki)
         return -EPROTO;
-    if (!k->host->ca) return err_set(err, -ENOTSUP, "interception is not set up");
+    if (!k->host->ca) return err_set(&rq->err, -ENOTSUP, "interception is not set up");
     uint8_t *der = NULL;
     size_t der_len = 0;
-    int r = mitm_ca_sign(k->host->ca, p->spki, p->spki_len, p->name, &der, &der_len, err);
+    int r = mitm_ca_sign(k->host->ca, p->spki, p->spki_len, p->name, &der, &der_len, &rq->err);
     if (r < 0) return from_driver(r);
     int m = memfd_create("leaf", MFD_CLOEXEC);
-    if (m < 0 || write_all(m, der, der_len) < 0) r = err_set(err, -EIO, "cannot pass the leaf");
+    if (m < 0 || write_all(m, der, der_len) < 0)
+        r = err_set(&rq->err, -EIO, "cannot pass the leaf");
     free(der);
     if (r < 0) {
         if (m >= 0) close(m);
         return r;
     }
-    *fd = m;
+    rq->fds[0] = m;
+    rq->nfds = 1;
     return 0;
+}
+
+/* The dispatch, from proto.h's table: a request type without a handler here does
+ * not build. */
+typedef int handler_fn(struct keeper *k, struct request *rq);
+#define HANDLER_(T, name, payload, strings, fds, needs) [PROTO_##T] = on_##name,
+static handler_fn *const handlers[PROTO_TYPE_END] = {PROTO_REQUESTS(HANDLER_)};
+#undef HANDLER_
+
+/* The checks every request of a type gets, from its row: the session's state,
+ * the payload's size, and the sandbox it names. */
+static int check_request(struct keeper *k, const struct proto_request_info *info,
+                         struct request *rq)
+{
+    if ((info->needs == PROTO_NEEDS_NOTHING) == k->hello) return -EPROTO;
+    if (info->strings ? rq->len < (int)info->payload : rq->len != (int)info->payload)
+        return -EPROTO;
+    if (info->needs != PROTO_NEEDS_SANDBOX) return 0;
+    const char *id = rq->buf;
+    if (proto_check_id(id) < 0) return -EPROTO;
+    rq->e = find(k, id);
+    return rq->e ? 0 : err_set(&rq->err, -ENOENT, "no sandbox %s", id);
 }
 
 /* Handles one request; returns -EPROTO when the server broke the protocol. */
 static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf, int len)
 {
-    err_t err = {0};
-    uint64_t values[5] = {0};
-    int fds[4] = {-1, -1, -1, -1};
-    unsigned nfds = 0;
-    uint32_t flag = 0;
-    struct entry *e;
-    int r;
-    if (!k->hello && hdr->type != PROTO_HELLO) return -EPROTO;
-    switch ((enum proto_type)hdr->type) {
-    case PROTO_HELLO: {
-        struct proto_hello h;
-        if (len != (int)sizeof h || k->hello) return -EPROTO;
-        memcpy(&h, buf, sizeof h);
-        if (h.version != PROTO_VERSION) return -EPROTO;
-        k->hello = true;
-        r = 0;
-        break;
-    }
-    case PROTO_CREATE:
-    case PROTO_ADOPT:
-        r = on_create(k, buf, len, hdr->type == PROTO_ADOPT, values, &err);
-        if (r == 0) {
-            const struct proto_sandbox *p = (const void *)buf;
-            fds[0] = k->drv->watch_fd(find(k, p->id)->sb);
-            nfds = fds[0] >= 0;
-        }
-        break;
-    case PROTO_SWEEP:
-        r = on_sweep(k, buf, len, &err);
-        break;
-    case PROTO_DESTROY:
-        if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = from_driver(k->drv->destroy(e->sb, &err));
-        drop(k, e);
-        break;
-    case PROTO_EXEC:
-        r = on_exec(k, buf, len, fds, &err);
-        if (r == 0) nfds = 4;
-        break;
-    case PROTO_OPEN_FILE:
-        r = on_open(k, buf, len, &fds[0], &err);
-        if (r == 0) nfds = 1;
-        break;
-    case PROTO_NET_SOCKETS:
-        if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = from_driver(k->drv->net_sockets(e->sb, fds, &err));
-        if (r == 0) nfds = 3;
-        break;
-    case PROTO_SIGN:
-        r = on_sign(k, buf, len, &fds[0], &err);
-        if (r == 0) nfds = 1;
-        break;
-    case PROTO_FREEZE:
-        if (!(e = find_ref(k, buf, len, &flag))) return -EPROTO;
-        r = from_driver(k->drv->freeze(e->sb, flag != 0, &err));
-        break;
-    case PROTO_STATS: {
-        struct sandbox_stats st = {0};
-        if (!(e = find_ref(k, buf, len, NULL))) return -EPROTO;
-        r = from_driver(k->drv->stats(e->sb, &st));
-        values[0] = st.cg.cpu_ns;
-        values[1] = st.cg.memory_bytes;
-        values[2] = st.cg.pids;
-        values[3] = st.cg.frozen;
-        values[4] = st.disk_bytes;
-        break;
-    }
-    case PROTO_RESULT:
-    case PROTO_TYPE_END:
-    default:
-        return -EPROTO;
-    }
+    const struct proto_request_info *info = proto_request(hdr->type);
+    if (!info) return -EPROTO;
+    struct request rq = {.type = hdr->type, .buf = buf, .len = len, .fds = {-1, -1, -1, -1}};
+    int r = check_request(k, info, &rq);
+    if (r == 0) r = handlers[hdr->type](k, &rq);
     if (r == -EPROTO) return r;
-    if (r < 0 && !err.msg[0]) err_set(&err, r, "%s failed: %s", proto_type_name(hdr->type),
-                                      strerror(-r));
-    int s = reply(k, hdr->id, r, &err, fds, nfds, values);
-    for (unsigned i = 0; i < nfds; i++) close(fds[i]);
+    if (r < 0 && !rq.err.msg[0])
+        err_set(&rq.err, r, "%s failed: %s", info->name, strerror(-r));
+    if (r < 0) rq.nfds = 0; /* handlers return descriptors only with success */
+    int s = reply(k, hdr->id, r, &rq.err, rq.fds, rq.nfds, rq.values);
+    for (unsigned i = 0; i < rq.nfds; i++) close(rq.fds[i]);
     return s;
 }
 

@@ -120,14 +120,19 @@ int proto_split_strings(const char *buf, size_t len, unsigned n, const char **ou
     return off == len ? 0 : -EPROTO;
 }
 
+#define PROTO_ROW_(T, nm, type, str, n, nd) \
+    [PROTO_##T] = {.name = #nm, .payload = sizeof(type), .strings = str, .fds = n, .needs = nd},
+static const struct proto_request_info requests[PROTO_TYPE_END] = {PROTO_REQUESTS(PROTO_ROW_)};
+#undef PROTO_ROW_
+
+const struct proto_request_info *proto_request(uint16_t type)
+{
+    return type < PROTO_TYPE_END && requests[type].name ? &requests[type] : NULL;
+}
+
 const char *proto_type_name(uint16_t type)
 {
-    static const char *const names[PROTO_TYPE_END] = {
-        [PROTO_HELLO] = "hello",     [PROTO_CREATE] = "create",   [PROTO_ADOPT] = "adopt",
-        [PROTO_SWEEP] = "sweep",     [PROTO_DESTROY] = "destroy", [PROTO_EXEC] = "exec",
-        [PROTO_OPEN_FILE] = "open",  [PROTO_FREEZE] = "freeze",   [PROTO_STATS] = "stats",
-        [PROTO_RESULT] = "result",   [PROTO_NET_SOCKETS] = "net_sockets",
-        [PROTO_SIGN] = "sign",
-    };
-    return type < PROTO_TYPE_END && names[type] ? names[type] : "unknown";
+    if (type == PROTO_RESULT) return "result";
+    const struct proto_request_info *info = proto_request(type);
+    return info ? info->name : "unknown";
 }

@@ -20,21 +20,60 @@
 #define PROTO_ID_LEN 32   /* sandbox ids: [a-z0-9-], NUL-terminated */
 #define PROTO_PATH_LEN 1024
 
+/* Every request the server may send, in one table (OpenSSH's mon_table, relayd's
+ * imsg types): the enum, the names, the payload checks, the keeper's dispatch
+ * (a handler per row: keeper.c does not build without one) and the fuzzers'
+ * expectations all follow from it. Adding a message is one row and one handler.
+ *   X(TYPE, name, payload struct, strings follow, fds in a success answer, needs)
+ * needs: PROTO_NEEDS_NOTHING (only before HELLO), PROTO_NEEDS_HELLO, or
+ * PROTO_NEEDS_SANDBOX (after HELLO, and the payload starts with the id of a
+ * sandbox the keeper holds; an unknown id is answered -ENOENT).
+ * Answers, all PROTO_RESULT:
+ *   HELLO        -
+ *   CREATE       fd readable once the sandbox died (when the driver has one)
+ *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated
+ *   SWEEP        - ; removes the leftovers of all sandboxes not listed
+ *   DESTROY      - ; a failure keeps the sandbox, so that it can be retried
+ *   EXEC         fds stdin, stdout, stderr, status
+ *   OPEN_FILE    fd
+ *   FREEZE       - ; flag 1 freeze, 0 thaw
+ *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
+ *   NET_SOCKETS  fds proxy, dns udp, dns tcp
+ *   SIGN         memfd holding the DER leaf */
+#define PROTO_REQUESTS(X)                                                                 \
+    X(HELLO, hello, struct proto_hello, false, 0, PROTO_NEEDS_NOTHING)                  \
+    X(CREATE, create, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                \
+    X(ADOPT, adopt, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                  \
+    X(SWEEP, sweep, struct proto_sweep, true, 0, PROTO_NEEDS_HELLO)                     \
+    X(DESTROY, destroy, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                \
+    X(EXEC, exec, struct proto_exec, true, 4, PROTO_NEEDS_SANDBOX)                      \
+    X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                \
+    X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                  \
+    X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                    \
+    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)        \
+    X(SIGN, sign, struct proto_sign, false, 1, PROTO_NEEDS_HELLO)
+
+enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
+
+#define PROTO_ENUM_(T, name, payload, strings, fds, needs) PROTO_##T,
 enum proto_type {
-    PROTO_HELLO = 1,  /* s->k: proto_hello                   -> RESULT */
-    PROTO_CREATE,     /* s->k: proto_sandbox                 -> RESULT + fd that is readable once it died */
-    PROTO_ADOPT,      /* s->k: proto_sandbox (restart)       -> the same; values[0]=1 adopted, 2 recreated */
-    PROTO_SWEEP,      /* s->k: proto_sweep + ids             -> RESULT; removes all not listed */
-    PROTO_DESTROY,    /* s->k: proto_ref                     -> RESULT */
-    PROTO_EXEC,       /* s->k: proto_exec + argv,env strings -> RESULT + fds stdin,stdout,stderr,status */
-    PROTO_OPEN_FILE,  /* s->k: proto_file                    -> RESULT + fd */
-    PROTO_FREEZE,     /* s->k: proto_ref (flag 1 freeze, 0 thaw) -> RESULT */
-    PROTO_STATS,      /* s->k: proto_ref                     -> RESULT values: cpu_ns, mem_bytes, pids, frozen, disk_bytes */
-    PROTO_NET_SOCKETS, /* s->k: proto_ref                    -> RESULT + fds proxy, dns udp, dns tcp */
-    PROTO_SIGN,       /* s->k: proto_sign                    -> RESULT + memfd holding the DER leaf */
-    PROTO_RESULT,     /* k->s: proto_result */
+    PROTO_NONE,
+    PROTO_REQUESTS(PROTO_ENUM_) /* from 1: HELLO, CREATE, ... (the numbers are the wire's) */
+    PROTO_RESULT,               /* k->s: proto_result */
     PROTO_TYPE_END,
 };
+#undef PROTO_ENUM_
+
+/* A request type's row, for the receiving side's generic checks. */
+struct proto_request_info {
+    const char *name;
+    size_t payload;     /* exact size, or the minimum when strings follow */
+    bool strings;
+    unsigned fds;       /* at most, in a success answer */
+    enum proto_needs needs;
+};
+/* The row of a request type; NULL for anything else (RESULT, unknown). */
+const struct proto_request_info *proto_request(uint16_t type);
 
 struct proto_hdr {
     uint16_t type;
