@@ -98,12 +98,21 @@ static uint32_t free_slot(struct server *srv)
     }
 }
 
+/* Stops watching its init (the watch fd is ours to close). */
+static void unwatch_death(struct sbx *sb)
+{
+    if (!sb->death) return;
+    close(event_get_fd(sb->death));
+    event_free(sb->death);
+    sb->death = NULL;
+}
+
 static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
     mcp_box_free(sb->mcp);
     if (sb->egress) egress_sandbox_remove(sb->egress);
-    if (sb->death) event_free(sb->death);
+    unwatch_death(sb);
     json_decref(sb->spec);
     free(sb);
 }
@@ -275,18 +284,30 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     return r;
 }
 
+/* A destroy the keeper could not finish (something left in the sandbox's
+ * directory, say) keeps the sandbox, as failed: its processes are gone, and
+ * both processes keep their entry, so that the rm can be retried. */
 int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
 {
     struct proto_ref ref = {0};
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
-    int r = 0;
     usage_removed(srv, sb);
     mcp_box_free(sb->mcp);
+    sb->mcp = NULL;
     detach_egress(sb);
-    if (strcmp(sb->status, "failed") != 0)
-        r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
-    if (r < 0) return err_wrap(err, "cannot remove sandbox %s", sb->id);
+    unwatch_death(sb);
+    /* -ENOENT: the keeper never had it (a create that failed) or no longer has it. */
+    int r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
+    if (r < 0 && r != -ENOENT) {
+        snprintf(sb->status, sizeof sb->status, "failed");
+        err_t ignored = {0};
+        store_sandbox_set_status(srv->store, sb->id, sb->status, &ignored);
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return err_set(err, r, "cannot remove sandbox %s: %s; its processes are stopped: fix "
+                       "that and remove it again", sb->id, why);
+    }
     events_flush(srv);
     store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
     store_names_delete(srv->store, sb->id, err);

@@ -4,6 +4,8 @@
 // the daemon back, with its sandboxes re-adopted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { hostProcesses, pidAlive, readOr, startDaemon, stopDaemon, waitFor } from './lib.mjs';
 
@@ -82,5 +84,35 @@ test('when the keeper dies the server ends at once; the sandboxes keep running a
   await d.start();
   const got = await d.api('GET', `/v1/sandboxes/${sb.id}`);
   assert.equal(got.body.status, 'running', got.text);
+  await stillServing();
+});
+
+test('a destroy that fails keeps the sandbox: rm says why, the daemon keeps serving, and rm again removes it', async () => {
+  const victim = await d.create({ name: 'stuck-box' });
+  // Something the keeper will not remove: a file an operator left in the sandbox's
+  // directory, so that its last rmdir fails (ENOTEMPTY) after the processes are gone.
+  const dir = path.join(d.stateDir, 'sandboxes', victim.id);
+  const left = path.join(dir, 'left-by-an-operator');
+  fs.writeFileSync(left, 'x');
+  try {
+    const first = await d.api('DELETE', `/v1/sandboxes/${victim.id}`, undefined, { timeoutMs: 15000 });
+    assert.ok(first.status >= 500, `${first.status} ${first.text}`);
+    assert.match(first.body.error.message, /cannot remove sandbox .*not empty.*remove it again/i, first.text);
+    await stillServing();
+    const kept = await d.api('GET', `/v1/sandboxes/${victim.id}`);
+    assert.equal(kept.status, 200, kept.text);
+    assert.equal(kept.body.status, 'failed', kept.text);
+
+    // Still stuck: a second rm fails the same way, and the daemon is still up.
+    const second = await d.api('DELETE', `/v1/sandboxes/${victim.id}`, undefined, { timeoutMs: 15000 });
+    assert.ok(second.status >= 500, `${second.status} ${second.text}`);
+    await stillServing();
+  } finally {
+    fs.rmSync(left, { force: true });
+  }
+  const third = await d.api('DELETE', `/v1/sandboxes/${victim.id}`, undefined, { timeoutMs: 15000 });
+  assert.equal(third.status, 204, third.text);
+  assert.equal((await d.api('GET', `/v1/sandboxes/${victim.id}`)).status, 404);
+  assert.ok(!fs.existsSync(dir), `${dir} is gone`);
   await stillServing();
 });
