@@ -507,11 +507,15 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
                        mcp_status_name(ms->status), ms->error[0] ? ": " : "", ms->error);
         goto out;
     }
-    switch (evhttp_request_get_command(req)) {
-    case EVHTTP_REQ_POST: post(ms, req); break;
-    case EVHTTP_REQ_GET: get(ms, req); break;
-    case EVHTTP_REQ_DELETE: delete_session(ms, req); break;
-    default:
+    /* Not a switch: libevent's command enum has a value per HTTP method. */
+    enum evhttp_cmd_type method = evhttp_request_get_command(req);
+    if (method == EVHTTP_REQ_POST) {
+        post(ms, req);
+    } else if (method == EVHTTP_REQ_GET) {
+        get(ms, req);
+    } else if (method == EVHTTP_REQ_DELETE) {
+        delete_session(ms, req);
+    } else {
         set_header(req, "Allow", "GET, POST, DELETE");
         mcp_http_error(req, 405, NULL, -32000, "Method Not Allowed");
     }

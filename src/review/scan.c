@@ -555,7 +555,10 @@ static void walk_value(struct walk *w, const struct fp_value *v, enum ctx ctx)
     case FP_OBJECT:
         walk_object(w, v, ctx);
         break;
-    default:
+    case FP_NULL:
+    case FP_FALSE:
+    case FP_TRUE:
+    case FP_NUMBER: /* no text in them */
         break;
     }
 }

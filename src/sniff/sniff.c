@@ -271,9 +271,10 @@ static enum sniff_result tls_peek(const unsigned char *buf, size_t len, size_t m
         return SNIFF_TLS;
     case STEP_MORE:
         return SNIFF_MORE;
-    default:
-        return SNIFF_BAD;
+    case STEP_BAD:
+        break;
     }
+    return SNIFF_BAD;
 }
 
 /* ---- HTTP ---- */
