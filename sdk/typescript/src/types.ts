@@ -1,166 +1,74 @@
-/** The API's JSON, as SPEC.md "HTTP API" describes it (camelCase throughout). */
+/**
+ * The API's JSON under the SDK's names (camelCase throughout, as SPEC.md "HTTP API").
+ * Each is defined from the wire types that sdk/scripts/gen-types.mjs writes from
+ * api/openapi.yaml into api-types.gen.ts; only the names differ, except where a comment
+ * says why the SDK's type is not the wire type.
+ */
+import type * as api from './api-types.gen.js';
 
-export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'failed';
+/** T without its index signature (`[more: string]: unknown`): only the named keys. */
+type Closed<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
 
-export interface NetworkPolicy {
-  /** Whether the sandbox may reach the internet at all (through the egress proxy). */
-  internet: boolean;
-  /** Hosts it may reach; empty with internet on means any public host. */
-  allow: string[];
-}
+export type SandboxStatus = api.SandboxStatus;
 
-/** What `POST /v1/sandboxes` takes; every field is optional. */
-export interface SandboxOptions {
-  name?: string;
-  memoryMiB?: number;
-  cpus?: number;
-  diskMiB?: number;
-  /** Freeze the sandbox after this many idle seconds (0: never). */
-  idlePauseSeconds?: number;
-  labels?: Record<string, string>;
-  env?: Record<string, string>;
-  network?: Partial<NetworkPolicy>;
-}
+/**
+ * A sandbox's egress policy: `internet` on or off, and the hosts allowed.
+ * Closed, unlike the wire type (an answer, so open): `network.set()` takes
+ * `Partial<NetworkPolicy>`, and there a misspelt key must not pass.
+ */
+export type NetworkPolicy = Closed<api.Network>;
+
+/**
+ * What `sandboxes.create()` takes; every field is optional and takes the daemon's default.
+ * Not `getOrCreate`: the SDK sets it in `sandboxes.getOrCreate(name)`.
+ */
+export type SandboxOptions = Omit<api.SandboxCreate, 'getOrCreate'>;
 
 /** A sandbox as the API returns it. */
-export interface SandboxInfo {
-  id: string;
-  name?: string | null;
-  status: SandboxStatus;
-  createdAt: string;
-  memoryMiB: number;
-  cpus: number;
-  diskMiB: number;
-  idlePauseSeconds: number;
-  labels: Record<string, string>;
-  env?: Record<string, string>;
-  network: NetworkPolicy;
-  mcp?: { servers: McpServerStatus[] };
-  [more: string]: unknown;
-}
+export type SandboxInfo = api.Sandbox;
 
-export interface ExecResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-  durationMs: number;
-}
+/** What a command did: `POST /v1/sandboxes/{id}/exec`. */
+export type ExecResult = api.ExecResult;
 
-/** An event of a sandbox: `egress.refused`, `secret.used`, `mcp.exited`, ... */
-export interface SandboxEvent {
-  seq: number;
-  time: string;
-  kind: string;
-  [field: string]: unknown;
-}
+/** An event of a sandbox: `egress.refused`, `secret.used`, `mcp.exited`, ...; `kind` tells which fields it has. */
+export type SandboxEvent = api.Event;
 
 /** A catalog server to start: its id, and secrets under the names it expects. */
-export interface McpCatalogServer {
-  id: string;
-  /** ENV (the variable the server reads) -> SECRET (a secret's name). */
-  secrets?: Record<string, string>;
-  env?: Record<string, string>;
-  args?: string[];
-  /** The reviewed tool list's fingerprint; the server is refused if its tools differ. */
-  fingerprint?: string;
-}
+export type McpCatalogServer = api.McpCatalogServerStart;
 
 /** Your own stdio server: a name and the command that runs it in /workspace. */
-export interface McpCustomServer {
-  name: string;
-  command: string[];
-  env?: Record<string, string>;
-  secrets?: Record<string, string>;
-  fingerprint?: string;
-}
+export type McpCustomServer = api.McpCustomServerStart;
 
 export type McpServerSpec = McpCatalogServer | McpCustomServer;
 
-export type McpStatus = 'installing' | 'starting' | 'ready' | 'failed' | 'refused' | 'stopped';
+/** A server's status. (The document calls this McpServerStatus, and the server McpServer.) */
+export type McpStatus = api.McpServerStatus;
 
-export interface McpServerStatus {
-  name: string;
-  id?: string;
-  status: McpStatus;
-  /** The server's Streamable HTTP URL on the gateway. */
-  url: string;
-  fingerprint: string | null;
-  /** The names of the tools clients see. */
-  tools: string[];
-  warnings: string[];
-  approved?: string;
-  error?: string;
-  [more: string]: unknown;
-}
+/** One MCP server of a sandbox and its Streamable HTTP URL on the gateway. */
+export type McpServerStatus = api.McpServer;
 
 /** `GET /v1/sandboxes/{id}/mcp`: the servers and the header every gateway request needs. */
-export interface McpGateway {
-  servers: McpServerStatus[];
-  headers: { Authorization?: string };
-}
+export type McpGateway = api.McpStatus;
 
-export interface CatalogSetting {
-  env: string;
-  secret?: boolean;
-  required?: boolean;
-  description?: string;
-  [more: string]: unknown;
-}
+export type CatalogSetting = api.CatalogSetting;
 
 /** An entry of `GET /v1/mcp/catalog` (SPEC "Catalog entry"). */
-export interface CatalogEntry {
-  id: string;
-  name: string;
-  description: string;
-  package: string;
-  version: string;
-  runtime: string;
-  license: string;
-  command: string[];
-  egress: string[];
-  settings: CatalogSetting[];
-  fingerprint: string | null;
-  [more: string]: unknown;
-}
+export type CatalogEntry = api.CatalogEntry;
 
-export interface SecretOptions {
-  value: string;
-  /** The hosts the real value may be sent to (HTTPS only). */
-  hosts: string[];
-  methods?: string[];
-  /** Path globs such as `/repos/acme/*`. */
-  paths?: string[];
-}
+/** What `secrets.set(name, ...)` takes. */
+export type SecretOptions = api.SecretInput;
 
 /** A secret as listed: never its value. */
-export interface SecretInfo {
-  name: string;
-  hosts: string[];
-  methods: string[];
-  paths: string[];
-  createdAt?: string;
-  updatedAt?: string;
-  [more: string]: unknown;
-}
+export type SecretInfo = api.Secret;
 
-export interface UsageEntry {
-  sandbox: string;
-  name: string | null;
-  status: string;
-  cpuSeconds: number;
-  memoryGiBHours: number;
-  pausedGBHours: number;
-  cost: Record<string, number> | number;
-  [more: string]: unknown;
-}
+/** A sandbox's row of `GET /v1/usage` (removed sandboxes included). */
+export type UsageEntry = api.UsageRow;
 
 /** `GET /v1/usage`. */
-export interface Usage {
-  sandboxes: UsageEntry[];
-  total: Record<string, unknown>;
-  [more: string]: unknown;
-}
+export type Usage = api.Usage;
+
+// The accounts calls are not in api/openapi.yaml: the daemon does not serve them yet
+// (they answer 404). These follow SPEC.md "HTTP API" until the document has them.
 
 export interface AccountOptions {
   name: string;

@@ -10,7 +10,7 @@ from typing import Any
 
 from .client import Runtime, default_runtime, quote
 from .errors import CommandError, McpServerError, NotFoundError, TimeoutError
-from .models import Event, ExecResult, Gateway, NetworkPolicy, SandboxInfo, ServerSpec
+from .models import Event, ExecResult, Gateway, NetworkInput, NetworkPolicy, SandboxInfo, ServerSpec
 
 __all__ = ["Sandbox", "Sandboxes", "Files", "Network", "Mcp"]
 
@@ -30,7 +30,7 @@ _BROKEN = frozenset({"failed", "refused"})
 def _spec(*, name: str | None, memory_mib: int | None, cpus: float | None,
           disk_mib: int | None, idle_pause_seconds: int | None,
           labels: Mapping[str, str] | None, env: Mapping[str, str] | None,
-          network: NetworkPolicy | None) -> dict[str, Any]:
+          network: NetworkInput | None) -> dict[str, Any]:
     """The body of POST /v1/sandboxes from keyword options; None means the daemon's default."""
     fields = {"name": name, "memoryMiB": memory_mib, "cpus": cpus, "diskMiB": disk_mib,
               "idlePauseSeconds": idle_pause_seconds,
@@ -49,7 +49,7 @@ class Sandboxes:
     def create(self, *, name: str | None = None, memory_mib: int | None = None,
                cpus: float | None = None, disk_mib: int | None = None,
                idle_pause_seconds: int | None = None, labels: Mapping[str, str] | None = None,
-               env: Mapping[str, str] | None = None, network: NetworkPolicy | None = None,
+               env: Mapping[str, str] | None = None, network: NetworkInput | None = None,
                timeout_ms: int | None = None) -> Sandbox:
         """Creates a sandbox. Options left out take the daemon's defaults
         (1024 MiB, 1 CPU, 2048 MiB disk, pause after 300 idle seconds, internet on).
@@ -66,7 +66,7 @@ class Sandboxes:
                       cpus: float | None = None, disk_mib: int | None = None,
                       idle_pause_seconds: int | None = None,
                       labels: Mapping[str, str] | None = None,
-                      env: Mapping[str, str] | None = None, network: NetworkPolicy | None = None,
+                      env: Mapping[str, str] | None = None, network: NetworkInput | None = None,
                       timeout_ms: int | None = None) -> Sandbox:
         """The sandbox named ``name``, created with these options if there is none
         (an existing one is returned as it is)."""
@@ -125,7 +125,7 @@ class Sandbox:
     def create(cls, *, name: str | None = None, memory_mib: int | None = None,
                cpus: float | None = None, disk_mib: int | None = None,
                idle_pause_seconds: int | None = None, labels: Mapping[str, str] | None = None,
-               env: Mapping[str, str] | None = None, network: NetworkPolicy | None = None,
+               env: Mapping[str, str] | None = None, network: NetworkInput | None = None,
                timeout_ms: int | None = None, runtime: Runtime | None = None) -> Sandbox:
         """:meth:`Sandboxes.create` on ``runtime`` (default: from the environment)."""
         return (runtime or default_runtime()).sandboxes.create(
@@ -138,7 +138,7 @@ class Sandbox:
                       cpus: float | None = None, disk_mib: int | None = None,
                       idle_pause_seconds: int | None = None,
                       labels: Mapping[str, str] | None = None,
-                      env: Mapping[str, str] | None = None, network: NetworkPolicy | None = None,
+                      env: Mapping[str, str] | None = None, network: NetworkInput | None = None,
                       timeout_ms: int | None = None, runtime: Runtime | None = None) -> Sandbox:
         """:meth:`Sandboxes.get_or_create` on ``runtime`` (default: from the environment)."""
         return (runtime or default_runtime()).sandboxes.get_or_create(

@@ -1,0 +1,602 @@
+# Generated from api/openapi.yaml (components.schemas) by sdk/scripts/gen-types.mjs: do not edit.
+# Regenerate with `node sdk/scripts/gen-types.mjs` (sdk/typescript/test/types-gen.test.mjs checks it is current).
+"""The API's wire types as TypedDicts, exactly as api/openapi.yaml gives them.
+
+Keys a schema requires are in a base class, the others in a ``total=False`` class
+(the standard library of Python 3.10 has no ``NotRequired``). Answers may carry keys
+that are not listed: the daemon adds fields, never renames them. The SDK's public
+names are in ``withruntime.models``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias, TypedDict
+
+__all__ = [
+    "Error",
+    "ErrorError",
+    "ErrorCode",
+    "Time",
+    "StringMap",
+    "Network",
+    "NetworkInput",
+    "SandboxCreate",
+    "SandboxStatus",
+    "Sandbox",
+    "SandboxMcp",
+    "ExecRequest",
+    "ExecResult",
+    "Fingerprint",
+    "McpIsolation",
+    "McpCatalogServerStart",
+    "McpCustomServerStart",
+    "McpStartRequest",
+    "McpServerStatus",
+    "McpServer",
+    "McpStatus",
+    "McpStatusHeaders",
+    "CatalogSetting",
+    "CatalogEntry",
+    "SecretInput",
+    "Secret",
+    "Cost",
+    "UsageRow",
+    "Usage",
+    "UsageTotal",
+    "UsageRates",
+    "EventSeq",
+    "EventKind",
+    "EgressRefusedEvent",
+    "EgressAllowedEvent",
+    "LimitReachedEvent",
+    "SecretUsedEvent",
+    "SecretMisdirectedEvent",
+    "McpReadyEvent",
+    "McpFailedEvent",
+    "McpRefusedEvent",
+    "McpExitedEvent",
+    "McpStoppedEvent",
+    "SandboxPausedEvent",
+    "SandboxResumedEvent",
+    "SandboxExitedEvent",
+    "EventsDroppedEvent",
+    "Event",
+    "JsonRpcMessage",
+    "JsonRpcMessages",
+    "JsonRpcError",
+    "JsonRpcErrorError",
+]
+
+
+class Error(TypedDict):
+    error: ErrorError
+
+
+class ErrorError(TypedDict):
+    code: ErrorCode
+    #: what is wrong and what to do
+    message: str
+
+
+#: 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
+#: 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict;
+#: 413 too_large; 429 limit_reached; 500 internal; 507 disk_full.
+ErrorCode: TypeAlias = Literal[
+    "bad_request",
+    "bad_json",
+    "exec_failed",
+    "unauthorized",
+    "forbidden",
+    "read_only",
+    "not_found",
+    "method_not_allowed",
+    "name_taken",
+    "not_running",
+    "conflict",
+    "too_large",
+    "limit_reached",
+    "internal",
+    "disk_full",
+]
+
+
+#: RFC 3339, UTC
+Time: TypeAlias = str
+
+
+StringMap: TypeAlias = dict[str, str]
+
+
+class Network(TypedDict):
+    #: whether public addresses may be reached at all (private and metadata addresses never are)
+    internet: bool
+    #: the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host
+    allow: list[str]
+
+
+class NetworkInput(TypedDict, total=False):
+    #: default: True
+    internet: bool
+    #: default: []
+    allow: list[str]
+
+
+class SandboxCreate(TypedDict, total=False):
+    #: unique; usable wherever an id is
+    name: str | None
+    #: default: 1024
+    memoryMiB: int
+    #: default: 1
+    cpus: float
+    #: default: 2048
+    diskMiB: int
+    #: pause it after this long without use; 0 never (default: 300)
+    idlePauseSeconds: int
+    #: keys are names (letters, digits, _ . -) or contain a '/' (under 128 bytes) (default: {})
+    labels: dict[str, str]
+    #: environment variables of every exec (default: {})
+    env: dict[str, str]
+    #: default: {"internet": True, "allow": []}
+    network: NetworkInput
+    #: when a sandbox of this name exists, answer it (200) instead of 409 (default: False)
+    getOrCreate: bool
+
+
+SandboxStatus: TypeAlias = Literal["creating", "running", "paused", "stopped", "failed"]
+
+
+class _SandboxRequired(TypedDict):
+    id: str
+    name: str | None
+    status: SandboxStatus
+    createdAt: Time
+    memoryMiB: int
+    cpus: float
+    diskMiB: int
+    idlePauseSeconds: int
+    labels: StringMap
+    env: StringMap
+    network: Network
+
+
+class Sandbox(_SandboxRequired, total=False):
+    #: present once MCP servers were started in it
+    mcp: SandboxMcp
+
+
+class SandboxMcp(TypedDict):
+    """present once MCP servers were started in it"""
+
+    servers: list[McpServer]
+
+
+class _ExecRequestRequired(TypedDict):
+    #: the program and its arguments (no shell; use ["sh", "-c", "..."])
+    argv: list[str]
+
+
+class ExecRequest(_ExecRequestRequired, total=False):
+    #: added to the sandbox's env (default: {})
+    env: dict[str, str]
+    #: default: "/workspace"
+    cwd: str
+    #: given to the program on its standard input
+    stdin: str | None
+    #: default: 60000
+    timeoutMs: int
+
+
+class ExecResult(TypedDict):
+    #: 128+N when killed by signal N
+    exitCode: int
+    #: at most 1 MiB, then a note of what was dropped; invalid UTF-8 becomes U+FFFD
+    stdout: str
+    stderr: str
+    timedOut: bool
+    durationMs: int
+
+
+#: a tool-list fingerprint (SPEC.md "Fingerprint"), 16 to 64 hex digits
+Fingerprint: TypeAlias = str
+
+
+#: one process for all clients, or one per client session (default: "shared")
+McpIsolation: TypeAlias = Literal["shared", "session"]
+
+
+class _McpCatalogServerStartRequired(TypedDict):
+    #: a catalog entry's id
+    id: str
+
+
+class McpCatalogServerStart(_McpCatalogServerStartRequired, total=False):
+    #: defaults to the id
+    name: str
+    #: {ENV: SECRET}: the secret SECRET as variable ENV (default: {})
+    secrets: dict[str, str]
+    #: default: {}
+    env: dict[str, str]
+    #: default: []
+    args: list[str]
+    fingerprint: Fingerprint | None
+    isolation: McpIsolation
+
+
+class _McpCustomServerStartRequired(TypedDict):
+    name: str
+    #: the stdio server's argv
+    command: list[str]
+
+
+class McpCustomServerStart(_McpCustomServerStartRequired, total=False):
+    #: default: {}
+    secrets: dict[str, str]
+    #: default: {}
+    env: dict[str, str]
+    #: default: []
+    args: list[str]
+    fingerprint: Fingerprint | None
+    isolation: McpIsolation
+
+
+class McpStartRequest(TypedDict):
+    servers: list[McpCatalogServerStart | McpCustomServerStart]
+
+
+McpServerStatus: TypeAlias = Literal[
+    "installing",
+    "starting",
+    "ready",
+    "failed",
+    "refused",
+    "stopped",
+]
+
+
+class _McpServerRequired(TypedDict):
+    name: str
+    status: McpServerStatus
+    #: its gateway URL: {publicUrl}/mcp/{link}/{name}
+    url: str
+    #: of the tool list it serves (null before it was seen)
+    fingerprint: str | None
+    #: the names of the tools clients see (none from a failed or refused server)
+    tools: list[str]
+    warnings: list[str]
+
+
+class McpServer(_McpServerRequired, total=False):
+    #: the catalog id, for a catalog server
+    id: str
+    #: the fingerprint approved for it (given, from the catalog, or first seen)
+    approved: str
+    #: why it failed or was refused, or what it is doing
+    error: str
+
+
+class McpStatus(TypedDict):
+    servers: list[McpServer]
+    #: the headers a gateway client sends, names to values (empty before the first start)
+    headers: McpStatusHeaders
+
+
+#: the headers a gateway client sends, names to values (empty before the first start)
+#: keys include: Authorization
+McpStatusHeaders: TypeAlias = dict[str, str]
+
+
+class _CatalogSettingRequired(TypedDict):
+    #: the variable
+    env: str
+
+
+class CatalogSetting(_CatalogSettingRequired, total=False):
+    #: whether to pass it as a secret
+    secret: bool
+    required: bool
+    description: str
+
+
+class _CatalogEntryRequired(TypedDict):
+    id: str
+    name: str
+    description: str
+    #: the npm or PyPI package
+    package: str
+    #: its exact version
+    version: str
+    runtime: Literal["node", "python"]
+    license: str
+    command: list[str]
+    #: the hosts it needs; added to the sandbox's allow list while it runs
+    egress: list[str]
+    settings: list[CatalogSetting]
+    #: of the reviewed tool list, or null
+    fingerprint: str | None
+
+
+class CatalogEntry(_CatalogEntryRequired, total=False):
+    #: Python servers: pinned requirement lines with hashes ("pkg==1.0 --hash=sha256:...")
+    lock: list[str]
+    #: variables set for the server's process (e.g. PATH)
+    env: dict[str, str]
+
+
+class _SecretInputRequired(TypedDict):
+    #: never shown again; no NUL, CR or LF
+    value: str
+    #: the hosts (names or one address each) it may be sent to
+    hosts: list[str]
+
+
+class SecretInput(_SecretInputRequired, total=False):
+    #: default: []
+    methods: list[str]
+    #: path globs, e.g. /repos/acme/* (default: [])
+    paths: list[str]
+
+
+class Secret(TypedDict):
+    name: str
+    hosts: list[str]
+    methods: list[str]
+    paths: list[str]
+    createdAt: Time
+    updatedAt: Time
+
+
+class Cost(TypedDict):
+    cpu: float
+    memory: float
+    paused: float
+    total: float
+
+
+class UsageRow(TypedDict):
+    #: the sandbox's id
+    sandbox: str
+    name: str | None
+    status: Literal["creating", "running", "paused", "stopped", "failed", "removed"]
+    cpuSeconds: float
+    vcpuHours: float
+    runningHours: float
+    memoryGiBHours: float
+    pausedHours: float
+    pausedGBHours: float
+    storedGB: float
+    cost: Cost
+
+
+class Usage(TypedDict):
+    sandboxes: list[UsageRow]
+    total: UsageTotal
+    rates: UsageRates
+
+
+class UsageTotal(TypedDict):
+    cpuSeconds: float
+    vcpuHours: float
+    memoryGiBHours: float
+    pausedHours: float
+    pausedGBHours: float
+    cost: Cost
+
+
+class UsageRates(TypedDict):
+    vcpuHour: float
+    gibHour: float
+    gbMonth: float
+
+
+EventSeq: TypeAlias = int
+
+
+EventKind: TypeAlias = Literal[
+    "egress.refused",
+    "egress.allowed",
+    "limit.reached",
+    "secret.used",
+    "secret.misdirected",
+    "mcp.ready",
+    "mcp.failed",
+    "mcp.refused",
+    "mcp.exited",
+    "mcp.stopped",
+    "sandbox.paused",
+    "sandbox.resumed",
+    "sandbox.exited",
+    "events.dropped",
+]
+
+
+class EgressRefusedEvent(TypedDict):
+    """a connection or DNS query of the sandbox was refused"""
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["egress.refused"]
+    host: str
+    #: 0 for a DNS query
+    port: int
+    reason: str
+    #: where: dns, connect, request, ...
+    stage: str
+
+
+class EgressAllowedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["egress.allowed"]
+    host: str
+    port: int
+    address: str
+
+
+class LimitReachedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["limit.reached"]
+    #: connections, connections_per_second, dns_tcp_connections, dns_queries_per_second, new_names_per_second, daemon_connections
+    resource: str
+    limit: int
+
+
+class SecretUsedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["secret.used"]
+    secret: str
+    host: str
+    method: str
+    path: str
+
+
+class _SecretMisdirectedEventRequired(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["secret.misdirected"]
+    #: null when the placeholder is not this sandbox's
+    secret: str | None
+    host: str
+    reason: str
+
+
+class SecretMisdirectedEvent(_SecretMisdirectedEventRequired, total=False):
+    """a placeholder was sent where its secret may not go; it stayed a placeholder"""
+
+    method: str
+    path: str
+
+
+class McpReadyEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.ready"]
+    server: str
+
+
+class McpFailedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.failed"]
+    server: str
+    error: str
+
+
+class _McpRefusedEventRequired(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.refused"]
+    server: str
+    fingerprint: str
+
+
+class McpRefusedEvent(_McpRefusedEventRequired, total=False):
+    """the server's tool list is not the approved one: at start (fingerprint, error), or
+    while it ran (fingerprint, approved, blocked, hidden, changes)
+    """
+
+    error: str
+    approved: str
+    blocked: list[str]
+    hidden: list[str]
+    changes: str
+
+
+class McpExitedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.exited"]
+    server: str
+    exitCode: int
+    error: str
+
+
+class McpStoppedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.stopped"]
+    server: str
+
+
+class SandboxPausedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["sandbox.paused"]
+    #: api or idle
+    reason: str
+
+
+class SandboxResumedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["sandbox.resumed"]
+    #: api, gateway, exec, files, mcp, ...
+    reason: str
+    wakeMs: float
+
+
+class SandboxExitedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["sandbox.exited"]
+    reason: str
+
+
+class EventsDroppedEvent(TypedDict):
+    """events beyond the rate limit were dropped before the next one kept"""
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["events.dropped"]
+    count: int
+    limitPerSecond: int
+
+
+#: one event; `kind` tells which fields it has
+Event: TypeAlias = (
+    EgressRefusedEvent
+    | EgressAllowedEvent
+    | LimitReachedEvent
+    | SecretUsedEvent
+    | SecretMisdirectedEvent
+    | McpReadyEvent
+    | McpFailedEvent
+    | McpRefusedEvent
+    | McpExitedEvent
+    | McpStoppedEvent
+    | SandboxPausedEvent
+    | SandboxResumedEvent
+    | SandboxExitedEvent
+    | EventsDroppedEvent
+)
+
+
+class _JsonRpcMessageRequired(TypedDict):
+    jsonrpc: Literal["2.0"]
+
+
+class JsonRpcMessage(_JsonRpcMessageRequired, total=False):
+    id: str | int | None
+    method: str
+    params: dict[str, Any]
+    result: Any
+    error: dict[str, Any]
+
+
+JsonRpcMessages: TypeAlias = JsonRpcMessage | list[JsonRpcMessage]
+
+
+class JsonRpcError(TypedDict):
+    jsonrpc: Literal["2.0"]
+    id: str | int | None
+    error: JsonRpcErrorError
+
+
+class _JsonRpcErrorErrorRequired(TypedDict):
+    code: int
+    message: str
+
+
+class JsonRpcErrorError(_JsonRpcErrorErrorRequired, total=False):
+    data: Any

@@ -1,0 +1,545 @@
+// Generated from api/openapi.yaml (components.schemas) by sdk/scripts/gen-types.mjs: do not edit.
+// Regenerate with `node sdk/scripts/gen-types.mjs` (sdk/typescript/test/types-gen.test.mjs checks it is current).
+//
+// These are the wire types, exactly as the document gives them: `?` marks a property that
+// is not required, `| null` one that may be null. Objects that answers carry are open
+// (`[more: string]: unknown`): the daemon may add fields, never rename them. The SDK's
+// public names are in types.ts.
+
+export interface Error {
+  error: ErrorError;
+  [more: string]: unknown;
+}
+
+export interface ErrorError {
+  code: ErrorCode;
+  /** what is wrong and what to do */
+  message: string;
+  [more: string]: unknown;
+}
+
+/**
+ * 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
+ * 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict;
+ * 413 too_large; 429 limit_reached; 500 internal; 507 disk_full.
+ */
+export type ErrorCode =
+  | 'bad_request'
+  | 'bad_json'
+  | 'exec_failed'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'read_only'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'name_taken'
+  | 'not_running'
+  | 'conflict'
+  | 'too_large'
+  | 'limit_reached'
+  | 'internal'
+  | 'disk_full';
+
+/** RFC 3339, UTC */
+export type Time = string;
+
+export type StringMap = Record<string, string>;
+
+export interface Network {
+  /** whether public addresses may be reached at all (private and metadata addresses never are) */
+  internet: boolean;
+  /** the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host */
+  allow: string[];
+  [more: string]: unknown;
+}
+
+export interface NetworkInput {
+  /** @default true */
+  internet?: boolean;
+  /** @default [] */
+  allow?: string[];
+}
+
+export interface SandboxCreate {
+  /** unique; usable wherever an id is */
+  name?: string | null;
+  /** @default 1024 */
+  memoryMiB?: number;
+  /** @default 1 */
+  cpus?: number;
+  /** @default 2048 */
+  diskMiB?: number;
+  /**
+   * pause it after this long without use; 0 never
+   * @default 300
+   */
+  idlePauseSeconds?: number;
+  /**
+   * keys are names (letters, digits, _ . -) or contain a '/' (under 128 bytes)
+   * @default {}
+   */
+  labels?: Record<string, string>;
+  /**
+   * environment variables of every exec
+   * @default {}
+   */
+  env?: Record<string, string>;
+  /** @default {"internet":true,"allow":[]} */
+  network?: NetworkInput;
+  /**
+   * when a sandbox of this name exists, answer it (200) instead of 409
+   * @default false
+   */
+  getOrCreate?: boolean;
+}
+
+export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'failed';
+
+export interface Sandbox {
+  id: string;
+  name: string | null;
+  status: SandboxStatus;
+  createdAt: Time;
+  memoryMiB: number;
+  cpus: number;
+  diskMiB: number;
+  idlePauseSeconds: number;
+  labels: StringMap;
+  env: StringMap;
+  network: Network;
+  /** present once MCP servers were started in it */
+  mcp?: SandboxMcp;
+  [more: string]: unknown;
+}
+
+/** present once MCP servers were started in it */
+export interface SandboxMcp {
+  servers: McpServer[];
+  [more: string]: unknown;
+}
+
+export interface ExecRequest {
+  /** the program and its arguments (no shell; use ["sh", "-c", "..."]) */
+  argv: string[];
+  /**
+   * added to the sandbox's env
+   * @default {}
+   */
+  env?: Record<string, string>;
+  /** @default "/workspace" */
+  cwd?: string;
+  /** given to the program on its standard input */
+  stdin?: string | null;
+  /** @default 60000 */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  /** 128+N when killed by signal N */
+  exitCode: number;
+  /** at most 1 MiB, then a note of what was dropped; invalid UTF-8 becomes U+FFFD */
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  durationMs: number;
+  [more: string]: unknown;
+}
+
+/** a tool-list fingerprint (SPEC.md "Fingerprint"), 16 to 64 hex digits */
+export type Fingerprint = string;
+
+/**
+ * one process for all clients, or one per client session
+ * @default "shared"
+ */
+export type McpIsolation = 'shared' | 'session';
+
+export interface McpCatalogServerStart {
+  /** a catalog entry's id */
+  id: string;
+  /** defaults to the id */
+  name?: string;
+  /**
+   * {ENV: SECRET}: the secret SECRET as variable ENV
+   * @default {}
+   */
+  secrets?: Record<string, string>;
+  /** @default {} */
+  env?: Record<string, string>;
+  /** @default [] */
+  args?: string[];
+  fingerprint?: Fingerprint | null;
+  isolation?: McpIsolation;
+}
+
+export interface McpCustomServerStart {
+  name: string;
+  /** the stdio server's argv */
+  command: string[];
+  /** @default {} */
+  secrets?: Record<string, string>;
+  /** @default {} */
+  env?: Record<string, string>;
+  /** @default [] */
+  args?: string[];
+  fingerprint?: Fingerprint | null;
+  isolation?: McpIsolation;
+}
+
+export interface McpStartRequest {
+  servers: (McpCatalogServerStart | McpCustomServerStart)[];
+}
+
+export type McpServerStatus =
+  | 'installing'
+  | 'starting'
+  | 'ready'
+  | 'failed'
+  | 'refused'
+  | 'stopped';
+
+export interface McpServer {
+  name: string;
+  /** the catalog id, for a catalog server */
+  id?: string;
+  status: McpServerStatus;
+  /** its gateway URL: {publicUrl}/mcp/{link}/{name} */
+  url: string;
+  /** of the tool list it serves (null before it was seen) */
+  fingerprint: string | null;
+  /** the fingerprint approved for it (given, from the catalog, or first seen) */
+  approved?: string;
+  /** the names of the tools clients see (none from a failed or refused server) */
+  tools: string[];
+  warnings: string[];
+  /** why it failed or was refused, or what it is doing */
+  error?: string;
+  [more: string]: unknown;
+}
+
+export interface McpStatus {
+  servers: McpServer[];
+  /** the headers a gateway client sends, names to values (empty before the first start) */
+  headers: McpStatusHeaders;
+  [more: string]: unknown;
+}
+
+/** the headers a gateway client sends, names to values (empty before the first start) */
+export type McpStatusHeaders = {
+  Authorization?: string;
+} & Record<string, string>;
+
+export interface CatalogSetting {
+  /** the variable */
+  env: string;
+  /** whether to pass it as a secret */
+  secret?: boolean;
+  required?: boolean;
+  description?: string;
+  [more: string]: unknown;
+}
+
+export interface CatalogEntry {
+  id: string;
+  name: string;
+  description: string;
+  /** the npm or PyPI package */
+  package: string;
+  /** its exact version */
+  version: string;
+  runtime: 'node' | 'python';
+  license: string;
+  command: string[];
+  /** the hosts it needs; added to the sandbox's allow list while it runs */
+  egress: string[];
+  settings: CatalogSetting[];
+  /** of the reviewed tool list, or null */
+  fingerprint: string | null;
+  /** Python servers: pinned requirement lines with hashes ("pkg==1.0 --hash=sha256:...") */
+  lock?: string[];
+  /** variables set for the server's process (e.g. PATH) */
+  env?: Record<string, string>;
+  [more: string]: unknown;
+}
+
+export interface SecretInput {
+  /** never shown again; no NUL, CR or LF */
+  value: string;
+  /** the hosts (names or one address each) it may be sent to */
+  hosts: string[];
+  /** @default [] */
+  methods?: string[];
+  /**
+   * path globs, e.g. /repos/acme/*
+   * @default []
+   */
+  paths?: string[];
+}
+
+export interface Secret {
+  name: string;
+  hosts: string[];
+  methods: string[];
+  paths: string[];
+  createdAt: Time;
+  updatedAt: Time;
+  [more: string]: unknown;
+}
+
+export interface Cost {
+  cpu: number;
+  memory: number;
+  paused: number;
+  total: number;
+  [more: string]: unknown;
+}
+
+export interface UsageRow {
+  /** the sandbox's id */
+  sandbox: string;
+  name: string | null;
+  status: 'creating' | 'running' | 'paused' | 'stopped' | 'failed' | 'removed';
+  cpuSeconds: number;
+  vcpuHours: number;
+  runningHours: number;
+  memoryGiBHours: number;
+  pausedHours: number;
+  pausedGBHours: number;
+  storedGB: number;
+  cost: Cost;
+  [more: string]: unknown;
+}
+
+export interface Usage {
+  sandboxes: UsageRow[];
+  total: UsageTotal;
+  rates: UsageRates;
+  [more: string]: unknown;
+}
+
+export interface UsageTotal {
+  cpuSeconds: number;
+  vcpuHours: number;
+  memoryGiBHours: number;
+  pausedHours: number;
+  pausedGBHours: number;
+  cost: Cost;
+  [more: string]: unknown;
+}
+
+export interface UsageRates {
+  vcpuHour: number;
+  gibHour: number;
+  gbMonth: number;
+  [more: string]: unknown;
+}
+
+export type EventSeq = number;
+
+export type EventKind =
+  | 'egress.refused'
+  | 'egress.allowed'
+  | 'limit.reached'
+  | 'secret.used'
+  | 'secret.misdirected'
+  | 'mcp.ready'
+  | 'mcp.failed'
+  | 'mcp.refused'
+  | 'mcp.exited'
+  | 'mcp.stopped'
+  | 'sandbox.paused'
+  | 'sandbox.resumed'
+  | 'sandbox.exited'
+  | 'events.dropped';
+
+/** one event; `kind` tells which fields it has */
+export type Event =
+  | EgressRefusedEvent
+  | EgressAllowedEvent
+  | LimitReachedEvent
+  | SecretUsedEvent
+  | SecretMisdirectedEvent
+  | McpReadyEvent
+  | McpFailedEvent
+  | McpRefusedEvent
+  | McpExitedEvent
+  | McpStoppedEvent
+  | SandboxPausedEvent
+  | SandboxResumedEvent
+  | SandboxExitedEvent
+  | EventsDroppedEvent;
+
+/** a connection or DNS query of the sandbox was refused */
+export interface EgressRefusedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'egress.refused';
+  host: string;
+  /** 0 for a DNS query */
+  port: number;
+  reason: string;
+  /** where: dns, connect, request, ... */
+  stage: string;
+  [more: string]: unknown;
+}
+
+export interface EgressAllowedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'egress.allowed';
+  host: string;
+  port: number;
+  address: string;
+  [more: string]: unknown;
+}
+
+export interface LimitReachedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'limit.reached';
+  /** connections, connections_per_second, dns_tcp_connections, dns_queries_per_second, new_names_per_second, daemon_connections */
+  resource: string;
+  limit: number;
+  [more: string]: unknown;
+}
+
+export interface SecretUsedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'secret.used';
+  secret: string;
+  host: string;
+  method: string;
+  path: string;
+  [more: string]: unknown;
+}
+
+/** a placeholder was sent where its secret may not go; it stayed a placeholder */
+export interface SecretMisdirectedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'secret.misdirected';
+  /** null when the placeholder is not this sandbox's */
+  secret: string | null;
+  host: string;
+  method?: string;
+  path?: string;
+  reason: string;
+  [more: string]: unknown;
+}
+
+export interface McpReadyEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.ready';
+  server: string;
+  [more: string]: unknown;
+}
+
+export interface McpFailedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.failed';
+  server: string;
+  error: string;
+  [more: string]: unknown;
+}
+
+/**
+ * the server's tool list is not the approved one: at start (fingerprint, error), or
+ * while it ran (fingerprint, approved, blocked, hidden, changes)
+ */
+export interface McpRefusedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.refused';
+  server: string;
+  fingerprint: string;
+  error?: string;
+  approved?: string;
+  blocked?: string[];
+  hidden?: string[];
+  changes?: string;
+  [more: string]: unknown;
+}
+
+export interface McpExitedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.exited';
+  server: string;
+  exitCode: number;
+  error: string;
+  [more: string]: unknown;
+}
+
+export interface McpStoppedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.stopped';
+  server: string;
+  [more: string]: unknown;
+}
+
+export interface SandboxPausedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.paused';
+  /** api or idle */
+  reason: string;
+  [more: string]: unknown;
+}
+
+export interface SandboxResumedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.resumed';
+  /** api, gateway, exec, files, mcp, ... */
+  reason: string;
+  wakeMs: number;
+  [more: string]: unknown;
+}
+
+export interface SandboxExitedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.exited';
+  reason: string;
+  [more: string]: unknown;
+}
+
+/** events beyond the rate limit were dropped before the next one kept */
+export interface EventsDroppedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'events.dropped';
+  count: number;
+  limitPerSecond: number;
+  [more: string]: unknown;
+}
+
+export interface JsonRpcMessage {
+  jsonrpc: '2.0';
+  id?: string | number | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: Record<string, unknown>;
+  [more: string]: unknown;
+}
+
+export type JsonRpcMessages = JsonRpcMessage | JsonRpcMessage[];
+
+export interface JsonRpcError {
+  jsonrpc: '2.0';
+  id: string | number | null;
+  error: JsonRpcErrorError;
+  [more: string]: unknown;
+}
+
+export interface JsonRpcErrorError {
+  code: number;
+  message: string;
+  data?: unknown;
+  [more: string]: unknown;
+}
