@@ -159,6 +159,30 @@ without procps procps 'ps (/usr/bin/ps): tests/'
 without curl curl 'curl (/usr/bin/curl):'
 without build-essential gcc 'cc (/usr/bin/cc): Makefile:'
 
+# --- pip requirements: a copy that does not install the real file; a file not pinned
+req=sdk/python/tests/requirements-mcp.txt
+grep -vF "$req" scripts/install-deps >"$WORK/install-deps-without-req"
+if scripts/check-deps --install-deps "$WORK/install-deps-without-req" >"$WORK/out" 2>&1; then
+    fail "without installing $req: check-deps passed"
+elif grep -qF "FAIL $req is not installed by" "$WORK/out"; then
+    pass "without installing $req: fails naming it"
+else
+    fail "without installing $req: the failure does not name it:"
+    sed 's/^/     /' "$WORK/out"
+fi
+printf '%s\n' '# a comment' 'mcp==2.3.0 --hash=sha256:dd0c44c089d16453e8ae31a3877a0054d7a2314caaa81f5e0541b9b1734b2377' \
+    'anyio>=4' 'httpx==0.28.1' >"$WORK/requirements-loose.txt"
+if scripts/check-deps --requirements "$WORK/requirements-loose.txt" >"$WORK/out" 2>&1; then
+    fail "requirements without exact versions and hashes: check-deps passed"
+elif grep -qF 'requirements-loose.txt:3: "anyio>=4" is not NAME==VERSION' "$WORK/out" &&
+    grep -qF 'requirements-loose.txt:4: "httpx==0.28.1" is not NAME==VERSION' "$WORK/out" &&
+    ! grep -qF 'requirements-loose.txt:2:' "$WORK/out"; then
+    pass "requirements without an exact version or a hash fail, naming each line"
+else
+    fail "requirements without exact versions and hashes: the failure does not name lines 3 and 4 (only):"
+    sed 's/^/     /' "$WORK/out"
+fi
+
 if [ "$FAILS" -ne 0 ]; then
     echo "check-deps tests: $FAILS failed"
     exit 1
