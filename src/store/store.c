@@ -241,12 +241,19 @@ int store_events_delete(struct store *st, const char *sandbox, err_t *err)
     return run(st, err, "deleting events", "DELETE FROM events WHERE sandbox=?", "t", sandbox);
 }
 
+/* Without an fsync (each DNS answer for a new name waits for this write, on the
+ * event loop). A name must outlive a crash of the daemon, whose sandboxes keep
+ * running and keep the address: the WAL in the page cache does. A power cut
+ * may lose it, and takes the sandboxes' processes, and their addresses, too. */
 int store_names_put(struct store *st, const char *sandbox, uint32_t slot, uint64_t seq,
                     const char *name, err_t *err)
 {
-    return run(st, err, "saving a name",
-               "INSERT OR REPLACE INTO egress_names(sandbox,slot,seq,name) VALUES(?,?,?,?)",
-               "tiit", sandbox, (int64_t)slot, (int64_t)seq, name);
+    run(st, NULL, "saving a name", "PRAGMA synchronous=NORMAL", "");
+    int r = run(st, err, "saving a name",
+                "INSERT OR REPLACE INTO egress_names(sandbox,slot,seq,name) VALUES(?,?,?,?)",
+                "tiit", sandbox, (int64_t)slot, (int64_t)seq, name);
+    run(st, NULL, "saving a name", "PRAGMA synchronous=FULL", "");
+    return r;
 }
 
 int store_names_each(struct store *st, const char *sandbox,
