@@ -57,6 +57,7 @@ unit: $(BUILD)/unit
 # root), plain and sanitized. The sanitized daemon runs without leak checks: LeakSanitizer needs
 # ptrace, which the server's seccomp filter forbids.
 check: all $(BUILD)/unit asan
+	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
 	$(BUILD)/unit
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/unit

@@ -232,8 +232,10 @@ static void set_network(struct evhttp_request *req, struct server *srv, struct s
     json_t *body = api_body_json(req, false);
     if (!body) return;
     err_t err = {0};
-    int r = server_sandbox_set_network(srv, sb, body, &err);
+    json_t *net = api_network_spec(body, &err);
     json_decref(body);
+    int r = net ? server_sandbox_set_network(srv, sb, net, &err) : -EINVAL;
+    json_decref(net);
     if (r < 0) return api_fail(req, &err);
     api_json(req, 200, json_incref(json_object_get(sb->spec, "network")));
 }
@@ -423,5 +425,11 @@ static void route(struct evhttp_request *req, void *arg)
 
 void api_attach(struct evhttp *http, struct server *srv)
 {
+    evhttp_set_max_body_size(http, API_MAX_FILE_BODY);
+    evhttp_set_max_headers_size(http, 64 * 1024);
+    evhttp_set_timeout(http, 120);
+    /* OPTIONS: CORS preflights of browser MCP clients (the gateway answers them). */
+    evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
     evhttp_set_gencb(http, route, srv);
 }

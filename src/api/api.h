@@ -20,10 +20,6 @@ void api_attach(struct evhttp *http, struct server *srv);
  * (err->code -EINVAL for a 400). Used by the API and by tests. */
 json_t *api_sandbox_spec(json_t *body, err_t *err);
 
-/* Builds the egress policy of a normalized network object {internet, allow[]};
- * err names a bad allow entry (-EINVAL). */
-struct policy;
-int api_network_policy(json_t *network, struct policy *out, err_t *err);
 /* Validates and normalizes a network object from a request; NULL with err. */
 json_t *api_network_spec(json_t *network, err_t *err);
 

@@ -85,18 +85,6 @@ static bool valid_label_key(const char *s)
     return valid_name(s) || (strchr(s, '/') && strlen(s) < 128);
 }
 
-int api_network_policy(json_t *network, struct policy *out, err_t *err)
-{
-    json_t *allow = json_object_get(network, "allow");
-    size_t n = json_array_size(allow);
-    const char **hosts = calloc(n + 1, sizeof *hosts);
-    if (!hosts) return err_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) hosts[i] = json_string_value(json_array_get(allow, i));
-    int r = policy_build(!json_is_false(json_object_get(network, "internet")), hosts, n, out, err);
-    free(hosts);
-    return r;
-}
-
 json_t *api_network_spec(json_t *v, err_t *err)
 {
     json_t *net = json_object(), *allow = json_array();
@@ -119,7 +107,9 @@ json_t *api_network_spec(json_t *v, err_t *err)
         else json_array_append(allow, h);
     }
     struct policy pol;
-    if (r == 0 && (r = api_network_policy(net, &pol, err)) < 0) err_wrap(err, "network.allow");
+    if (r == 0 && (r = policy_build_json(json_is_true(json_object_get(net, "internet")), allow,
+                                         &pol, err)) < 0)
+        err_wrap(err, "network.allow");
     if (r == 0) policy_clear(&pol);
     if (r < 0) {
         json_decref(net);

@@ -23,9 +23,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../api/api.h"
 #include "../cgroup/cgroup.h"
 #include "../confine/confine.h"
 #include "../keeper/keeper.h"
+#include "../mcp/mcp.h"
 #include "../mitm/mitm.h"
 #include "../secrets/secrets.h"
 #include "../meter/meter.h"
@@ -327,6 +329,18 @@ static int prepare_state(const struct options *o, err_t *err)
     return 0;
 }
 
+/* The server is the registry of sandboxes; the API and the gateway hook into it
+ * here, so that it includes neither (docs/architecture.md). */
+static const struct server_hooks server_hooks = {
+    .attach_http = api_attach,
+    .restored = mcp_box_restore,
+    .policy = mcp_policy,
+    .removed = mcp_sandbox_removed,
+    .busy = mcp_sandbox_busy,
+    .egress_event = mcp_sandbox_egress_event,
+    .metrics = mcp_metrics_write,
+};
+
 static void __attribute__((noreturn)) run_server(const struct options *o, const char *key,
                                                  const uint8_t *sealing_key, int ksock, int tcp,
                                                  int unx)
@@ -351,7 +365,7 @@ static void __attribute__((noreturn)) run_server(const struct options *o, const 
         log_error("cannot confine the server: %s", err.msg);
         _exit(1);
     }
-    _exit(server_main(&cfg, ksock, tcp, unx));
+    _exit(server_main(&cfg, &server_hooks, ksock, tcp, unx));
 }
 
 /* FNV-1a of the state dir's real path: stable across restarts, distinct per daemon. */

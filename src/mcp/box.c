@@ -33,11 +33,17 @@ static bool busy(const struct mcp_server *ms)
     return ms->status == MCP_INSTALLING || ms->status == MCP_STARTING;
 }
 
-bool mcp_busy(struct mcp_box *box)
+bool mcp_sandbox_busy(struct sbx *sb)
 {
-    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
+    for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next)
         if (busy(ms)) return true;
     return false;
+}
+
+void mcp_sandbox_removed(struct sbx *sb)
+{
+    mcp_box_free(sb->mcp);
+    sb->mcp = NULL;
 }
 
 void mcp_metrics_write(struct sbx *sb, FILE *f)
@@ -574,7 +580,8 @@ int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err)
 
 /* ---- egress ---- */
 
-void mcp_egress_refused(struct sbx *sb, json_t *fields)
+/* The egress refused a connection of sb: a warning on servers that are starting. */
+static void egress_refused(struct sbx *sb, json_t *fields)
 {
     const char *stage = json_string_value(json_object_get(fields, "stage"));
     if (stage && strcmp(stage, "policy") == 0) return; /* an install's leftover connection */
@@ -591,4 +598,9 @@ void mcp_egress_refused(struct sbx *sb, json_t *fields)
         json_array_foreach(ms->warnings, i, w) dup = dup || strcmp(json_string_value(w), text) == 0;
         if (!dup) json_array_append_new(ms->warnings, json_string(text));
     }
+}
+
+void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields)
+{
+    if (sb->mcp && strcmp(kind, "egress.refused") == 0) egress_refused(sb, fields);
 }

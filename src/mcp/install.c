@@ -52,17 +52,6 @@ static void add_index_hosts(json_t *allow, const char *index)
     if (strcmp(host, PYPI_HOST) == 0) add_host(allow, PYPI_FILES_HOST);
 }
 
-static int build(bool internet, json_t *allow, struct policy *out, err_t *err)
-{
-    size_t n = json_array_size(allow);
-    const char **list = calloc(n + 1, sizeof *list);
-    if (!list) return err_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) list[i] = json_string_value(json_array_get(allow, i));
-    int r = policy_build(internet, list, n, out, err);
-    free(list);
-    return r;
-}
-
 int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
 {
     bool internet = json_is_true(json_object_get(network, "internet"));
@@ -79,20 +68,20 @@ int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
             else if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
                 add_catalog_hosts(allow, ms);
         }
-        r = build(json_array_size(allow) > 0, allow, out, err);
+        r = policy_build_json(json_array_size(allow) > 0, allow, out, err);
     } else {
         for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
             if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
                 add_catalog_hosts(allow, ms);
         bool everything = internet && json_array_size(base) == 0;
         if (json_array_size(allow) == 0 || everything) {
-            r = build(internet, base, out, err); /* the sandbox's own policy as it is */
+            r = policy_build_json(internet, base, out, err); /* the sandbox's own policy as it is */
         } else {
             /* Servers' hosts are allowed even with internet off; the rest as the sandbox says. */
             size_t i;
             json_t *v;
             if (internet) json_array_foreach(base, i, v) add_host(allow, json_string_value(v));
-            r = build(true, allow, out, err);
+            r = policy_build_json(true, allow, out, err);
         }
     }
     json_decref(allow);

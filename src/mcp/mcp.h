@@ -11,6 +11,7 @@
 #define RUNTIME_MCP_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "../common/common.h"
 #include "../policy/policy.h"
@@ -36,6 +37,12 @@ struct evhttp_request;
 int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err);
 /* Stops every server of the sandbox and ends its client sessions. */
 void mcp_box_free(struct mcp_box *box);
+
+/* The gateway's hooks into a sandbox's life (struct server_hooks, filled in by the
+ * daemon): mcp_box_restore above, mcp_policy and mcp_metrics_write below, and: */
+void mcp_sandbox_removed(struct sbx *sb);                                /* frees sb->mcp */
+bool mcp_sandbox_busy(struct sbx *sb);                                   /* installing, starting */
+void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields);
 
 /* POST /v1/sandboxes/{id}/mcp: validates body {servers:[...]} and starts them; *out is
  * the status answer. -EINVAL/-ENOENT/-EEXIST with a message for the user. */
@@ -66,13 +73,7 @@ bool mcp_origin_allowed(const char *public_url, const char *origin);
  * package registry while a server installs, and widened by the catalog hosts of its
  * running servers. */
 int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
-/* Whether a server of the sandbox is installing or starting (box may be NULL). */
-bool mcp_busy(struct mcp_box *box);
 /* Writes the gateway's request counters and latencies of sb's servers (Prometheus). */
-#include <stdio.h>
 void mcp_metrics_write(struct sbx *sb, FILE *f);
-
-/* The egress refused a connection of sb: a warning on servers that are starting. */
-void mcp_egress_refused(struct sbx *sb, json_t *fields);
 
 #endif

@@ -143,7 +143,8 @@ char *server_metrics_text(struct server *srv)
           "# TYPE runtime_gateway_requests_total counter\n"
           "# HELP runtime_gateway_request_seconds MCP gateway request latency by server.\n"
           "# TYPE runtime_gateway_request_seconds histogram\n", f);
-    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) mcp_metrics_write(sb, f);
+    if (srv->hooks.metrics)
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) srv->hooks.metrics(sb, f);
     egress(f, srv->metrics);
     keeper(f, srv->metrics);
     fprintf(f, "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "

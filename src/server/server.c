@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../api/api.h"
 #include "server_impl.h"
 
 struct event_base *server_base(struct server *srv)
@@ -110,7 +109,8 @@ static void unwatch_death(struct sbx *sb)
 static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
-    mcp_box_free(sb->mcp);
+    struct server *srv = sb->owner;
+    if (srv && srv->hooks.removed) srv->hooks.removed(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
     json_decref(sb->spec);
@@ -119,6 +119,7 @@ static void sbx_free(struct sbx *sb)
 
 static void link_sandbox(struct server *srv, struct sbx *sb)
 {
+    sb->owner = srv;
     sb->next = srv->sandboxes;
     srv->sandboxes = sb;
     srv->count++;
@@ -183,6 +184,15 @@ static void restore_name(uint32_t slot, uint64_t seq, const char *name, void *ar
 
 /* Gives the running sandbox its egress: sockets made inside its network
  * namespace by the keeper, served by the proxy and stub with its policy. */
+/* What its egress applies: its settings, as the gateway's hook changes them. */
+static int sandbox_policy(struct server *srv, struct sbx *sb, json_t *network, struct policy *out,
+                          err_t *err)
+{
+    if (srv->hooks.policy) return srv->hooks.policy(sb, network, out, err);
+    return policy_build_json(!json_is_false(json_object_get(network, "internet")),
+                             json_object_get(network, "allow"), out, err);
+}
+
 static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
 {
     struct proto_ref ref = {0};
@@ -192,7 +202,7 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     int r = server_keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
     if (r < 0) return r;
     struct policy pol;
-    r = mcp_policy(sb, json_object_get(sb->spec, "network"), &pol, err);
+    r = sandbox_policy(srv, sb, json_object_get(sb->spec, "network"), &pol, err);
     if (r < 0) {
         for (int i = 0; i < 3; i++) close(fds[i]);
         return r;
@@ -208,12 +218,10 @@ static void detach_egress(struct sbx *sb)
     sb->egress = NULL;
 }
 
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *network, err_t *err)
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *net, err_t *err)
 {
-    json_t *net = api_network_spec(network, err);
-    if (!net) return -EINVAL;
     json_t *spec = json_deep_copy(sb->spec);
-    json_object_set_new(spec, "network", net);
+    json_object_set(spec, "network", net);
     char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
     int r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
                  : err_set(err, -ENOMEM, "out of memory");
@@ -225,7 +233,7 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *netwo
     json_decref(sb->spec);
     sb->spec = spec;
     struct policy pol;
-    if (sb->egress && mcp_policy(sb, net, &pol, err) == 0)
+    if (sb->egress && sandbox_policy(srv, sb, net, &pol, err) == 0)
         egress_sandbox_set_policy(sb->egress, &pol);
     return 0;
 }
@@ -293,8 +301,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     struct proto_result res;
     memcpy(ref.id, sb->id, sizeof ref.id);
     usage_removed(srv, sb);
-    mcp_box_free(sb->mcp);
-    sb->mcp = NULL;
+    if (srv->hooks.removed) srv->hooks.removed(sb);
     detach_egress(sb);
     unwatch_death(sb);
     /* -ENOENT: the keeper never had it (a create that failed) or no longer has it. */
@@ -422,7 +429,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     ok = ok && attach_egress(srv, sb, &err) == 0;
     /* Adopted, a paused sandbox is still frozen; rebuilt, it runs. */
     bool paused = ok && res.values[0] == 1 && strcmp(row->status, "paused") == 0;
-    if (ok && mcp_box_restore(srv, sb, &err) < 0)
+    if (ok && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     snprintf(sb->status, sizeof sb->status, "%s", paused ? "paused" : ok ? "running" : "failed");
     sb->last_active_ms = now_ms();
@@ -513,16 +520,10 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
 {
     srv->http = evhttp_new(srv->base);
     if (!srv->http) return -ENOMEM;
-    evhttp_set_max_body_size(srv->http, API_MAX_FILE_BODY);
-    evhttp_set_max_headers_size(srv->http, 64 * 1024);
-    evhttp_set_timeout(srv->http, 120);
-    /* OPTIONS: CORS preflights of browser MCP clients (the gateway answers them). */
-    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
     srv->listen_retry = evtimer_new(srv->base, on_listen_retry, srv);
     if (!srv->listen_retry || listen_on(srv, tcp_fd, 0) < 0 || listen_on(srv, unix_fd, 1) < 0)
         return -EIO;
-    api_attach(srv->http, srv);
+    if (srv->hooks.attach_http) srv->hooks.attach_http(srv->http, srv);
     struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
                             evsignal_new(srv->base, SIGINT, on_signal, srv),
                             event_new(srv->base, srv->keeper, EV_READ | EV_PERSIST,
@@ -538,9 +539,10 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
 
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
 {
-    struct sbx *sb = server_sandbox_find(arg, sandbox_id);
-    if (sb && sb->mcp && strcmp(kind, "egress.refused") == 0) mcp_egress_refused(sb, fields);
-    server_event(arg, sandbox_id, kind, fields);
+    struct server *srv = arg;
+    struct sbx *sb = server_sandbox_find(srv, sandbox_id);
+    if (sb && srv->hooks.egress_event) srv->hooks.egress_event(sb, kind, fields);
+    server_event(srv, sandbox_id, kind, fields);
 }
 
 /* Written before the DNS answer leaves, so no address outlives its meaning. */
@@ -582,11 +584,12 @@ static void on_libevent_log(int severity, const char *msg)
                                             "libevent: %s", msg);
 }
 
-int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd)
+int server_main(const struct server_config *cfg, const struct server_hooks *hooks,
+                int keeper_sock, int tcp_fd, int unix_fd)
 {
     event_set_log_callback(on_libevent_log);
     json_set_alloc_funcs(malloc, wiping_free);
-    struct server srv = {.cfg = *cfg, .keeper = keeper_sock};
+    struct server srv = {.cfg = *cfg, .hooks = *hooks, .keeper = keeper_sock};
     err_t err = {0};
     signal(SIGPIPE, SIG_IGN);
     srv.base = event_base_new();

@@ -1,11 +1,13 @@
 /* server: the unprivileged half of runtimed. It owns the event loop, the state
- * (store), the registry of sandboxes and the connection to the keeper; the API
- * (api.h) and, later, the gateway and egress proxy run on its loop. */
+ * (store), the registry of sandboxes and the connection to the keeper. The API
+ * and the gateway run on its loop and hook into a sandbox's life through
+ * struct server_hooks: the server includes neither (docs/architecture.md). */
 #ifndef RUNTIME_SERVER_H
 #define RUNTIME_SERVER_H
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../common/common.h"
 #include "../egress/egress.h"
@@ -57,9 +59,32 @@ struct sbx {
 
 struct server;
 struct event_base;
+struct evhttp;
+struct policy;
+
+/* What the API and the gateway add to a sandbox's life, filled in by the daemon.
+ * Every hook may be NULL (nothing to add). */
+struct server_hooks {
+    /* The routes of the API and the gateway, on the server's HTTP listener. */
+    void (*attach_http)(struct evhttp *http, struct server *srv);
+    /* A sandbox was re-adopted after a restart: bring back what hangs off it. */
+    int (*restored)(struct server *srv, struct sbx *sb, err_t *err);
+    /* The egress policy of a sandbox for its network settings {internet, allow[]}
+     * (the gateway adds the hosts its servers need). NULL: the settings alone. */
+    int (*policy)(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
+    /* The sandbox is going away (or has failed to): free what hangs off it. */
+    void (*removed)(struct sbx *sb);
+    /* Something in it is busy on the host's side (installs): no idle pause yet. */
+    bool (*busy)(struct sbx *sb);
+    /* Its egress reported something (egress.refused, ...), before it is recorded. */
+    void (*egress_event)(struct sbx *sb, const char *kind, json_t *fields);
+    /* Prometheus lines of its own, for /metrics. */
+    void (*metrics)(struct sbx *sb, FILE *f);
+};
 
 /* Runs until SIGTERM/SIGINT or the keeper hangs up. Takes ownership of the fds. */
-int server_main(const struct server_config *cfg, int keeper_sock, int tcp_fd, int unix_fd);
+int server_main(const struct server_config *cfg, const struct server_hooks *hooks,
+                int keeper_sock, int tcp_fd, int unix_fd);
 
 struct event_base *server_base(struct server *srv);
 const struct server_config *server_config(struct server *srv);
@@ -73,8 +98,9 @@ struct sbx *server_sandbox_first(struct server *srv);
 int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err);
 
-/* Replaces the sandbox's network policy ({internet, allow[]}, validated here);
- * open connections the new policy refuses are closed at once. */
+/* Replaces the sandbox's network settings ({internet, allow[]}, as the API
+ * normalized them: borrowed); open connections the new policy refuses are
+ * closed at once. */
 int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *network, err_t *err);
 
 /* Events: recorded in memory and written to the store in batches. */

@@ -3,7 +3,6 @@
 #define RUNTIME_SERVER_IMPL_H
 
 #include "../catalog/catalog.h"
-#include "../mcp/mcp.h"
 #include "../secrets/secrets.h"
 #include "../store/store.h"
 #include "server.h"
@@ -38,6 +37,7 @@ struct evconnlistener;
 
 struct server {
     struct server_config cfg;
+    struct server_hooks hooks;
     struct event_base *base;
     struct evhttp *http;
     struct store *store;
