@@ -90,7 +90,7 @@ static json_t *sandbox_json(const struct sbx *sb)
     char created[40];
     time_rfc3339(created, sizeof created, sb->created_ms);
     json_object_set_new(v, "id", json_string(sb->id));
-    json_object_set_new(v, "status", json_string(sb->status));
+    json_object_set_new(v, "status", json_string(sbx_status_name(sb->status)));
     json_object_set_new(v, "createdAt", json_string(created));
     if (sb->mcp) json_object_set_new(v, "mcp", mcp_servers_json(sb->mcp));
     return v;
@@ -279,9 +279,9 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
         return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
     }
     if (!name && m == EVHTTP_REQ_POST) {
-        if (strcmp(sb->status, "running") != 0)
+        if (sb->status != SBX_RUNNING)
             return api_error(req, 409, "not_running", "sandbox %s is %s; MCP servers run only in "
-                             "a running sandbox", sb->id, sb->status);
+                             "a running sandbox", sb->id, sbx_status_name(sb->status));
         json_t *body = api_body_json(req, false), *out = NULL;
         if (!body) return;
         int r = mcp_start(srv, sb, body, &out, &err);
@@ -320,11 +320,11 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
         server_sandbox_touch(sb);
         if (server_sandbox_resume(srv, sb, action, &err) < 0) return api_fail(req, &err);
     }
-    if (needs_running && strcmp(sb->status, "running") != 0 && strcmp(action, "mcp") != 0)
+    if (needs_running && sb->status != SBX_RUNNING && strcmp(action, "mcp") != 0)
         return api_error(req, 409, "not_running", "sandbox %s is %s; remove it with `runtime "
                          "sandbox rm %s` (its /workspace is kept only while it exists), or "
-                         "restart runtimed to rebuild it on its workspace", sb->id, sb->status,
-                         sb->id);
+                         "restart runtimed to rebuild it on its workspace", sb->id,
+                         sbx_status_name(sb->status), sb->id);
     if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST) return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
         return files(req, srv, sb);

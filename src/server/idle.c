@@ -32,25 +32,17 @@ static int freeze(struct server *srv, struct sbx *sb, bool frozen, err_t *err)
     return server_keeper_call(srv, PROTO_FREEZE, &ref, sizeof ref, &res, NULL, 0, err);
 }
 
-static void set_status(struct server *srv, struct sbx *sb, const char *status)
-{
-    err_t err = {0};
-    snprintf(sb->status, sizeof sb->status, "%s", status);
-    if (store_sandbox_set_status(srv->store, sb->id, status, &err) < 0)
-        log_warn("status of sandbox %s not saved: %s", sb->id, err.msg);
-}
-
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason, err_t *err)
 {
-    if (strcmp(sb->status, "paused") == 0) return 0;
-    if (strcmp(sb->status, "running") != 0)
+    if (sb->status == SBX_PAUSED) return 0;
+    if (sb->status != SBX_RUNNING)
         return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
-                       sb->id, sb->status);
+                       sb->id, sbx_status_name(sb->status));
     usage_checkpoint(srv, sb);
     int r = freeze(srv, sb, true, err);
     if (r < 0) return err_wrap(err, "cannot pause sandbox %s", sb->id);
     if (sb->egress) egress_sandbox_close_all(sb->egress);
-    set_status(srv, sb, "paused");
+    server_sandbox_set_status(srv, sb, SBX_PAUSED);
     metrics_pause(srv);
     json_t *f = json_pack("{s:s}", "reason", reason);
     server_event(srv, sb->id, "sandbox.paused", f);
@@ -60,13 +52,13 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
 
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason, err_t *err)
 {
-    if (strcmp(sb->status, "paused") != 0) return 0;
+    if (sb->status != SBX_PAUSED) return 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     usage_checkpoint(srv, sb);
     int r = freeze(srv, sb, false, err);
     if (r < 0) return err_wrap(err, "cannot resume sandbox %s", sb->id);
-    set_status(srv, sb, "running");
+    server_sandbox_set_status(srv, sb, SBX_RUNNING);
     server_sandbox_touch(sb);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -80,7 +72,7 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
 static bool idle(struct sbx *sb, uint64_t now)
 {
     json_int_t secs = json_integer_value(json_object_get(sb->spec, "idlePauseSeconds"));
-    return secs > 0 && sb->holds == 0 && strcmp(sb->status, "running") == 0 &&
+    return secs > 0 && sb->holds == 0 && sb->status == SBX_RUNNING &&
            !(sb->owner->hooks.busy && sb->owner->hooks.busy(sb)) && now - sb->last_active_ms >= (uint64_t)secs * 1000;
 }
 

@@ -83,12 +83,11 @@ static long rss_bytes(void)
 
 static void sandboxes(FILE *f, struct server *srv)
 {
-    static const char *const states[] = {"creating", "running", "paused", "stopped", "failed"};
     fputs("# HELP runtime_sandboxes Sandboxes by status.\n# TYPE runtime_sandboxes gauge\n", f);
-    for (size_t i = 0; i < ARRAY_LEN(states); i++) {
+    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
         int n = 0;
-        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) n += strcmp(sb->status, states[i]) == 0;
-        fprintf(f, "runtime_sandboxes{status=\"%s\"} %d\n", states[i], n);
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) n += sb->status == (enum sbx_status)s;
+        fprintf(f, "runtime_sandboxes{status=\"%s\"} %d\n", sbx_status_name(s), n);
     }
 }
 

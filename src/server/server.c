@@ -135,13 +135,40 @@ static void unlink_sandbox(struct server *srv, struct sbx *sb)
     }
 }
 
+const char *sbx_status_name(enum sbx_status status)
+{
+    switch (status) {
+    case SBX_CREATING: return "creating";
+    case SBX_RUNNING: return "running";
+    case SBX_PAUSED: return "paused";
+    case SBX_STOPPED: return "stopped";
+    case SBX_FAILED: break;
+    }
+    return "failed";
+}
+
+enum sbx_status sbx_status_parse(const char *name)
+{
+    for (int s = 0; s < SBX_STATUS_COUNT; s++)
+        if (name && strcmp(name, sbx_status_name(s)) == 0) return s;
+    return SBX_FAILED;
+}
+
+void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status)
+{
+    err_t err = {0};
+    sb->status = status;
+    if (store_sandbox_set_status(srv->store, sb->id, sbx_status_name(status), &err) < 0)
+        log_warn("status of sandbox %s not saved: %s", sb->id, err.msg);
+}
+
 static int save_new(struct server *srv, struct sbx *sb, err_t *err)
 {
     char *text = json_dumps(sb->spec, JSON_COMPACT | JSON_SORT_KEYS);
     struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms,
                                 .spec_json = text};
     memcpy(row.id, sb->id, sizeof row.id);
-    snprintf(row.status, sizeof row.status, "%s", sb->status);
+    snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
     row.name = (char *)json_string_value(json_object_get(sb->spec, "name"));
     int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
@@ -160,9 +187,7 @@ static void on_death(evutil_socket_t fd, short what, void *arg)
     sb->death = NULL;
     close(fd);
     detach_egress(sb);
-    snprintf(sb->status, sizeof sb->status, "stopped");
-    err_t err = {0};
-    store_sandbox_set_status(srv->store, sb->id, sb->status, &err);
+    server_sandbox_set_status(srv, sb, SBX_STOPPED);
     json_t *f = json_pack("{s:s}", "reason", "init process exited");
     server_event(srv, sb->id, "sandbox.exited", f);
     json_decref(f);
@@ -254,7 +279,7 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
-    snprintf(sb->status, sizeof sb->status, "creating");
+    sb->status = SBX_CREATING;
     int r = save_new(srv, sb, err);
     if (r < 0) {
         sbx_free(sb);
@@ -284,12 +309,11 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
         sbx_free(sb);
         return err_wrap(err, "cannot give the sandbox its network");
     }
-    snprintf(sb->status, sizeof sb->status, "running");
-    r = store_sandbox_set_status(srv->store, sb->id, sb->status, err);
+    server_sandbox_set_status(srv, sb, SBX_RUNNING);
     sb->last_active_ms = now_ms();
     usage_checkpoint(srv, sb); /* starts the counting */
     *out = sb;
-    return r;
+    return 0;
 }
 
 /* A destroy the keeper could not finish (something left in the sandbox's
@@ -307,9 +331,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
     /* -ENOENT: the keeper never had it (a create that failed) or no longer has it. */
     int r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
     if (r < 0 && r != -ENOENT) {
-        snprintf(sb->status, sizeof sb->status, "failed");
-        err_t ignored = {0};
-        store_sandbox_set_status(srv->store, sb->id, sb->status, &ignored);
+        server_sandbox_set_status(srv, sb, SBX_FAILED);
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
         return err_set(err, r, "cannot remove sandbox %s: %s; its processes are stopped: fix "
@@ -423,20 +445,21 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     err_t err = {0};
     fill_proto_sandbox(sb, &p);
     int watch = -1;
-    bool ok = strcmp(row->status, "creating") != 0 &&
+    enum sbx_status saved = sbx_status_parse(row->status);
+    bool ok = saved != SBX_CREATING &&
               server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
     if (ok && watch >= 0) watch_death(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
     /* Adopted, a paused sandbox is still frozen; rebuilt, it runs. */
-    bool paused = ok && res.values[0] == 1 && strcmp(row->status, "paused") == 0;
+    bool paused = ok && res.values[0] == 1 && saved == SBX_PAUSED;
     if (ok && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
-    snprintf(sb->status, sizeof sb->status, "%s", paused ? "paused" : ok ? "running" : "failed");
+    sb->status = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     sb->last_active_ms = now_ms();
     usage_restore(srv, sb);
     if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
-    store_sandbox_set_status(srv->store, sb->id, sb->status, &err);
+    server_sandbox_set_status(srv, sb, sb->status);
     return 0;
 }
 

@@ -31,12 +31,19 @@ struct server_config {
     struct meter_rates rates;   /* --price-* */
 };
 
+/* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */
+enum sbx_status { SBX_CREATING, SBX_RUNNING, SBX_PAUSED, SBX_STOPPED, SBX_FAILED };
+#define SBX_STATUS_COUNT 5
+const char *sbx_status_name(enum sbx_status status);
+/* The status a stored or saved name stands for; an unknown name reads as failed. */
+enum sbx_status sbx_status_parse(const char *name);
+
 /* A sandbox as the server knows it. spec is the normalized API settings object
  * (name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network). */
 struct sbx {
     char id[PROTO_ID_LEN];
     uint32_t slot;
-    char status[16];
+    enum sbx_status status;
     int64_t created_ms;
     json_t *spec; /* owned */
     struct egress_sandbox *egress; /* NULL while not running */

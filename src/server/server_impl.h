@@ -81,6 +81,8 @@ void idle_stop(struct server *srv);
 /* usage.c */
 void usage_checkpoint(struct server *srv, struct sbx *sb);
 void usage_tick(struct server *srv);
+/* Sets and saves a sandbox's status (a failed save is logged). */
+void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status);
 void usage_restore(struct server *srv, struct sbx *sb);
 void usage_removed(struct server *srv, struct sbx *sb);
 

@@ -28,7 +28,7 @@ static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
 
 static void save(struct server *srv, const struct sbx *sb, bool deleted)
 {
-    json_t *row = row_json(sb, sb->status, deleted);
+    json_t *row = row_json(sb, sbx_status_name(sb->status), deleted);
     char *text = json_dumps(row, JSON_COMPACT);
     json_decref(row);
     if (text) store_writer_usage_put(srv->writer, sb->id, text);
@@ -51,15 +51,15 @@ static int stats(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t 
 }
 
 /* Counts the time since the last checkpoint as `state`, then moves the marks. */
-static void checkpoint_as(struct server *srv, struct sbx *sb, const char *state)
+static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status state)
 {
     int64_t now = now_unix_ms();
     uint64_t cpu = sb->mark_cpu_ns, disk = sb->stored_bytes;
-    bool live = strcmp(state, "running") == 0 || strcmp(state, "paused") == 0;
+    bool live = state == SBX_RUNNING || state == SBX_PAUSED;
     if (live && stats(srv, sb, &cpu, &disk) < 0) live = false;
     double hours = sb->mark_ms && now > sb->mark_ms ? (double)(now - sb->mark_ms) / 3.6e6 : 0;
     double gib = (double)json_integer_value(json_object_get(sb->spec, "memoryMiB")) / 1024.0;
-    if (live && strcmp(state, "running") == 0) {
+    if (live && state == SBX_RUNNING) {
         /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
         uint64_t used = cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;
         meter_add_running(&sb->usage, hours, (double)used / 1e9, gib);
@@ -111,8 +111,7 @@ void usage_restore(struct server *srv, struct sbx *sb)
     sb->mark_ms = json_integer_value(json_object_get(row, "markMs"));
     sb->mark_cpu_ns = (uint64_t)json_integer_value(json_object_get(row, "markCpuNs"));
     sb->stored_bytes = (uint64_t)json_integer_value(json_object_get(row, "storedBytes"));
-    char state[16];
-    snprintf(state, sizeof state, "%s", json_string_value(json_object_get(row, "state")) ?: "");
+    enum sbx_status state = sbx_status_parse(json_string_value(json_object_get(row, "state")));
     json_decref(row);
     checkpoint_as(srv, sb, state);
 }
