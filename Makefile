@@ -56,7 +56,7 @@ unit: $(BUILD)/unit
 # escape, egress, MCP, catalog and SDK suites against the real daemon (they need
 # root), plain and sanitized. The sanitized daemon runs without leak checks: LeakSanitizer needs
 # ptrace, which the server's seccomp filter forbids.
-check: all $(BUILD)/unit asan
+check: all $(BUILD)/unit asan format-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
 	$(BUILD)/unit
@@ -69,8 +69,15 @@ check: all $(BUILD)/unit asan
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 
+FORMATTED := src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+
 format:
-	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c
+	clang-format -i $(FORMATTED)
+
+# Fails on any file that `make format` would change (clang-format 14, .clang-format).
+format-check:
+	@clang-format --dry-run --Werror $(FORMATTED) || \
+		{ echo "format-check: run \`make format\` and commit the result" >&2; exit 1; }
 
 clean:
 	rm -rf $(BUILD)

@@ -13,7 +13,8 @@
 
 void api_json(struct evhttp_request *req, int status, json_t *v)
 {
-    /* 12 significant digits: usage figures without binary noise (0.069, not 0.069000000000000006). */
+    /* 12 significant digits: usage figures without binary noise (0.069, not 0.069000000000000006).
+     */
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
     json_decref(v);
     struct evbuffer *out = evbuffer_new();
@@ -43,14 +44,14 @@ void api_fail(struct evhttp_request *req, const err_t *err)
         int code, status;
         const char *name;
     } map[] = {
-        {-EINVAL, 400, "bad_request"},  {-ENOENT, 404, "not_found"},
-        {-EEXIST, 409, "conflict"},     {-E2BIG, 413, "too_large"},
-        {-EFBIG, 413, "too_large"},     {-ENOSPC, 507, "disk_full"},
-        {-EDQUOT, 507, "disk_full"},    {-EAGAIN, 429, "limit_reached"},
-        {-EACCES, 403, "forbidden"},    {-EPERM, 403, "forbidden"},
-        {-EISDIR, 400, "bad_request"},  {-ENOTDIR, 400, "bad_request"},
-        {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},   {-EXDEV, 400, "bad_request"},
-        {-ENAMETOOLONG, 400, "bad_request"},
+        {-EINVAL, 400, "bad_request"}, {-ENOENT, 404, "not_found"},
+        {-EEXIST, 409, "conflict"},    {-E2BIG, 413, "too_large"},
+        {-EFBIG, 413, "too_large"},    {-ENOSPC, 507, "disk_full"},
+        {-EDQUOT, 507, "disk_full"},   {-EAGAIN, 429, "limit_reached"},
+        {-EACCES, 403, "forbidden"},   {-EPERM, 403, "forbidden"},
+        {-EISDIR, 400, "bad_request"}, {-ENOTDIR, 400, "bad_request"},
+        {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},
+        {-EXDEV, 400, "bad_request"},  {-ENAMETOOLONG, 400, "bad_request"},
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
         if (map[i].code == err->code) {
@@ -72,8 +73,9 @@ json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
     if (n == 0 && allow_empty) return json_object();
     json_error_t jerr;
     json_t *v = json_loadb((const char *)evbuffer_pullup(in, -1), n, JSON_REJECT_DUPLICATES, &jerr);
-    if (!v) api_error(req, 400, "bad_json", "the body is not valid JSON: %s (line %d)", jerr.text,
-                      jerr.line);
+    if (!v)
+        api_error(req, 400, "bad_json", "the body is not valid JSON: %s (line %d)", jerr.text,
+                  jerr.line);
     return v;
 }
 
@@ -135,9 +137,13 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
     const char *name = json_string_value(json_object_get(spec, "name"));
     struct sbx *old = name ? server_sandbox_find(srv, name) : NULL;
     if (old) {
-        if (get_or_create) api_json(req, 200, sandbox_json(old));
-        else api_error(req, 409, "name_taken", "a sandbox named %s exists (%s); pick another "
-                       "name, remove it, or pass getOrCreate", name, old->id);
+        if (get_or_create)
+            api_json(req, 200, sandbox_json(old));
+        else
+            api_error(req, 409, "name_taken",
+                      "a sandbox named %s exists (%s); pick another "
+                      "name, remove it, or pass getOrCreate",
+                      name, old->id);
         json_decref(spec); /* last: name points into it */
         return;
     }
@@ -150,8 +156,10 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
 static int sandbox_path(const char *in, char *out, size_t size)
 {
     if (!in || !*in || strlen(in) >= size - 12) return -EINVAL;
-    if (in[0] == '/') snprintf(out, size, "%s", in);
-    else snprintf(out, size, "/workspace/%s", in);
+    if (in[0] == '/')
+        snprintf(out, size, "%s", in);
+    else
+        snprintf(out, size, "/workspace/%s", in);
     return 0;
 }
 
@@ -184,7 +192,8 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
     if (server_open_file(srv, sb, path, 0, 0, &fd, &err) < 0) return api_fail(req, &err);
     struct stat st;
     struct evbuffer *out = evbuffer_new();
-    if (fstat(fd, &st) == 0 && st.st_size == 0) close(fd); /* nothing to map */
+    if (fstat(fd, &st) == 0 && st.st_size == 0)
+        close(fd); /* nothing to map */
     else if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
         close(fd);
         evbuffer_free(out);
@@ -221,10 +230,13 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
     if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
     bool put = evhttp_request_get_command(req) == EVHTTP_REQ_PUT;
     if (mode < 0 || (mode_text && !put))
-        return api_error(req, 400, "bad_request", "mode is for PUT only, and is permission bits "
+        return api_error(req, 400, "bad_request",
+                         "mode is for PUT only, and is permission bits "
                          "in octal such as 0755 or 0644 (at most 0777)");
-    if (put) put_file(req, srv, sb, path, (unsigned)mode);
-    else get_file(req, srv, sb, path);
+    if (put)
+        put_file(req, srv, sb, path, (unsigned)mode);
+    else
+        get_file(req, srv, sb, path);
 }
 
 static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)
@@ -280,8 +292,10 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
     }
     if (!name && m == EVHTTP_REQ_POST) {
         if (sb->status != SBX_RUNNING)
-            return api_error(req, 409, "not_running", "sandbox %s is %s; MCP servers run only in "
-                             "a running sandbox", sb->id, sbx_status_name(sb->status));
+            return api_error(req, 409, "not_running",
+                             "sandbox %s is %s; MCP servers run only in "
+                             "a running sandbox",
+                             sb->id, sbx_status_name(sb->status));
         json_t *body = api_body_json(req, false), *out = NULL;
         if (!body) return;
         int r = mcp_start(srv, sb, body, &out, &err);
@@ -289,7 +303,8 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
         if (r < 0) return api_fail(req, &err);
         return api_json(req, 202, out);
     }
-    api_error(req, 405, "method_not_allowed", "use POST or GET /v1/sandboxes/ID/mcp, or DELETE "
+    api_error(req, 405, "method_not_allowed",
+              "use POST or GET /v1/sandboxes/ID/mcp, or DELETE "
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
@@ -298,8 +313,11 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
 {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     struct sbx *sb = server_sandbox_find(srv, key);
-    if (!sb) return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` "
-                              "shows them", key);
+    if (!sb)
+        return api_error(req, 404, "not_found",
+                         "no sandbox %s; `runtime sandbox list` "
+                         "shows them",
+                         key);
     err_t err = {0};
     if (!action && m == EVHTTP_REQ_GET) return api_json(req, 200, sandbox_json(sb));
     if (!action && m == EVHTTP_REQ_DELETE) {
@@ -321,17 +339,18 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
         if (server_sandbox_resume(srv, sb, action, &err) < 0) return api_fail(req, &err);
     }
     if (needs_running && sb->status != SBX_RUNNING && strcmp(action, "mcp") != 0)
-        return api_error(req, 409, "not_running", "sandbox %s is %s; remove it with `runtime "
+        return api_error(req, 409, "not_running",
+                         "sandbox %s is %s; remove it with `runtime "
                          "sandbox rm %s` (its /workspace is kept only while it exists), or "
-                         "restart runtimed to rebuild it on its workspace", sb->id,
-                         sbx_status_name(sb->status), sb->id);
-    if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST) return api_exec(req, srv, sb);
+                         "restart runtimed to rebuild it on its workspace",
+                         sb->id, sbx_status_name(sb->status), sb->id);
+    if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST)
+        return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
         return files(req, srv, sb);
     if (action && strcmp(action, "network") == 0 && m == EVHTTP_REQ_PUT)
         return set_network(req, srv, sb);
-    if (action && strcmp(action, "events") == 0 && m == EVHTTP_REQ_GET)
-        return events(req, srv, sb);
+    if (action && strcmp(action, "events") == 0 && m == EVHTTP_REQ_GET) return events(req, srv, sb);
     if (action && strcmp(action, "mcp") == 0) return mcp_route(req, srv, sb, sub);
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
@@ -358,7 +377,8 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
         if (r < 0) return api_fail(req, &err);
         return api_json(req, created ? 201 : 200, out);
     }
-    api_error(req, 405, "method_not_allowed", "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
+    api_error(req, 405, "method_not_allowed",
+              "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
 }
 
 static void metrics(struct evhttp_request *req, struct server *srv)
@@ -391,7 +411,8 @@ static void route(struct evhttp_request *req, void *arg)
     const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (gw && strncmp(gw, "/mcp/", 5) == 0) return mcp_gateway(srv, req, gw); /* its own token */
     if (!authorized(req, srv))
-        return api_error(req, 401, "unauthorized", "missing or wrong API key; send "
+        return api_error(req, 401, "unauthorized",
+                         "missing or wrong API key; send "
                          "\"Authorization: Bearer <key>\" with the key from STATE/admin.key");
     const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
@@ -399,17 +420,24 @@ static void route(struct evhttp_request *req, void *arg)
     int n = path ? split_path(path, seg, 5) : -1;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
-        if (n == 2 && m == EVHTTP_REQ_GET) list_sandboxes(req, srv);
-        else if (n == 2 && m == EVHTTP_REQ_POST) create_sandbox(req, srv);
-        else if (n == 3 || n == 4) one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL, NULL);
-        else if (n == 5 && strcmp(seg[3], "mcp") == 0) one_sandbox(req, srv, seg[2], seg[3], seg[4]);
-        else api_error(req, 404, "not_found", "no such API path: %s", raw);
+        if (n == 2 && m == EVHTTP_REQ_GET)
+            list_sandboxes(req, srv);
+        else if (n == 2 && m == EVHTTP_REQ_POST)
+            create_sandbox(req, srv);
+        else if (n == 3 || n == 4)
+            one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL, NULL);
+        else if (n == 5 && strcmp(seg[3], "mcp") == 0)
+            one_sandbox(req, srv, seg[2], seg[3], seg[4]);
+        else
+            api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
                m == EVHTTP_REQ_GET) {
         err_t err = {0};
         json_t *u = server_usage(srv, &err);
-        if (u) api_json(req, 200, u);
-        else api_fail(req, &err);
+        if (u)
+            api_json(req, 200, u);
+        else
+            api_fail(req, &err);
     } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == EVHTTP_REQ_GET) {
         metrics(req, srv);
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&

@@ -18,8 +18,10 @@
 static json_t *stream_json(struct evbuffer *buf, size_t dropped)
 {
     if (dropped)
-        evbuffer_add_printf(buf, "\n[runtime: output truncated after %u bytes; %zu bytes "
-                            "dropped]\n", API_MAX_OUTPUT, dropped);
+        evbuffer_add_printf(buf,
+                            "\n[runtime: output truncated after %u bytes; %zu bytes "
+                            "dropped]\n",
+                            API_MAX_OUTPUT, dropped);
     size_t n = evbuffer_get_length(buf);
     return api_json_text((const char *)evbuffer_pullup(buf, -1), n);
 }
@@ -42,15 +44,17 @@ static void on_done(void *arg, const struct server_run_result *res)
     }
     free(call);
     if (res->ended && res->exit_code == -1) {
-        api_error(req, 400, "exec_failed", "cannot start the program: %s; check argv[0] "
-                  "and that it exists in the sandbox", strerror(res->start_errno));
+        api_error(req, 400, "exec_failed",
+                  "cannot start the program: %s; check argv[0] "
+                  "and that it exists in the sandbox",
+                  strerror(res->start_errno));
     } else if (!res->ended) {
         api_error(req, 500, "internal", "the exec monitor ended without a status");
     } else {
         json_t *out = json_pack("{s:i,s:o,s:o,s:b,s:I}", "exitCode", res->exit_code, "stdout",
                                 stream_json(res->out, res->out_dropped), "stderr",
-                                stream_json(res->err, res->err_dropped), "timedOut",
-                                res->timed_out, "durationMs", (json_int_t)res->duration_ms);
+                                stream_json(res->err, res->err_dropped), "timedOut", res->timed_out,
+                                "durationMs", (json_int_t)res->duration_ms);
         api_json(req, 200, out);
     }
 }
@@ -59,11 +63,13 @@ static void on_done(void *arg, const struct server_run_result *res)
 int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err)
 {
     if (!json_is_array(arr) || json_array_size(arr) == 0 || json_array_size(arr) >= max)
-        return err_set(err, -EINVAL, "argv must be a non-empty array of strings, e.g. "
+        return err_set(err, -EINVAL,
+                       "argv must be a non-empty array of strings, e.g. "
                        "[\"ls\", \"-l\"]");
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) {
+    json_array_foreach(arr, i, v)
+    {
         if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
             return err_set(err, -EINVAL, "argv[%zu] must be a string without NUL bytes", i);
         out[i] = json_string_value(v);
@@ -73,8 +79,7 @@ int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err)
 }
 
 static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
-                         struct server_run_spec *spec, const char **argv, char ***envp,
-                         err_t *err)
+                         struct server_run_spec *spec, const char **argv, char ***envp, err_t *err)
 {
     int r = api_argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
     if (r < 0) return r;
@@ -109,13 +114,17 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
 void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
 {
     if (sb->execs >= MAX_RUNNING_EXECS)
-        return api_error(req, 429, "limit_reached", "sandbox %s already runs %u execs, the "
-                         "most it may at once; wait for one to end", sb->id, sb->execs);
+        return api_error(req, 429, "limit_reached",
+                         "sandbox %s already runs %u execs, the "
+                         "most it may at once; wait for one to end",
+                         sb->id, sb->execs);
     if (!sb->exec_rate.rate) sb->exec_rate = RATE_LIMIT(EXEC_STARTS_PER_S, 3 * EXEC_STARTS_PER_S);
     if (!rate_allow(&sb->exec_rate, now_ms())) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-        return api_error(req, 429, "limit_reached", "sandbox %s started %u execs a second, the "
-                         "most it may; try again in a second", sb->id, EXEC_STARTS_PER_S);
+        return api_error(req, 429, "limit_reached",
+                         "sandbox %s started %u execs a second, the "
+                         "most it may; try again in a second",
+                         sb->id, EXEC_STARTS_PER_S);
     }
     json_t *body = api_body_json(req, false);
     if (!body) return;
@@ -129,8 +138,8 @@ void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
         call->req = req;
         call->srv = srv;
         memcpy(call->sandbox, sb->id, sizeof call->sandbox);
-    }
-    else if (r == 0) r = err_set(&err, -ENOMEM, "out of memory");
+    } else if (r == 0)
+        r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = server_run(srv, sb, &spec, on_done, call, NULL, &err);
     if (r == 0) {
         server_sandbox_hold(sb, +1); /* no idle pause while it runs */

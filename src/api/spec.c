@@ -34,7 +34,8 @@ static int int_field(json_t *body, json_t *out, const char *key, long long def, 
     long long x = def;
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v))
-            return err_set(err, -EINVAL, "%s must be a whole number from %lld to %lld", key, lo, hi);
+            return err_set(err, -EINVAL, "%s must be a whole number from %lld to %lld", key, lo,
+                           hi);
         x = json_integer_value(v);
     }
     if (x < lo || x > hi)
@@ -48,12 +49,14 @@ static int cpus_field(json_t *body, json_t *out, err_t *err)
     json_t *v = json_object_get(body, "cpus");
     double x = 1;
     if (v && !json_is_null(v)) {
-        if (!json_is_number(v)) return err_set(err, -EINVAL, "cpus must be a number, e.g. 0.5 or 2");
+        if (!json_is_number(v))
+            return err_set(err, -EINVAL, "cpus must be a number, e.g. 0.5 or 2");
         x = json_number_value(v);
     }
     if (!(x >= 0.01 && x <= 1024))
         return err_set(err, -EINVAL, "cpus must be from 0.01 to 1024, not %g", x);
-    json_object_set_new(out, "cpus", json_is_integer(v) ? json_integer((json_int_t)x) : json_real(x));
+    json_object_set_new(out, "cpus",
+                        json_is_integer(v) ? json_integer((json_int_t)x) : json_real(x));
     return 0;
 }
 
@@ -68,11 +71,14 @@ static int string_map(json_t *body, json_t *out, const char *key, bool (*key_ok)
     }
     const char *k;
     json_t *val;
-    json_object_foreach(v, k, val) {
+    json_object_foreach(v, k, val)
+    {
         if (!json_is_string(val) || !key_ok(k) || json_object_size(v) > 256) {
             json_decref(m);
-            return err_set(err, -EINVAL, "%s: \"%.64s\" is not %s with a string value (at most "
-                           "256 entries)", key, k, what);
+            return err_set(err, -EINVAL,
+                           "%s: \"%.64s\" is not %s with a string value (at most "
+                           "256 entries)",
+                           key, k, what);
         }
         json_object_set(m, k, val);
     }
@@ -93,7 +99,8 @@ json_t *api_network_spec(json_t *v, err_t *err)
     if (!v || json_is_null(v)) return net;
     int r = 0;
     json_t *inet = json_object_get(v, "internet"), *list = json_object_get(v, "allow");
-    if (!json_is_object(v)) r = err_set(err, -EINVAL, "network must be {internet, allow[]}");
+    if (!json_is_object(v))
+        r = err_set(err, -EINVAL, "network must be {internet, allow[]}");
     else if (inet && !json_is_boolean(inet))
         r = err_set(err, -EINVAL, "network.internet must be true or false");
     else if (list && !json_is_array(list))
@@ -101,10 +108,13 @@ json_t *api_network_spec(json_t *v, err_t *err)
     if (inet && r == 0) json_object_set(net, "internet", inet);
     size_t i;
     json_t *h;
-    json_array_foreach(list, i, h) {
+    json_array_foreach(list, i, h)
+    {
         if (r < 0) break;
-        if (!json_is_string(h)) r = err_set(err, -EINVAL, "network.allow[%zu] must be a string", i);
-        else json_array_append(allow, h);
+        if (!json_is_string(h))
+            r = err_set(err, -EINVAL, "network.allow[%zu] must be a string", i);
+        else
+            json_array_append(allow, h);
     }
     struct policy pol;
     if (r == 0 && (r = policy_build_json(json_is_true(json_object_get(net, "internet")), allow,
@@ -126,9 +136,9 @@ static int network_field(json_t *body, json_t *out, err_t *err)
     return 0;
 }
 
-static const char *const known_fields[] = {"name", "memoryMiB", "cpus", "diskMiB",
-                                           "idlePauseSeconds", "labels", "env", "network",
-                                           "getOrCreate"};
+static const char *const known_fields[] = {"name",    "memoryMiB",        "cpus",
+                                           "diskMiB", "idlePauseSeconds", "labels",
+                                           "env",     "network",          "getOrCreate"};
 
 json_t *api_sandbox_spec(json_t *body, err_t *err)
 {
@@ -138,9 +148,11 @@ json_t *api_sandbox_spec(json_t *body, err_t *err)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(body, k, v) {
+    json_object_foreach(body, k, v)
+    {
         bool known = false;
-        for (size_t i = 0; i < ARRAY_LEN(known_fields); i++) known |= strcmp(k, known_fields[i]) == 0;
+        for (size_t i = 0; i < ARRAY_LEN(known_fields); i++)
+            known |= strcmp(k, known_fields[i]) == 0;
         if (!known) {
             err_set(err, -EINVAL, "unknown field \"%.64s\"; see SPEC.md for the sandbox fields", k);
             return NULL;
@@ -153,7 +165,8 @@ json_t *api_sandbox_spec(json_t *body, err_t *err)
         r = err_set(err, -EINVAL, "getOrCreate must be true or false");
     if (r == 0 && name && !json_is_null(name) &&
         (!json_is_string(name) || !valid_name(json_string_value(name))))
-        r = err_set(err, -EINVAL, "name must be 1-63 letters, digits, '_', '.' or '-', starting "
+        r = err_set(err, -EINVAL,
+                    "name must be 1-63 letters, digits, '_', '.' or '-', starting "
                     "with a letter or digit");
     json_object_set(out, "name", name && json_is_string(name) ? name : json_null());
     if (r == 0) r = int_field(body, out, "memoryMiB", 1024, 64, 1 << 20, err);

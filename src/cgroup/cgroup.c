@@ -495,8 +495,10 @@ int cgroup_kill_all(struct cgroup *cg)
 
 uint64_t cgroup_reclaim(struct cgroup *cg)
 {
-    if (cg->version == 1) cg1_reclaim(cg);
-    else cg2_reclaim(cg);
+    if (cg->version == 1)
+        cg1_reclaim(cg);
+    else
+        cg2_reclaim(cg);
     struct cgroup_stats st = {0};
     cgroup_stats(cg, &st);
     return st.memory_bytes;

@@ -74,9 +74,12 @@ static void json_escape_to(FILE *f, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
 }
 
@@ -99,8 +102,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
     if (rate_allow(&limit, now_ms())) {
         uint64_t dropped = rate_take_dropped(&limit);
         if (dropped) {
-            snprintf(note, sizeof note, "%" PRIu64 " log lines dropped (over %u a second)",
-                     dropped, LOG_LINES_PER_S);
+            snprintf(note, sizeof note, "%" PRIu64 " log lines dropped (over %u a second)", dropped,
+                     LOG_LINES_PER_S);
             log_line(LOG_WARN, note);
         }
         log_line(lvl, text);
@@ -162,7 +165,8 @@ bool str_equal_ct(const char *a, const char *b)
     size_t la = strlen(a), lb = strlen(b);
     unsigned char diff = la != lb;
     size_t n = la < lb ? la : lb;
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(a[i] ^ b[i]);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
     return diff == 0;
 }
 

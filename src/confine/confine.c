@@ -17,34 +17,85 @@
  * docs/seccomp.md reviews each call against Docker and gVisor. */
 static const char *const sandbox_denied[] = {
     /* Mounts and the root (the mount namespace is the host's, but say no first). */
-    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
-    "fsconfig", "fsmount", "fspick", "mount_setattr",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
     /* Other processes: their memory, fds and pages (Docker: CAP_SYS_PTRACE). */
-    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "kcmp",
     "pidfd_getfd",
     /* Code into the kernel, and its event and key stores. */
-    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-    "create_module", "get_kernel_syms", "query_module", "bpf", "perf_event_open",
-    "keyctl", "add_key", "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "get_kernel_syms",
+    "query_module",
+    "bpf",
+    "perf_event_open",
+    "keyctl",
+    "add_key",
+    "request_key",
     /* Page faults handled in user space: the classic way to win kernel races. */
     "userfaultfd",
     /* The machine: swap, reboot, accounting, quotas, ports, clock, names, ttys. */
-    "swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "iopl", "ioperm",
-    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname",
-    "setdomainname", "vhangup", "syslog",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "vhangup",
+    "syslog",
     /* Files by handle, which skips path checks, and whole-filesystem watches. */
-    "open_by_handle_at", "name_to_handle_at", "fanotify_init",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "fanotify_init",
     /* io_uring: a second syscall interface with its own long list of bugs. */
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     /* The x86 LDT and vm86: only DOS and 16-bit emulators use them (Docker and
      * gVisor differ; see the doc). */
-    "modify_ldt", "vm86", "vm86old",
+    "modify_ldt",
+    "vm86",
+    "vm86old",
     /* NUMA placement (Docker: CAP_SYS_NICE); move_pages has leaked other processes'
      * memory layout, and mempolicy code has had use-after-frees. */
-    "get_mempolicy", "set_mempolicy", "set_mempolicy_home_node", "mbind",
-    "migrate_pages", "move_pages",
+    "get_mempolicy",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "mbind",
+    "migrate_pages",
+    "move_pages",
     /* Obsolete: removed from Linux or only ever a leak. */
-    "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "lookup_dcookie",
+    "uselib",
+    "ustat",
+    "sysfs",
+    "_sysctl",
+    "nfsservctl",
+    "lookup_dcookie",
     /* Joining namespaces; making them is filtered by flag below. */
     "setns",
 };
@@ -57,14 +108,16 @@ static const struct {
     const char *name;
     int nr;
 } sandbox_denied_new[] = {
-    {"lsm_get_self_attr", 459}, {"lsm_set_self_attr", 460}, {"lsm_list_modules", 461},
+    {"lsm_get_self_attr", 459},
+    {"lsm_set_self_attr", 460},
+    {"lsm_list_modules", 461},
     {"open_tree_attr", 467},
 };
 
 /* Beyond the sandbox list, the server never starts programs or changes identity. */
 static const char *const server_denied[] = {
-    "execve", "execveat", "setuid", "setgid", "setreuid", "setregid", "setresuid",
-    "setresgid", "setgroups", "capset",
+    "execve",   "execveat",  "setuid",    "setgid",    "setreuid",
+    "setregid", "setresuid", "setresgid", "setgroups", "capset",
 };
 
 static int deny(scmp_filter_ctx ctx, const char *name, int nr, err_t *err)
@@ -123,9 +176,8 @@ static int deny_by_argument(scmp_filter_ctx ctx, err_t *err)
  * rule per flag, since one masked compare cannot say "any of these bits". */
 static int deny_new_namespaces(scmp_filter_ctx ctx, err_t *err)
 {
-    static const uint64_t flags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWNET,
-                                     CLONE_NEWPID,  CLONE_NEWIPC, CLONE_NEWUTS,
-                                     CLONE_NEWCGROUP, CLONE_NEWTIME};
+    static const uint64_t flags[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWNET,    CLONE_NEWPID,
+                                     CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
     int r = 0;
     for (size_t i = 0; i < ARRAY_LEN(flags) && r == 0; i++) {
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,

@@ -8,17 +8,17 @@
 #include <getopt.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,9 +28,9 @@
 #include "../confine/confine.h"
 #include "../keeper/keeper.h"
 #include "../mcp/mcp.h"
+#include "../meter/meter.h"
 #include "../mitm/mitm.h"
 #include "../secrets/secrets.h"
-#include "../meter/meter.h"
 #include "../server/server.h"
 
 /* The server's own uid and gid, just below the sandbox uid ranges: owned by no
@@ -99,8 +99,10 @@ static int parse_rate(const char *arg, struct egress_rates *r)
         *fields[i] = (unsigned)v;
         return 0;
     }
-    fprintf(stderr, "runtimed: --rate %s: give NAME=N with NAME dns-queries, dns-names or "
-                    "connections and N from 1 to 1000000\n", arg);
+    fprintf(stderr,
+            "runtimed: --rate %s: give NAME=N with NAME dns-queries, dns-names or "
+            "connections and N from 1 to 1000000\n",
+            arg);
     return -1;
 }
 
@@ -115,7 +117,8 @@ static int add_pins(struct options *o, const char *text)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", text);
-    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save)) {
         err_t err = {0};
         if (o->n_pins == ARRAY_LEN(o->pins)) {
             fprintf(stderr, "runtimed: at most %zu --resolve pins\n", ARRAY_LEN(o->pins));
@@ -140,14 +143,23 @@ static int parse_options(int argc, char **argv, struct options *o)
     opt_default(o->log_format, sizeof o->log_format, "RUNTIME_LOG_FORMAT", "text");
     char max[16];
     opt_default(max, sizeof max, "RUNTIME_MAX_SANDBOXES", "1000");
-    static const struct option longs[] = {
-        {"state-dir", 1, 0, 's'}, {"listen", 1, 0, 'l'}, {"socket", 1, 0, 'S'},
-        {"public-url", 1, 0, 'p'}, {"driver", 1, 0, 'd'}, {"log-format", 1, 0, 'f'},
-        {"max-sandboxes", 1, 0, 'm'}, {"resolve", 1, 0, 'r'}, {"upstream-ca", 1, 0, 'u'},
-        {"nameserver", 1, 0, 'n'}, {"price-vcpu-hour", 1, 0, 'C'}, {"price-gib-hour", 1, 0, 'M'},
-        {"price-gb-month", 1, 0, 'G'}, {"tls-inspect", 1, 0, 'T'},
-        {"rate", 1, 0, 'R'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longs[] = {{"state-dir", 1, 0, 's'},
+                                          {"listen", 1, 0, 'l'},
+                                          {"socket", 1, 0, 'S'},
+                                          {"public-url", 1, 0, 'p'},
+                                          {"driver", 1, 0, 'd'},
+                                          {"log-format", 1, 0, 'f'},
+                                          {"max-sandboxes", 1, 0, 'm'},
+                                          {"resolve", 1, 0, 'r'},
+                                          {"upstream-ca", 1, 0, 'u'},
+                                          {"nameserver", 1, 0, 'n'},
+                                          {"price-vcpu-hour", 1, 0, 'C'},
+                                          {"price-gib-hour", 1, 0, 'M'},
+                                          {"price-gb-month", 1, 0, 'G'},
+                                          {"tls-inspect", 1, 0, 'T'},
+                                          {"rate", 1, 0, 'R'},
+                                          {"help", 0, 0, 'h'},
+                                          {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
     opt_default(o->tls_inspect, sizeof o->tls_inspect, "RUNTIME_TLS_INSPECT", "secret-hosts");
@@ -161,25 +173,57 @@ static int parse_options(int argc, char **argv, struct options *o)
     char *end;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         switch (c) {
-        case 's': snprintf(o->state_dir, sizeof o->state_dir, "%s", optarg); break;
-        case 'l': snprintf(o->listen, sizeof o->listen, "%s", optarg); break;
-        case 'S': snprintf(o->socket_path, sizeof o->socket_path, "%s", optarg); break;
-        case 'p': snprintf(o->public_url, sizeof o->public_url, "%s", optarg); break;
-        case 'd': snprintf(o->driver, sizeof o->driver, "%s", optarg); break;
-        case 'f': snprintf(o->log_format, sizeof o->log_format, "%s", optarg); break;
-        case 'm': snprintf(max, sizeof max, "%s", optarg); break;
-        case 'r': if (add_pins(o, optarg) < 0) return -1; break;
-        case 'u': snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg); break;
-        case 'n': snprintf(o->nameserver, sizeof o->nameserver, "%s", optarg); break;
-        case 'C': snprintf(prices[0], sizeof prices[0], "%s", optarg); break;
-        case 'M': snprintf(prices[1], sizeof prices[1], "%s", optarg); break;
-        case 'G': snprintf(prices[2], sizeof prices[2], "%s", optarg); break;
-        case 'T': snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg); break;
+        case 's':
+            snprintf(o->state_dir, sizeof o->state_dir, "%s", optarg);
+            break;
+        case 'l':
+            snprintf(o->listen, sizeof o->listen, "%s", optarg);
+            break;
+        case 'S':
+            snprintf(o->socket_path, sizeof o->socket_path, "%s", optarg);
+            break;
+        case 'p':
+            snprintf(o->public_url, sizeof o->public_url, "%s", optarg);
+            break;
+        case 'd':
+            snprintf(o->driver, sizeof o->driver, "%s", optarg);
+            break;
+        case 'f':
+            snprintf(o->log_format, sizeof o->log_format, "%s", optarg);
+            break;
+        case 'm':
+            snprintf(max, sizeof max, "%s", optarg);
+            break;
+        case 'r':
+            if (add_pins(o, optarg) < 0) return -1;
+            break;
+        case 'u':
+            snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg);
+            break;
+        case 'n':
+            snprintf(o->nameserver, sizeof o->nameserver, "%s", optarg);
+            break;
+        case 'C':
+            snprintf(prices[0], sizeof prices[0], "%s", optarg);
+            break;
+        case 'M':
+            snprintf(prices[1], sizeof prices[1], "%s", optarg);
+            break;
+        case 'G':
+            snprintf(prices[2], sizeof prices[2], "%s", optarg);
+            break;
+        case 'T':
+            snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg);
+            break;
         case 'R':
             if (parse_rate(optarg, &o->rates_egress) < 0) return -1;
             break;
-        case 'h': fputs(usage, stdout); exit(0);
-        default: fputs(usage, stderr); return -1;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            return -1;
         }
     }
     if (optind < argc) {
@@ -200,7 +244,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             return -1;
         }
     }
-    if (strcmp(o->tls_inspect, "secret-hosts") != 0 && strcmp(o->tls_inspect, "allowed-hosts") != 0) {
+    if (strcmp(o->tls_inspect, "secret-hosts") != 0 &&
+        strcmp(o->tls_inspect, "allowed-hosts") != 0) {
         fprintf(stderr, "runtimed: --tls-inspect must be secret-hosts or allowed-hosts\n");
         return -1;
     }
@@ -236,7 +281,8 @@ static int admin_key(const char *state, char *key, size_t size, err_t *err)
     }
     if (n < 0) return err_set(err, n, "cannot read %s: %s", path, strerror(-n));
     key[strcspn(key, "\r\n")] = '\0';
-    if (strlen(key) < 32) return err_set(err, -EINVAL, "%s is too short; delete it to make a new one", path);
+    if (strlen(key) < 32)
+        return err_set(err, -EINVAL, "%s is too short; delete it to make a new one", path);
     return 0;
 }
 
@@ -257,8 +303,10 @@ static int listen_tcp(const char *addr, err_t *err)
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 512) < 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return err_set(err, e, "cannot listen on %s: %s; is another runtimed running? pick "
-                       "another --listen", addr, strerror(e));
+        return err_set(err, e,
+                       "cannot listen on %s: %s; is another runtimed running? pick "
+                       "another --listen",
+                       addr, strerror(e));
     }
     return fd;
 }
@@ -301,9 +349,10 @@ static int lock_state(const char *state, err_t *err)
         read_file_small(path, pid, sizeof pid);
         pid[strcspn(pid, "\n")] = '\0';
         close(fd);
-        return err_set(err, -EBUSY, "%s is in use by another runtimed%s%s%s; stop it first or "
-                       "give this one another --state-dir", state, pid[0] ? " (pid " : "", pid,
-                       pid[0] ? ")" : "");
+        return err_set(err, -EBUSY,
+                       "%s is in use by another runtimed%s%s%s; stop it first or "
+                       "give this one another --state-dir",
+                       state, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
     }
     char text[32];
     snprintf(text, sizeof text, "%d\n", (int)getpid());
@@ -341,9 +390,9 @@ static const struct server_hooks server_hooks = {
     .metrics = mcp_metrics_write,
 };
 
-static void __attribute__((noreturn)) run_server(const struct options *o, const char *key,
-                                                 const uint8_t *sealing_key, int ksock, int tcp,
-                                                 int unx)
+static void __attribute__((noreturn))
+run_server(const struct options *o, const char *key, const uint8_t *sealing_key, int ksock, int tcp,
+           int unx)
 {
     struct server_config cfg = {.max_sandboxes = o->max_sandboxes, .rates = o->rates};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
@@ -374,7 +423,8 @@ static void instance_name(const char *state_dir, char *out, size_t n)
     char real[PATH_MAX];
     const char *p = realpath(state_dir, real) ? real : state_dir;
     uint32_t h = 2166136261u;
-    for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
     snprintf(out, n, "%08x", h);
 }
 
@@ -392,7 +442,8 @@ static int write_bundle(const char *state, const struct mitm_ca *ca, char *out, 
     char buf[65536];
     ssize_t got;
     int r = 0;
-    while (sys >= 0 && r == 0 && (got = read(sys, buf, sizeof buf)) > 0) r = write_all(fd, buf, (size_t)got);
+    while (sys >= 0 && r == 0 && (got = read(sys, buf, sizeof buf)) > 0)
+        r = write_all(fd, buf, (size_t)got);
     if (sys >= 0) close(sys);
     const char *pem = mitm_ca_cert_pem(ca);
     if (r == 0) r = write_all(fd, "\n", 1);
@@ -443,7 +494,8 @@ int main(int argc, char **argv)
     uint8_t sealing_key[SECRETS_KEY_LEN];
     snprintf(sealing_path, sizeof sealing_path, "%s/secrets.key", o.state_dir);
     int sp[2], tcp = -1, unx = -1;
-    if (cgroup_version() < 0) err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
+    if (cgroup_version() < 0)
+        err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
     else if (prepare_state(&o, &err) == 0 && lock_state(o.state_dir, &err) >= 0 &&
              admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
              secrets_key_load(sealing_path, sealing_key, &err) == 0 &&

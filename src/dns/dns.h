@@ -23,10 +23,10 @@
 
 struct dns_question {
     uint16_t id;
-    uint16_t flags;           /* of the query, to echo RD */
-    char name[DNS_NAME_MAX];  /* lower case, no trailing dot, "" for the root */
+    uint16_t flags;          /* of the query, to echo RD */
+    char name[DNS_NAME_MAX]; /* lower case, no trailing dot, "" for the root */
     uint16_t qtype, qclass;
-    size_t question_end;      /* offset after the question, to copy it */
+    size_t question_end; /* offset after the question, to copy it */
 };
 
 /* Parses a query with exactly one question (QR=0, opcode 0). Returns 0, or a

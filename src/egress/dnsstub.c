@@ -2,10 +2,10 @@
  * arrives here. Allowed names get a synthetic address that the proxy maps back
  * to the name; refused names get NXDOMAIN and an event; AAAA and other types an
  * empty answer (the sandbox has no IPv6 route). Nothing is forwarded. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -96,8 +96,10 @@ void dnsstub_tcp_close(struct dns_tcp *t)
 {
     t->es->n_dns_conns--;
     t->es->eg->n_conns--;
-    if (t->prev) t->prev->next = t->next;
-    else t->es->dns_conns = t->next;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        t->es->dns_conns = t->next;
     if (t->next) t->next->prev = t->prev;
     bufferevent_free(t->bev);
     free(t);
@@ -141,8 +143,8 @@ void dnsstub_on_tcp_accept(evutil_socket_t lfd, short what, void *arg)
         return;
     }
     struct dns_tcp *t = calloc(1, sizeof *t);
-    struct bufferevent *bev = t ? bufferevent_socket_new(es->eg->base, fd, BEV_OPT_CLOSE_ON_FREE)
-                                : NULL;
+    struct bufferevent *bev =
+        t ? bufferevent_socket_new(es->eg->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
     if (!bev) {
         free(t);
         close(fd);

@@ -2,15 +2,15 @@
  * guard, events. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "egress_impl.h"
@@ -24,7 +24,8 @@ static void load_host_addrs(struct egress *eg)
     eg->n_host_addrs = 0;
     if (getifaddrs(&ifa) < 0) return;
     size_t n = 0;
-    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) n++;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+        n++;
     eg->host_addrs = calloc(n ? n : 1, sizeof *eg->host_addrs);
     for (struct ifaddrs *i = ifa; i && eg->host_addrs; i = i->ifa_next) {
         if (!i->ifa_addr) continue;
@@ -62,8 +63,10 @@ const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n)
     bool changed = eg->nl_fd < 0; /* without notices, look every time */
     for (;;) {
         ssize_t r = recv(eg->nl_fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (r > 0 || (r < 0 && errno == ENOBUFS)) changed = true;
-        else break;
+        if (r > 0 || (r < 0 && errno == ENOBUFS))
+            changed = true;
+        else
+            break;
     }
     if (changed) load_host_addrs(eg);
     *n = eg->n_host_addrs;
@@ -78,16 +81,15 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->base = base;
     struct rlimit nofile;
     rlim_t fds = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? nofile.rlim_cur : 1024;
-    eg->max_conns = fds > 2 * EGRESS_FD_RESERVE ? (size_t)(fds - EGRESS_FD_RESERVE) / 6
-                                                : (size_t)fds / 12;
+    eg->max_conns =
+        fds > 2 * EGRESS_FD_RESERVE ? (size_t)(fds - EGRESS_FD_RESERVE) / 6 : (size_t)fds / 12;
     eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     eg->on_event = cfg->on_event;
     eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
     const struct egress_rates *want = &cfg->rates;
-    eg->rates = (struct egress_rates){
-        want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
-        want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
-        want->connections ? want->connections : EGRESS_CONNS_PER_S};
+    eg->rates = (struct egress_rates){want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
+                                      want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
+                                      want->connections ? want->connections : EGRESS_CONNS_PER_S};
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->secrets;
     eg->event_arg = cfg->event_arg;
@@ -128,7 +130,8 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
 void egress_free(struct egress *eg)
 {
     if (!eg) return;
-    while (eg->sandboxes) egress_sandbox_remove(eg->sandboxes);
+    while (eg->sandboxes)
+        egress_sandbox_remove(eg->sandboxes);
     if (eg->dns) evdns_base_free(eg->dns, 0);
     if (eg->nl_fd >= 0) close(eg->nl_fd);
     intercept_fini(eg);
@@ -187,23 +190,30 @@ void egress_sandbox_set_policy(struct egress_sandbox *es, struct policy *pol)
 
 void egress_sandbox_close_all(struct egress_sandbox *es)
 {
-    while (es->conns) conn_close(es->conns);
-    while (es->dns_conns) dnsstub_tcp_close(es->dns_conns);
+    while (es->conns)
+        conn_close(es->conns);
+    while (es->dns_conns)
+        dnsstub_tcp_close(es->dns_conns);
 }
 
 void egress_sandbox_remove(struct egress_sandbox *es)
 {
-    while (es->conns) conn_close(es->conns);
-    while (es->dns_conns) dnsstub_tcp_close(es->dns_conns);
+    while (es->conns)
+        conn_close(es->conns);
+    while (es->dns_conns)
+        dnsstub_tcp_close(es->dns_conns);
     event_free(es->proxy_ev);
     event_free(es->udp_ev);
     event_free(es->tcp_ev);
     event_free(es->udp_resume);
-    for (int i = 0; i < 3; i++) close(es->fds[i]);
+    for (int i = 0; i < 3; i++)
+        close(es->fds[i]);
     names_clear(&es->names);
     policy_clear(&es->pol);
-    if (es->prev) es->prev->next = es->next;
-    else es->eg->sandboxes = es->next;
+    if (es->prev)
+        es->prev->next = es->next;
+    else
+        es->eg->sandboxes = es->next;
     if (es->next) es->next->prev = es->prev;
     free(es);
 }
@@ -214,8 +224,8 @@ void egress_sandbox_stats(const struct egress_sandbox *es, struct egress_stats *
     st->open = es->n_conns;
 }
 
-void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
-                    const char *reason, const char *stage)
+void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, const char *reason,
+                    const char *stage)
 {
     es->stats.refused++;
     if (!es->eg->on_event) return;
@@ -237,13 +247,20 @@ static const char *const limit_names[LIMIT_COUNT] = {
 static unsigned limit_value(const struct egress *eg, enum egress_limit which)
 {
     switch (which) {
-    case LIMIT_CONNS: return EGRESS_MAX_CONNS;
-    case LIMIT_CONN_RATE: return eg->rates.connections;
-    case LIMIT_DNS_TCP: return EGRESS_MAX_DNS_TCP;
-    case LIMIT_DNS_RATE: return eg->rates.dns_queries;
-    case LIMIT_NAME_RATE: return eg->rates.dns_names;
-    case LIMIT_DAEMON_CONNS: return (unsigned)eg->max_conns;
-    case LIMIT_COUNT: break;
+    case LIMIT_CONNS:
+        return EGRESS_MAX_CONNS;
+    case LIMIT_CONN_RATE:
+        return eg->rates.connections;
+    case LIMIT_DNS_TCP:
+        return EGRESS_MAX_DNS_TCP;
+    case LIMIT_DNS_RATE:
+        return eg->rates.dns_queries;
+    case LIMIT_NAME_RATE:
+        return eg->rates.dns_names;
+    case LIMIT_DAEMON_CONNS:
+        return (unsigned)eg->max_conns;
+    case LIMIT_COUNT:
+        break;
     }
     return 0;
 }
@@ -255,8 +272,8 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
     if (es->limit_said_ms[which] && now - es->limit_said_ms[which] < 1000) return;
     es->limit_said_ms[which] = now;
     if (!es->eg->on_event) return;
-    json_t *f = json_pack("{s:s,s:i}", "resource", limit_names[which], "limit",
-                          limit_value(es->eg, which));
+    json_t *f =
+        json_pack("{s:s,s:i}", "resource", limit_names[which], "limit", limit_value(es->eg, which));
     if (f) es->eg->on_event(es->eg->event_arg, es->id, "limit.reached", f);
     json_decref(f);
 }
@@ -264,10 +281,10 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open)
 {
     size_t max = kind == LIMIT_CONNS ? EGRESS_MAX_CONNS : EGRESS_MAX_DNS_TCP;
-    enum egress_limit which = open >= max ? kind
+    enum egress_limit which = open >= max                             ? kind
                               : !rate_allow(&es->conn_rate, now_ms()) ? LIMIT_CONN_RATE
-                              : es->eg->n_conns >= es->eg->max_conns ? LIMIT_DAEMON_CONNS
-                                                                       : LIMIT_COUNT;
+                              : es->eg->n_conns >= es->eg->max_conns  ? LIMIT_DAEMON_CONNS
+                                                                      : LIMIT_COUNT;
     if (which == LIMIT_COUNT) return true;
     egress_limited(es, which);
     return false;
@@ -304,8 +321,10 @@ int egress_parse_pin(const char *text, struct egress_pin *out, err_t *err)
     char *c1 = strchr(buf, ':');
     char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c1 || !c2)
-        return err_set(err, -EINVAL, "--resolve %s: want HOST:PORT:ADDR, e.g. "
-                       "api.github.com:443:198.51.100.7", text);
+        return err_set(err, -EINVAL,
+                       "--resolve %s: want HOST:PORT:ADDR, e.g. "
+                       "api.github.com:443:198.51.100.7",
+                       text);
     *c1 = *c2 = '\0';
     char *end;
     long port = strtol(c1 + 1, &end, 10);

@@ -23,11 +23,11 @@
 /* What one sandbox may take of the daemon's shared resources: past a limit only
  * that sandbox is refused (a limit.reached event says which), so a sandbox at its
  * limits degrades only itself. Each proxied connection holds up to 6 descriptors. */
-#define EGRESS_MAX_CONNS 256       /* open proxied connections */
-#define EGRESS_CONNS_PER_S 100     /* new proxied connections a second (bursts of 2x) */
-#define EGRESS_MAX_DNS_TCP 16      /* open DNS-over-TCP connections */
-#define EGRESS_DNS_PER_S 500       /* DNS queries a second, UDP and TCP (bursts of 2x) */
-#define EGRESS_NAMES_PER_S 100     /* names new to the sandbox a second (each is stored) */
+#define EGRESS_MAX_CONNS 256   /* open proxied connections */
+#define EGRESS_CONNS_PER_S 100 /* new proxied connections a second (bursts of 2x) */
+#define EGRESS_MAX_DNS_TCP 16  /* open DNS-over-TCP connections */
+#define EGRESS_DNS_PER_S 500   /* DNS queries a second, UDP and TCP (bursts of 2x) */
+#define EGRESS_NAMES_PER_S 100 /* names new to the sandbox a second (each is stored) */
 /* Descriptors kept out of egress's reach for the API, gateway, store and keeper. */
 #define EGRESS_FD_RESERVE 4096
 #define EGRESS_SNIFF_MAX 16384
@@ -68,8 +68,8 @@ struct egress_secrets {
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
                         const char *placeholder, const char *why);
     /* A leaf certificate for name over the given public key, DER (malloc'd). */
-    int (*sign)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
-                uint8_t **der, size_t *der_len);
+    int (*sign)(void *arg, const char *name, const uint8_t *spki, size_t spki_len, uint8_t **der,
+                size_t *der_len);
 };
 
 /* What a sandbox may do a second. */

@@ -3,9 +3,9 @@
 #define RUNTIME_EGRESS_IMPL_H
 
 #include <event2/dns.h>
-#include <openssl/ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 
 #include "egress.h"
@@ -30,8 +30,13 @@ struct pump {
     struct event *rd, *wr;
 };
 
-enum conn_state { CONN_SNIFFING, CONN_RESOLVING, CONN_CONNECTING, CONN_SPLICING,
-                  CONN_INTERCEPTING };
+enum conn_state {
+    CONN_SNIFFING,
+    CONN_RESOLVING,
+    CONN_CONNECTING,
+    CONN_SPLICING,
+    CONN_INTERCEPTING
+};
 
 struct intercept; /* intercept.c: the TLS-terminated half of a connection */
 
@@ -46,20 +51,27 @@ struct conn {
     struct event *ev;
     struct evdns_getaddrinfo_request *dns_req;
     struct pump up, down;
-    bool intercept;         /* a secret may go to this host: terminate TLS */
-    bool plain_http;        /* intercept as plain HTTP: report placeholders, swap none */
-    struct intercept *tls;  /* set once intercepting */
+    bool intercept;        /* a secret may go to this host: terminate TLS */
+    bool plain_http;       /* intercept as plain HTTP: report placeholders, swap none */
+    struct intercept *tls; /* set once intercepting */
     struct conn *prev, *next;
 };
 
-enum egress_limit { LIMIT_CONNS, LIMIT_CONN_RATE, LIMIT_DNS_TCP, LIMIT_DNS_RATE,
-                    LIMIT_NAME_RATE, LIMIT_DAEMON_CONNS, LIMIT_COUNT };
+enum egress_limit {
+    LIMIT_CONNS,
+    LIMIT_CONN_RATE,
+    LIMIT_DNS_TCP,
+    LIMIT_DNS_RATE,
+    LIMIT_NAME_RATE,
+    LIMIT_DAEMON_CONNS,
+    LIMIT_COUNT
+};
 
 struct egress {
     struct event_base *base;
-    size_t n_conns;     /* proxied and DNS-over-TCP connections of all sandboxes */
-    size_t max_conns;   /* ... at most: what the descriptor limit leaves, over 6 */
-    int spare_fd;       /* given up to shed a connection when out of descriptors */
+    size_t n_conns;   /* proxied and DNS-over-TCP connections of all sandboxes */
+    size_t max_conns; /* ... at most: what the descriptor limit leaves, over 6 */
+    int spare_fd;     /* given up to shed a connection when out of descriptors */
     bool inspect_allowed_tls;
     struct egress_rates rates; /* in force: the defaults filled in */
     struct evdns_base *dns;
@@ -130,8 +142,8 @@ void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 /* egress.c */
 /* The host's own addresses, reloaded first if they changed. */
 const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n);
-void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port,
-                    const char *reason, const char *stage);
+void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, const char *reason,
+                    const char *stage);
 /* Whether es may open one more connection of its kind (LIMIT_CONNS or LIMIT_DNS_TCP):
  * its own count and rate, then the daemon's. Says which limit refused it. */
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open);

@@ -7,12 +7,12 @@
  * pass through as they arrive. Every other host is spliced undecrypted. */
 #include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,8 +45,8 @@ struct intercept {
     char *opened[OPENED_MAX];
     size_t opened_len[OPENED_MAX];
     size_t n_opened;
-    bool limited;      /* a value opened for this request allows only some methods/paths */
-    bool too_many;     /* the request holds more placeholders than OPENED_MAX */
+    bool limited;  /* a value opened for this request allows only some methods/paths */
+    bool too_many; /* the request holds more placeholders than OPENED_MAX */
     const char *method, *path;
 };
 
@@ -69,8 +69,7 @@ int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err)
     if (r < 0) return r;
     eg->tls_down = SSL_CTX_new(TLS_server_method());
     eg->tls_up = SSL_CTX_new(TLS_client_method());
-    if (!eg->tls_down || !eg->tls_up)
-        return err_set(err, -ENOMEM, "cannot make TLS contexts");
+    if (!eg->tls_down || !eg->tls_up) return err_set(err, -ENOMEM, "cannot make TLS contexts");
     SSL_CTX_set_min_proto_version(eg->tls_down, TLS1_2_VERSION);
     SSL_CTX_set_alpn_select_cb(eg->tls_down, select_http11, NULL);
     SSL_CTX_set_min_proto_version(eg->tls_up, TLS1_2_VERSION);
@@ -78,7 +77,8 @@ int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err)
     SSL_CTX_set_alpn_protos(eg->tls_up, (const unsigned char *)"\x08http/1.1", 9);
     if (SSL_CTX_set_default_verify_paths(eg->tls_up) != 1)
         return err_set(err, -EIO, "cannot load the system CA certificates");
-    if (upstream_ca && *upstream_ca && SSL_CTX_load_verify_locations(eg->tls_up, upstream_ca, NULL) != 1)
+    if (upstream_ca && *upstream_ca &&
+        SSL_CTX_load_verify_locations(eg->tls_up, upstream_ca, NULL) != 1)
         return err_set(err, -EIO, "cannot load --upstream-ca %s", upstream_ca);
     return 0;
 }
@@ -120,7 +120,8 @@ static void answer_and_close(struct intercept *t, const char *status, const char
 {
     evbuffer_add_printf(bufferevent_get_output(t->down),
                         "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                        "Content-Length: %zu\r\n\r\n%s\n", status, strlen(why) + 1, why);
+                        "Content-Length: %zu\r\n\r\n%s\n",
+                        status, strlen(why) + 1, why);
     t->closing = true;
     bufferevent_disable(t->up, EV_READ | EV_WRITE);
 }
@@ -166,7 +167,8 @@ static const char *decide(void *arg, const struct http_request *req,
 static void release_opened(struct intercept *t)
 {
     struct egress *eg = t->c->es->eg;
-    for (size_t i = 0; i < t->n_opened; i++) eg->secrets->release(t->opened[i], t->opened_len[i]);
+    for (size_t i = 0; i < t->n_opened; i++)
+        eg->secrets->release(t->opened[i], t->opened_len[i]);
     t->n_opened = 0;
     t->limited = t->too_many = false;
 }
@@ -176,8 +178,8 @@ static void release_opened(struct intercept *t)
 static bool has_override(const char *buf, const struct http_request *req)
 {
     static const char *const names[] = {"x-http-method-override", "x-http-method",
-                                        "x-method-override", "x-original-url",
-                                        "x-rewrite-url", "x-original-method"};
+                                        "x-method-override",      "x-original-url",
+                                        "x-rewrite-url",          "x-original-method"};
     for (size_t i = 0; i < req->nfields; i++)
         for (size_t k = 0; k < ARRAY_LEN(names); k++)
             if (req->fields[i].name.len == strlen(names[k]) &&
@@ -214,8 +216,8 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     }
     size_t out_size = req->head_len + 64 * 1024, out_len = 0;
     char *out = malloc(out_size);
-    r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size,
-                                   &out_len, &why)
+    r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size, &out_len,
+                                   &why)
             : HTTP_BAD;
     if (r == HTTP_OK && t->too_many) {
         r = HTTP_BAD;
@@ -288,7 +290,8 @@ static const char *header_value(const char *head, size_t len, const char *name)
     const char *p = memmem(head, len, name, strlen(name));
     if (!p) return NULL;
     p += strlen(name);
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+        p++;
     return p;
 }
 
@@ -307,7 +310,8 @@ static int answer_framing(struct intercept *t, const char *head, size_t len)
     const char *te = header_value(head, len, "\r\ntransfer-encoding:");
     if (te && strncmp(te, "chunked", 7) != 0) te = NULL;
     t->resp_until_close = false;
-    if (!no_body && te) fake->framing = HTTP_BODY_CHUNKED;
+    if (!no_body && te)
+        fake->framing = HTTP_BODY_CHUNKED;
     else if (!no_body && cl) {
         fake->framing = HTTP_BODY_LENGTH;
         fake->content_length = strtoull(cl, NULL, 10);
@@ -350,7 +354,8 @@ static void relay_answers(struct intercept *t, struct evbuffer *in, struct evbuf
         if (!head) return;
         evbuffer_copyout(in, head, hlen);
         head[hlen] = '\0';
-        for (size_t i = 0; i < hlen; i++) head[i] = (char)tolower((unsigned char)head[i]);
+        for (size_t i = 0; i < hlen; i++)
+            head[i] = (char)tolower((unsigned char)head[i]);
         int f = answer_framing(t, head, hlen);
         free(head);
         evbuffer_remove_buffer(in, out, hlen);
@@ -410,7 +415,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
                  v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
         egress_refused(t->c->es, t->c->name, t->c->port, reason, "connect");
     }
-    while (bufferevent_get_openssl_error(bev)) {}
+    while (bufferevent_get_openssl_error(bev)) {
+    }
     ERR_clear_error();
     conn_close(t->c);
 }

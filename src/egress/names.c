@@ -61,7 +61,8 @@ const char *names_by_addr(const struct names *n, uint32_t addr)
 void names_clear(struct names *n)
 {
     if (!n->by_index) return;
-    for (uint32_t i = 0; i < SYNTH_COUNT; i++) free(n->by_index[i]);
+    for (uint32_t i = 0; i < SYNTH_COUNT; i++)
+        free(n->by_index[i]);
     free(n->by_index);
     n->by_index = NULL;
 }

@@ -18,8 +18,10 @@
 static void conn_unlink(struct conn *c)
 {
     struct egress_sandbox *es = c->es;
-    if (c->prev) c->prev->next = c->next;
-    else es->conns = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        es->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     es->n_conns--;
     es->eg->n_conns--;
@@ -59,8 +61,8 @@ static void refuse(struct conn *c, const char *reason)
 
 static enum policy_verdict judge(const struct conn *c)
 {
-    return policy_check(&c->es->pol, c->name[0] ? c->name : NULL,
-                        c->name[0] ? NULL : &c->literal, c->port);
+    return policy_check(&c->es->pol, c->name[0] ? c->name : NULL, c->name[0] ? NULL : &c->literal,
+                        c->port);
 }
 
 void conn_recheck(struct conn *c)
@@ -141,9 +143,12 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     bool found = false;
     for (struct evutil_addrinfo *ai = result == 0 ? res : NULL; ai && !found; ai = ai->ai_next) {
         struct policy_addr a = {.family = ai->ai_family};
-        if (ai->ai_family == AF_INET) a.v4 = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
-        else if (ai->ai_family == AF_INET6) a.v6 = ((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
-        else continue;
+        if (ai->ai_family == AF_INET)
+            a.v4 = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+        else if (ai->ai_family == AF_INET6)
+            a.v6 = ((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
+        else
+            continue;
         enum policy_addr_class k = guard(c, &a);
         if (k == POLICY_ADDR_OK) {
             pick = a;
@@ -195,8 +200,8 @@ static void resolve(struct conn *c)
         return dial(c, &pin->addr);
     }
     if (!eg->dns) return refuse(c, "resolve_failed");
-    struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                    .ai_flags = EVUTIL_AI_ADDRCONFIG};
+    struct evutil_addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = EVUTIL_AI_ADDRCONFIG};
     c->state = CONN_RESOLVING;
     /* evdns may answer at once, and then c may be gone and req is NULL. */
     struct evdns_getaddrinfo_request *req =
@@ -226,10 +231,10 @@ static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
     if ((r == SNIFF_TLS || r == SNIFF_HTTP) && seen[0] && c->name[0] && strcmp(seen, c->name) != 0)
         return refuse(c, r == SNIFF_TLS ? "sni_mismatch" : "host_mismatch");
     const struct egress *eg = c->es->eg;
-    c->intercept = r == SNIFF_TLS && c->name[0] && eg->secrets &&
-                   (eg->secrets->wants(eg->event_arg, c->es->id, c->name, c->port) ||
-                    (eg->inspect_allowed_tls && c->port == 443 &&
-                     eg->secrets->any(eg->event_arg, c->es->id)));
+    c->intercept =
+        r == SNIFF_TLS && c->name[0] && eg->secrets &&
+        (eg->secrets->wants(eg->event_arg, c->es->id, c->name, c->port) ||
+         (eg->inspect_allowed_tls && c->port == 443 && eg->secrets->any(eg->event_arg, c->es->id)));
     /* Plain HTTP is read request by request when a placeholder could be in it. */
     c->plain_http = r == SNIFF_HTTP && eg->secrets && eg->secrets->any(eg->event_arg, c->es->id);
     c->intercept = c->intercept || c->plain_http;

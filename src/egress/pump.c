@@ -21,8 +21,10 @@ static int pump_run(struct pump *p)
         if (p->in_pipe == 0 && !p->eof) {
             ssize_t n = splice(p->src, NULL, p->pipe[1], NULL, PUMP_CHUNK,
                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-            if (n > 0) p->in_pipe += (size_t)n;
-            else if (n == 0) p->eof = true;
+            if (n > 0)
+                p->in_pipe += (size_t)n;
+            else if (n == 0)
+                p->eof = true;
             else if (errno == EAGAIN) {
                 event_add(p->rd, NULL);
                 return 0;
@@ -33,7 +35,8 @@ static int pump_run(struct pump *p)
         if (p->in_pipe > 0) {
             ssize_t m = splice(p->pipe[0], NULL, p->dst, NULL, p->in_pipe,
                                SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-            if (m > 0) p->in_pipe -= (size_t)m;
+            if (m > 0)
+                p->in_pipe -= (size_t)m;
             else if (m < 0 && errno == EAGAIN) {
                 event_add(p->wr, NULL);
                 return 0;

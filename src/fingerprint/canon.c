@@ -376,8 +376,10 @@ int fp_tools_sorted_pages(const struct fp_value *const *pages, size_t npages,
             const struct fp_value *t = list->items[i];
             if (t->type != FP_OBJECT || !fp_string(fp_get(t, "name"))) {
                 free(v);
-                return err_set(err, -EINVAL, "tool %zu of page %zu is not an object with a "
-                               "\"name\" string", i + 1, p + 1);
+                return err_set(err, -EINVAL,
+                               "tool %zu of page %zu is not an object with a "
+                               "\"name\" string",
+                               i + 1, p + 1);
             }
             v[k++] = t;
         }

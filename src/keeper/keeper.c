@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
-#include <stddef.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +118,13 @@ static int check_spec(const struct proto_sandbox *p, struct sandbox_spec *spec, 
     if (proto_check_id(p->id) < 0) return err_set(err, -EINVAL, "bad sandbox id");
     if (p->slot >= SANDBOX_MAX_SLOTS) return err_set(err, -EINVAL, "bad slot");
     if (p->memory_mib < 16 || p->memory_mib > (1u << 22) || p->cpu_milli < 10 ||
-        p->cpu_milli > 1024000 || p->disk_mib < 16 || p->disk_mib > (1u << 24) ||
-        p->pids_max < 8 || p->pids_max > (1u << 22))
+        p->cpu_milli > 1024000 || p->disk_mib < 16 || p->disk_mib > (1u << 24) || p->pids_max < 8 ||
+        p->pids_max > (1u << 22))
         return err_set(err, -EINVAL, "sandbox limits out of range");
-    *spec = (struct sandbox_spec){.slot = p->slot, .memory_mib = p->memory_mib,
-                                  .cpu_milli = p->cpu_milli, .disk_mib = p->disk_mib,
+    *spec = (struct sandbox_spec){.slot = p->slot,
+                                  .memory_mib = p->memory_mib,
+                                  .cpu_milli = p->cpu_milli,
+                                  .disk_mib = p->disk_mib,
                                   .pids_max = p->pids_max};
     memcpy(spec->id, p->id, sizeof spec->id);
     return 0;
@@ -135,8 +137,7 @@ static int create_or_adopt(struct keeper *k, struct request *rq, bool adopt)
     int r = check_spec((const struct proto_sandbox *)rq->buf, &spec, &rq->err);
     if (r < 0) return r;
     if (find(k, spec.id)) return err_set(&rq->err, -EEXIST, "sandbox %s exists", spec.id);
-    if (slot_taken(k, spec.slot))
-        return err_set(&rq->err, -EEXIST, "slot %u is taken", spec.slot);
+    if (slot_taken(k, spec.slot)) return err_set(&rq->err, -EEXIST, "slot %u is taken", spec.slot);
     struct sandbox *sb = NULL;
     if (adopt) {
         err_t ignored = {0};
@@ -228,20 +229,20 @@ static int on_exec(struct keeper *k, struct request *rq)
 {
     struct proto_exec h;
     memcpy(&h, rq->buf, sizeof h);
-    if (memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 ||
-        h.argc > PROTO_MAX_STRINGS || h.envc > PROTO_MAX_STRINGS)
+    if (memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 || h.argc > PROTO_MAX_STRINGS ||
+        h.envc > PROTO_MAX_STRINGS)
         return -EPROTO;
     const char **strs = calloc(h.argc + h.envc + 2, sizeof *strs);
     if (!strs) return err_set(&rq->err, -ENOMEM, "out of memory");
-    int r = proto_split_strings(rq->buf + sizeof h, (size_t)rq->len - sizeof h, h.argc + h.envc,
-                                strs);
+    int r =
+        proto_split_strings(rq->buf + sizeof h, (size_t)rq->len - sizeof h, h.argc + h.envc, strs);
     if (r == 0) {
         /* argv ends at its own NULL; env follows after it. */
         memmove(strs + h.argc + 1, strs + h.argc, h.envc * sizeof *strs);
         strs[h.argc] = NULL;
         strs[h.argc + 1 + h.envc] = NULL;
-        struct sandbox_exec ex = {.argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd,
-                                  .timeout_ms = h.timeout_ms};
+        struct sandbox_exec ex = {
+            .argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd, .timeout_ms = h.timeout_ms};
         r = from_driver(k->drv->exec(rq->e->sb, &ex, rq->fds, &rq->err));
         if (r == 0) rq->nfds = 4;
     }
@@ -286,8 +287,7 @@ static int on_net_sockets(struct keeper *k, struct request *rq)
 static int on_sign(struct keeper *k, struct request *rq)
 {
     const struct proto_sign *p = (const void *)rq->buf;
-    if (!memchr(p->name, '\0', sizeof p->name) || p->spki_len == 0 ||
-        p->spki_len > sizeof p->spki)
+    if (!memchr(p->name, '\0', sizeof p->name) || p->spki_len == 0 || p->spki_len > sizeof p->spki)
         return -EPROTO;
     if (!k->host->ca) return err_set(&rq->err, -ENOTSUP, "interception is not set up");
     uint8_t *der = NULL;
@@ -338,17 +338,18 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
     int r = check_request(k, info, &rq);
     if (r == 0) r = handlers[hdr->type](k, &rq);
     if (r == -EPROTO) return r;
-    if (r < 0 && !rq.err.msg[0])
-        err_set(&rq.err, r, "%s failed: %s", info->name, strerror(-r));
+    if (r < 0 && !rq.err.msg[0]) err_set(&rq.err, r, "%s failed: %s", info->name, strerror(-r));
     if (r < 0) rq.nfds = 0; /* handlers return descriptors only with success */
     int s = reply(k, hdr->id, r, &rq.err, rq.fds, rq.nfds, rq.values);
-    for (unsigned i = 0; i < rq.nfds; i++) close(rq.fds[i]);
+    for (unsigned i = 0; i < rq.nfds; i++)
+        close(rq.fds[i]);
     return s;
 }
 
 static void reap_children(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0) {}
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
 }
 
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv)
@@ -366,7 +367,8 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
         if (poll(p, 2, -1) < 0 && errno != EINTR) break;
         if (p[1].revents) {
             struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) > 0) {}
+            while (read(sfd, &si, sizeof si) > 0) {
+            }
             reap_children();
         }
         if (!p[0].revents) continue;
@@ -381,7 +383,8 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
             break;
         }
     }
-    for (size_t i = 0; i < k.n; i++) drv->free(k.entries[i].sb); /* sandboxes keep running */
+    for (size_t i = 0; i < k.n; i++)
+        drv->free(k.entries[i].sb); /* sandboxes keep running */
     free(k.entries);
     free(buf);
     if (sfd >= 0) close(sfd);

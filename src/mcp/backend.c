@@ -29,8 +29,8 @@ static void nonblock(int fd)
  * command; then the start call's args. */
 static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err_t *err)
 {
-    json_t *cmd = ms->entry ? json_object_get(ms->entry, "command")
-                            : json_object_get(ms->config, "command");
+    json_t *cmd =
+        ms->entry ? json_object_get(ms->entry, "command") : json_object_get(ms->config, "command");
     json_t *args = json_object_get(ms->config, "args");
     size_t n = json_array_size(cmd) + json_array_size(args), k = 0;
     const char **argv = calloc(n + 1, sizeof *argv);
@@ -38,7 +38,8 @@ static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err
     for (int pass = 0; pass < 2; pass++) {
         size_t i;
         json_t *v;
-        json_array_foreach(pass ? args : cmd, i, v) {
+        json_array_foreach(pass ? args : cmd, i, v)
+        {
             const char *a = json_string_value(v);
             size_t len = strlen(a);
             if (!pass && ms->entry && len > 3 && a[0] == '$' && a[1] == '{' && a[len - 1] == '}') {
@@ -70,7 +71,8 @@ static json_t *build_env(struct mcp_server *ms, err_t *err)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(ms->config, "secrets"), k, v) {
+    json_object_foreach(json_object_get(ms->config, "secrets"), k, v)
+    {
         json_t *ph = json_object_get(all, json_string_value(v));
         if (ph) json_object_set(extra, k, ph);
     }
@@ -80,8 +82,10 @@ static json_t *build_env(struct mcp_server *ms, err_t *err)
     if (env && ms->entry) {
         /* The install's bin folder first: the package's bins (node) or the venv's
          * python3 (python), so the catalog's command names them plainly. */
-        const char *bin = strcmp(json_string_value(json_object_get(ms->entry, "runtime")),
-                                 "python") == 0 ? "bin" : "node_modules/.bin";
+        const char *bin =
+            strcmp(json_string_value(json_object_get(ms->entry, "runtime")), "python") == 0
+                ? "bin"
+                : "node_modules/.bin";
         char *path = NULL;
         if (asprintf(&path, "/workspace/mcp/%s/%s:%s", ms->name, bin,
                      json_string_value(json_object_get(env, "PATH")) ?: "/usr/bin") > 0) {
@@ -107,7 +111,8 @@ static void watch(struct mcp_backend *be, int fds[4])
     be->out_fd = fds[1];
     be->err_fd = fds[2];
     be->status_fd = fds[3];
-    for (int i = 0; i < 4; i++) nonblock(fds[i]);
+    for (int i = 0; i < 4; i++)
+        nonblock(fds[i]);
     be->to_server = evbuffer_new();
     be->from_server = evbuffer_new();
     be->in_ev = event_new(base, be->in_fd, EV_WRITE | EV_PERSIST, on_writable, be);
@@ -136,15 +141,16 @@ int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
     int r = build_argv(ms, env, &argv, err);
     if (r == 0) r = server_env_list(env, &envp, err);
     if (r == 0)
-        r = server_exec(ms->box->srv, ms->box->sb, argv, (const char *const *)envp,
-                        "/workspace", 0, fds, err);
+        r = server_exec(ms->box->srv, ms->box->sb, argv, (const char *const *)envp, "/workspace", 0,
+                        fds, err);
     free(argv);
     server_env_free(envp);
     json_decref(env);
     if (r < 0) return r;
     struct mcp_backend *be = calloc(1, sizeof *be);
     if (!be) {
-        for (int i = 0; i < 4; i++) close(fds[i]);
+        for (int i = 0; i < 4; i++)
+            close(fds[i]);
         return err_set(err, -ENOMEM, "out of memory");
     }
     be->server = ms;
@@ -176,7 +182,8 @@ void mcp_backend_free(struct mcp_backend *be)
     if (be->deadline) event_free(be->deadline);
     for (size_t i = 0; i < MCP_PENDING_SLOTS; i++)
         if (be->pend[i].id) mcp_pending_clear(be, &be->pend[i]);
-    for (size_t i = 0; i < be->n_pages; i++) free(be->pages[i]);
+    for (size_t i = 0; i < be->n_pages; i++)
+        free(be->pages[i]);
     free(be->pages);
     free(be->page_len);
     if (be->to_server) evbuffer_free(be->to_server);
@@ -252,7 +259,8 @@ int mcp_backend_request(struct mcp_backend *be, json_t *msg, struct mcp_pending 
 {
     if (be->n_pending >= MCP_PENDING_SLOTS / 2) return -EAGAIN;
     struct mcp_pending *p;
-    do p = &be->pend[(uint64_t)be->next_id & (MCP_PENDING_SLOTS - 1)];
+    do
+        p = &be->pend[(uint64_t)be->next_id & (MCP_PENDING_SLOTS - 1)];
     while (p->id && ++be->next_id);
     memset(p, 0, sizeof *p);
     p->id = be->next_id++;
@@ -285,8 +293,8 @@ static void handle_line(struct mcp_backend *be, const char *line, size_t len)
     }
     json_t *id = json_object_get(msg, "id");
     bool response = id && !json_object_get(msg, "method");
-    struct mcp_pending *p = response && json_is_integer(id)
-                                ? mcp_pending_find(be, json_integer_value(id)) : NULL;
+    struct mcp_pending *p =
+        response && json_is_integer(id) ? mcp_pending_find(be, json_integer_value(id)) : NULL;
     if (p && p->internal) {
         mcp_internal_fn fn = p->internal;
         mcp_pending_clear(be, p);
@@ -295,8 +303,8 @@ static void handle_line(struct mcp_backend *be, const char *line, size_t len)
         const char *method = json_string_value(json_object_get(msg, "method"));
         if (method && strcmp(method, "notifications/tools/list_changed") == 0 &&
             be->state == BE_READY) {
-            json_t *list = json_pack("{s:s,s:s,s:{}}", "jsonrpc", "2.0", "method", "tools/list",
-                                     "params");
+            json_t *list =
+                json_pack("{s:s,s:s,s:{}}", "jsonrpc", "2.0", "method", "tools/list", "params");
             struct mcp_pending *lp;
             if (mcp_backend_request(be, list, &lp) == 0) {
                 lp->internal = on_page;
@@ -317,8 +325,10 @@ static ssize_t read_some(struct mcp_backend *be, int fd)
 {
     char chunk[65536];
     ssize_t n = read(fd, chunk, sizeof chunk);
-    if (n > 0) evbuffer_add(be->from_server, chunk, (size_t)n);
-    else if (n == 0 || errno != EAGAIN) event_del(be->out_ev); /* the exit status tells the rest */
+    if (n > 0)
+        evbuffer_add(be->from_server, chunk, (size_t)n);
+    else if (n == 0 || errno != EAGAIN)
+        event_del(be->out_ev); /* the exit status tells the rest */
     return n;
 }
 
@@ -373,7 +383,8 @@ static const char *stderr_tail(struct mcp_backend *be, char *out, size_t size)
 {
     const char *s = be->errtail;
     size_t n = be->errtail_len;
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ')) n--;
+    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        n--;
     size_t from = n > size - 1 ? n - (size - 1) : 0;
     snprintf(out, size, "%.*s", (int)(n - from), s + from);
     for (char *p = out; *p; p++)
@@ -399,15 +410,18 @@ static void fail(struct mcp_backend *be, const char *fmt, ...)
     bool starting = be->state != BE_READY;
     be->state = BE_DEAD;
     close_fd(&be->in_fd, &be->in_ev);
-    if (starting) ready(be, -EIO, why);
-    else mcp_backend_lost(be, why);
+    if (starting)
+        ready(be, -EIO, why);
+    else
+        mcp_backend_lost(be, why);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct mcp_backend *be = arg;
     if (be->state != BE_READY)
-        fail(be, "it did not answer initialize and tools/list within %d s", MCP_START_TIMEOUT_MS / 1000);
+        fail(be, "it did not answer initialize and tools/list within %d s",
+             MCP_START_TIMEOUT_MS / 1000);
 }
 
 static void on_exit_status(evutil_socket_t fd, short what, void *arg)
@@ -420,7 +434,8 @@ static void on_exit_status(evutil_socket_t fd, short what, void *arg)
     while (be->state != BE_DEAD && read_some(be, be->out_fd) > 0) /* its last words */
         handle_lines(be);
     if (be->state == BE_DEAD) return;
-    for (int i = 0; i < 4 && be->err_fd >= 0; i++) on_stderr(be->err_fd, EV_READ, be);
+    for (int i = 0; i < 4 && be->err_fd >= 0; i++)
+        on_stderr(be->err_fd, EV_READ, be);
     char tail[600];
     stderr_tail(be, tail, sizeof tail);
     be->exit_code = st.exit_code;
@@ -441,7 +456,8 @@ static void listed(struct mcp_backend *be)
     struct mcp_toolset fresh = {0};
     err_t err = {0};
     int r = mcp_toolset_from_pages(be->pages, be->page_len, be->n_pages, &fresh, &err);
-    for (size_t i = 0; i < be->n_pages; i++) free(be->pages[i]);
+    for (size_t i = 0; i < be->n_pages; i++)
+        free(be->pages[i]);
     be->n_pages = 0;
     if (r < 0) {
         if (be->relisting) return; /* keep serving the approved list */
@@ -463,8 +479,8 @@ static void request_page(struct mcp_backend *be, json_t *cursor)
 {
     json_t *params = json_object();
     if (cursor) json_object_set(params, "cursor", cursor);
-    json_t *msg = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "tools/list", "params",
-                            params);
+    json_t *msg =
+        json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "tools/list", "params", params);
     struct mcp_pending *p;
     if (mcp_backend_request(be, msg, &p) < 0) {
         json_decref(msg);
@@ -483,7 +499,8 @@ static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_
         }
         return fail(be, "tools/list failed: %s", error_text(msg));
     }
-    if (be->n_pages == MAX_PAGES) return fail(be, "its tools/list has more than %d pages", MAX_PAGES);
+    if (be->n_pages == MAX_PAGES)
+        return fail(be, "its tools/list has more than %d pages", MAX_PAGES);
     char **pages = realloc(be->pages, (be->n_pages + 1) * sizeof *pages);
     if (pages) be->pages = pages;
     size_t *lens = realloc(be->page_len, (be->n_pages + 1) * sizeof *lens);
@@ -493,8 +510,10 @@ static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_
     be->pages[be->n_pages] = copy;
     be->page_len[be->n_pages++] = len;
     json_t *cursor = json_object_get(json_object_get(msg, "result"), "nextCursor");
-    if (json_is_string(cursor)) request_page(be, cursor);
-    else listed(be);
+    if (json_is_string(cursor))
+        request_page(be, cursor);
+    else
+        listed(be);
 }
 
 static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line, size_t len)
@@ -502,8 +521,8 @@ static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line
     json_t *result = json_object_get(msg, "result");
     if (!json_is_object(result)) return fail(be, "initialize failed: %s", error_text(msg));
     be->init_result = json_incref(result);
-    mcp_backend_send(be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
-                                   "notifications/initialized"));
+    mcp_backend_send(
+        be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
     be->state = BE_LISTING;
     if (json_object_get(json_object_get(result, "capabilities"), "tools")) {
         request_page(be, NULL);
@@ -520,11 +539,10 @@ static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line
 
 static void send_initialize(struct mcp_backend *be)
 {
-    json_t *msg = json_pack("{s:s,s:s,s:{s:s,s:{s:{},s:{},s:{s:b}},s:{s:s,s:s}}}", "jsonrpc",
-                            "2.0", "method", "initialize", "params", "protocolVersion",
-                            MCP_VERSION_LATEST, "capabilities", "sampling", "elicitation",
-                            "roots", "listChanged", 0, "clientInfo", "name", "runtime",
-                            "version", "0.1");
+    json_t *msg = json_pack("{s:s,s:s,s:{s:s,s:{s:{},s:{},s:{s:b}},s:{s:s,s:s}}}", "jsonrpc", "2.0",
+                            "method", "initialize", "params", "protocolVersion", MCP_VERSION_LATEST,
+                            "capabilities", "sampling", "elicitation", "roots", "listChanged", 0,
+                            "clientInfo", "name", "runtime", "version", "0.1");
     struct mcp_pending *p;
     mcp_backend_request(be, msg, &p);
     p->internal = on_initialized;
@@ -545,8 +563,9 @@ static void shared_ready(struct mcp_backend *be, int r, const char *error)
     ms->shared = NULL;
     mcp_backend_reap(be);
     if (r == -EPERM) {
-        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s}", "fingerprint", ms->seen,
-                                               FINGERPRINT_SHORT, "error", error));
+        mcp_event(
+            ms, "mcp.refused",
+            json_pack("{s:s#,s:s}", "fingerprint", ms->seen, FINGERPRINT_SHORT, "error", error));
         return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
     }
     mcp_server_set_status(ms, MCP_FAILED, "%s", error);
@@ -560,8 +579,9 @@ static void probe_ready(struct mcp_backend *be, int r, const char *error)
     mcp_backend_reap(be);
     if (r == 0) return mcp_server_set_status(ms, MCP_READY, NULL);
     if (r == -EPERM) {
-        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s}", "fingerprint", ms->seen,
-                                               FINGERPRINT_SHORT, "error", error));
+        mcp_event(
+            ms, "mcp.refused",
+            json_pack("{s:s#,s:s}", "fingerprint", ms->seen, FINGERPRINT_SHORT, "error", error));
         return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
     }
     mcp_server_set_status(ms, MCP_FAILED, "%s", error);
@@ -588,7 +608,8 @@ static void schedule_restart(struct mcp_server *ms)
     uint64_t delay = 500ull << (ms->restarts < 7 ? ms->restarts : 7);
     if (delay > RESTART_MAX_MS) delay = RESTART_MAX_MS;
     ms->restarts++;
-    if (!ms->restart_timer) ms->restart_timer = evtimer_new(server_base(ms->box->srv), on_restart, ms);
+    if (!ms->restart_timer)
+        ms->restart_timer = evtimer_new(server_base(ms->box->srv), on_restart, ms);
     struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
     evtimer_add(ms->restart_timer, &tv);
 }
@@ -612,7 +633,8 @@ void mcp_server_halt(struct mcp_server *ms)
         event_free(ms->restart_timer);
         ms->restart_timer = NULL;
     }
-    while (ms->sessions) mcp_session_free(ms->sessions);
+    while (ms->sessions)
+        mcp_session_free(ms->sessions);
     if (ms->shared) mcp_backend_free(ms->shared);
     ms->shared = NULL;
 }

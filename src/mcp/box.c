@@ -101,17 +101,15 @@ void mcp_box_save(struct mcp_box *box)
 {
     json_t *servers = json_array();
     for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
-        json_t *approved = ms->has_approved
-                               ? json_pack("{s:s,s:s}", "sha256", ms->approved.sha256, "tools",
-                                           ms->approved.canon)
-                               : json_null();
+        json_t *approved = ms->has_approved ? json_pack("{s:s,s:s}", "sha256", ms->approved.sha256,
+                                                        "tools", ms->approved.canon)
+                                            : json_null();
         json_array_append_new(servers, json_pack("{s:O,s:b,s:b,s:o}", "config", ms->config,
                                                  "installed", ms->installed, "running",
-                                                 ms->status != MCP_STOPPED, "approved",
-                                                 approved));
+                                                 ms->status != MCP_STOPPED, "approved", approved));
     }
-    json_t *state = json_pack("{s:s,s:s,s:o}", "link", box->link, "token", box->token,
-                              "servers", servers);
+    json_t *state =
+        json_pack("{s:s,s:s,s:o}", "link", box->link, "token", box->token, "servers", servers);
     char *text = json_dumps(state, JSON_COMPACT);
     json_decref(state);
     err_t err = {0};
@@ -148,7 +146,8 @@ static bool valid_name(const char *s)
     if (n == 0 || n >= MCP_NAME_MAX) return false;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_'));
+        bool ok =
+            (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_'));
         if (!ok) return false;
     }
     return true;
@@ -181,37 +180,41 @@ static int check_settings(struct server *srv, json_t *entry, json_t *cfg, err_t 
     const char *k;
     json_t *v;
     int r = 0;
-    json_object_foreach(secrets, k, v) {
+    json_object_foreach(secrets, k, v)
+    {
         bool found = false;
         size_t i;
         json_t *s;
-        json_array_foreach(known, i, s)
-            found = found || strcmp(json_string_value(json_object_get(s, "name")),
-                                    json_string_value(v)) == 0;
+        json_array_foreach(known, i, s) found =
+            found ||
+            strcmp(json_string_value(json_object_get(s, "name")), json_string_value(v)) == 0;
         if (!found) {
-            r = err_set(err, -EINVAL, "secrets.%s names the secret %s, which does not exist; "
-                        "create it with `runtime secret set %s --host HOST`", k,
-                        json_string_value(v), json_string_value(v));
+            r = err_set(err, -EINVAL,
+                        "secrets.%s names the secret %s, which does not exist; "
+                        "create it with `runtime secret set %s --host HOST`",
+                        k, json_string_value(v), json_string_value(v));
             goto out;
         }
     }
     size_t i;
     json_t *s;
-    json_array_foreach(json_object_get(entry, "settings"), i, s) {
+    json_array_foreach(json_object_get(entry, "settings"), i, s)
+    {
         const char *name = json_string_value(json_object_get(s, "env"));
         if (!json_is_true(json_object_get(s, "required"))) continue;
         bool met = json_object_get(env, name) || json_object_get(secrets, name);
         size_t j;
         json_t *x;
-        json_array_foreach(known, j, x)
-            met = met || strcmp(json_string_value(json_object_get(x, "name")), name) == 0;
+        json_array_foreach(known, j, x) met =
+            met || strcmp(json_string_value(json_object_get(x, "name")), name) == 0;
         if (!met) {
             bool secret = json_is_true(json_object_get(s, "secret"));
-            r = err_set(err, -EINVAL, "server %s needs %s (%s); pass %s", json_string_value(
-                        json_object_get(entry, "id")), name, json_string_value(json_object_get(
-                        s, "description")) ?: "a setting", secret ?
-                        "secrets: {\"NAME\": \"YOUR_SECRET\"} (CLI: --secret ID.NAME=SECRET)" :
-                        "env: {\"NAME\": \"value\"}");
+            r = err_set(err, -EINVAL, "server %s needs %s (%s); pass %s",
+                        json_string_value(json_object_get(entry, "id")), name,
+                        json_string_value(json_object_get(s, "description")) ?: "a setting",
+                        secret
+                            ? "secrets: {\"NAME\": \"YOUR_SECRET\"} (CLI: --secret ID.NAME=SECRET)"
+                            : "env: {\"NAME\": \"value\"}");
             goto out;
         }
     }
@@ -224,7 +227,8 @@ out:
 static json_t *parse_config(struct server *srv, json_t *in, json_t **entry, err_t *err)
 {
     if (!json_is_object(in)) {
-        err_set(err, -EINVAL, "each server is an object: {\"id\": \"memory\"} or {\"name\": "
+        err_set(err, -EINVAL,
+                "each server is an object: {\"id\": \"memory\"} or {\"name\": "
                 "\"mine\", \"command\": [\"node\", \"/workspace/server.js\"]}");
         return NULL;
     }
@@ -233,19 +237,24 @@ static json_t *parse_config(struct server *srv, json_t *in, json_t **entry, err_
     json_t *command = json_object_get(in, "command");
     *entry = id ? catalog_find(mcp_catalog(srv), id) : NULL;
     if (id && !*entry) {
-        err_set(err, -EINVAL, "no server %s in the catalog; `runtime sandbox mcp catalog` lists "
-                "them, or give {name, command} for your own", id);
+        err_set(err, -EINVAL,
+                "no server %s in the catalog; `runtime sandbox mcp catalog` lists "
+                "them, or give {name, command} for your own",
+                id);
         return NULL;
     }
     if (!id && (!name || !string_array(command, true))) {
-        err_set(err, -EINVAL, "a server needs a catalog id, or a name and a command (an argv "
+        err_set(err, -EINVAL,
+                "a server needs a catalog id, or a name and a command (an argv "
                 "array of strings)");
         return NULL;
     }
     if (!name) name = id;
     if (!valid_name(name)) {
-        err_set(err, -EINVAL, "server name %.64s must be 1-63 of a-z, 0-9, '-', '_', starting "
-                "with a letter or digit", name);
+        err_set(err, -EINVAL,
+                "server name %.64s must be 1-63 of a-z, 0-9, '-', '_', starting "
+                "with a letter or digit",
+                name);
         return NULL;
     }
     json_t *env = json_object_get(in, "env"), *secrets = json_object_get(in, "secrets");
@@ -254,23 +263,29 @@ static json_t *parse_config(struct server *srv, json_t *in, json_t **entry, err_
     if ((env && !string_object(env)) || (secrets && !string_object(secrets)) ||
         (args && !string_array(args, false)) || (fp && !json_is_null(fp) && !json_is_string(fp)) ||
         (iso && strcmp(iso, "shared") != 0 && strcmp(iso, "session") != 0)) {
-        err_set(err, -EINVAL, "server %s: env and secrets are objects of strings, args an array "
-                "of strings, fingerprint a hex string, isolation \"shared\" or \"session\"", name);
+        err_set(err, -EINVAL,
+                "server %s: env and secrets are objects of strings, args an array "
+                "of strings, fingerprint a hex string, isolation \"shared\" or \"session\"",
+                name);
         return NULL;
     }
     const char *f = json_string_value(fp);
     if (f && (strlen(f) < FINGERPRINT_SHORT || strlen(f) > 64 ||
               strspn(f, "0123456789abcdefABCDEF") != strlen(f))) {
-        err_set(err, -EINVAL, "server %s: fingerprint must be 16 to 64 hex digits, as `runtime "
-                "mcp fingerprint` prints it", name);
+        err_set(err, -EINVAL,
+                "server %s: fingerprint must be 16 to 64 hex digits, as `runtime "
+                "mcp fingerprint` prints it",
+                name);
         return NULL;
     }
     json_t *cfg = json_pack("{s:s,s:O,s:O,s:O,s:s}", "name", name, "env", env ?: json_object(),
                             "secrets", secrets ?: json_object(), "args", args ?: json_array(),
                             "isolation", iso ?: "shared");
     if (!env) json_decref(json_object_get(cfg, "env"));
-    if (id) json_object_set_new(cfg, "id", json_string(id));
-    else json_object_set(cfg, "command", command);
+    if (id)
+        json_object_set_new(cfg, "id", json_string(id));
+    else
+        json_object_set(cfg, "command", command);
     if (f) json_object_set_new(cfg, "fingerprint", json_string(f));
     if (*entry && check_settings(srv, *entry, cfg, err) < 0) {
         json_decref(cfg);
@@ -312,14 +327,17 @@ static void launch(struct mcp_server *ms)
 {
     json_array_clear(ms->warnings);
     ms->restarts = 0;
-    if (ms->entry && !ms->installed) mcp_install(ms);
-    else mcp_server_start(ms);
+    if (ms->entry && !ms->installed)
+        mcp_install(ms);
+    else
+        mcp_server_start(ms);
 }
 
 static int count(struct mcp_box *box)
 {
     int n = 0;
-    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next) n++;
+    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
+        n++;
     return n;
 }
 
@@ -333,20 +351,19 @@ static json_t *status_json(struct mcp_box *box)
         char url[1024], fp[FINGERPRINT_SHORT + 1] = "";
         snprintf(url, sizeof url, "%s/mcp/%s/%s", base, box->link, ms->name);
         if (ms->seen[0]) snprintf(fp, sizeof fp, "%.*s", FINGERPRINT_SHORT, ms->seen);
-        json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:O}", "name", ms->name, "status",
-                              mcp_status_name(ms->status), "url", url, "fingerprint",
-                              fp[0] ? json_string(fp) : json_null(), "tools",
-                              /* what clients see: nothing from a failed or refused one */
-                              ms->served_names && ms->status != MCP_FAILED &&
-                                      ms->status != MCP_REFUSED
-                                  ? json_incref(ms->served_names)
-                                  : json_array(),
-                              "warnings", ms->warnings);
+        json_t *o = json_pack(
+            "{s:s,s:s,s:s,s:o,s:o,s:O}", "name", ms->name, "status", mcp_status_name(ms->status),
+            "url", url, "fingerprint", fp[0] ? json_string(fp) : json_null(), "tools",
+            /* what clients see: nothing from a failed or refused one */
+            ms->served_names && ms->status != MCP_FAILED && ms->status != MCP_REFUSED
+                ? json_incref(ms->served_names)
+                : json_array(),
+            "warnings", ms->warnings);
         json_t *id = json_object_get(ms->config, "id");
         if (id) json_object_set(o, "id", id);
         if (ms->has_approved)
-            json_object_set_new(o, "approved", json_stringn(ms->approved.sha256,
-                                                            FINGERPRINT_SHORT));
+            json_object_set_new(o, "approved",
+                                json_stringn(ms->approved.sha256, FINGERPRINT_SHORT));
         if (ms->error[0]) json_object_set_new(o, "error", json_string(ms->error));
         json_array_insert_new(list, 0, o); /* oldest first */
     }
@@ -388,9 +405,10 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list, json_t
             if (strcmp(name, json_string_value(json_object_get(cfgs[j], "name"))) == 0)
                 return err_set(err, -EINVAL, "server %s is given twice", name);
         if (old && active(old) && !json_equal(old->config, cfgs[i]))
-            return err_set(err, -EEXIST, "server %s is already %s with other settings; stop "
-                           "it first (DELETE .../mcp/%s)", name, mcp_status_name(old->status),
-                           name);
+            return err_set(err, -EEXIST,
+                           "server %s is already %s with other settings; stop "
+                           "it first (DELETE .../mcp/%s)",
+                           name, mcp_status_name(old->status), name);
         if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS)
             return err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id,
                            MCP_MAX_SERVERS);
@@ -423,7 +441,8 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
 {
     json_t *list = json_object_get(body, "servers");
     if (!json_is_array(list) || json_array_size(list) == 0)
-        return err_set(err, -EINVAL, "give the servers to start: {\"servers\": [{\"id\": "
+        return err_set(err, -EINVAL,
+                       "give the servers to start: {\"servers\": [{\"id\": "
                        "\"memory\"}]}");
     if (json_array_size(list) > MCP_MAX_SERVERS)
         return err_set(err, -EINVAL, "at most %d servers per sandbox", MCP_MAX_SERVERS);
@@ -431,12 +450,14 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
     size_t made = 0;
     int r = check_starts(srv, sb, list, cfgs, entries, &made, err);
     if (r == 0 && !sb->mcp && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; r == 0 && i < made; i++) start_one(sb->mcp, cfgs[i], entries[i]);
+    for (size_t i = 0; r == 0 && i < made; i++)
+        start_one(sb->mcp, cfgs[i], entries[i]);
     if (r == 0) {
         mcp_box_save(sb->mcp);
         *out = status_json(sb->mcp);
     }
-    for (size_t i = 0; i < made; i++) json_decref(cfgs[i]);
+    for (size_t i = 0; i < made; i++)
+        json_decref(cfgs[i]);
     return r;
 }
 
@@ -454,7 +475,8 @@ int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err)
 static void waiter_free(struct mcp_waiter *w)
 {
     struct mcp_waiter **pp = &w->box->waiters;
-    while (*pp && *pp != w) pp = &(*pp)->next;
+    while (*pp && *pp != w)
+        pp = &(*pp)->next;
     if (*pp) *pp = w->next;
     event_free(w->timer);
     free(w);
@@ -484,7 +506,8 @@ void mcp_box_changed(struct mcp_box *box)
 {
     for (struct mcp_server *ms = box->servers; ms; ms = ms->next)
         if (busy(ms)) return;
-    while (box->waiters) waiter_answer(box->waiters);
+    while (box->waiters)
+        waiter_answer(box->waiters);
 }
 
 void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request *req,
@@ -525,7 +548,8 @@ json_t *mcp_catalog(struct server *srv)
 void mcp_box_free(struct mcp_box *box)
 {
     if (!box) return;
-    while (box->waiters) waiter_answer(box->waiters);
+    while (box->waiters)
+        waiter_answer(box->waiters);
     while (box->servers) {
         struct mcp_server *ms = box->servers;
         box->servers = ms->next;
@@ -547,8 +571,8 @@ static void restore_server(struct mcp_box *box, json_t *saved)
     struct mcp_server *ms = server_new(box, json_incref(cfg), entry);
     if (!ms) return;
     ms->installed = json_is_true(json_object_get(saved, "installed"));
-    const char *canon = json_string_value(json_object_get(json_object_get(saved, "approved"),
-                                                          "tools"));
+    const char *canon =
+        json_string_value(json_object_get(json_object_get(saved, "approved"), "tools"));
     err_t err = {0};
     if (canon && mcp_toolset_from_canon(canon, &ms->approved, &err) == 0) ms->has_approved = true;
     if (json_is_true(json_object_get(saved, "running"))) launch(ms);

@@ -22,8 +22,7 @@ void mcp_toolset_clear(struct mcp_toolset *t)
 }
 
 /* Fills t from tools sorted by name: each one's canonical text and the whole list's. */
-static int from_sorted(const struct fp_value **tools, size_t n, struct mcp_toolset *t,
-                       err_t *err)
+static int from_sorted(const struct fp_value **tools, size_t n, struct mcp_toolset *t, err_t *err)
 {
     t->v = calloc(n ? n : 1, sizeof *t->v);
     size_t total = 3; /* "[", "]" and the NUL; each tool adds its text and a comma */
@@ -67,7 +66,8 @@ int mcp_toolset_from_pages(char **pages, const size_t *lens, size_t n, struct mc
     if (r == 0) r = fp_tools_sorted_pages(roots, n, &tools, &ntools, err);
     if (r == 0) r = from_sorted(tools, ntools, out, err);
     free(tools);
-    for (size_t i = 0; docs && i < n; i++) fp_doc_free(docs[i]);
+    for (size_t i = 0; docs && i < n; i++)
+        fp_doc_free(docs[i]);
     free(docs);
     free(roots);
     return r;
@@ -92,7 +92,8 @@ static size_t serve(struct mcp_server *ms, const struct mcp_toolset *fresh)
 {
     const struct mcp_toolset *a = &ms->approved;
     size_t total = 3, kept = 0;
-    for (size_t i = 0; i < a->n; i++) total += strlen(a->v[i].canon) + 1;
+    for (size_t i = 0; i < a->n; i++)
+        total += strlen(a->v[i].canon) + 1;
     free(ms->served);
     json_decref(ms->served_names);
     ms->served = malloc(total);
@@ -122,7 +123,8 @@ bool mcp_gate_allows(struct mcp_server *ms, const char *tool)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(ms->served_names, i, v) if (strcmp(json_string_value(v), tool) == 0) return true;
+    json_array_foreach(ms->served_names, i,
+                       v) if (strcmp(json_string_value(v), tool) == 0) return true;
     return false;
 }
 
@@ -164,8 +166,8 @@ static void describe(const struct mcp_server *ms, const struct mcp_toolset *fres
 int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
 {
     const char *given = json_string_value(json_object_get(ms->config, "fingerprint"));
-    const char *pinned = ms->entry ? json_string_value(json_object_get(ms->entry, "fingerprint"))
-                                   : NULL;
+    const char *pinned =
+        ms->entry ? json_string_value(json_object_get(ms->entry, "fingerprint")) : NULL;
     const char *want = given ? given : NULL;
     /* An explicit option replaces an earlier approval; the catalog's pin counts only when
      * nobody approved anything for this server yet. */
@@ -187,11 +189,12 @@ int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
     char approved[FINGERPRINT_SHORT + 1];
     snprintf(approved, sizeof approved, "%.*s", FINGERPRINT_SHORT,
              want ? want : ms->approved.sha256);
-    return err_set(err, -EPERM, "its tools changed since they were approved: fingerprint %.*s, "
+    return err_set(err, -EPERM,
+                   "its tools changed since they were approved: fingerprint %.*s, "
                    "approved %s%s%s; review with `runtime mcp review`, then start it with "
-                   "--fingerprint %s=%.*s to approve", FINGERPRINT_SHORT, fresh->sha256,
-                   approved, changes[0] ? "; " : "", changes, ms->name, FINGERPRINT_SHORT,
-                   fresh->sha256);
+                   "--fingerprint %s=%.*s to approve",
+                   FINGERPRINT_SHORT, fresh->sha256, approved, changes[0] ? "; " : "", changes,
+                   ms->name, FINGERPRINT_SHORT, fresh->sha256);
 }
 
 void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
@@ -210,16 +213,17 @@ void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
             if (!find(&ms->approved, fresh->v[i].name))
                 json_array_append_new(hidden, json_string(fresh->v[i].name));
         char warning[900];
-        snprintf(warning, sizeof warning, "its tools changed while it ran (fingerprint %.*s, "
+        snprintf(warning, sizeof warning,
+                 "its tools changed while it ran (fingerprint %.*s, "
                  "approved %.*s): %s; only the unchanged approved tools are served",
                  FINGERPRINT_SHORT, fresh->sha256, FINGERPRINT_SHORT, ms->approved.sha256,
                  changes[0] ? changes : "changed");
         if (json_array_size(ms->warnings) < 20)
             json_array_append_new(ms->warnings, json_string(warning));
-        mcp_event(ms, "mcp.refused", json_pack("{s:s#,s:s#,s:o,s:o,s:s}", "fingerprint",
-                                               fresh->sha256, FINGERPRINT_SHORT, "approved",
-                                               ms->approved.sha256, FINGERPRINT_SHORT, "blocked",
-                                               blocked, "hidden", hidden, "changes", changes));
+        mcp_event(ms, "mcp.refused",
+                  json_pack("{s:s#,s:s#,s:o,s:o,s:s}", "fingerprint", fresh->sha256,
+                            FINGERPRINT_SHORT, "approved", ms->approved.sha256, FINGERPRINT_SHORT,
+                            "blocked", blocked, "hidden", hidden, "changes", changes));
     }
     if (kept != before)
         mcp_broadcast(ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",

@@ -64,7 +64,8 @@ int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
         for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
             if (ms->status == MCP_INSTALLING && is_python(ms)) {
                 add_index_hosts(allow, box->pip_index);
-            } else if (ms->status == MCP_INSTALLING) add_host(allow, box->registry);
+            } else if (ms->status == MCP_INSTALLING)
+                add_host(allow, box->registry);
             else if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
                 add_catalog_hosts(allow, ms);
         }
@@ -150,8 +151,10 @@ static void run_step(struct mcp_server *ms, const char *const *argv, const char 
     char **envp = NULL;
     int r = env ? server_env_list(env, &envp, &err) : -EIO;
     json_decref(env);
-    struct server_run_spec rs = {.argv = argv, .envp = (const char *const *)envp,
-                                 .cwd = "/workspace", .timeout_ms = timeout_ms,
+    struct server_run_spec rs = {.argv = argv,
+                                 .envp = (const char *const *)envp,
+                                 .cwd = "/workspace",
+                                 .timeout_ms = timeout_ms,
                                  .stdin_text = stdin_text,
                                  .stdin_len = stdin_text ? strlen(stdin_text) : 0,
                                  .output_cap = INSTALL_OUTPUT_CAP};
@@ -211,8 +214,10 @@ static void npm_install(struct mcp_server *ms)
     char dir[128], spec[512];
     snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
     snprintf(spec, sizeof spec, "%s@%s", entry_str(ms, "package"), entry_str(ms, "version"));
-    const char *argv[] = {"npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
-                          "--no-update-notifier", "--omit=dev", "--prefix", dir, spec, NULL};
+    const char *argv[] = {"npm",        "install",   "--ignore-scripts",
+                          "--no-audit", "--no-fund", "--no-update-notifier",
+                          "--omit=dev", "--prefix",  dir,
+                          spec,         NULL};
     mcp_apply_policy(ms->box);
     run_step(ms, argv, NULL, MCP_INSTALL_TIMEOUT_MS, on_installed);
 }
@@ -226,8 +231,10 @@ static void on_registry(void *arg, const struct server_run_result *res)
     ms->install = NULL;
     if (!url_host(url, canon)) {
         char why[700];
-        snprintf(why, sizeof why, "cannot find npm's registry in the sandbox (npm config get "
-                 "registry said \"%.200s\")", url);
+        snprintf(why, sizeof why,
+                 "cannot find npm's registry in the sandbox (npm config get "
+                 "registry said \"%.200s\")",
+                 url);
         return install_failed(ms, why);
     }
     str_copy(ms->box->registry, sizeof ms->box->registry, canon);
@@ -240,8 +247,8 @@ static void on_registry(void *arg, const struct server_run_result *res)
  * the environment's PIP_INDEX_URL, then the install section, then global, else PyPI. */
 void mcp_pip_index(const char *config, char *url, size_t size)
 {
-    static const char *const keys[] = {":env:.index-url=", "install.index-url=",
-                                       "global.index-url="};
+    static const char *const keys[] = {
+        ":env:.index-url=", "install.index-url=", "global.index-url="};
     for (size_t k = 0; k < ARRAY_LEN(keys); k++) {
         for (const char *line = config; line && *line; line = strchr(line, '\n')) {
             line += *line == '\n';
@@ -280,23 +287,26 @@ static bool has(struct evbuffer *buf, const char *what)
 static void on_pip_installed(void *arg, const struct server_run_result *res)
 {
     struct mcp_server *ms = arg;
-    bool no_match = res->ended && res->exit_code > 0 &&
-                    has(res->err, "No matching distribution found");
+    bool no_match =
+        res->ended && res->exit_code > 0 && has(res->err, "No matching distribution found");
     bool unreachable = has(res->err, "Retrying (Retry(") || has(res->err, "Could not fetch URL");
     if (!no_match) return on_installed(arg, res);
     char out[600], why[1400];
     tail(res->err, out, sizeof out);
     if (unreachable)
-        snprintf(why, sizeof why, "pip could not reach its index %s from the sandbox (the "
+        snprintf(why, sizeof why,
+                 "pip could not reach its index %s from the sandbox (the "
                  "sandbox's egress opens only that host while a server installs; see its "
-                 "egress.refused events). pip said: %s", ms->box->pip_index, out);
+                 "egress.refused events). pip said: %s",
+                 ms->box->pip_index, out);
     else
-        snprintf(why, sizeof why, "%s==%s or one of its dependencies has no binary wheel "
+        snprintf(why, sizeof why,
+                 "%s==%s or one of its dependencies has no binary wheel "
                  "for the sandbox's Python on %s; runtime installs Python servers from "
                  "wheels only (--only-binary=:all:, so that no package code runs at "
                  "install), so a package published only as source cannot be installed. "
-                 "pip said: %s", entry_str(ms, "package"), entry_str(ms, "version"),
-                 ms->box->pip_index, out);
+                 "pip said: %s",
+                 entry_str(ms, "package"), entry_str(ms, "version"), ms->box->pip_index, out);
     ms->install = NULL;
     install_failed(ms, why);
 }
@@ -328,7 +338,8 @@ static void on_venv(void *arg, const struct server_run_result *res)
     mcp_pip_index(config, ms->box->pip_index, sizeof ms->box->pip_index);
     if (!url_host(ms->box->pip_index, host)) {
         char why[700];
-        snprintf(why, sizeof why, "pip's index in the sandbox is \"%.200s\", which names no "
+        snprintf(why, sizeof why,
+                 "pip's index in the sandbox is \"%.200s\", which names no "
                  "host; set PIP_INDEX_URL (or global.index-url) to an https:// URL",
                  ms->box->pip_index);
         return install_failed(ms, why);
@@ -342,8 +353,13 @@ static void make_venv(struct mcp_server *ms)
     snprintf(dir, sizeof dir, "/workspace/mcp/%s", ms->name);
     /* --clear: an install cut short leaves nothing behind. The venv's pip is the one
      * Debian's python3-venv ships; no network is needed for this step. */
-    const char *argv[] = {"sh", "-c", "python3 -m venv --clear \"$1\" && "
-                          "exec \"$1/bin/python\" -m pip config list", "sh", dir, NULL};
+    const char *argv[] = {"sh",
+                          "-c",
+                          "python3 -m venv --clear \"$1\" && "
+                          "exec \"$1/bin/python\" -m pip config list",
+                          "sh",
+                          dir,
+                          NULL};
     run_step(ms, argv, NULL, 120000, on_venv);
 }
 

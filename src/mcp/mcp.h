@@ -17,11 +17,12 @@
 #include "../policy/policy.h"
 
 /* Limits with defaults (DESIGN invariant 7). */
-#define MCP_MAX_MESSAGE (4u << 20)  /* one JSON-RPC message, either way */
-#define MCP_MAX_SERVERS 16          /* per sandbox */
-#define MCP_MAX_SESSIONS 256        /* client sessions per server */
-#define MCP_MAX_PENDING 256         /* unanswered requests per session */
-#define MCP_MAX_SESSION_PROCESSES 64 /* per sandbox, of isolation "session" (4 descriptors each) */
+#define MCP_MAX_MESSAGE (4u << 20) /* one JSON-RPC message, either way */
+#define MCP_MAX_SERVERS 16         /* per sandbox */
+#define MCP_MAX_SESSIONS 256       /* client sessions per server */
+#define MCP_MAX_PENDING 256        /* unanswered requests per session */
+/* Per sandbox, processes of isolation "session" (4 descriptors each). */
+#define MCP_MAX_SESSION_PROCESSES 64
 #define MCP_SESSION_IDLE_MS (3600 * 1000) /* a session nobody used for an hour ends */
 #define MCP_INSTALL_TIMEOUT_MS (15 * 60 * 1000)
 #define MCP_START_TIMEOUT_MS (60 * 1000) /* from spawn to a fingerprinted tool list */
@@ -40,8 +41,8 @@ void mcp_box_free(struct mcp_box *box);
 
 /* The gateway's hooks into a sandbox's life (struct server_hooks, filled in by the
  * daemon): mcp_box_restore above, mcp_policy and mcp_metrics_write below, and: */
-void mcp_sandbox_removed(struct sbx *sb);                                /* frees sb->mcp */
-bool mcp_sandbox_busy(struct sbx *sb);                                   /* installing, starting */
+void mcp_sandbox_removed(struct sbx *sb); /* frees sb->mcp */
+bool mcp_sandbox_busy(struct sbx *sb);    /* installing, starting */
 void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields);
 
 /* POST /v1/sandboxes/{id}/mcp: validates body {servers:[...]} and starts them; *out is

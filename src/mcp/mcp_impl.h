@@ -15,9 +15,9 @@
 #include "../server/server.h"
 #include "mcp.h"
 
-#define MCP_PENDING_SLOTS 4096 /* per process; a power of two */
-#define MCP_HISTORY 256        /* SSE events kept per session for Last-Event-ID */
-#define MCP_HISTORY_BYTES (8u << 20) /* ... and at most this many bytes of them */
+#define MCP_PENDING_SLOTS 4096         /* per process; a power of two */
+#define MCP_HISTORY 256                /* SSE events kept per session for Last-Event-ID */
+#define MCP_HISTORY_BYTES (8u << 20)   /* ... and at most this many bytes of them */
 #define MCP_CLIENT_BACKLOG (16u << 20) /* unsent bytes to a client before it is dropped */
 #define MCP_SERVER_BACKLOG (16u << 20) /* unsent bytes to a process before requests fail */
 #define MCP_NAME_MAX 64
@@ -44,17 +44,18 @@ struct mcp_box {
     char token[65]; /* 256 random bits */
     struct mcp_server *servers;
     struct mcp_waiter *waiters;
-    int installing;         /* installs running now */
-    char registry[256];     /* host of the package registry, once known */
-    char pip_index[512];    /* URL of pip's index, once known */
+    int installing;      /* installs running now */
+    char registry[256];  /* host of the package registry, once known */
+    char pip_index[512]; /* URL of pip's index, once known */
     struct event *keepalive;
 };
 
 struct mcp_server {
     struct mcp_box *box;
     char name[MCP_NAME_MAX];
-    json_t *config; /* as started: {id?|name, command?, env, secrets, args, fingerprint?, isolation} */
-    json_t *entry;  /* catalog entry (borrowed from the catalog) or NULL */
+    json_t
+        *config; /* as started: {id?|name, command?, env, secrets, args, fingerprint?, isolation} */
+    json_t *entry; /* catalog entry (borrowed from the catalog) or NULL */
     bool installed;
     bool per_session; /* isolation "session" */
     enum mcp_status status;
@@ -62,10 +63,10 @@ struct mcp_server {
     json_t *warnings;
     bool has_approved;
     struct mcp_toolset approved;
-    char seen[65]; /* sha256 of the list the process showed last */
-    char *served;        /* canonical tools array clients see */
-    json_t *served_json;  /* the same, parsed once for answers */
-    json_t *served_names; /* names in served */
+    char seen[65];              /* sha256 of the list the process showed last */
+    char *served;               /* canonical tools array clients see */
+    json_t *served_json;        /* the same, parsed once for answers */
+    json_t *served_names;       /* names in served */
     struct mcp_backend *shared; /* the one process (isolation "shared") */
     struct mcp_session *sessions;
     size_t n_sessions;
@@ -80,10 +81,9 @@ struct mcp_server {
 
 /* A request the gateway sent to a process, waiting for its answer. */
 struct mcp_backend;
-typedef void (*mcp_internal_fn)(struct mcp_backend *be, json_t *msg, const char *line,
-                                size_t len);
+typedef void (*mcp_internal_fn)(struct mcp_backend *be, json_t *msg, const char *line, size_t len);
 struct mcp_pending {
-    int64_t id; /* 0: free */
+    int64_t id;                  /* 0: free */
     struct mcp_session *session; /* NULL for the gateway's own requests */
     json_t *client_id;
     json_t *client_token; /* the client's progress token, or NULL */
@@ -119,11 +119,11 @@ struct mcp_stream {
     unsigned number;
     unsigned seq;
     bool is_get;
-    bool gone;        /* the client left; answers go to the history only */
-    bool sse;         /* answering with text/event-stream */
-    int waiting;      /* answers still due (POST) */
-    bool batch;       /* the client sent an array (2025-03-26) */
-    json_t *answers;  /* JSON mode: answers collected */
+    bool gone;           /* the client left; answers go to the history only */
+    bool sse;            /* answering with text/event-stream */
+    int waiting;         /* answers still due (POST) */
+    bool batch;          /* the client sent an array (2025-03-26) */
+    json_t *answers;     /* JSON mode: answers collected */
     uint64_t started_ns; /* for the latency metric */
     struct mcp_stream *next;
 };
@@ -224,8 +224,8 @@ void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer);
 void mcp_stream_free(struct mcp_stream *st);
 void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const char *last_id);
 void mcp_http_json(struct evhttp_request *req, int status, const char *session_id, json_t *v);
-void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code, const char *fmt,
+                    ...) __attribute__((format(printf, 5, 6)));
 void mcp_keepalive(struct mcp_box *box);
 
 /* jsonrpc helpers */

@@ -52,14 +52,17 @@ void mcp_session_free(struct mcp_session *s)
 {
     struct mcp_server *ms = s->server;
     struct mcp_session **pp = &ms->sessions;
-    while (*pp && *pp != s) pp = &(*pp)->next;
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
     if (*pp) *pp = s->next;
     ms->n_sessions--;
     drop_pending(mcp_session_backend(s), s);
     if (s->be) mcp_backend_reap(s->be);
     if (s->init_req) mcp_http_error(s->init_req, 503, s->init_id, -32000, "the session ended");
-    while (s->streams) mcp_stream_free(s->streams);
-    for (size_t i = 0; i < MCP_HISTORY; i++) free(s->history[i].data);
+    while (s->streams)
+        mcp_stream_free(s->streams);
+    for (size_t i = 0; i < MCP_HISTORY; i++)
+        free(s->history[i].data);
     json_decref(s->init_id);
     json_decref(s->client_info);
     json_decref(s->subscriptions);
@@ -89,8 +92,9 @@ static json_t *init_result(struct mcp_session *s, json_t *server_result)
     /* The gateway tells clients when the tools it serves change (a blocked tool). */
     if (json_object_get(caps, "tools"))
         json_object_set_new(caps, "tools", json_pack("{s:b}", "listChanged", 1));
-    json_t *r = json_pack("{s:s,s:o,s:O}", "protocolVersion", s->version, "capabilities", caps,
-                          "serverInfo", json_object_get(server_result, "serverInfo") ?: json_null());
+    json_t *r =
+        json_pack("{s:s,s:o,s:O}", "protocolVersion", s->version, "capabilities", caps,
+                  "serverInfo", json_object_get(server_result, "serverInfo") ?: json_null());
     json_t *instr = json_object_get(server_result, "instructions");
     if (json_is_string(instr)) json_object_set(r, "instructions", instr);
     return r;
@@ -114,9 +118,9 @@ static void own_ready(struct mcp_backend *be, int r, const char *error)
         return;
     }
     if (r == -EPERM)
-        mcp_event(s->server, "mcp.refused", json_pack("{s:s#,s:s}", "fingerprint",
-                                                      s->server->seen, FINGERPRINT_SHORT,
-                                                      "error", error));
+        mcp_event(s->server, "mcp.refused",
+                  json_pack("{s:s#,s:s}", "fingerprint", s->server->seen, FINGERPRINT_SHORT,
+                            "error", error));
     mcp_http_error(req, 503, s->init_id, -32000, "server %s did not start: %s", s->server->name,
                    error);
     mcp_session_free(s);
@@ -149,11 +153,14 @@ void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, j
     json_t *id = json_object_get(msg, "id");
     mcp_sessions_expire(ms);
     if (ms->n_sessions >= MCP_MAX_SESSIONS)
-        return mcp_http_error(req, 503, id, -32000, "server %s has %d client sessions, the "
+        return mcp_http_error(req, 503, id, -32000,
+                              "server %s has %d client sessions, the "
                               "limit; end some (HTTP DELETE) or wait an hour for idle ones to "
-                              "expire", ms->name, MCP_MAX_SESSIONS);
+                              "expire",
+                              ms->name, MCP_MAX_SESSIONS);
     if (ms->per_session && session_processes(ms->box) >= MCP_MAX_SESSION_PROCESSES)
-        return mcp_http_error(req, 503, id, -32000, "the sandbox already runs %d server processes "
+        return mcp_http_error(req, 503, id, -32000,
+                              "the sandbox already runs %d server processes "
                               "for sessions, the limit; end some sessions (HTTP DELETE) first",
                               MCP_MAX_SESSION_PROCESSES);
     struct mcp_session *s = calloc(1, sizeof *s);
@@ -192,10 +199,12 @@ static void forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
     if (!be || be->state != BE_READY)
         return answer(st, mcp_error_msg(id, -32000, "the server is restarting; try again"));
     if (s->pending >= MCP_MAX_PENDING)
-        return answer(st, mcp_error_msg(id, -32000, "this session has too many unanswered "
+        return answer(st, mcp_error_msg(id, -32000,
+                                        "this session has too many unanswered "
                                         "requests; wait for some answers first"));
     if (evbuffer_get_length(be->to_server) > MCP_SERVER_BACKLOG)
-        return answer(st, mcp_error_msg(id, -32000, "the server is not reading its input; "
+        return answer(st, mcp_error_msg(id, -32000,
+                                        "the server is not reading its input; "
                                         "try again later"));
     json_t *client_id = json_incref(id);
     struct mcp_pending *p;
@@ -224,7 +233,8 @@ static void subscription(struct mcp_session *s, json_t *msg, bool add)
     if (!json_is_string(uri)) return;
     size_t i;
     json_t *v;
-    json_array_foreach(s->subscriptions, i, v) if (json_equal(v, uri)) {
+    json_array_foreach(s->subscriptions, i, v) if (json_equal(v, uri))
+    {
         if (!add) json_array_remove(s->subscriptions, i);
         return;
     }
@@ -240,14 +250,17 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
         return answer(st, mcp_error_msg(id, -32600, "this session is initialized already"));
     if (strcmp(method, "ping") == 0) return answer(st, result_msg(id, json_object()));
     if (strcmp(method, "tools/list") == 0 && !ms->served_json)
-        return answer(st, mcp_error_msg(id, -32603, "the approved tool list cannot be sent as JSON"));
+        return answer(st,
+                      mcp_error_msg(id, -32603, "the approved tool list cannot be sent as JSON"));
     if (strcmp(method, "tools/list") == 0)
         return answer(st, result_msg(id, json_pack("{s:O}", "tools", ms->served_json)));
     if (strcmp(method, "tools/call") == 0) {
-        const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+        const char *tool =
+            json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
         if (!tool || !mcp_gate_allows(ms, tool)) {
             char text[300];
-            snprintf(text, sizeof text, "tool %.100s is not available: it is not in the tool list "
+            snprintf(text, sizeof text,
+                     "tool %.100s is not available: it is not in the tool list "
                      "approved for this server (runtime blocks tools that changed since review)",
                      tool ? tool : "(no name)");
             return answer(st, mcp_error_msg(id, -32602, text));
@@ -337,9 +350,12 @@ int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *
     }
     for (size_t i = 0; i < n; i++) {
         json_t *m = batch ? json_array_get(body, i) : body;
-        if (is_request(m)) client_request(s, st, m);
-        else if (json_object_get(m, "method")) client_notification(s, m);
-        else client_response(s, m);
+        if (is_request(m))
+            client_request(s, st, m);
+        else if (json_object_get(m, "method"))
+            client_notification(s, m);
+        else
+            client_response(s, m);
     }
     if (!requests) {
         s->server->requests++;
@@ -362,8 +378,10 @@ static struct mcp_stream *stream_for(struct mcp_session *s)
 static void deliver(struct mcp_session *s, json_t *msg)
 {
     struct mcp_stream *st = stream_for(s);
-    if (st) mcp_stream_send(st, msg, false);
-    else json_decref(msg);
+    if (st)
+        mcp_stream_send(st, msg, false);
+    else
+        json_decref(msg);
 }
 
 void mcp_broadcast(struct mcp_server *ms, json_t *msg)
@@ -397,23 +415,27 @@ static void server_request(struct mcp_backend *be, json_t *msg)
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (strcmp(method, "ping") == 0) return mcp_backend_send(be, result_msg(id, json_object()));
     if (strcmp(method, "roots/list") == 0) /* the server's files are the sandbox's */
-        return mcp_backend_send(be, result_msg(id, json_pack("{s:[{s:s,s:s}]}", "roots", "uri",
-                                                             "file:///workspace", "name",
-                                                             "workspace")));
+        return mcp_backend_send(
+            be, result_msg(id, json_pack("{s:[{s:s,s:s}]}", "roots", "uri", "file:///workspace",
+                                         "name", "workspace")));
     bool several;
     struct mcp_session *s = session_for_request(be, &several);
     if (several)
-        return mcp_backend_send(be, mcp_error_msg(id, -32000, "several clients are waiting on "
+        return mcp_backend_send(be, mcp_error_msg(id, -32000,
+                                                  "several clients are waiting on "
                                                   "this server and stdio does not say which one "
                                                   "this request is for; run the server with "
                                                   "isolation \"session\""));
-    bool able = s && ((strcmp(method, "sampling/createMessage") == 0 && s->sampling) ||
-                      (strcmp(method, "elicitation/create") == 0 && s->elicitation) ||
-                      (strncmp(method, "sampling/", 9) != 0 && strncmp(method, "elicitation/", 12) != 0));
+    bool able =
+        s && ((strcmp(method, "sampling/createMessage") == 0 && s->sampling) ||
+              (strcmp(method, "elicitation/create") == 0 && s->elicitation) ||
+              (strncmp(method, "sampling/", 9) != 0 && strncmp(method, "elicitation/", 12) != 0));
     if (!able)
-        return mcp_backend_send(be, mcp_error_msg(id, -32601, s ? "the client does not offer "
-                                                  "this capability" : "no client is waiting on "
-                                                  "this server to answer the request"));
+        return mcp_backend_send(be, mcp_error_msg(id, -32601,
+                                                  s ? "the client does not offer "
+                                                      "this capability"
+                                                    : "no client is waiting on "
+                                                      "this server to answer the request"));
     char key[32];
     snprintf(key, sizeof key, "rt-%lld", (long long)++s->next_ask);
     if (json_object_size(s->asks) >= MCP_MAX_PENDING)
@@ -433,21 +455,25 @@ static void answer_from_server(struct mcp_backend *be, json_t *msg)
     struct mcp_stream *st = p->stream;
     p->session->last_used_ms = now_ms();
     mcp_pending_clear(be, p);
-    if (st) mcp_stream_send(st, out, true);
-    else json_decref(out);
+    if (st)
+        mcp_stream_send(st, out, true);
+    else
+        json_decref(out);
 }
 
 static void progress(struct mcp_backend *be, json_t *msg)
 {
     json_t *params = json_object_get(msg, "params");
     json_t *token = json_object_get(params, "progressToken");
-    struct mcp_pending *p = json_is_integer(token)
-                                ? mcp_pending_find(be, json_integer_value(token)) : NULL;
+    struct mcp_pending *p =
+        json_is_integer(token) ? mcp_pending_find(be, json_integer_value(token)) : NULL;
     if (!p || !p->session || !p->client_token) return;
     json_t *out = json_deep_copy(msg);
     json_object_set(json_object_get(out, "params"), "progressToken", p->client_token);
-    if (p->stream) mcp_stream_send(p->stream, out, false);
-    else json_decref(out);
+    if (p->stream)
+        mcp_stream_send(p->stream, out, false);
+    else
+        json_decref(out);
 }
 
 static void resource_updated(struct mcp_backend *be, json_t *msg)
@@ -457,7 +483,8 @@ static void resource_updated(struct mcp_backend *be, json_t *msg)
         if (be->owner && s != be->owner) continue;
         size_t i;
         json_t *v;
-        json_array_foreach(s->subscriptions, i, v) if (json_equal(v, uri)) {
+        json_array_foreach(s->subscriptions, i, v) if (json_equal(v, uri))
+        {
             if (s->get) mcp_stream_send(s->get, json_incref(msg), false);
             break;
         }
@@ -494,13 +521,15 @@ void mcp_backend_lost(struct mcp_backend *be, const char *why)
         struct mcp_stream *st = p->stream;
         json_t *err = mcp_error_msg(p->client_id, -32000, text);
         mcp_pending_clear(be, p);
-        if (st) mcp_stream_send(st, err, true);
-        else json_decref(err);
+        if (st)
+            mcp_stream_send(st, err, true);
+        else
+            json_decref(err);
     }
     if (be->owner) {
         struct mcp_session *s = be->owner;
-        mcp_event(be->server, "mcp.exited", json_pack("{s:i,s:s}", "exitCode", be->exit_code,
-                                                      "error", why));
+        mcp_event(be->server, "mcp.exited",
+                  json_pack("{s:i,s:s}", "exitCode", be->exit_code, "error", why));
         mcp_session_free(s); /* reaps be */
         return;
     }

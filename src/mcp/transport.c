@@ -53,8 +53,8 @@ void mcp_http_json(struct evhttp_request *req, int status, const char *session_i
     evbuffer_free(out);
 }
 
-void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code,
-                    const char *fmt, ...)
+void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code, const char *fmt,
+                    ...)
 {
     char msg[900];
     va_list ap;
@@ -97,7 +97,8 @@ static void unlink_stream(struct mcp_stream *st)
 {
     struct mcp_session *s = st->session;
     struct mcp_stream **pp = &s->streams;
-    while (*pp && *pp != st) pp = &(*pp)->next;
+    while (*pp && *pp != st)
+        pp = &(*pp)->next;
     if (*pp) *pp = st->next;
     if (s->get == st) s->get = NULL;
     /* Answers still due point at it; once all came (the common case), none does. */
@@ -112,8 +113,10 @@ void mcp_stream_free(struct mcp_stream *st)
     unlink_stream(st);
     if (st->req) {
         detach(st);
-        if (st->sse) evhttp_send_reply_end(st->req);
-        else mcp_http_error(st->req, 503, NULL, -32000, "the session ended");
+        if (st->sse)
+            evhttp_send_reply_end(st->req);
+        else
+            mcp_http_error(st->req, 503, NULL, -32000, "the session ended");
     }
     json_decref(st->answers);
     free(st);
@@ -189,10 +192,13 @@ static void finish(struct mcp_stream *st)
 {
     observe(st->session->server, st->started_ns);
     if (st->req && !st->sse) {
-        json_t *v = st->batch ? json_incref(st->answers) : json_incref(json_array_get(st->answers, 0));
+        json_t *v =
+            st->batch ? json_incref(st->answers) : json_incref(json_array_get(st->answers, 0));
         detach(st);
-        if (v) mcp_http_json(st->req, 200, st->session->id, v);
-        else evhttp_send_reply(st->req, 202, "Accepted", NULL);
+        if (v)
+            mcp_http_json(st->req, 200, st->session->id, v);
+        else
+            evhttp_send_reply(st->req, 202, "Accepted", NULL);
         st->req = NULL;
     }
     mcp_stream_free(st);
@@ -208,8 +214,10 @@ void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer)
         json_array_foreach(st->answers, i, a) send_event(st, json_incref(a));
         json_array_clear(st->answers);
     }
-    if (msg && st->sse) send_event(st, msg);
-    else if (msg) json_array_append_new(st->answers, msg);
+    if (msg && st->sse)
+        send_event(st, msg);
+    else if (msg)
+        json_array_append_new(st->answers, msg);
     if (is_answer && --st->waiting <= 0 && !st->is_get) finish(st);
 }
 
@@ -220,8 +228,10 @@ static void on_client_gone(struct evhttp_connection *conn, void *arg)
     st->req = NULL;
     st->gone = true;
     /* libevent detached the unfinished request from the connection: ending it frees it. */
-    if (req && st->sse) evhttp_send_reply_end(req);
-    else if (req) evhttp_request_free(req);
+    if (req && st->sse)
+        evhttp_send_reply_end(req);
+    else if (req)
+        evhttp_request_free(req);
     if (st->is_get) mcp_stream_free(st);
 }
 
@@ -231,8 +241,10 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
 {
     unsigned stream = 0, seq = 0;
     if (sscanf(last_id, "%u-%u", &stream, &seq) != 2)
-        return mcp_http_error(req, 400, NULL, -32600, "Last-Event-ID %.40s is not one of this "
-                              "server's event ids", last_id);
+        return mcp_http_error(req, 400, NULL, -32600,
+                              "Last-Event-ID %.40s is not one of this "
+                              "server's event ids",
+                              last_id);
     struct mcp_stream *live = NULL;
     for (struct mcp_stream *st = s->streams; st; st = st->next)
         if (st->number == stream && !st->req) live = st;
@@ -288,7 +300,8 @@ static bool accepts(const char *accept, const char *type)
 static bool is_loopback_host(const char *host, size_t len)
 {
     return (len == 9 && strncasecmp(host, "localhost", 9) == 0) ||
-           (len == 9 && strncmp(host, "127.0.0.1", 9) == 0) || (len == 5 && strncmp(host, "[::1]", 5) == 0);
+           (len == 9 && strncmp(host, "127.0.0.1", 9) == 0) ||
+           (len == 5 && strncmp(host, "[::1]", 5) == 0);
 }
 
 /* host[:port] of a URL such as the public URL */
@@ -344,13 +357,16 @@ static struct mcp_session *session_of(struct mcp_server *ms, struct evhttp_reque
 {
     const char *sid = header(req, "Mcp-Session-Id");
     if (!sid) {
-        mcp_http_error(req, 400, NULL, -32000, "Bad Request: Mcp-Session-Id header is required "
+        mcp_http_error(req, 400, NULL, -32000,
+                       "Bad Request: Mcp-Session-Id header is required "
                        "(send initialize first)");
         return NULL;
     }
     struct mcp_session *s = mcp_session_find(ms, sid);
-    if (!s) mcp_http_error(req, 404, NULL, -32001, "Session not found: it ended or never "
-                           "existed; initialize a new one");
+    if (!s)
+        mcp_http_error(req, 404, NULL, -32001,
+                       "Session not found: it ended or never "
+                       "existed; initialize a new one");
     return s;
 }
 
@@ -365,10 +381,12 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
 {
     const char *accept = header(req, "Accept"), *ctype = header(req, "Content-Type");
     if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream"))
-        return mcp_http_error(req, 406, NULL, -32000, "Not Acceptable: the client must accept "
+        return mcp_http_error(req, 406, NULL, -32000,
+                              "Not Acceptable: the client must accept "
                               "both application/json and text/event-stream");
     if (!ctype || strncasecmp(ctype, "application/json", 16) != 0)
-        return mcp_http_error(req, 415, NULL, -32000, "Unsupported Media Type: send "
+        return mcp_http_error(req, 415, NULL, -32000,
+                              "Unsupported Media Type: send "
                               "Content-Type: application/json");
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(in);
@@ -377,12 +395,12 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
                               n, MCP_MAX_MESSAGE);
     json_error_t jerr;
     json_t *body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &jerr);
-    if (!body)
-        return mcp_http_error(req, 400, NULL, -32700, "Parse error: %s", jerr.text);
+    if (!body) return mcp_http_error(req, 400, NULL, -32700, "Parse error: %s", jerr.text);
     if (is_initialize(body)) {
         mcp_session_initialize(ms, req, body);
     } else if (!version_ok(header(req, "MCP-Protocol-Version"))) {
-        mcp_http_error(req, 400, NULL, -32000, "Bad Request: unsupported MCP-Protocol-Version "
+        mcp_http_error(req, 400, NULL, -32000,
+                       "Bad Request: unsupported MCP-Protocol-Version "
                        "%.40s; this gateway speaks 2025-11-25, 2025-06-18 and 2025-03-26",
                        header(req, "MCP-Protocol-Version"));
     } else {
@@ -390,9 +408,10 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
         int status = s ? mcp_session_post(s, req, body) : 0;
         if (status == 400)
             mcp_http_error(req, 400, NULL, -32600, "Invalid Request: %s",
-                           json_is_array(body) ? "batches need protocol version 2025-03-26, at "
-                           "least one message, and JSON-RPC 2.0 messages" :
-                           "not a JSON-RPC 2.0 request, notification or response");
+                           json_is_array(body)
+                               ? "batches need protocol version 2025-03-26, at "
+                                 "least one message, and JSON-RPC 2.0 messages"
+                               : "not a JSON-RPC 2.0 request, notification or response");
     }
     json_decref(body);
 }
@@ -400,7 +419,8 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
 static void get(struct mcp_server *ms, struct evhttp_request *req)
 {
     if (!accepts(header(req, "Accept"), "text/event-stream"))
-        return mcp_http_error(req, 406, NULL, -32000, "Not Acceptable: the GET stream is "
+        return mcp_http_error(req, 406, NULL, -32000,
+                              "Not Acceptable: the GET stream is "
                               "text/event-stream");
     struct mcp_session *s = session_of(ms, req);
     if (!s) return;
@@ -409,7 +429,8 @@ static void get(struct mcp_server *ms, struct evhttp_request *req)
     if (last) return mcp_stream_resume(s, req, last);
     if (s->get && !s->get->req) mcp_stream_free(s->get); /* its client was dropped */
     if (s->get)
-        return mcp_http_error(req, 409, NULL, -32000, "Conflict: this session already has a "
+        return mcp_http_error(req, 409, NULL, -32000,
+                              "Conflict: this session already has a "
                               "GET stream open");
     struct mcp_stream *st = mcp_stream_new(s, req, true);
     s->get = st;
@@ -453,7 +474,8 @@ static void cors(struct evhttp_request *req)
 static void preflight(struct evhttp_request *req)
 {
     set_header(req, "Access-Control-Allow-Methods", "GET, POST, DELETE");
-    set_header(req, "Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, "
+    set_header(req, "Access-Control-Allow-Headers",
+               "Authorization, Content-Type, Accept, "
                "Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID");
     set_header(req, "Access-Control-Max-Age", "600");
     evhttp_send_reply(req, 204, "No Content", NULL);
@@ -465,7 +487,8 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
     const struct server_config *cfg = server_config(srv);
     if (!mcp_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
         !mcp_origin_allowed(cfg->public_url, header(req, "Origin"))) {
-        mcp_http_error(req, 403, NULL, -32000, "Forbidden: the Host or Origin header is not "
+        mcp_http_error(req, 403, NULL, -32000,
+                       "Forbidden: the Host or Origin header is not "
                        "this gateway's (start runtimed with --public-url to name it)");
         goto out;
     }
@@ -475,16 +498,18 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
         preflight(req);
         goto out;
     }
-    struct mcp_box *box = path && split(path, &link, &name) == 0 ? mcp_box_find_link(srv, link)
-                                                                  : NULL;
+    struct mcp_box *box =
+        path && split(path, &link, &name) == 0 ? mcp_box_find_link(srv, link) : NULL;
     if (!box) {
-        mcp_http_error(req, 404, NULL, -32000, "Not Found: no MCP server at this URL; "
+        mcp_http_error(req, 404, NULL, -32000,
+                       "Not Found: no MCP server at this URL; "
                        "`runtime sandbox mcp ID` prints the right one");
         goto out;
     }
     const char *auth = header(req, "Authorization");
     if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !str_equal_ct(auth + 7, box->token)) {
-        mcp_http_error(req, 401, NULL, -32000, "Unauthorized: send the sandbox's gateway token "
+        mcp_http_error(req, 401, NULL, -32000,
+                       "Unauthorized: send the sandbox's gateway token "
                        "as Authorization: Bearer TOKEN");
         goto out;
     }

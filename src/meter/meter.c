@@ -65,7 +65,8 @@ const double meter_bounds[METER_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 
 void meter_observe(struct meter_histogram *h, double seconds)
 {
     size_t i = 0;
-    while (i < METER_BUCKETS && seconds > meter_bounds[i]) i++;
+    while (i < METER_BUCKETS && seconds > meter_bounds[i])
+        i++;
     h->counts[i]++;
     h->sum += seconds;
     h->count++;
@@ -86,6 +87,6 @@ void meter_histogram_write(FILE *f, const char *name, const char *labels,
                     (unsigned long long)cum);
     }
     const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
-    fprintf(f, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name, open, labels, close, h->sum,
-            name, open, labels, close, (unsigned long long)h->count);
+    fprintf(f, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name, open, labels, close, h->sum, name,
+            open, labels, close, (unsigned long long)h->count);
 }

@@ -16,19 +16,19 @@
 #define METER_HOURS_PER_MONTH 720.0 /* 30 days */
 
 struct meter_rates {
-    double vcpu_hour;    /* $ per vCPU-hour, default 0.025 */
-    double gib_hour;     /* $ per GiB-hour of memory, default 0.0075 */
-    double gb_month;     /* $ per GB-month stored while paused, default 0.08 */
+    double vcpu_hour; /* $ per vCPU-hour, default 0.025 */
+    double gib_hour;  /* $ per GiB-hour of memory, default 0.0075 */
+    double gb_month;  /* $ per GB-month stored while paused, default 0.08 */
 };
 void meter_default_rates(struct meter_rates *r);
 
 /* What one sandbox used, accumulated across runs and daemon restarts. */
 struct meter_usage {
-    double cpu_seconds;      /* from the cgroup */
+    double cpu_seconds; /* from the cgroup */
     double running_hours;
     double memory_gib_hours; /* configured memory x running hours */
     double paused_hours;
-    double paused_gb_hours;  /* /workspace GB x paused hours */
+    double paused_gb_hours; /* /workspace GB x paused hours */
 };
 
 /* Adds an interval in one state. gib: configured memory; gb: stored bytes / 1e9. */
@@ -36,7 +36,7 @@ void meter_add_running(struct meter_usage *u, double hours, double cpu_seconds, 
 void meter_add_paused(struct meter_usage *u, double hours, double gb);
 
 struct meter_cost {
-    double vcpu_hours; /* billed: max(used, floor x running hours) */
+    double vcpu_hours;                 /* billed: max(used, floor x running hours) */
     double cpu, memory, paused, total; /* dollars */
 };
 void meter_cost(const struct meter_usage *u, const struct meter_rates *r, struct meter_cost *c);

@@ -412,8 +412,8 @@ static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *er
         !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group,
                                         NULL) ||
         strcmp(group, "prime256v1") != 0 ||
-        !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_ENCODING, encoding,
-                                        sizeof encoding, NULL) ||
+        !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_ENCODING, encoding, sizeof encoding,
+                                        NULL) ||
         strcmp(encoding, OSSL_PKEY_EC_ENCODING_GROUP) != 0) {
         EVP_PKEY_free(pk);
         ERR_clear_error();

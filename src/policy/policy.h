@@ -86,8 +86,7 @@ struct policy {
 /* Builds from the API's network.allow strings; err names the bad entry. */
 /* The same from a JSON array of host names (the API's and the store's form). */
 int policy_build_json(bool internet, json_t *allow, struct policy *out, err_t *err);
-int policy_build(bool internet, const char *const *allow, size_t n, struct policy *out,
-                 err_t *err);
+int policy_build(bool internet, const char *const *allow, size_t n, struct policy *out, err_t *err);
 void policy_clear(struct policy *p);
 
 /* Decision for a destination: name is canonical or NULL (IP-only connection),
@@ -98,6 +97,7 @@ void policy_clear(struct policy *p);
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY_OFFLINE, POLICY_DENY_NOT_LISTED };
 enum policy_verdict policy_check(const struct policy *p, const char *name,
                                  const struct policy_addr *addr, uint16_t port);
-const char *policy_verdict_name(enum policy_verdict v); /* "allowed", "internet_off", "not_allowed" */
+const char *
+policy_verdict_name(enum policy_verdict v); /* "allowed", "internet_off", "not_allowed" */
 
 #endif

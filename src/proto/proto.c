@@ -9,8 +9,8 @@ int proto_send(int sock, uint16_t type, uint32_t id, const void *payload, size_t
                const int *fds, unsigned nfds)
 {
     if (len > PROTO_MAX_MSG - sizeof(struct proto_hdr) || nfds > PROTO_MAX_FDS) return -EMSGSIZE;
-    struct proto_hdr hdr = {.type = type, .version = PROTO_VERSION, .len = (uint32_t)len,
-                            .id = id, .nfds = nfds};
+    struct proto_hdr hdr = {
+        .type = type, .version = PROTO_VERSION, .len = (uint32_t)len, .id = id, .nfds = nfds};
     struct iovec iov[2] = {{&hdr, sizeof hdr}, {(void *)payload, len}};
     union {
         char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
@@ -52,7 +52,8 @@ static int take_fds(struct msghdr *msg, int *fds, unsigned maxfds)
         size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         int *in = (int *)CMSG_DATA(c);
         for (size_t i = 0; i < n; i++) {
-            if (got < maxfds) fds[got++] = in[i];
+            if (got < maxfds)
+                fds[got++] = in[i];
             else {
                 close(in[i]);
                 bad = 1;
@@ -66,18 +67,18 @@ static int take_fds(struct msghdr *msg, int *fds, unsigned maxfds)
     return (int)got;
 }
 
-int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds,
-               unsigned maxfds)
+int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds, unsigned maxfds)
 {
     struct iovec iov[2] = {{hdr, sizeof *hdr}, {buf, size}};
     union {
         char b[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
         struct cmsghdr align;
     } ctl;
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.b,
-                         .msg_controllen = sizeof ctl.b};
+    struct msghdr msg = {
+        .msg_iov = iov, .msg_iovlen = 2, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
     ssize_t r;
-    do r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     while (r < 0 && errno == EINTR);
     if (r < 0) return -errno;
     if (maxfds > PROTO_MAX_FDS) maxfds = PROTO_MAX_FDS;
@@ -88,8 +89,8 @@ int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds
         return -ECONNRESET;
     }
     if ((msg.msg_flags & MSG_TRUNC) || (size_t)r < sizeof *hdr || hdr->version != PROTO_VERSION ||
-        hdr->len != (size_t)r - sizeof *hdr || hdr->nfds != (uint32_t)nfds ||
-        hdr->type == 0 || hdr->type >= PROTO_TYPE_END) {
+        hdr->len != (size_t)r - sizeof *hdr || hdr->nfds != (uint32_t)nfds || hdr->type == 0 ||
+        hdr->type >= PROTO_TYPE_END) {
         close_all(fds, (unsigned)nfds);
         return -EPROTO;
     }
@@ -120,7 +121,7 @@ int proto_split_strings(const char *buf, size_t len, unsigned n, const char **ou
     return off == len ? 0 : -EPROTO;
 }
 
-#define PROTO_ROW_(T, nm, type, str, n, nd) \
+#define PROTO_ROW_(T, nm, type, str, n, nd)                                                        \
     [PROTO_##T] = {.name = #nm, .payload = sizeof(type), .strings = str, .fds = n, .needs = nd},
 static const struct proto_request_info requests[PROTO_TYPE_END] = {PROTO_REQUESTS(PROTO_ROW_)};
 #undef PROTO_ROW_

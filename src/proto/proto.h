@@ -17,7 +17,7 @@
 #define PROTO_MAX_MSG 65536
 #define PROTO_MAX_FDS 4
 #define PROTO_MAX_STRINGS 4096 /* argv entries of an exec, and env entries */
-#define PROTO_ID_LEN 32   /* sandbox ids: [a-z0-9-], NUL-terminated */
+#define PROTO_ID_LEN 32        /* sandbox ids: [a-z0-9-], NUL-terminated */
 #define PROTO_PATH_LEN 1024
 
 /* Every request the server may send, in one table (OpenSSH's mon_table, relayd's
@@ -40,17 +40,17 @@
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
  *   SIGN         memfd holding the DER leaf */
-#define PROTO_REQUESTS(X)                                                                 \
-    X(HELLO, hello, struct proto_hello, false, 0, PROTO_NEEDS_NOTHING)                  \
-    X(CREATE, create, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                \
-    X(ADOPT, adopt, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                  \
-    X(SWEEP, sweep, struct proto_sweep, true, 0, PROTO_NEEDS_HELLO)                     \
-    X(DESTROY, destroy, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                \
-    X(EXEC, exec, struct proto_exec, true, 4, PROTO_NEEDS_SANDBOX)                      \
-    X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                \
-    X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                  \
-    X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                    \
-    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)        \
+#define PROTO_REQUESTS(X)                                                                          \
+    X(HELLO, hello, struct proto_hello, false, 0, PROTO_NEEDS_NOTHING)                             \
+    X(CREATE, create, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                           \
+    X(ADOPT, adopt, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                             \
+    X(SWEEP, sweep, struct proto_sweep, true, 0, PROTO_NEEDS_HELLO)                                \
+    X(DESTROY, destroy, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                           \
+    X(EXEC, exec, struct proto_exec, true, 4, PROTO_NEEDS_SANDBOX)                                 \
+    X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                      \
+    X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                             \
+    X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
+    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
     X(SIGN, sign, struct proto_sign, false, 1, PROTO_NEEDS_HELLO)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
@@ -67,9 +67,9 @@ enum proto_type {
 /* A request type's row, for the receiving side's generic checks. */
 struct proto_request_info {
     const char *name;
-    size_t payload;     /* exact size, or the minimum when strings follow */
+    size_t payload; /* exact size, or the minimum when strings follow */
     bool strings;
-    unsigned fds;       /* at most, in a success answer */
+    unsigned fds; /* at most, in a success answer */
     enum proto_needs needs;
 };
 /* The row of a request type; NULL for anything else (RESULT, unknown). */
@@ -90,9 +90,9 @@ struct proto_hello {
 /* Everything the keeper needs to build or re-adopt a sandbox. */
 struct proto_sandbox {
     char id[PROTO_ID_LEN];
-    uint32_t slot;       /* picks the host uid range; unique among live sandboxes */
+    uint32_t slot; /* picks the host uid range; unique among live sandboxes */
     uint32_t memory_mib;
-    uint32_t cpu_milli;  /* 1000 = one CPU */
+    uint32_t cpu_milli; /* 1000 = one CPU */
     uint32_t disk_mib;
     uint32_t pids_max;
 };
@@ -148,8 +148,7 @@ int proto_send(int sock, uint16_t type, uint32_t id, const void *payload, size_t
 /* Receives one message into buf (size PROTO_MAX_MSG). Returns payload length or
  * negative errno; -EPROTO for a malformed record, 0-length EOF is -ECONNRESET.
  * Received fds are owned by the caller (closed here on error). */
-int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds,
-               unsigned maxfds);
+int proto_recv(int sock, struct proto_hdr *hdr, void *buf, size_t size, int *fds, unsigned maxfds);
 
 /* Validation helpers for the receiving side. */
 int proto_check_id(const char *id); /* terminated, [a-z0-9-], non-empty */

@@ -21,8 +21,8 @@
 #include "../proto/proto.h"
 #include "ns_impl.h"
 
-#define ENTER_NS (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWPID | \
-                  CLONE_NEWCGROUP)
+#define ENTER_NS                                                                                   \
+    (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWCGROUP)
 
 static const char *env_get(const char *const *envp, const char *name)
 {
@@ -48,8 +48,10 @@ static int exec_search(const struct sandbox_exec *ex)
         size_t len = strcspn(path, ":");
         snprintf(cand, sizeof cand, "%.*s/%s", (int)len, path, file);
         execve(cand, (char *const *)ex->argv, (char *const *)ex->envp);
-        if (errno == EACCES) saved = EACCES;
-        else if (errno != ENOENT && errno != ENOTDIR) return errno;
+        if (errno == EACCES)
+            saved = EACCES;
+        else if (errno != ENOENT && errno != ENOTDIR)
+            return errno;
         path += len + (path[len] == ':');
     }
     return saved;
@@ -57,9 +59,8 @@ static int exec_search(const struct sandbox_exec *ex)
 
 /* The program itself: joins the user namespace, drops everything, execs. Any
  * errno before exec goes to errfd; a successful exec closes it empty. */
-static void __attribute__((noreturn)) run_program(struct sandbox *sb,
-                                                  const struct sandbox_exec *ex, int stdio[3],
-                                                  int go, int errfd)
+static void __attribute__((noreturn))
+run_program(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int go, int errfd)
 {
     char b;
     err_t err = {0};
@@ -96,7 +97,8 @@ static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *time
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = status_fd, .events = 0}};
     int n;
-    do n = poll(p, 2, timeout_ms ? (int)timeout_ms : -1);
+    do
+        n = poll(p, 2, timeout_ms ? (int)timeout_ms : -1);
     while (n < 0 && errno == EINTR);
     bool abandoned = n > 0 && !(p[0].revents & POLLIN) && (p[1].revents & (POLLERR | POLLHUP));
     if (n == 0 || abandoned) {
@@ -106,21 +108,23 @@ static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *time
     }
     if (pidfd >= 0) close(pidfd);
     int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + WTERMSIG(status);
 }
 
 /* The monitor: enters the sandbox's namespaces, starts the program in its cgroup,
  * enforces the timeout and reports how it ended on the status pipe. */
-static void __attribute__((noreturn)) monitor(struct sandbox *sb, const struct sandbox_exec *ex,
-                                              int stdio[3], int status_fd, const int *cg_fds,
-                                              int ncg)
+static void __attribute__((noreturn))
+monitor(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int status_fd,
+        const int *cg_fds, int ncg)
 {
     struct proto_exec_status st = {.exit_code = -1};
     uint64_t start = now_ms();
     int keep[12] = {stdio[0], stdio[1], stdio[2], status_fd, sb->init_pidfd};
-    for (int i = 0; i < ncg && i < 7; i++) keep[5 + i] = cg_fds[i];
+    for (int i = 0; i < ncg && i < 7; i++)
+        keep[5 + i] = cg_fds[i];
     close_fds_except(keep, 5 + (size_t)(ncg < 7 ? ncg : 7));
     int go[2], errp[2];
     if (setns(sb->init_pidfd, ENTER_NS) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
@@ -140,7 +144,8 @@ static void __attribute__((noreturn)) monitor(struct sandbox *sb, const struct s
     }
     close(go[0]);
     close(errp[1]);
-    for (int i = 0; i < 3; i++) close(stdio[i]);
+    for (int i = 0; i < 3; i++)
+        close(stdio[i]);
     cgroup_attach_fds(cg_fds, ncg, child);
     write_all(go[1], "g", 1);
     close(go[1]);
@@ -194,7 +199,8 @@ out:
         for (size_t j = 0; j < ARRAY_LEN(all); j++)
             if (*all[j] >= 0) close(*all[j]);
     }
-    for (int i = 0; i < ncg; i++) close(cg_fds[i]);
+    for (int i = 0; i < ncg; i++)
+        close(cg_fds[i]);
     return r;
 }
 
@@ -209,8 +215,8 @@ static int open_inside(struct sandbox *sb, const char *path, bool write, unsigne
     int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) return -errno;
     struct open_how how = {
-        .flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY |
-                 O_CLOEXEC,
+        .flags =
+            (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
         .mode = write ? 0644 : 0,
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
     };
@@ -258,10 +264,12 @@ int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg,
     close(sp[1]);
     struct proto_hdr hdr;
     struct proto_result res = {.status = -EIO};
-    for (unsigned i = 0; i < nfds; i++) fds[i] = -1;
+    for (unsigned i = 0; i < nfds; i++)
+        fds[i] = -1;
     int n = proto_recv(sp[0], &hdr, &res, sizeof res, fds, nfds);
     close(sp[0]);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
     if (n != (int)sizeof res || (res.status == 0 && hdr.nfds != nfds)) res.status = -EIO;
     if (res.status < 0)
         for (unsigned i = 0; i < nfds; i++)
@@ -288,7 +296,6 @@ int ns_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode
     if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
     struct open_args a = {path, write, mode};
     int r = ns_helper(sb, open_helper, &a, fd, 1);
-    if (r < 0)
-        return err_set(err, r, "cannot open %s in the sandbox: %s", path, strerror(-r));
+    if (r < 0) return err_set(err, r, "cannot open %s in the sandbox: %s", path, strerror(-r));
     return 0;
 }

@@ -46,8 +46,8 @@ static int add_source_address(struct mnl_socket *nl, unsigned lo, struct in_addr
     nlh->nlmsg_type = RTM_NEWADDR;
     nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
     struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof *ifa);
-    *ifa = (struct ifaddrmsg){.ifa_family = AF_INET, .ifa_prefixlen = 32,
-                              .ifa_scope = RT_SCOPE_HOST, .ifa_index = lo};
+    *ifa = (struct ifaddrmsg){
+        .ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_scope = RT_SCOPE_HOST, .ifa_index = lo};
     mnl_attr_put_u32(nlh, IFA_LOCAL, src.s_addr);
     mnl_attr_put_u32(nlh, IFA_ADDRESS, src.s_addr);
     return nl_request(nl, nlh);
@@ -62,8 +62,10 @@ static int add_default_route(struct mnl_socket *nl, unsigned lo, struct in_addr 
     nlh->nlmsg_type = RTM_NEWROUTE;
     nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
     struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof *rtm);
-    *rtm = (struct rtmsg){.rtm_family = AF_INET, .rtm_table = RT_TABLE_MAIN,
-                          .rtm_protocol = RTPROT_STATIC, .rtm_scope = RT_SCOPE_LINK,
+    *rtm = (struct rtmsg){.rtm_family = AF_INET,
+                          .rtm_table = RT_TABLE_MAIN,
+                          .rtm_protocol = RTPROT_STATIC,
+                          .rtm_scope = RT_SCOPE_LINK,
                           .rtm_type = RTN_UNICAST};
     mnl_attr_put_u32(nlh, RTA_OIF, lo);
     mnl_attr_put_u32(nlh, RTA_PREFSRC, src.s_addr);
@@ -108,8 +110,10 @@ static int nft_rules(err_t *err)
     nft_ctx_buffer_error(nft);
     int r = nft_run_cmd_from_buffer(nft, rules);
     if (r != 0)
-        err_set(err, -EIO, "cannot install the sandbox's nft rules: %s (is nf_tables "
-                "available in the kernel?)", nft_ctx_get_error_buffer(nft));
+        err_set(err, -EIO,
+                "cannot install the sandbox's nft rules: %s (is nf_tables "
+                "available in the kernel?)",
+                nft_ctx_get_error_buffer(nft));
     nft_ctx_free(nft);
     return r != 0 ? -EIO : 0;
 }
@@ -126,8 +130,8 @@ static int listen_on(int type, uint16_t port)
     if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
         (type == SOCK_STREAM && listen(fd, 4096) < 0)) {
         int e = -errno;

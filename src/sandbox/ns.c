@@ -64,13 +64,14 @@ static void __attribute__((noreturn)) init_loop(const struct sandbox_host *host)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     for (;;) {
-        while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        }
         sigwaitinfo(&chld, NULL);
     }
 }
 
-static void __attribute__((noreturn)) child_main(const struct sandbox_host *host,
-                                                 struct sandbox *sb, int sync, int loop_fd)
+static void __attribute__((noreturn))
+child_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int loop_fd)
 {
     err_t err = {0};
     int r = sync_expect(sync, "go", &err);
@@ -122,16 +123,15 @@ static int make_dirs(struct sandbox *sb, err_t *err)
 }
 
 /* Starts pid 1 in new namespaces and walks it through setup. */
-static int start_init(const struct sandbox_host *host, struct sandbox *sb, int loop_fd,
-                      err_t *err)
+static int start_init(const struct sandbox_host *host, struct sandbox *sb, int loop_fd, err_t *err)
 {
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
         return err_set(err, errno, "socketpair: %s", strerror(errno));
     int pidfd = -1;
     struct clone_args args = {
-        .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                 CLONE_PIDFD,
+        .flags =
+            CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD,
         .pidfd = (uint64_t)(uintptr_t)&pidfd,
         .exit_signal = SIGCHLD,
     };
@@ -227,7 +227,8 @@ static int ns_create(const struct sandbox_host *host, const struct sandbox_spec 
     snprintf(image, sizeof image, "%s/workspace.img", sb->dir);
     int loop_fd = -1;
     struct cgroup_limits lim = {.memory_bytes = (uint64_t)spec->memory_mib << 20,
-                                .cpu_milli = spec->cpu_milli, .pids_max = spec->pids_max};
+                                .cpu_milli = spec->cpu_milli,
+                                .pids_max = spec->pids_max};
     int r = make_dirs(sb, err);
     if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))
         r = workspace_create(host, image, spec->disk_mib, err);
@@ -293,7 +294,8 @@ static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *
 static void wait_gone(int pidfd, int timeout_ms)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {}
+    while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {
+    }
 }
 
 static int ns_destroy(struct sandbox *sb, err_t *err)

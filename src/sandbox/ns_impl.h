@@ -8,7 +8,7 @@
 struct sandbox {
     struct sandbox_spec spec;
     const struct sandbox_host *host; /* borrowed; lives as long as the keeper */
-    char dir[640]; /* STATE/sandboxes/<id> */
+    char dir[640];                   /* STATE/sandboxes/<id> */
     pid_t init_pid;
     int init_pidfd;
     struct cgroup *cg;

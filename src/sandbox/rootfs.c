@@ -42,8 +42,8 @@ static int lock_down(struct build *b, const char *rel, bool noexec)
 {
     char target[800];
     snprintf(target, sizeof target, "%s%s", b->root, rel);
-    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-                                          MOUNT_ATTR_NODEV | (noexec ? MOUNT_ATTR_NOEXEC : 0)};
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                          (noexec ? MOUNT_ATTR_NOEXEC : 0)};
     if (syscall(SYS_mount_setattr, AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr) < 0)
         return err_set(b->err, errno, "cannot make %s read-only: %s", rel, strerror(errno));
     return 0;
@@ -84,7 +84,8 @@ static int copy_in(struct build *b, const char *src, const char *rel)
     int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     ssize_t n = 0;
     int r = in < 0 || out < 0 ? -errno : 0;
-    while (r == 0 && (n = read(in, buf, sizeof buf)) > 0) r = write_all(out, buf, (size_t)n);
+    while (r == 0 && (n = read(in, buf, sizeof buf)) > 0)
+        r = write_all(out, buf, (size_t)n);
     if (r == 0 && n < 0) r = -errno;
     if (in >= 0) close(in);
     if (out >= 0) close(out);
@@ -105,9 +106,10 @@ static int step_root(struct build *b)
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return err_set(b->err, errno, "cannot make mounts private: %s", strerror(errno));
     int r = do_mount(b, "tmpfs", "", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m");
-    static const char *const dirs[] = {"/usr", "/etc", "/proc", "/dev", "/tmp", "/workspace",
-                                       "/run", "/home", "/etc/ssl", "/etc/ssl/certs"};
-    for (size_t i = 0; r == 0 && i < ARRAY_LEN(dirs); i++) r = make_dir(b, dirs[i], 0755);
+    static const char *const dirs[] = {"/usr",       "/etc", "/proc", "/dev",     "/tmp",
+                                       "/workspace", "/run", "/home", "/etc/ssl", "/etc/ssl/certs"};
+    for (size_t i = 0; r == 0 && i < ARRAY_LEN(dirs); i++)
+        r = make_dir(b, dirs[i], 0755);
     return r;
 }
 
@@ -135,8 +137,11 @@ static int step_etc(struct build *b)
     if (r == 0) r = make_file(b, "/etc/hosts", hosts, 0644);
     if (r == 0) r = make_file(b, "/etc/hostname", b->sb->spec.id, 0644);
     if (r == 0) r = make_file(b, "/etc/resolv.conf", "nameserver 127.0.0.53\n", 0644);
-    if (r == 0) r = make_file(b, "/etc/nsswitch.conf", "passwd: files\ngroup: files\n"
-                                                       "hosts: files dns\n", 0644);
+    if (r == 0)
+        r = make_file(b, "/etc/nsswitch.conf",
+                      "passwd: files\ngroup: files\n"
+                      "hosts: files dns\n",
+                      0644);
     /* The dynamic loader finds multiarch libraries through its cache. */
     if (r == 0 && access("/etc/ld.so.cache", R_OK) == 0) {
         r = make_file(b, "/etc/ld.so.cache", "", 0644);
@@ -159,9 +164,9 @@ static int step_proc(struct build *b)
 {
     int r = do_mount(b, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
     static const char *const ro[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs"};
-    static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list",
-                                         "/proc/sysrq-trigger", "/proc/kallsyms",
-                                         "/proc/sched_debug", "/proc/latency_stats"};
+    static const char *const masked[] = {
+        "/proc/kcore",    "/proc/keys",        "/proc/timer_list",   "/proc/sysrq-trigger",
+        "/proc/kallsyms", "/proc/sched_debug", "/proc/latency_stats"};
     char path[800];
     for (size_t i = 0; r == 0 && i < ARRAY_LEN(ro); i++) {
         snprintf(path, sizeof path, "%s%s", b->root, ro[i]);
@@ -195,7 +200,8 @@ static int step_dev(struct build *b)
     char shm[64];
     snprintf(shm, sizeof shm, "mode=1777,size=%um", b->sb->spec.memory_mib / 4 + 1);
     if (r == 0) r = do_mount(b, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, shm);
-    static const char *const links[][2] = {{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"},
+    static const char *const links[][2] = {{"pts/ptmx", "/dev/ptmx"},
+                                           {"/proc/self/fd", "/dev/fd"},
                                            {"/proc/self/fd/0", "/dev/stdin"},
                                            {"/proc/self/fd/1", "/dev/stdout"},
                                            {"/proc/self/fd/2", "/dev/stderr"}};
@@ -209,7 +215,8 @@ static int step_tmp(struct build *b)
     char opts[64];
     snprintf(opts, sizeof opts, "mode=1777,size=%um", b->sb->spec.memory_mib / 2 + 1);
     int r = do_mount(b, "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts);
-    if (r == 0) r = do_mount(b, "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
+    if (r == 0)
+        r = do_mount(b, "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
     return r;
 }
 
@@ -261,14 +268,13 @@ static int step_uts_net(struct build *b)
     return net_setup_namespace(b->err);
 }
 
-int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
-                 err_t *err)
+int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd, err_t *err)
 {
     struct build b = {.host = host, .sb = sb, .loop_fd = loop_fd, .err = err};
     snprintf(b.root, sizeof b.root, "%s/root", sb->dir);
-    int (*const steps[])(struct build *) = {step_root, step_usr, step_etc, step_dev,
-                                            step_tmp, step_workspace, step_proc, step_pivot,
-                                            step_uts_net};
+    int (*const steps[])(struct build *) = {step_root, step_usr,   step_etc,
+                                            step_dev,  step_tmp,   step_workspace,
+                                            step_proc, step_pivot, step_uts_net};
     for (size_t i = 0; i < ARRAY_LEN(steps); i++) {
         int r = steps[i](&b);
         if (r < 0) return r;

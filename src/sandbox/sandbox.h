@@ -38,13 +38,13 @@ struct sandbox_exec {
 
 /* Host-side paths shared by every sandbox. */
 struct sandbox_host {
-    char state_dir[512];  /* sandboxes live under STATE/sandboxes/<id> */
-    char ca_bundle[512];  /* file bind-mounted as the sandbox's CA bundle */
-    char instance[12];    /* 8 hex digits naming this daemon's cgroups (from its state dir),
-                           * so daemons with different state dirs never touch each other's */
-    struct mitm_ca *ca;   /* signs leaf certificates for interception; NULL: none */
-    char *title;          /* the daemon's argv area, rewritten by each sandbox's pid 1 so it */
-    size_t title_len;     /* shows as runtime-init, not as the daemon's command line */
+    char state_dir[512]; /* sandboxes live under STATE/sandboxes/<id> */
+    char ca_bundle[512]; /* file bind-mounted as the sandbox's CA bundle */
+    char instance[12];   /* 8 hex digits naming this daemon's cgroups (from its state dir),
+                          * so daemons with different state dirs never touch each other's */
+    struct mitm_ca *ca;  /* signs leaf certificates for interception; NULL: none */
+    char *title;         /* the daemon's argv area, rewritten by each sandbox's pid 1 so it */
+    size_t title_len;    /* shows as runtime-init, not as the daemon's command line */
 };
 
 /* The cgroup name of sandbox id: "<instance>-<id>". */

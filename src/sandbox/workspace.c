@@ -18,9 +18,16 @@ static int run_mkfs(const char *image, uint32_t disk_mib, err_t *err)
 {
     char size[32];
     snprintf(size, sizeof size, "%um", disk_mib);
-    const char *argv[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-E",
+    const char *argv[] = {"mkfs.ext4",
+                          "-q",
+                          "-F",
+                          "-m",
+                          "0",
+                          "-E",
                           "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-                          image, size, NULL};
+                          image,
+                          size,
+                          NULL};
     pid_t pid = fork();
     if (pid < 0) return err_set(err, errno, "cannot fork mkfs.ext4: %s", strerror(errno));
     if (pid == 0) {
@@ -30,11 +37,13 @@ static int run_mkfs(const char *image, uint32_t disk_mib, err_t *err)
         _exit(127);
     }
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return err_set(err, -EIO,
                        "mkfs.ext4 failed for a %u MiB workspace (status %d); is e2fsprogs "
-                       "installed?", disk_mib, status);
+                       "installed?",
+                       disk_mib, status);
     return 0;
 }
 
@@ -110,8 +119,10 @@ int workspace_attach(const char *image, int *loop_fd, err_t *err)
     if (img < 0) return err_set(err, errno, "cannot open %s: %s", image, strerror(errno));
     int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (ctl < 0) {
-        r = err_set(err, errno, "cannot open /dev/loop-control: %s; the ns driver needs loop "
-                    "devices (modprobe loop)", strerror(errno));
+        r = err_set(err, errno,
+                    "cannot open /dev/loop-control: %s; the ns driver needs loop "
+                    "devices (modprobe loop)",
+                    strerror(errno));
         goto out;
     }
     r = -EBUSY;
@@ -134,8 +145,8 @@ int workspace_attach(const char *image, int *loop_fd, err_t *err)
             *loop_fd = lfd;
             r = 0;
         } else {
-            r = errno == EBUSY ? -EBUSY : err_set(err, errno, "cannot attach %s: %s", dev,
-                                                  strerror(errno));
+            r = errno == EBUSY ? -EBUSY
+                               : err_set(err, errno, "cannot attach %s: %s", dev, strerror(errno));
             close(lfd);
         }
     }

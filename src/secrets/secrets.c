@@ -30,12 +30,15 @@ int secrets_key_load(const char *path, uint8_t key[SECRETS_KEY_LEN], err_t *err)
     if (fstat(fd, &st) == 0 && (st.st_mode & 077) == 0) n = read(fd, key, SECRETS_KEY_LEN);
     close(fd);
     if ((st.st_mode & 077) != 0)
-        return err_set(err, -EPERM, "%s is readable by others; chmod 600 it (and consider "
-                       "the secrets in it exposed)", path);
+        return err_set(err, -EPERM,
+                       "%s is readable by others; chmod 600 it (and consider "
+                       "the secrets in it exposed)",
+                       path);
     if (n != SECRETS_KEY_LEN)
-        return err_set(err, -EINVAL, "%s is not a %d-byte key; restore it from a backup (the "
-                       "secrets sealed with it cannot be opened without it)", path,
-                       SECRETS_KEY_LEN);
+        return err_set(err, -EINVAL,
+                       "%s is not a %d-byte key; restore it from a backup (the "
+                       "secrets sealed with it cannot be opened without it)",
+                       path, SECRETS_KEY_LEN);
     return 0;
 }
 
@@ -74,7 +77,8 @@ int secrets_seal(const uint8_t key[SECRETS_KEY_LEN], const char *name, const voi
 int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uint8_t *sealed,
                  size_t sealed_len, char **value, size_t *len, err_t *err)
 {
-    if (sealed_len < NONCE_LEN + TAG_LEN) return err_set(err, -EBADMSG, "secret %s is damaged", name);
+    if (sealed_len < NONCE_LEN + TAG_LEN)
+        return err_set(err, -EBADMSG, "secret %s is damaged", name);
     size_t n = sealed_len - NONCE_LEN - TAG_LEN;
     char *out = malloc(n + 1);
     if (!out) return err_set(err, -ENOMEM, "out of memory");
@@ -82,8 +86,10 @@ int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uin
     memcpy(tag, sealed + NONCE_LEN + n, TAG_LEN);
     if (gcm(0, key, sealed, name, sealed + NONCE_LEN, n, (uint8_t *)out, tag) < 0) {
         secrets_release(out, n);
-        return err_set(err, -EBADMSG, "secret %s cannot be opened: the key file is not the one "
-                       "it was sealed with, or the store was altered", name);
+        return err_set(err, -EBADMSG,
+                       "secret %s cannot be opened: the key file is not the one "
+                       "it was sealed with, or the store was altered",
+                       name);
     }
     out[n] = '\0';
     *value = out;
@@ -102,9 +108,11 @@ int secrets_check_name(const char *name, err_t *err)
 {
     size_t n = strlen(name);
     bool ok = n > 0 && n <= SECRET_NAME_MAX && !isdigit((unsigned char)name[0]);
-    for (size_t i = 0; ok && i < n; i++) ok = isalnum((unsigned char)name[i]) || name[i] == '_';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)name[i]) || name[i] == '_';
     if (!ok)
-        return err_set(err, -EINVAL, "secret name \"%.64s\" must be an environment variable "
+        return err_set(err, -EINVAL,
+                       "secret name \"%.64s\" must be an environment variable "
                        "name: letters, digits and '_', not starting with a digit, at most %d",
                        name, SECRET_NAME_MAX);
     return 0;
@@ -116,7 +124,8 @@ int secrets_check_value(const char *value, size_t len, err_t *err)
         return err_set(err, len ? -EFBIG : -EINVAL, "a secret's value must be 1 to %d bytes",
                        SECRET_VALUE_MAX);
     if (memchr(value, '\0', len) || memchr(value, '\r', len) || memchr(value, '\n', len))
-        return err_set(err, -EINVAL, "a secret's value cannot contain NUL, CR or LF (it is put "
+        return err_set(err, -EINVAL,
+                       "a secret's value cannot contain NUL, CR or LF (it is put "
                        "into HTTP headers); strip the trailing newline");
     return 0;
 }

@@ -16,7 +16,8 @@ void events_flush(struct server *srv)
         if (i < srv->n_pending && strcmp(srv->pending[i].sandbox, srv->pending[from].sandbox) == 0)
             continue;
         struct store_event evs[EVENTS_PENDING_MAX];
-        for (size_t k = from; k < i; k++) evs[k - from] = srv->pending[k].ev;
+        for (size_t k = from; k < i; k++)
+            evs[k - from] = srv->pending[k].ev;
         store_writer_events_add(srv->writer, srv->pending[from].sandbox, evs, i - from);
         from = i;
     }
@@ -64,8 +65,9 @@ void server_event(struct server *srv, const char *sandbox_id, const char *kind, 
         if (!sb->events_rate.rate) sb->events_rate = RATE_LIMIT(EVENTS_PER_S, 5 * EVENTS_PER_S);
         if (!rate_allow(&sb->events_rate, now_ms())) return;
         uint64_t dropped = rate_take_dropped(&sb->events_rate);
-        json_t *f = dropped ? json_pack("{s:I,s:i}", "count", (json_int_t)dropped,
-                                        "limitPerSecond", EVENTS_PER_S) : NULL;
+        json_t *f = dropped ? json_pack("{s:I,s:i}", "count", (json_int_t)dropped, "limitPerSecond",
+                                        EVENTS_PER_S)
+                            : NULL;
         if (f) record(srv, sandbox_id, "events.dropped", f);
         json_decref(f);
     }
@@ -77,7 +79,8 @@ static void record(struct server *srv, const char *sandbox_id, const char *kind,
     if (srv->n_pending == EVENTS_PENDING_MAX) events_flush(srv);
     struct pending_event *p = &srv->pending[srv->n_pending];
     snprintf(p->sandbox, sizeof p->sandbox, "%s", sandbox_id);
-    p->ev = (struct store_event){.time_ms = now_unix_ms(), .kind = strdup(kind),
+    p->ev = (struct store_event){.time_ms = now_unix_ms(),
+                                 .kind = strdup(kind),
                                  .fields_json = json_dumps(fields, JSON_COMPACT)};
     if (!p->ev.kind || !p->ev.fields_json) {
         free((char *)p->ev.kind);

@@ -73,7 +73,8 @@ static bool idle(struct sbx *sb, uint64_t now)
 {
     json_int_t secs = json_integer_value(json_object_get(sb->spec, "idlePauseSeconds"));
     return secs > 0 && sb->holds == 0 && sb->status == SBX_RUNNING &&
-           !(sb->owner->hooks.busy && sb->owner->hooks.busy(sb)) && now - sb->last_active_ms >= (uint64_t)secs * 1000;
+           !(sb->owner->hooks.busy && sb->owner->hooks.busy(sb)) &&
+           now - sb->last_active_ms >= (uint64_t)secs * 1000;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

@@ -65,11 +65,14 @@ void metrics_event(struct server *srv, const char *kind, json_t *fields)
 {
     struct metrics *m = srv->metrics;
     if (!m) return;
-    if (strcmp(kind, "egress.allowed") == 0) m->egress_allowed++;
+    if (strcmp(kind, "egress.allowed") == 0)
+        m->egress_allowed++;
     else if (strcmp(kind, "egress.refused") == 0)
         count_refusal(m, json_string_value(json_object_get(fields, "reason")));
-    else if (strcmp(kind, "secret.used") == 0) m->secret_used++;
-    else if (strcmp(kind, "secret.misdirected") == 0) m->secret_misdirected++;
+    else if (strcmp(kind, "secret.used") == 0)
+        m->secret_used++;
+    else if (strcmp(kind, "secret.misdirected") == 0)
+        m->secret_misdirected++;
 }
 
 static long rss_bytes(void)
@@ -86,44 +89,49 @@ static void sandboxes(FILE *f, struct server *srv)
     fputs("# HELP runtime_sandboxes Sandboxes by status.\n# TYPE runtime_sandboxes gauge\n", f);
     for (int s = 0; s < SBX_STATUS_COUNT; s++) {
         int n = 0;
-        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) n += sb->status == (enum sbx_status)s;
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+            n += sb->status == (enum sbx_status)s;
         fprintf(f, "runtime_sandboxes{status=\"%s\"} %d\n", sbx_status_name(s), n);
     }
 }
 
 static void idle(FILE *f, const struct metrics *m)
 {
-    fprintf(f, "# HELP runtime_pauses_total Sandboxes paused (idle or asked).\n"
-               "# TYPE runtime_pauses_total counter\nruntime_pauses_total %llu\n"
-               "# HELP runtime_wakes_total Paused sandboxes woken.\n"
-               "# TYPE runtime_wakes_total counter\nruntime_wakes_total %llu\n"
-               "# HELP runtime_wake_seconds Time to thaw a paused sandbox.\n"
-               "# TYPE runtime_wake_seconds histogram\n",
+    fprintf(f,
+            "# HELP runtime_pauses_total Sandboxes paused (idle or asked).\n"
+            "# TYPE runtime_pauses_total counter\nruntime_pauses_total %llu\n"
+            "# HELP runtime_wakes_total Paused sandboxes woken.\n"
+            "# TYPE runtime_wakes_total counter\nruntime_wakes_total %llu\n"
+            "# HELP runtime_wake_seconds Time to thaw a paused sandbox.\n"
+            "# TYPE runtime_wake_seconds histogram\n",
             (unsigned long long)m->pauses, (unsigned long long)m->wakes);
     meter_histogram_write(f, "runtime_wake_seconds", "", &m->wake);
 }
 
 static void egress(FILE *f, const struct metrics *m)
 {
-    fprintf(f, "# HELP runtime_egress_connections_total Egress decisions by verdict and reason.\n"
-               "# TYPE runtime_egress_connections_total counter\n"
-               "runtime_egress_connections_total{verdict=\"allowed\",reason=\"\"} %llu\n",
+    fprintf(f,
+            "# HELP runtime_egress_connections_total Egress decisions by verdict and reason.\n"
+            "# TYPE runtime_egress_connections_total counter\n"
+            "runtime_egress_connections_total{verdict=\"allowed\",reason=\"\"} %llu\n",
             (unsigned long long)m->egress_allowed);
     for (int i = 0; i < MAX_REASONS && m->reasons[i][0]; i++)
         fprintf(f, "runtime_egress_connections_total{verdict=\"refused\",reason=\"%s\"} %llu\n",
                 m->reasons[i], (unsigned long long)m->refused[i]);
-    fprintf(f, "# HELP runtime_secret_swaps_total Placeholders swapped for a secret's value.\n"
-               "# TYPE runtime_secret_swaps_total counter\nruntime_secret_swaps_total %llu\n"
-               "# HELP runtime_secret_misdirected_total Placeholders sent where their secret may "
-               "not go.\n# TYPE runtime_secret_misdirected_total counter\n"
-               "runtime_secret_misdirected_total %llu\n",
+    fprintf(f,
+            "# HELP runtime_secret_swaps_total Placeholders swapped for a secret's value.\n"
+            "# TYPE runtime_secret_swaps_total counter\nruntime_secret_swaps_total %llu\n"
+            "# HELP runtime_secret_misdirected_total Placeholders sent where their secret may "
+            "not go.\n# TYPE runtime_secret_misdirected_total counter\n"
+            "runtime_secret_misdirected_total %llu\n",
             (unsigned long long)m->secret_used, (unsigned long long)m->secret_misdirected);
 }
 
 static void keeper(FILE *f, const struct metrics *m)
 {
     fputs("# HELP runtime_keeper_calls_total Requests to the privileged keeper by type.\n"
-          "# TYPE runtime_keeper_calls_total counter\n", f);
+          "# TYPE runtime_keeper_calls_total counter\n",
+          f);
     for (int t = 0; t < PROTO_TYPE_END; t++)
         if (m->keeper[t])
             fprintf(f, "runtime_keeper_calls_total{type=\"%s\"} %llu\n", proto_type_name(t),
@@ -141,14 +149,18 @@ char *server_metrics_text(struct server *srv)
     fputs("# HELP runtime_gateway_requests_total MCP gateway requests by server.\n"
           "# TYPE runtime_gateway_requests_total counter\n"
           "# HELP runtime_gateway_request_seconds MCP gateway request latency by server.\n"
-          "# TYPE runtime_gateway_request_seconds histogram\n", f);
+          "# TYPE runtime_gateway_request_seconds histogram\n",
+          f);
     if (srv->hooks.metrics)
-        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) srv->hooks.metrics(sb, f);
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+            srv->hooks.metrics(sb, f);
     egress(f, srv->metrics);
     keeper(f, srv->metrics);
-    fprintf(f, "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "
-               "process.\n# TYPE runtime_daemon_memory_bytes gauge\n"
-               "runtime_daemon_memory_bytes %ld\n", rss_bytes());
+    fprintf(f,
+            "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "
+            "process.\n# TYPE runtime_daemon_memory_bytes gauge\n"
+            "runtime_daemon_memory_bytes %ld\n",
+            rss_bytes());
     fclose(f);
     return text;
 }

@@ -132,7 +132,8 @@ int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec 
     if (r < 0) return r;
     struct server_run *j = calloc(1, sizeof *j);
     if (!j) {
-        for (int i = 0; i < 4; i++) close(fds[i]);
+        for (int i = 0; i < 4; i++)
+            close(fds[i]);
         return err_set(err, -ENOMEM, "out of memory");
     }
     j->done = done;
@@ -141,7 +142,8 @@ int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec 
     j->out = (struct stream){.fd = fds[1], .buf = evbuffer_new(), .cap = spec->output_cap};
     j->err = (struct stream){.fd = fds[2], .buf = evbuffer_new(), .cap = spec->output_cap};
     j->status_fd = fds[3];
-    for (int i = 0; i < 4; i++) nonblock(fds[i]);
+    for (int i = 0; i < 4; i++)
+        nonblock(fds[i]);
     struct event_base *base = server_base(srv);
     j->out.ev = event_new(base, j->out.fd, EV_READ | EV_PERSIST, on_stream, &j->out);
     j->err.ev = event_new(base, j->err.fd, EV_READ | EV_PERSIST, on_stream, &j->err);
@@ -169,9 +171,9 @@ json_t *server_exec_env(struct server *srv, struct sbx *sb, json_t *extra, err_t
      * not read the system store are pointed at it. */
     const char *bundle = "/etc/ssl/certs/ca-certificates.crt";
     json_t *env = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "PATH",
-                            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                            "HOME", "/workspace", "USER", "user", "LOGNAME", "user", "LANG",
-                            "C.UTF-8", "NODE_EXTRA_CA_CERTS", bundle, "SSL_CERT_FILE", bundle,
+                            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME",
+                            "/workspace", "USER", "user", "LOGNAME", "user", "LANG", "C.UTF-8",
+                            "NODE_EXTRA_CA_CERTS", bundle, "SSL_CERT_FILE", bundle,
                             "REQUESTS_CA_BUNDLE", bundle, "GIT_SSL_CAINFO", bundle);
     if (server_secret_env(srv, sb, env, err) < 0) {
         json_decref(env);
@@ -189,12 +191,15 @@ int server_env_list(json_t *env, char ***out, err_t *err)
     size_t n = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(env, k, v) {
+    json_object_foreach(env, k, v)
+    {
         const char *val = json_string_value(v);
         if (!val || strlen(val) != json_string_length(v) || !*k || strchr(k, '=')) {
             server_env_free(list);
-            return err_set(err, -EINVAL, "env.%.64s must be a string without NUL bytes and a "
-                           "name without '='", k);
+            return err_set(err, -EINVAL,
+                           "env.%.64s must be a string without NUL bytes and a "
+                           "name without '='",
+                           k);
         }
         if (asprintf(&list[n++], "%s=%s", k, val) < 0) list[--n] = NULL;
     }
@@ -204,6 +209,7 @@ int server_env_list(json_t *env, char ***out, err_t *err)
 
 void server_env_free(char **list)
 {
-    for (char **p = list; p && *p; p++) free(*p);
+    for (char **p = list; p && *p; p++)
+        free(*p);
     free(list);
 }

@@ -49,7 +49,8 @@ int server_keeper_call(struct server *srv, uint16_t type, const void *payload, s
         return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
     }
     struct proto_hdr hdr;
-    for (unsigned i = 0; i < maxfds; i++) fds[i] = -1;
+    for (unsigned i = 0; i < maxfds; i++)
+        fds[i] = -1;
     r = proto_recv(srv->keeper, &hdr, res, sizeof *res, fds, maxfds);
     if (r != (int)sizeof *res || hdr.type != PROTO_RESULT || hdr.id != id) {
         log_error("bad answer from the keeper to %s; stopping", proto_type_name(type));
@@ -92,7 +93,8 @@ static uint32_t free_slot(struct server *srv)
 {
     for (uint32_t slot = 0;; slot++) {
         bool used = false;
-        for (struct sbx *s = srv->sandboxes; s && !used; s = s->next) used = s->slot == slot;
+        for (struct sbx *s = srv->sandboxes; s && !used; s = s->next)
+            used = s->slot == slot;
         if (!used) return slot;
     }
 }
@@ -138,11 +140,16 @@ static void unlink_sandbox(struct server *srv, struct sbx *sb)
 const char *sbx_status_name(enum sbx_status status)
 {
     switch (status) {
-    case SBX_CREATING: return "creating";
-    case SBX_RUNNING: return "running";
-    case SBX_PAUSED: return "paused";
-    case SBX_STOPPED: return "stopped";
-    case SBX_FAILED: break;
+    case SBX_CREATING:
+        return "creating";
+    case SBX_RUNNING:
+        return "running";
+    case SBX_PAUSED:
+        return "paused";
+    case SBX_STOPPED:
+        return "stopped";
+    case SBX_FAILED:
+        break;
     }
     return "failed";
 }
@@ -165,8 +172,7 @@ void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_stat
 static int save_new(struct server *srv, struct sbx *sb, err_t *err)
 {
     char *text = json_dumps(sb->spec, JSON_COMPACT | JSON_SORT_KEYS);
-    struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms,
-                                .spec_json = text};
+    struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms, .spec_json = text};
     memcpy(row.id, sb->id, sizeof row.id);
     snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
     row.name = (char *)json_string_value(json_object_get(sb->spec, "name"));
@@ -198,8 +204,10 @@ static void watch_death(struct server *srv, struct sbx *sb, int fd)
 {
     sb->owner = srv;
     sb->death = event_new(srv->base, fd, EV_READ, on_death, sb);
-    if (sb->death) event_add(sb->death, NULL);
-    else close(fd);
+    if (sb->death)
+        event_add(sb->death, NULL);
+    else
+        close(fd);
 }
 
 static void restore_name(uint32_t slot, uint64_t seq, const char *name, void *arg)
@@ -229,7 +237,8 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     struct policy pol;
     r = sandbox_policy(srv, sb, json_object_get(sb->spec, "network"), &pol, err);
     if (r < 0) {
-        for (int i = 0; i < 3; i++) close(fds[i]);
+        for (int i = 0; i < 3; i++)
+            close(fds[i]);
         return r;
     }
     r = egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
@@ -267,8 +276,10 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
 {
     if (srv->count >= srv->cfg.max_sandboxes) {
         json_decref(spec);
-        return err_set(err, -EAGAIN, "this daemon already runs %zu sandboxes, its limit; "
-                       "remove some first", srv->count);
+        return err_set(err, -EAGAIN,
+                       "this daemon already runs %zu sandboxes, its limit; "
+                       "remove some first",
+                       srv->count);
     }
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) {
@@ -334,8 +345,10 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
         server_sandbox_set_status(srv, sb, SBX_FAILED);
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, r, "cannot remove sandbox %s: %s; its processes are stopped: fix "
-                       "that and remove it again", sb->id, why);
+        return err_set(err, r,
+                       "cannot remove sandbox %s: %s; its processes are stopped: fix "
+                       "that and remove it again",
+                       sb->id, why);
     }
     events_flush(srv);
     store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
@@ -361,7 +374,8 @@ int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki
     if (r < 0) return r;
     off_t size = lseek(fd, 0, SEEK_END);
     uint8_t *buf = size > 0 && size < 65536 ? malloc((size_t)size) : NULL;
-    if (!buf || pread(fd, buf, (size_t)size, 0) != size) r = err_set(err, -EIO, "bad leaf from the keeper");
+    if (!buf || pread(fd, buf, (size_t)size, 0) != size)
+        r = err_set(err, -EIO, "bad leaf from the keeper");
     close(fd);
     if (r < 0) {
         free(buf);
@@ -389,39 +403,44 @@ static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *c
                                PROTO_MAX_MSG - 1024);
             memcpy(buf + off, *list, n);
             off += n;
-            if (pass == 0) h.argc++;
-            else h.envc++;
+            if (pass == 0)
+                h.argc++;
+            else
+                h.envc++;
             /* The keeper takes no more, and the API says so before it asks. */
             if (h.argc > PROTO_MAX_STRINGS || h.envc > PROTO_MAX_STRINGS)
-                return err_set(err, -E2BIG, "too many %s: at most %u, counting the "
-                               "sandbox's own environment variables", pass == 0 ?
-                               "arguments" : "environment variables", PROTO_MAX_STRINGS);
+                return err_set(err, -E2BIG,
+                               "too many %s: at most %u, counting the "
+                               "sandbox's own environment variables",
+                               pass == 0 ? "arguments" : "environment variables",
+                               PROTO_MAX_STRINGS);
         }
     }
     memcpy(buf, &h, sizeof h);
     return (int)off;
 }
 
-int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
-                const char *const *env, const char *cwd, uint32_t timeout_ms, int fds[4],
-                err_t *err)
+int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
+                const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err)
 {
     size_t size = PROTO_MAX_MSG - 1024;
     char *buf = malloc(size);
     if (!buf) return err_set(err, -ENOMEM, "out of memory");
     int len = pack_exec(buf, size, sb, argv, env, cwd, timeout_ms, err);
     struct proto_result res;
-    int r = len < 0 ? len : server_keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
+    int r =
+        len < 0 ? len : server_keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
     free(buf);
     return r;
 }
 
-int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write,
-                     unsigned mode, int *fd, err_t *err)
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
+                     int *fd, err_t *err)
 {
     struct proto_file f = {.write = write ? 1 : 0, .mode = mode};
     memcpy(f.id, sb->id, sizeof f.id);
-    if (str_copy(f.path, sizeof f.path, path) < 0) return err_set(err, -ENAMETOOLONG, "path too long");
+    if (str_copy(f.path, sizeof f.path, path) < 0)
+        return err_set(err, -ENAMETOOLONG, "path too long");
     struct proto_result res;
     return server_keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
 }
@@ -457,8 +476,10 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     sb->status = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     sb->last_active_ms = now_ms();
     usage_restore(srv, sb);
-    if (ok) log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
-    else log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
+    if (ok)
+        log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
+    else
+        log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
     server_sandbox_set_status(srv, sb, sb->status);
     return 0;
 }
@@ -530,9 +551,8 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 static int listen_on(struct server *srv, int fd, size_t slot)
 {
     if (fd < 0) return 0;
-    struct evconnlistener *l = evconnlistener_new(srv->base, NULL, NULL,
-                                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                  -1, fd);
+    struct evconnlistener *l = evconnlistener_new(
+        srv->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
     if (!l || !evhttp_bind_listener(srv->http, l)) return -EIO;
     evconnlistener_set_error_cb(l, on_accept_error);
     srv->listeners[slot] = l;
@@ -547,14 +567,16 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     if (!srv->listen_retry || listen_on(srv, tcp_fd, 0) < 0 || listen_on(srv, unix_fd, 1) < 0)
         return -EIO;
     if (srv->hooks.attach_http) srv->hooks.attach_http(srv->http, srv);
-    struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
-                            evsignal_new(srv->base, SIGINT, on_signal, srv),
-                            event_new(srv->base, srv->keeper, EV_READ | EV_PERSIST,
-                                      on_keeper_readable, srv)};
-    for (size_t i = 0; i < ARRAY_LEN(sigs); i++) event_add(sigs[i], NULL);
+    struct event *sigs[] = {
+        evsignal_new(srv->base, SIGTERM, on_signal, srv),
+        evsignal_new(srv->base, SIGINT, on_signal, srv),
+        event_new(srv->base, srv->keeper, EV_READ | EV_PERSIST, on_keeper_readable, srv)};
+    for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
+        event_add(sigs[i], NULL);
     log_info("serving the API on %s and its socket", srv->cfg.listen);
     event_base_dispatch(srv->base);
-    for (size_t i = 0; i < ARRAY_LEN(sigs); i++) event_free(sigs[i]);
+    for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
+        event_free(sigs[i]);
     evhttp_free(srv->http); /* frees the listeners it was bound to */
     event_free(srv->listen_retry);
     return 0;
@@ -580,14 +602,16 @@ static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uin
 
 static int start_egress(struct server *srv, err_t *err)
 {
-    struct egress_config ec = {.pins = srv->cfg.pins, .n_pins = srv->cfg.n_pins,
+    struct egress_config ec = {.pins = srv->cfg.pins,
+                               .n_pins = srv->cfg.n_pins,
                                .on_name = on_egress_name,
                                .secrets = &vault_egress,
                                .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
                                .inspect_allowed_tls = srv->cfg.inspect_allowed_tls,
                                .rates = srv->cfg.egress_rates,
-                               .on_event = on_egress_event, .event_arg = srv};
+                               .on_event = on_egress_event,
+                               .event_arg = srv};
     return egress_new(srv->base, &ec, &srv->egress, err);
 }
 
@@ -603,12 +627,12 @@ static void wiping_free(void *p)
 /* libevent's own warnings go through the (rate-limited) log. */
 static void on_libevent_log(int severity, const char *msg)
 {
-    if (severity >= EVENT_LOG_WARN) log_msg(severity >= EVENT_LOG_ERR ? LOG_ERROR : LOG_WARN,
-                                            "libevent: %s", msg);
+    if (severity >= EVENT_LOG_WARN)
+        log_msg(severity >= EVENT_LOG_ERR ? LOG_ERROR : LOG_WARN, "libevent: %s", msg);
 }
 
-int server_main(const struct server_config *cfg, const struct server_hooks *hooks,
-                int keeper_sock, int tcp_fd, int unix_fd)
+int server_main(const struct server_config *cfg, const struct server_hooks *hooks, int keeper_sock,
+                int tcp_fd, int unix_fd)
 {
     event_set_log_callback(on_libevent_log);
     json_set_alloc_funcs(malloc, wiping_free);

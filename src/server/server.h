@@ -23,12 +23,12 @@ struct server_config {
     uint32_t max_sandboxes;
     struct egress_pin pins[64]; /* --resolve */
     size_t n_pins;
-    char upstream_ca[512];      /* --upstream-ca, "" for none */
-    char nameserver[128];       /* --nameserver, "" for resolv.conf */
-    bool inspect_allowed_tls;   /* --tls-inspect allowed-hosts */
+    char upstream_ca[512];            /* --upstream-ca, "" for none */
+    char nameserver[128];             /* --nameserver, "" for resolv.conf */
+    bool inspect_allowed_tls;         /* --tls-inspect allowed-hosts */
     struct egress_rates egress_rates; /* --rate, 0: the defaults */
-    uint8_t secrets_key[32];    /* sealing key, read by root from STATE/secrets.key */
-    struct meter_rates rates;   /* --price-* */
+    uint8_t secrets_key[32];          /* sealing key, read by root from STATE/secrets.key */
+    struct meter_rates rates;         /* --price-* */
 };
 
 /* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */
@@ -45,7 +45,7 @@ struct sbx {
     uint32_t slot;
     enum sbx_status status;
     int64_t created_ms;
-    json_t *spec; /* owned */
+    json_t *spec;                  /* owned */
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
     struct mcp_box *mcp;           /* its MCP servers, or NULL */
@@ -54,9 +54,9 @@ struct sbx {
     int holds;               /* execs and gateway requests under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;
-    int64_t mark_ms;       /* wall clock of the last checkpoint */
-    uint64_t mark_cpu_ns;  /* its cgroup's CPU time then */
-    uint64_t stored_bytes; /* its /workspace on the host, at the last look */
+    int64_t mark_ms;               /* wall clock of the last checkpoint */
+    uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
+    uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
     struct rate_limit events_rate; /* events.c: what it may record a second */
     unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
     struct rate_limit exec_rate;   /* api/exec.c: exec starts a second */
@@ -90,8 +90,8 @@ struct server_hooks {
 };
 
 /* Runs until SIGTERM/SIGINT or the keeper hangs up. Takes ownership of the fds. */
-int server_main(const struct server_config *cfg, const struct server_hooks *hooks,
-                int keeper_sock, int tcp_fd, int unix_fd);
+int server_main(const struct server_config *cfg, const struct server_hooks *hooks, int keeper_sock,
+                int tcp_fd, int unix_fd);
 
 struct event_base *server_base(struct server *srv);
 const struct server_config *server_config(struct server *srv);
@@ -126,13 +126,11 @@ int server_secret_delete(struct server *srv, const char *name, err_t *err);
 int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *err);
 
 /* Keeper calls on behalf of the API. */
-int server_exec(struct server *srv, struct sbx *sb, const char *const *argv,
-                const char *const *env, const char *cwd, uint32_t timeout_ms, int fds[4],
-                err_t *err);
+int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
+                const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err);
 /* write: mode is the permission bits to give the file (0: leave them, 0644 when new). */
-int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write,
-                     unsigned mode, int *fd, err_t *err);
-
+int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
+                     int *fd, err_t *err);
 
 /* Idle pause (idle.c). Activity keeps a sandbox awake: touch marks it, a hold (an exec
  * or gateway request under way) keeps it awake until released. */
@@ -162,8 +160,8 @@ struct server_run_spec {
     size_t output_cap; /* bytes kept per stream */
 };
 struct server_run_result {
-    bool ended;      /* false: the monitor died without a status */
-    int exit_code;   /* -1 when it never started (start_errno says why) */
+    bool ended;    /* false: the monitor died without a status */
+    int exit_code; /* -1 when it never started (start_errno says why) */
     int start_errno;
     bool timed_out;
     uint64_t duration_ms;

@@ -17,13 +17,12 @@ static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
     const struct meter_usage *u = &sb->usage;
     json_t *name = json_object_get(sb->spec, "name");
     return json_pack("{s:O,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name",
-                     name ? name : json_null(), "deleted", deleted, "state", state,
-                     "cpuSeconds", u->cpu_seconds, "runningHours", u->running_hours,
-                     "memoryGiBHours", u->memory_gib_hours, "pausedHours", u->paused_hours,
-                     "pausedGBHours", u->paused_gb_hours, "markMs", (json_int_t)sb->mark_ms,
-                     "markCpuNs", (json_int_t)sb->mark_cpu_ns, "storedBytes",
-                     (json_int_t)sb->stored_bytes, "memoryMiB",
-                     json_integer_value(json_object_get(sb->spec, "memoryMiB")));
+                     name ? name : json_null(), "deleted", deleted, "state", state, "cpuSeconds",
+                     u->cpu_seconds, "runningHours", u->running_hours, "memoryGiBHours",
+                     u->memory_gib_hours, "pausedHours", u->paused_hours, "pausedGBHours",
+                     u->paused_gb_hours, "markMs", (json_int_t)sb->mark_ms, "markCpuNs",
+                     (json_int_t)sb->mark_cpu_ns, "storedBytes", (json_int_t)sb->stored_bytes,
+                     "memoryMiB", json_integer_value(json_object_get(sb->spec, "memoryMiB")));
 }
 
 static void save(struct server *srv, const struct sbx *sb, bool deleted)
@@ -31,8 +30,10 @@ static void save(struct server *srv, const struct sbx *sb, bool deleted)
     json_t *row = row_json(sb, sbx_status_name(sb->status), deleted);
     char *text = json_dumps(row, JSON_COMPACT);
     json_decref(row);
-    if (text) store_writer_usage_put(srv->writer, sb->id, text);
-    else log_warn("usage of sandbox %s not saved: out of memory", sb->id);
+    if (text)
+        store_writer_usage_put(srv->writer, sb->id, text);
+    else
+        log_warn("usage of sandbox %s not saved: out of memory", sb->id);
     free(text);
 }
 
@@ -171,7 +172,8 @@ static void add_row(const char *sandbox, const char *text, void *arg)
 
 json_t *server_usage(struct server *srv, err_t *err)
 {
-    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) usage_checkpoint(srv, sb);
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        usage_checkpoint(srv, sb);
     store_writer_sync(srv->writer); /* the rows just queued, and those of removed sandboxes */
     struct listing l = {.srv = srv, .list = json_array()};
     if (store_usage_each(srv->store, add_row, &l, err) < 0) {

@@ -112,8 +112,11 @@ static int string_list(json_t *body, const char *key, bool required, json_t *out
     json_t *v = json_object_get(body, key), *list = json_array();
     json_object_set_new(out, key, list);
     if (!v || json_is_null(v)) {
-        if (required) return err_set(err, -EINVAL, "%s is required: the hosts the secret may be "
-                                     "sent to, e.g. [\"api.github.com\"]", key);
+        if (required)
+            return err_set(err, -EINVAL,
+                           "%s is required: the hosts the secret may be "
+                           "sent to, e.g. [\"api.github.com\"]",
+                           key);
         return 0;
     }
     if (!json_is_array(v) || json_array_size(v) > SECRET_RULES_MAX ||
@@ -122,7 +125,8 @@ static int string_list(json_t *body, const char *key, bool required, json_t *out
                        SECRET_RULES_MAX);
     size_t i;
     json_t *e;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         const char *s = json_string_value(e);
         if (!s) return err_set(err, -EINVAL, "%s[%zu] must be a string", key, i);
         int r = ok(s, err);
@@ -137,8 +141,10 @@ static int host_ok(const char *s, err_t *err)
     struct policy_rule rule;
     int r = policy_parse_rule(s, &rule, err);
     if (r == 0 && rule.kind == POLICY_RULE_CIDR && rule.prefix != 32 && rule.prefix != 128)
-        r = err_set(err, -EINVAL, "\"%s\": a secret's host is a name or one address, not a "
-                    "range", s);
+        r = err_set(err, -EINVAL,
+                    "\"%s\": a secret's host is a name or one address, not a "
+                    "range",
+                    s);
     return r;
 }
 
@@ -146,7 +152,8 @@ static int method_ok(const char *s, err_t *err)
 {
     size_t n = strlen(s);
     bool ok = n > 0 && n <= 16;
-    for (size_t i = 0; ok && i < n; i++) ok = isupper((unsigned char)s[i]);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isupper((unsigned char)s[i]);
     return ok ? 0 : err_set(err, -EINVAL, "\"%.32s\" is not an HTTP method like GET or POST", s);
 }
 
@@ -186,9 +193,12 @@ static json_t *parse_rules(json_t *body, err_t *err)
 static int save(struct server *srv, struct secret_entry *s, err_t *err)
 {
     char *text = json_dumps(s->rules, JSON_COMPACT);
-    struct store_secret row = {.name = s->name, .sealed = s->sealed,
-                               .sealed_len = s->sealed_len, .rules_json = text,
-                               .created_ms = s->created_ms, .updated_ms = s->updated_ms};
+    struct store_secret row = {.name = s->name,
+                               .sealed = s->sealed,
+                               .sealed_len = s->sealed_len,
+                               .rules_json = text,
+                               .created_ms = s->created_ms,
+                               .updated_ms = s->updated_ms};
     int r = text ? store_secret_put(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
@@ -304,7 +314,8 @@ static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
     for (size_t i = 0; i < n && i < SECRET_RULES_MAX; i++)
         list[i] = json_string_value(json_array_get(hosts, i));
     struct policy pol;
-    if (n == 0 || policy_build(true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
+    if (n == 0 ||
+        policy_build(true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
         return false;
     bool ok = policy_check(&pol, host, NULL, port) == POLICY_ALLOW;
     policy_clear(&pol);
@@ -343,8 +354,8 @@ static struct placeholder_entry *find_placeholder(struct server *srv, const char
 }
 
 static void secret_event(struct server *srv, const char *sandbox, const char *kind,
-                         const char *secret, const char *host, const char *method,
-                         const char *path, const char *reason)
+                         const char *secret, const char *host, const char *method, const char *path,
+                         const char *reason)
 {
     json_t *f = json_pack("{s:s?,s:s,s:s,s:s}", "secret", secret, "host", host, "method", method,
                           "path", path);
@@ -355,8 +366,8 @@ static void secret_event(struct server *srv, const char *sandbox, const char *ki
 
 /* Why the placeholder may not be swapped here, or NULL when it may. */
 static const char *refusal(struct server *srv, struct placeholder_entry *p, const char *sandbox,
-                           const char *host, uint16_t port, const char *method,
-                           const char *path, struct secret_entry **out)
+                           const char *host, uint16_t port, const char *method, const char *path,
+                           struct secret_entry **out)
 {
     if (!p) return "unknown placeholder";
     if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
@@ -407,8 +418,8 @@ static int vault_sign(void *arg, const char *name, const uint8_t *spki, size_t s
     return r;
 }
 
-static void vault_misdirected(void *arg, const char *sandbox, const char *host,
-                              const char *token, const char *why)
+static void vault_misdirected(void *arg, const char *sandbox, const char *host, const char *token,
+                              const char *why)
 {
     struct server *srv = arg;
     struct placeholder_entry *p = find_placeholder(srv, token);

@@ -11,11 +11,11 @@
 #define SNIFF_NAME_MAX 256
 
 enum sniff_result {
-    SNIFF_MORE = 0,     /* need more bytes to decide */
-    SNIFF_TLS,          /* a ClientHello; name holds the SNI host name, "" if none */
-    SNIFF_HTTP,         /* an HTTP/1.x request head; name holds Host without port */
-    SNIFF_OTHER,        /* neither: some other protocol */
-    SNIFF_BAD,          /* looks like TLS or HTTP but is malformed (refuse) */
+    SNIFF_MORE = 0, /* need more bytes to decide */
+    SNIFF_TLS,      /* a ClientHello; name holds the SNI host name, "" if none */
+    SNIFF_HTTP,     /* an HTTP/1.x request head; name holds Host without port */
+    SNIFF_OTHER,    /* neither: some other protocol */
+    SNIFF_BAD,      /* looks like TLS or HTTP but is malformed (refuse) */
 };
 
 /* Looks at buf[0..len); name gets the host (lower case, no trailing dot,

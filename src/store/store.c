@@ -13,8 +13,8 @@ static const char *const schema =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=FULL;" /* acknowledged means on disk, even after a power cut */
     "PRAGMA foreign_keys=ON;"
-    "PRAGMA wal_autocheckpoint=0;"         /* the writer's thread checkpoints (store_checkpoint) */
-    "PRAGMA journal_size_limit=4194304;"   /* and the WAL file shrinks back once it starts over */
+    "PRAGMA wal_autocheckpoint=0;"       /* the writer's thread checkpoints (store_checkpoint) */
+    "PRAGMA journal_size_limit=4194304;" /* and the WAL file shrinks back once it starts over */
     "CREATE TABLE IF NOT EXISTS sandboxes ("
     "  id TEXT PRIMARY KEY,"
     "  name TEXT UNIQUE,"
@@ -67,10 +67,11 @@ int store_open(const char *path, struct store **out, err_t *err)
     if (!st) return err_set(err, -ENOMEM, "out of memory");
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
-        int r = err_set(err, -EIO, "cannot open the database %s: %s; the daemon's "
+        int r = err_set(err, -EIO,
+                        "cannot open the database %s: %s; the daemon's "
                         "unprivileged server must reach it: every directory above the state "
-                        "directory needs search (x) permission for others", path,
-                        st->db ? sqlite3_errmsg(st->db) : "out of memory");
+                        "directory needs search (x) permission for others",
+                        path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
         store_close(st);
         return r;
     }
@@ -110,8 +111,10 @@ static int run(struct store *st, err_t *err, const char *what, const char *sql, 
     for (int i = 0; fmt[i]; i++) {
         if (fmt[i] == 't') {
             const char *s = va_arg(ap, const char *);
-            if (s) sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT);
-            else sqlite3_bind_null(stmt, i + 1);
+            if (s)
+                sqlite3_bind_text(stmt, i + 1, s, -1, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(stmt, i + 1);
         } else {
             sqlite3_bind_int64(stmt, i + 1, va_arg(ap, int64_t));
         }
@@ -188,8 +191,8 @@ int store_sandbox_set_spec(struct store *st, const char *id, const char *spec_js
                "tt", spec_json, id);
 }
 
-int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev,
-                     size_t n, err_t *err)
+int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev, size_t n,
+                     err_t *err)
 {
     /* Events are not acknowledged to anyone: commit them without an fsync
      * (WAL stays consistent; a power cut may drop the last batch), so the
@@ -198,8 +201,8 @@ int store_events_add(struct store *st, const char *sandbox, const struct store_e
     int r = run(st, err, "saving events", "BEGIN", "");
     for (size_t i = 0; r == 0 && i < n; i++)
         r = run(st, err, "saving an event",
-                "INSERT INTO events(sandbox,time_ms,kind,fields) VALUES(?,?,?,?)", "titt",
-                sandbox, ev[i].time_ms, ev[i].kind, ev[i].fields_json);
+                "INSERT INTO events(sandbox,time_ms,kind,fields) VALUES(?,?,?,?)", "titt", sandbox,
+                ev[i].time_ms, ev[i].kind, ev[i].fields_json);
     if (r == 0)
         r = run(st, err, "dropping old events",
                 "DELETE FROM events WHERE sandbox=?1 AND seq <= "
@@ -279,8 +282,7 @@ int store_names_each(struct store *st, const char *sandbox,
 
 int store_names_delete(struct store *st, const char *sandbox, err_t *err)
 {
-    return run(st, err, "deleting names", "DELETE FROM egress_names WHERE sandbox=?", "t",
-               sandbox);
+    return run(st, err, "deleting names", "DELETE FROM egress_names WHERE sandbox=?", "t", sandbox);
 }
 
 int store_secret_put(struct store *st, const struct store_secret *s, err_t *err)
@@ -359,8 +361,7 @@ int store_placeholders_each(struct store *st,
     return r;
 }
 
-int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
-                              err_t *err)
+int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret, err_t *err)
 {
     if (sandbox)
         return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE sandbox=?",
@@ -373,7 +374,8 @@ int store_mcp_put(struct store *st, const char *sandbox, const char *state_json,
 {
     return run(st, err, "saving the MCP servers",
                "INSERT INTO mcp(sandbox,state) VALUES(?,?) ON CONFLICT(sandbox) DO UPDATE SET "
-               "state=excluded.state", "tt", sandbox, state_json);
+               "state=excluded.state",
+               "tt", sandbox, state_json);
 }
 
 /* The text of the one column the query selects for key; -ENOENT when no row has it. */
@@ -412,7 +414,8 @@ int store_usage_put(struct store *st, const char *sandbox, const char *json, err
 {
     return run(st, err, "saving usage",
                "INSERT INTO usage(sandbox,created_ms,state) VALUES(?,?,?) ON CONFLICT(sandbox) "
-               "DO UPDATE SET state=excluded.state", "tit", sandbox, now_unix_ms(), json);
+               "DO UPDATE SET state=excluded.state",
+               "tit", sandbox, now_unix_ms(), json);
 }
 
 int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err)
@@ -425,8 +428,8 @@ int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const cha
                      void *arg, err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    if (sqlite3_prepare_v2(st->db, "SELECT sandbox,state FROM usage ORDER BY created_ms", -1,
-                           &stmt, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(st->db, "SELECT sandbox,state FROM usage ORDER BY created_ms", -1, &stmt,
+                           NULL) != SQLITE_OK)
         return db_error(st->db, err, "reading usage");
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)

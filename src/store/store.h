@@ -47,8 +47,8 @@ struct store_event {
 #define STORE_EVENTS_KEPT 10000 /* per sandbox; older ones are dropped */
 
 /* Appends events of one sandbox in one transaction (callers batch them). */
-int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev,
-                     size_t n, err_t *err);
+int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev, size_t n,
+                     err_t *err);
 /* Calls fn for events of sandbox with seq > after, oldest first, at most limit. */
 int store_events_each(struct store *st, const char *sandbox, int64_t after, int limit,
                       int (*fn)(const struct store_event *ev, void *arg), void *arg, err_t *err);
@@ -88,7 +88,6 @@ int store_placeholders_each(struct store *st,
 int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
                               err_t *err);
 
-
 /* The MCP state of a sandbox (gateway link and token, its servers' settings and
  * approved tool lists) as one JSON object; get gives -ENOENT when there is none. */
 int store_mcp_put(struct store *st, const char *sandbox, const char *state_json, err_t *err);
@@ -112,8 +111,8 @@ struct store_writer;
 int store_writer_start(const char *path, struct store_writer **out, err_t *err);
 void store_writer_stop(struct store_writer *w); /* writes what is queued, then ends */
 /* Takes the kind and fields_json strings of ev[0..n) (freed when written). */
-void store_writer_events_add(struct store_writer *w, const char *sandbox,
-                             struct store_event *ev, size_t n);
+void store_writer_events_add(struct store_writer *w, const char *sandbox, struct store_event *ev,
+                             size_t n);
 void store_writer_events_delete(struct store_writer *w, const char *sandbox);
 void store_writer_usage_put(struct store_writer *w, const char *sandbox, const char *json);
 void store_writer_sync(struct store_writer *w);

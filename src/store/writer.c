@@ -29,7 +29,7 @@ struct store_writer {
     pthread_cond_t wake; /* the thread: a job was queued, or stop */
     pthread_cond_t idle; /* store_writer_sync: the queue was written */
     struct job *head, **tail;
-    size_t queued;       /* jobs in the queue */
+    size_t queued;             /* jobs in the queue */
     uint64_t n_queued, n_done; /* ever, for sync */
     uint64_t events_dropped;
     bool stop;
@@ -201,8 +201,8 @@ static struct job *job_new(enum job_kind kind, const char *sandbox)
     return j;
 }
 
-void store_writer_events_add(struct store_writer *w, const char *sandbox,
-                             struct store_event *ev, size_t n)
+void store_writer_events_add(struct store_writer *w, const char *sandbox, struct store_event *ev,
+                             size_t n)
 {
     struct job *j = job_new(JOB_EVENTS_ADD, sandbox);
     if (j && !(j->events = malloc(n * sizeof *ev))) {
@@ -240,6 +240,7 @@ void store_writer_sync(struct store_writer *w)
 {
     pthread_mutex_lock(&w->lock);
     uint64_t target = w->n_queued;
-    while (w->n_done < target) pthread_cond_wait(&w->idle, &w->lock);
+    while (w->n_done < target)
+        pthread_cond_wait(&w->idle, &w->lock);
     pthread_mutex_unlock(&w->lock);
 }

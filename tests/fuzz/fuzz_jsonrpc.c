@@ -13,8 +13,8 @@
  * as an object is a message (others are log lines, skipped as handle_line skips them);
  * one with an id and no method is a response; a response whose integer id is pending
  * answers that request, which is cleared, and its line is kept as a tools/list page (the
- * raw line, as on_page keeps it; the answer to initialize, id 1, is not a page); each answer makes the gateway send one more request
- * (the next page). Checks:
+ * raw line, as on_page keeps it; the answer to initialize, id 1, is not a page); each answer makes
+ * the gateway send one more request (the next page). Checks:
  *   - the id table: mcp_pending_find(id) finds a slot exactly when id is one the gateway
  *     sent and is still unanswered (never for 0, negatives, ids that share its slot, or
  *     an id answered already), and that slot has that id; the count of pending requests
@@ -51,7 +51,6 @@ const char catalog_json_text[] = "{}";
 
 static struct mcp_backend g_be;
 
-
 static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
 {
     va_list ap;
@@ -82,8 +81,8 @@ static void send_request(void)
     int r = mcp_backend_request(&g_be, msg, &p);
     if (r == 0) {
         int64_t id = json_integer_value(json_object_get(msg, "id"));
-        if (id <= 0 || p->id != id) fail("request id %lld, slot id %lld", (long long)id,
-                                         (long long)p->id);
+        if (id <= 0 || p->id != id)
+            fail("request id %lld, slot id %lld", (long long)id, (long long)p->id);
         if (model_pending(id)) fail("id %lld given twice", (long long)id);
         if (mcp_pending_find(&g_be, id) != p) fail("a fresh request is not found");
         g_out[g_nout++] = id;
@@ -98,14 +97,15 @@ static void check_ids(int64_t id)
 {
     /* Ids of the same slot, and the neighbours, find nothing unless pending. */
     uint64_t u = (uint64_t)id; /* wrapping, as the slot index does */
-    const int64_t probes[] = {id, (int64_t)(u + MCP_PENDING_SLOTS), (int64_t)(u - MCP_PENDING_SLOTS),
-                              (int64_t)(0 - u), 0};
+    const int64_t probes[] = {id, (int64_t)(u + MCP_PENDING_SLOTS),
+                              (int64_t)(u - MCP_PENDING_SLOTS), (int64_t)(0 - u), 0};
     for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
         struct mcp_pending *p = mcp_pending_find(&g_be, probes[i]);
         if ((p != NULL) != model_pending(probes[i]))
-            fail("id %lld %s", (long long)probes[i], p ? "found, not pending" : "pending, not found");
-        if (p && p->id != probes[i]) fail("id %lld finds slot of %lld", (long long)probes[i],
-                                          (long long)p->id);
+            fail("id %lld %s", (long long)probes[i],
+                 p ? "found, not pending" : "pending, not found");
+        if (p && p->id != probes[i])
+            fail("id %lld finds slot of %lld", (long long)probes[i], (long long)p->id);
     }
 }
 
@@ -190,7 +190,8 @@ static void check_pages(char **pages, size_t *lens, size_t n)
     for (size_t i = 0; i < n; i++) {
         err_t e = {0};
         const struct fp_value *list = NULL;
-        if (fp_parse(pages[i], lens[i], &docs[i], &e) == 0) list = model_tools(fp_doc_root(docs[i]));
+        if (fp_parse(pages[i], lens[i], &docs[i], &e) == 0)
+            list = model_tools(fp_doc_root(docs[i]));
         if (!list) {
             model_ok = false;
             continue;
@@ -279,7 +280,8 @@ out:
     mcp_toolset_clear(&t);
     if (t.v || t.canon || t.n) fail("mcp_toolset_clear left something");
     free(whole.s);
-    for (size_t i = 0; i < n; i++) fp_doc_free(docs[i]);
+    for (size_t i = 0; i < n; i++)
+        fp_doc_free(docs[i]);
 }
 
 /* ---- one session ------------------------------------------------------------ */
@@ -325,7 +327,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(msg);
     }
     if (npages) check_pages(pages, lens, npages);
-    for (size_t i = 0; i < npages; i++) free(pages[i]);
+    for (size_t i = 0; i < npages; i++)
+        free(pages[i]);
     for (size_t i = 0; i < MCP_PENDING_SLOTS; i++)
         if (g_be.pend[i].id) mcp_pending_clear(&g_be, &g_be.pend[i]);
     if (g_be.n_pending) fail("%zu pending after clearing all", g_be.n_pending);

@@ -146,7 +146,8 @@ static void check_reply(const struct proto_hdr *hdr, const struct proto_result *
         fail("reply %u to %s carries %u fds, want %u", i, proto_type_name(t), nfds, want);
     if (res->status < 0 && res->msg[0] == '\0') fail("reply %u: error without a message", i);
     if (res->status == 0 && t == PROTO_STATS &&
-        (res->values[0] != 11 || res->values[1] != 22 || res->values[2] != 33 || res->values[4] != 44))
+        (res->values[0] != 11 || res->values[1] != 22 || res->values[2] != 33 ||
+         res->values[4] != 44))
         fail("stats reply %u does not carry the driver's values", i);
     if (res->status == 0 && t == PROTO_ADOPT && res->values[0] != 1 && res->values[0] != 2)
         fail("adopt reply %u: values[0]=%llu, want 1 or 2", i, (unsigned long long)res->values[0]);
@@ -360,7 +361,9 @@ static int fake_stats(struct sandbox *sb, struct sandbox_stats *st)
     live_index(sb, "stats");
     if (!st) fail("stats: no result");
     int r = driver_result(OP_STATS, NULL, "stats");
-    if (r == 0) *st = (struct sandbox_stats){.cg = {.cpu_ns = 11, .memory_bytes = 22, .pids = 33}, .disk_bytes = 44};
+    if (r == 0)
+        *st = (struct sandbox_stats){.cg = {.cpu_ns = 11, .memory_bytes = 22, .pids = 33},
+                                     .disk_bytes = 44};
     return r;
 }
 

@@ -143,9 +143,9 @@ static bool model_key(const uint8_t *spki, size_t len)
         /* A named curve: the algorithm's parameters are the OID of prime256v1
          * (explicit parameters are refused: a certificate over them would not
          * verify). The SPKI is short enough for one-byte DER lengths. */
-        static const uint8_t named[] = {0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d,
-                                        0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d,
-                                        0x03, 0x01, 0x07};
+        static const uint8_t named[] = {0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
+                                        0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
+                                        0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
         ok = EVP_PKEY_get_group_name(pk, group, sizeof group, &glen) == 1 &&
              (OBJ_sn2nid(group) == NID_X9_62_prime256v1 ||
               EC_curve_nist2nid(group) == NID_X9_62_prime256v1) &&
@@ -184,8 +184,10 @@ static void check_cert(const uint8_t *der, size_t der_len, const char *name, enu
     X509_VERIFY_PARAM *vp = X509_STORE_CTX_get0_param(ctx);
     X509_VERIFY_PARAM_set_purpose(vp, X509_PURPOSE_SSL_SERVER);
     X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-    if (kind == DNS) X509_VERIFY_PARAM_set1_host(vp, canon, 0);
-    else X509_VERIFY_PARAM_set1_ip(vp, addr, kind == IP4 ? 4 : 16);
+    if (kind == DNS)
+        X509_VERIFY_PARAM_set1_host(vp, canon, 0);
+    else
+        X509_VERIFY_PARAM_set1_ip(vp, addr, kind == IP4 ? 4 : 16);
     if (X509_verify_cert(ctx) != 1)
         fail("the certificate for %s does not verify: %s", canon,
              X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
@@ -198,11 +200,11 @@ static void check_cert(const uint8_t *der, size_t der_len, const char *name, enu
     char cn[300] = "";
     /* CN=<name> when it fits X.509's 64 characters, else an empty subject (the SAN
      * names it). */
-    if (strlen(canon) > 64 ? X509_NAME_entry_count(subj) != 0
-                           : (X509_NAME_entry_count(subj) != 1 ||
-                              X509_NAME_get_text_by_NID((X509_NAME *)subj, NID_commonName, cn,
-                                                        sizeof cn) < 0 ||
-                              strcmp(cn, canon) != 0))
+    if (strlen(canon) > 64
+            ? X509_NAME_entry_count(subj) != 0
+            : (X509_NAME_entry_count(subj) != 1 ||
+               X509_NAME_get_text_by_NID((X509_NAME *)subj, NID_commonName, cn, sizeof cn) < 0 ||
+               strcmp(cn, canon) != 0))
         fail("subject is not CN=%s (CN %s)", canon, cn);
 
     GENERAL_NAMES *sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
@@ -278,8 +280,7 @@ struct outcome {
     size_t der_len;
 };
 
-static void sign_direct(const char *name, const uint8_t *spki, size_t spki_len,
-                        struct outcome *o)
+static void sign_direct(const char *name, const uint8_t *spki, size_t spki_len, struct outcome *o)
 {
     err_t err = {0};
     uint8_t *der = (uint8_t *)"x";
@@ -363,7 +364,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int lo = fcntl(g_devnull, F_DUPFD, 0);
     close(lo);
     bool before[FD_WINDOW];
-    for (int i = 0; i < FD_WINDOW; i++) before[i] = fcntl(lo + i, F_GETFD) >= 0;
+    for (int i = 0; i < FD_WINDOW; i++)
+        before[i] = fcntl(lo + i, F_GETFD) >= 0;
 
     struct proto_sign req;
     memset(&req, 0, sizeof req);
@@ -431,7 +433,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct outcome again = {0};
     sign_direct(req.name, spki, spki_len, &again);
     if (again.signed_ != o.signed_) fail("a second request gives another answer");
-    if (again.signed_) check_cert(again.der, again.der_len, req.name, kind, canon, addr, spki, spki_len);
+    if (again.signed_)
+        check_cert(again.der, again.der_len, req.name, kind, canon, addr, spki, spki_len);
     free(again.der);
 
 done:

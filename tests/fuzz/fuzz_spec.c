@@ -70,8 +70,7 @@ static void __attribute__((format(printf, 1, 2))) check_error_message(const char
     /* As api_error does: the message goes through api_json_text. */
     json_t *e = json_pack("{s:{s:s,s:o}}", "error", "code", "bad_request", "message",
                           api_json_text(msg, strlen(msg)));
-    if (!e)
-        fail("the error message is not valid UTF-8, so api_error sends null: \"%s\"", msg);
+    if (!e) fail("the error message is not valid UTF-8, so api_error sends null: \"%s\"", msg);
     json_decref(e);
 }
 

@@ -443,8 +443,10 @@ static void sign_raw(const char *name, const char *label, uint32_t spki_len, siz
 {
     struct proto_sign p;
     memset(&p, 0, sizeof p);
-    if (unterminated) memset(p.name, 'a', sizeof p.name);
-    else snprintf(p.name, sizeof p.name, "%s", label);
+    if (unterminated)
+        memset(p.name, 'a', sizeof p.name);
+    else
+        snprintf(p.name, sizeof p.name, "%s", label);
     unsigned char spki[1024];
     size_t n = unhex(K_P256, spki);
     memcpy(p.spki, spki, n);
@@ -491,7 +493,8 @@ static void sign_corpus(void)
         {"bad-bracket", "[::1]"},
         {"bad-space", "ex ample.com"},
         {"bad-newline", "example.com\nHost: evil"},
-        {"bad-utf8", "b\xc3\xbc" "cher.example"},
+        {"bad-utf8", "b\xc3\xbc"
+                     "cher.example"},
         {"bad-slash", "example.com/path"},
         {"bad-zone", "fe80::1%eth0"},
     };
@@ -517,7 +520,8 @@ static void sign_corpus(void)
     memset(l, 'b', 60);
     memcpy(l + 60, ".com", 5);
     sign_seed("name-64", S_LEAF | S_KEEPER, l, strlen(l), NULL);
-    for (size_t i = 0; i < 254; i++) l[i] = i % 2 ? '.' : 'a';
+    for (size_t i = 0; i < 254; i++)
+        l[i] = i % 2 ? '.' : 'a';
     l[253] = 'z';
     l[254] = '\0';
     sign_seed("bad-name-254", S_LEAF, l, 254, NULL);

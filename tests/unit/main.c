@@ -11,7 +11,8 @@ static int ncases;
 
 void unit_register(const char *name, unit_fn fn)
 {
-    if (ncases < (int)(sizeof cases / sizeof cases[0])) cases[ncases++] = (struct unit_case){name, fn};
+    if (ncases < (int)(sizeof cases / sizeof cases[0]))
+        cases[ncases++] = (struct unit_case){name, fn};
 }
 
 int main(int argc, char **argv)

@@ -30,9 +30,12 @@ TEST(api_spec_rejects_with_field_name)
     static const struct {
         const char *body, *word;
     } cases[] = {
-        {"{\"memoryMiB\": 1}", "memoryMiB"},     {"{\"cpus\": \"two\"}", "cpus"},
-        {"{\"name\": \"../x\"}", "name"},         {"{\"bogus\": 1}", "bogus"},
-        {"{\"env\": {\"1BAD\": \"x\"}}", "env"}, {"{\"labels\": []}", "labels"},
+        {"{\"memoryMiB\": 1}", "memoryMiB"},
+        {"{\"cpus\": \"two\"}", "cpus"},
+        {"{\"name\": \"../x\"}", "name"},
+        {"{\"bogus\": 1}", "bogus"},
+        {"{\"env\": {\"1BAD\": \"x\"}}", "env"},
+        {"{\"labels\": []}", "labels"},
         {"{\"network\": {\"internet\": 1}}", "network.internet"},
         {"{\"diskMiB\": 1.5}", "diskMiB"},
     };

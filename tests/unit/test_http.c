@@ -876,7 +876,7 @@ TEST(http_path_ambiguous_flags_what_an_upstream_could_read_otherwise)
     CHECK(http_path_ambiguous("/repos/acme/%252e%252e/admin")); /* decoded twice: .. */
     CHECK(http_path_ambiguous("/x/%25"));
     CHECK(http_path_ambiguous("/x/%EF%BC%8E%EF%BC%8E")); /* FULLWIDTH FULL STOP */
-    CHECK(http_path_ambiguous("/x%E2%88%95y"));            /* DIVISION SLASH */
-    CHECK(http_path_ambiguous("/x/\xef\xbc\x8f"));         /* raw UTF-8 */
-    CHECK(http_path_ambiguous("/x/%C0%AE"));               /* overlong '.' */
+    CHECK(http_path_ambiguous("/x%E2%88%95y"));          /* DIVISION SLASH */
+    CHECK(http_path_ambiguous("/x/\xef\xbc\x8f"));       /* raw UTF-8 */
+    CHECK(http_path_ambiguous("/x/%C0%AE"));             /* overlong '.' */
 }

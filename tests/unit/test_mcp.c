@@ -7,12 +7,15 @@
 #include "mcp/mcp_impl.h"
 #include "unit.h"
 
-static const char *page1 = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"zeta\","
-                           "\"inputSchema\":{\"type\":\"object\"}}],\"nextCursor\":\"p2\"}}";
-static const char *page2 = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"alpha\","
-                           "\"description\":\"x\",\"inputSchema\":{\"type\":\"object\"}}]}}";
-static const char *whole = "[{\"name\":\"alpha\",\"description\":\"x\",\"inputSchema\":{\"type\":"
-                           "\"object\"}},{\"name\":\"zeta\",\"inputSchema\":{\"type\":\"object\"}}]";
+static const char *page1 =
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[{\"name\":\"zeta\","
+    "\"inputSchema\":{\"type\":\"object\"}}],\"nextCursor\":\"p2\"}}";
+static const char *page2 =
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"alpha\","
+    "\"description\":\"x\",\"inputSchema\":{\"type\":\"object\"}}]}}";
+static const char *whole =
+    "[{\"name\":\"alpha\",\"description\":\"x\",\"inputSchema\":{\"type\":"
+    "\"object\"}},{\"name\":\"zeta\",\"inputSchema\":{\"type\":\"object\"}}]";
 
 TEST(mcp_paged_fingerprint_equals_whole_list)
 {
@@ -82,11 +85,13 @@ TEST(mcp_pip_index_follows_pips_own_order)
     /* The environment wins over the install section, which wins over global. */
     mcp_pip_index("global.index-url='https://g.example/simple'\n"
                   "install.index-url='https://i.example/simple'\n"
-                  ":env:.index-url='https://e.example/simple'\n", url, sizeof url);
+                  ":env:.index-url='https://e.example/simple'\n",
+                  url, sizeof url);
     CHECK_STR(url, "https://e.example/simple");
     mcp_pip_index("global.cert='/etc/ssl/certs/ca.crt'\n"
                   "global.index-url='https://g.example/simple'\n"
-                  "install.index-url=\"https://i.example/simple\"\n", url, sizeof url);
+                  "install.index-url=\"https://i.example/simple\"\n",
+                  url, sizeof url);
     CHECK_STR(url, "https://i.example/simple");
     mcp_pip_index("global.index-url='https://g.example/simple'\n", url, sizeof url);
     CHECK_STR(url, "https://g.example/simple");

@@ -26,8 +26,12 @@ TEST(meter_five_1gib_servers_busy_two_hours_a_day)
 {
     struct meter_rates r;
     meter_default_rates(&r);
-    struct meter_fleet f = {.count = 5, .vcpu = 1, .gib = 1, .busy_hours_per_day = 2,
-                            .avg_cpu = METER_VCPU_FLOOR, .stored_gb = 0};
+    struct meter_fleet f = {.count = 5,
+                            .vcpu = 1,
+                            .gib = 1,
+                            .busy_hours_per_day = 2,
+                            .avg_cpu = METER_VCPU_FLOOR,
+                            .stored_gb = 0};
     struct meter_cost m;
     CHECK(meter_estimate(&f, &r, &m, NULL) == 0);
     CHECK(cents(m.total, 2.63));
@@ -37,8 +41,12 @@ TEST(meter_100_customers_cost_108_67_a_month)
 {
     struct meter_rates r;
     meter_default_rates(&r);
-    struct meter_fleet f = {.count = 100, .vcpu = 1, .gib = 2, .busy_hours_per_day = 2,
-                            .avg_cpu = 0.1, .stored_gb = 0.5};
+    struct meter_fleet f = {.count = 100,
+                            .vcpu = 1,
+                            .gib = 2,
+                            .busy_hours_per_day = 2,
+                            .avg_cpu = 0.1,
+                            .stored_gb = 0.5};
     struct meter_cost m;
     CHECK(meter_estimate(&f, &r, &m, NULL) == 0);
     CHECK(cents(m.cpu, 15.00));

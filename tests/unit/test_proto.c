@@ -61,7 +61,8 @@ TEST(proto_refuses_bad_header)
     struct proto_hdr hdr;
     char buf[PROTO_MAX_MSG];
     int fds[1];
-    for (int i = 0; i < 3; i++) CHECK(proto_recv(sp[1], &hdr, buf, sizeof buf, fds, 1) == -EPROTO);
+    for (int i = 0; i < 3; i++)
+        CHECK(proto_recv(sp[1], &hdr, buf, sizeof buf, fds, 1) == -EPROTO);
     close(sp[0]);
     CHECK(proto_recv(sp[1], &hdr, buf, sizeof buf, fds, 1) == -ECONNRESET);
     close(sp[1]);
@@ -84,7 +85,7 @@ TEST(proto_split_strings_exact)
     CHECK(proto_split_strings("a\0bc\0", 5, 2, out) == 0);
     CHECK_STR(out[0], "a");
     CHECK_STR(out[1], "bc");
-    CHECK(proto_split_strings("a\0bc", 4, 2, out) < 0);   /* unterminated */
+    CHECK(proto_split_strings("a\0bc", 4, 2, out) < 0);     /* unterminated */
     CHECK(proto_split_strings("a\0b\0c\0", 6, 2, out) < 0); /* trailing bytes */
-    CHECK(proto_split_strings("a\0", 2, 2, out) < 0);     /* too few */
+    CHECK(proto_split_strings("a\0", 2, 2, out) < 0);       /* too few */
 }

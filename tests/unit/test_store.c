@@ -42,8 +42,8 @@ static void add_events(struct db *d, const char *sandbox, int from, int n)
     for (int i = 0; i < n; i++) {
         char kind[16];
         snprintf(kind, sizeof kind, "k%d", from + i);
-        ev[i] = (struct store_event){.time_ms = 1000 + from + i, .kind = strdup(kind),
-                                     .fields_json = strdup("{\"a\":1}")};
+        ev[i] = (struct store_event){
+            .time_ms = 1000 + from + i, .kind = strdup(kind), .fields_json = strdup("{\"a\":1}")};
     }
     store_writer_events_add(d->writer, sandbox, ev, (size_t)n);
 }
@@ -73,7 +73,8 @@ TEST(store_writer_events_seen_in_order_after_sync)
 {
     struct db d;
     db_open(&d, failed_);
-    for (int batch = 0; batch < 4; batch++) add_events(&d, "sbA", batch * 50, 50);
+    for (int batch = 0; batch < 4; batch++)
+        add_events(&d, "sbA", batch * 50, 50);
     add_events(&d, "sbB", 0, 3);
     store_writer_sync(d.writer);
     struct seen a = read_events(&d, "sbA", failed_), b = read_events(&d, "sbB", failed_);
