@@ -52,6 +52,7 @@ void api_fail(struct evhttp_request *req, const err_t *err)
         {-EISDIR, 400, "bad_request"}, {-ENOTDIR, 400, "bad_request"},
         {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},
         {-EXDEV, 400, "bad_request"},  {-ENAMETOOLONG, 400, "bad_request"},
+        {-EBUSY, 409, "busy"},
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
         if (map[i].code == err->code) {
@@ -125,6 +126,31 @@ static void list_sandboxes(struct evhttp_request *req, struct server *srv)
     api_json(req, 200, arr);
 }
 
+/* The answers to a create, once the keeper has built the sandbox (libevent keeps
+ * a request whose client went away until it is answered, then frees it). */
+static void answer_creation(struct evhttp_request *req, int status, struct sbx *sb,
+                            const err_t *err)
+{
+    if (sb) return api_json(req, status, sandbox_json(sb));
+    api_fail(req, err);
+}
+
+static void answer_created(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+{
+    answer_creation(arg, 201, sb, err);
+}
+
+static void answer_found(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+{
+    answer_creation(arg, 200, sb, err);
+}
+
+static void answer_deleted(struct server *srv, const err_t *err, void *arg)
+{
+    if (err) return api_fail(arg, err);
+    evhttp_send_reply(arg, 204, NULL, NULL);
+}
+
 static void create_sandbox(struct evhttp_request *req, struct server *srv)
 {
     json_t *body = api_body_json(req, true);
@@ -138,7 +164,7 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
     struct sbx *old = name ? server_sandbox_find(srv, name) : NULL;
     if (old) {
         if (get_or_create)
-            api_json(req, 200, sandbox_json(old));
+            server_sandbox_when_created(srv, old, answer_found, req); /* 200 once it runs */
         else
             api_error(req, 409, "name_taken",
                       "a sandbox named %s exists (%s); pick another "
@@ -147,9 +173,7 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
         json_decref(spec); /* last: name points into it */
         return;
     }
-    struct sbx *sb = NULL;
-    if (server_sandbox_create(srv, spec, &sb, &err) < 0) return api_fail(req, &err);
-    api_json(req, 201, sandbox_json(sb));
+    if (server_sandbox_create(srv, spec, answer_created, req, &err) < 0) api_fail(req, &err);
 }
 
 /* Sandbox paths: absolute as given; relative ones are under /workspace. */
@@ -318,11 +342,14 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
                          "no sandbox %s; `runtime sandbox list` "
                          "shows them",
                          key);
+    if (sb->removing && m != EVHTTP_REQ_GET)
+        return api_error(req, 409, "busy", "sandbox %s is being removed", sb->id);
     err_t err = {0};
     if (!action && m == EVHTTP_REQ_GET) return api_json(req, 200, sandbox_json(sb));
     if (!action && m == EVHTTP_REQ_DELETE) {
-        if (server_sandbox_delete(srv, sb, &err) < 0) return api_fail(req, &err);
-        return evhttp_send_reply(req, 204, NULL, NULL);
+        if (server_sandbox_delete(srv, sb, answer_deleted, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
     }
     bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0 ||
                                     (strcmp(action, "mcp") == 0 && m == EVHTTP_REQ_POST));

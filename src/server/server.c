@@ -34,34 +34,6 @@ const struct server_config *server_config(struct server *srv)
     return &srv->cfg;
 }
 
-/* One request to the keeper and its answer. The keeper is serial and answers in
- * order, so a blocking round trip keeps the caller simple; the work it does is
- * short (milliseconds), and exec output is read asynchronously afterwards. */
-int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
-                       struct proto_result *res, int *fds, unsigned maxfds, err_t *err)
-{
-    uint32_t id = ++srv->next_req;
-    metrics_keeper(srv, type);
-    int r = proto_send(srv->keeper, type, id, payload, len, NULL, 0);
-    if (r < 0) {
-        log_error("the keeper is gone (%s); stopping", strerror(-r));
-        event_base_loopbreak(srv->base); /* the supervisor restarts the pair */
-        return err_set(err, -EIO, "the keeper is gone (%s); restart runtimed", strerror(-r));
-    }
-    struct proto_hdr hdr;
-    for (unsigned i = 0; i < maxfds; i++)
-        fds[i] = -1;
-    r = proto_recv(srv->keeper, &hdr, res, sizeof *res, fds, maxfds);
-    if (r != (int)sizeof *res || hdr.type != PROTO_RESULT || hdr.id != id) {
-        log_error("bad answer from the keeper to %s; stopping", proto_type_name(type));
-        event_base_loopbreak(srv->base);
-        return err_set(err, -EIO, "internal error talking to the keeper; restart runtimed");
-    }
-    res->msg[sizeof res->msg - 1] = '\0';
-    if (res->status < 0) return err_set(err, res->status, "%s", res->msg);
-    return 0;
-}
-
 static void fill_proto_sandbox(const struct sbx *sb, struct proto_sandbox *p)
 {
     memset(p, 0, sizeof *p);
@@ -108,6 +80,12 @@ static void unwatch_death(struct sbx *sb)
     sb->death = NULL;
 }
 
+struct sbx_waiter {
+    server_created_fn *done;
+    void *arg;
+    struct sbx_waiter *next;
+};
+
 static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
@@ -115,6 +93,11 @@ static void sbx_free(struct sbx *sb)
     if (srv && srv->hooks.removed) srv->hooks.removed(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
+    while (sb->waiters) { /* at shutdown: their requests end with the loop */
+        struct sbx_waiter *w = sb->waiters;
+        sb->waiters = w->next;
+        free(w);
+    }
     json_decref(sb->spec);
     free(sb);
 }
@@ -272,7 +255,72 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *net, 
     return 0;
 }
 
-int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err)
+/* ---- create: the keeper's part is answered later, on the loop ---- */
+
+/* Tells everyone waiting for sb's creation how it went (sb NULL: it failed). */
+static void created(struct server *srv, struct sbx *sb, struct sbx_waiter *w, const err_t *err)
+{
+    while (w) {
+        struct sbx_waiter *next = w->next;
+        w->done(srv, sb, err, w->arg);
+        free(w);
+        w = next;
+    }
+}
+
+static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    err_t ignored = {0};
+    store_sandbox_delete(srv->store, sb->id, &ignored);
+    unlink_sandbox(srv, sb);
+    sbx_free(sb);
+    created(srv, NULL, w, err);
+}
+
+static void on_created(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                       void *arg)
+{
+    struct sbx *sb = arg;
+    err_t err = {0};
+    if (res->status < 0) {
+        err_set(&err, res->status, "cannot create the sandbox: %s", res->msg);
+        return creation_failed(srv, sb, &err);
+    }
+    if (nfds > 0) watch_death(srv, sb, fds[0]);
+    if (attach_egress(srv, sb, &err) < 0) {
+        struct proto_ref ref = {0};
+        struct proto_result ignored;
+        memcpy(ref.id, sb->id, sizeof ref.id);
+        unwatch_death(sb);
+        server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &ignored, NULL, 0, &(err_t){0});
+        err_wrap(&err, "cannot give the sandbox its network");
+        return creation_failed(srv, sb, &err);
+    }
+    server_sandbox_set_status(srv, sb, SBX_RUNNING);
+    sb->last_active_ms = now_ms();
+    usage_checkpoint(srv, sb); /* starts the counting */
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    created(srv, sb, w, NULL);
+}
+
+void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
+                                 void *arg)
+{
+    struct sbx_waiter *w = sb->status == SBX_CREATING ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        err_t err = {0};
+        if (sb->status == SBX_CREATING) err_set(&err, -ENOMEM, "out of memory");
+        return done(srv, sb->status == SBX_CREATING ? NULL : sb, err.msg[0] ? &err : NULL, arg);
+    }
+    *w = (struct sbx_waiter){.done = done, .arg = arg, .next = sb->waiters};
+    sb->waiters = w;
+}
+
+int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *done, void *arg,
+                          err_t *err)
 {
     if (srv->count >= srv->cfg.max_sandboxes) {
         json_decref(spec);
@@ -298,67 +346,89 @@ int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, er
     }
     link_sandbox(srv, sb);
     struct proto_sandbox p;
-    struct proto_result res;
     fill_proto_sandbox(sb, &p);
-    int watch = -1;
-    r = server_keeper_call(srv, PROTO_CREATE, &p, sizeof p, &res, &watch, 1, err);
+    server_sandbox_when_created(srv, sb, done, arg);
+    r = server_keeper_send(srv, PROTO_CREATE, &p, sizeof p, 1, on_created, sb, err);
     if (r < 0) {
-        err_t ignored;
+        struct sbx_waiter *w = sb->waiters;
+        sb->waiters = NULL;
+        free(w);
+        err_t ignored = {0};
         store_sandbox_delete(srv->store, sb->id, &ignored);
         unlink_sandbox(srv, sb);
         sbx_free(sb);
         return err_wrap(err, "cannot create the sandbox");
     }
-    if (watch >= 0) watch_death(srv, sb, watch);
-    if (attach_egress(srv, sb, err) < 0) {
-        err_t ignored;
-        struct proto_ref ref = {0};
-        memcpy(ref.id, sb->id, sizeof ref.id);
-        server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, &ignored);
-        store_sandbox_delete(srv->store, sb->id, &ignored);
-        unlink_sandbox(srv, sb);
-        sbx_free(sb);
-        return err_wrap(err, "cannot give the sandbox its network");
-    }
-    server_sandbox_set_status(srv, sb, SBX_RUNNING);
-    sb->last_active_ms = now_ms();
-    usage_checkpoint(srv, sb); /* starts the counting */
-    *out = sb;
     return 0;
+}
+
+/* ---- delete: likewise ---- */
+
+struct removal {
+    struct sbx *sb;
+    server_deleted_fn *done;
+    void *arg;
+};
+
+static void forget(struct server *srv, struct sbx *sb)
+{
+    err_t err = {0};
+    events_flush(srv);
+    store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
+    store_names_delete(srv->store, sb->id, &err);
+    vault_forget_sandbox(srv, sb->id);
+    store_mcp_delete(srv->store, sb->id, &err);
+    if (store_sandbox_delete(srv->store, sb->id, &err) < 0)
+        log_warn("sandbox %s removed, but not from the store: %s", sb->id, err.msg);
+    unlink_sandbox(srv, sb);
+    sbx_free(sb);
 }
 
 /* A destroy the keeper could not finish (something left in the sandbox's
  * directory, say) keeps the sandbox, as failed: its processes are gone, and
- * both processes keep their entry, so that the rm can be retried. */
-int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err)
+ * both processes keep their entry, so that the rm can be retried. -ENOENT: the
+ * keeper never had it (a create that failed) or no longer has it. */
+static void on_destroyed(struct server *srv, const struct proto_result *res, int *fds,
+                         unsigned nfds, void *arg)
 {
-    struct proto_ref ref = {0};
-    struct proto_result res;
-    memcpy(ref.id, sb->id, sizeof ref.id);
+    struct removal rm = *(struct removal *)arg;
+    free(arg);
+    rm.sb->removing = false;
+    if (res->status < 0 && res->status != -ENOENT) {
+        server_sandbox_set_status(srv, rm.sb, SBX_FAILED);
+        err_t err = {0};
+        err_set(&err, res->status,
+                "cannot remove sandbox %s: %s; its processes are stopped: fix "
+                "that and remove it again",
+                rm.sb->id, res->msg);
+        return rm.done(srv, &err, rm.arg);
+    }
+    forget(srv, rm.sb);
+    rm.done(srv, NULL, rm.arg);
+}
+
+int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
+                          err_t *err)
+{
+    if (sb->status == SBX_CREATING || sb->removing)
+        return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
+                       sb->removing ? "removed" : "created");
+    struct removal *rm = malloc(sizeof *rm);
+    if (!rm) return err_set(err, -ENOMEM, "out of memory");
+    *rm = (struct removal){.sb = sb, .done = done, .arg = arg};
     usage_removed(srv, sb);
     if (srv->hooks.removed) srv->hooks.removed(sb);
     detach_egress(sb);
     unwatch_death(sb);
-    /* -ENOENT: the keeper never had it (a create that failed) or no longer has it. */
-    int r = server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &res, NULL, 0, err);
-    if (r < 0 && r != -ENOENT) {
-        server_sandbox_set_status(srv, sb, SBX_FAILED);
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        return err_set(err, r,
-                       "cannot remove sandbox %s: %s; its processes are stopped: fix "
-                       "that and remove it again",
-                       sb->id, why);
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int r = server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_destroyed, rm, err);
+    if (r < 0) {
+        free(rm);
+        return r;
     }
-    events_flush(srv);
-    store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
-    store_names_delete(srv->store, sb->id, err);
-    vault_forget_sandbox(srv, sb->id);
-    store_mcp_delete(srv->store, sb->id, err);
-    r = store_sandbox_delete(srv->store, sb->id, err);
-    unlink_sandbox(srv, sb);
-    sbx_free(sb);
-    return r;
+    sb->removing = true;
+    return 0;
 }
 
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
@@ -514,13 +584,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Nothing ever arrives unasked: readable means the keeper died or broke the protocol. */
-static void on_keeper_readable(evutil_socket_t fd, short what, void *arg)
-{
-    struct server *srv = arg;
-    log_error("the keeper hung up; stopping");
-    event_base_loopbreak(srv->base);
-}
-
 static int hello(struct server *srv, err_t *err)
 {
     struct proto_hello h = {.version = PROTO_VERSION};
@@ -567,12 +630,11 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     if (!srv->listen_retry || listen_on(srv, tcp_fd, 0) < 0 || listen_on(srv, unix_fd, 1) < 0)
         return -EIO;
     if (srv->hooks.attach_http) srv->hooks.attach_http(srv->http, srv);
-    struct event *sigs[] = {
-        evsignal_new(srv->base, SIGTERM, on_signal, srv),
-        evsignal_new(srv->base, SIGINT, on_signal, srv),
-        event_new(srv->base, srv->keeper, EV_READ | EV_PERSIST, on_keeper_readable, srv)};
+    struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
+                            evsignal_new(srv->base, SIGINT, on_signal, srv)};
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
+    if (keeper_client_start(srv) < 0) return -ENOMEM;
     log_info("serving the API on %s and its socket", srv->cfg.listen);
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
@@ -651,6 +713,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = idle_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     idle_stop(&srv);
+    keeper_client_stop(&srv);
     if (r < 0) log_error("server: %s", err.msg[0] ? err.msg : strerror(-r));
     while (srv.sandboxes) {
         struct sbx *sb = srv.sandboxes;

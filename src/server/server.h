@@ -60,6 +60,8 @@ struct sbx {
     struct rate_limit events_rate; /* events.c: what it may record a second */
     unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
     struct rate_limit exec_rate;   /* api/exec.c: exec starts a second */
+    struct sbx_waiter *waiters;    /* for the end of its creation */
+    bool removing;                 /* the keeper is destroying it */
     struct server *owner;
     struct sbx *next;
 };
@@ -101,9 +103,21 @@ json_t *server_catalog(struct server *srv); /* borrowed */
 /* Registry. Lookups take an id or a name. */
 struct sbx *server_sandbox_find(struct server *srv, const char *id_or_name);
 struct sbx *server_sandbox_first(struct server *srv);
-/* Creates from a normalized spec (taken); 0 with *out set, or negative with err. */
-int server_sandbox_create(struct server *srv, json_t *spec, struct sbx **out, err_t *err);
-int server_sandbox_delete(struct server *srv, struct sbx *sb, err_t *err);
+/* Creates from a normalized spec (taken). The keeper builds it while the loop goes
+ * on: the sandbox is listed at once as creating, and done is called once, from
+ * the loop, with the running sandbox or with NULL and why it failed. Negative
+ * with err (and no call of done) when it cannot even start. */
+typedef void server_created_fn(struct server *srv, struct sbx *sb, const err_t *err, void *arg);
+int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *done, void *arg,
+                          err_t *err);
+/* Calls done when sb is no longer creating: at once, or once the keeper is done. */
+void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
+                                 void *arg);
+/* Removes a sandbox; done is called once, from the loop (err NULL: it is gone). A
+ * sandbox being created or removed is refused (-EBUSY). */
+typedef void server_deleted_fn(struct server *srv, const err_t *err, void *arg);
+int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
+                          err_t *err);
 
 /* Replaces the sandbox's network settings ({internet, allow[]}, as the API
  * normalized them: borrowed); open connections the new policy refuses are

@@ -45,7 +45,10 @@ struct server {
     struct egress *egress;
     int keeper;
     uint32_t next_req;
-    struct sbx *sandboxes; /* newest first */
+    struct keeper_pending *keeper_fifo, **keeper_fifo_tail; /* sent, not yet handed back */
+    struct event *keeper_ev;                                /* the keeper's socket is readable */
+    struct event *keeper_answered; /* answers read by a waiting call, to hand back */
+    struct sbx *sandboxes;         /* newest first */
     size_t count;
     struct pending_event pending[EVENTS_PENDING_MAX];
     size_t n_pending;
@@ -61,9 +64,17 @@ struct server {
     struct event *listen_retry;          /* re-enables them after an accept failure */
 };
 
-/* server.c: one request to the keeper and its answer (blocking; the keeper is quick). */
+/* keeper_client.c: requests to the keeper. A call waits for its answer (for the
+ * quick ones); a send returns at once and done gets the answer later, from the
+ * loop, with the descriptors it carries (done closes them). */
 int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
                        struct proto_result *res, int *fds, unsigned maxfds, err_t *err);
+typedef void server_keeper_done_fn(struct server *srv, const struct proto_result *res, int *fds,
+                                   unsigned nfds, void *arg);
+int server_keeper_send(struct server *srv, uint16_t type, const void *payload, size_t len,
+                       unsigned maxfds, server_keeper_done_fn *done, void *arg, err_t *err);
+int keeper_client_start(struct server *srv);
+void keeper_client_stop(struct server *srv);
 
 /* vault.c */
 int vault_load(struct server *srv, err_t *err);

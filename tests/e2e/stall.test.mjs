@@ -116,3 +116,50 @@ test('a destroy that fails keeps the sandbox: rm says why, the daemon keeps serv
   assert.ok(!fs.existsSync(dir), `${dir} is gone`);
   await stillServing();
 });
+
+test('a create does not hold up the daemon: while the keeper builds it, the API answers and lists it as creating', async () => {
+  const started = d.api('POST', '/v1/sandboxes', { name: 'slow-box' }, { timeoutMs: 30000 });
+  let done = false;
+  started.then(() => { done = true; }, () => { done = true; });
+  const seen = [];
+  // Ask until the create is answered; on a loop that waited for the keeper, no
+  // listing could be answered in between.
+  for (let i = 0; i < 2000 && !done; i++) {
+    const list = await d.api('GET', '/v1/sandboxes', undefined, { timeoutMs: 5000 });
+    assert.equal(list.status, 200, list.text);
+    const box = list.body.find((s) => s.name === 'slow-box');
+    if (box && !done) seen.push(box.status);
+  }
+  const made = await started;
+  assert.equal(made.status, 201, made.text);
+  assert.equal(made.body.status, 'running');
+  assert.ok(seen.includes('creating'), `listings during the create saw ${JSON.stringify(seen)}`);
+
+  // getOrCreate of a sandbox being created waits for it and gets the same one.
+  const second = d.api('POST', '/v1/sandboxes', { name: 'slow-box-2' }, { timeoutMs: 30000 });
+  const again = await d.api('POST', '/v1/sandboxes', { name: 'slow-box-2', getOrCreate: true }, { timeoutMs: 30000 });
+  const first = await second;
+  assert.equal(first.status, 201, first.text);
+  assert.ok([200, 201].includes(again.status), again.text);
+  assert.equal(again.body.id, first.body.id);
+  assert.equal(again.body.status, 'running');
+
+  // Removing one that is being created is refused with a clear 409, never a stall.
+  const third = d.api('POST', '/v1/sandboxes', { name: 'slow-box-3' }, { timeoutMs: 30000 });
+  let early = null;
+  for (let i = 0; i < 2000 && !early; i++) {
+    const list = await d.api('GET', '/v1/sandboxes');
+    const box = list.body.find((s) => s.name === 'slow-box-3');
+    if (box) early = await d.api('DELETE', `/v1/sandboxes/${box.id}`);
+  }
+  const made3 = await third;
+  assert.ok(early, 'the sandbox was listed');
+  if (early.status !== 204) { // 204: the create had already finished
+    assert.equal(early.status, 409, early.text);
+    assert.match(early.body.error.message, /being created/);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${made3.body.id}`)).status, 204);
+  }
+  for (const name of ['slow-box', 'slow-box-2'])
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${name}`)).status, 204);
+  await stillServing();
+});
