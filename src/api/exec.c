@@ -43,7 +43,9 @@ static void on_done(void *arg, const struct server_run_result *res)
         sb->execs--;
     }
     free(call);
-    if (res->ended && res->exit_code == -1) {
+    if (res->error) {
+        api_fail(req, res->error);
+    } else if (res->ended && res->exit_code == -1) {
         api_error(req, 400, "exec_failed",
                   "cannot start the program: %s; check argv[0] "
                   "and that it exists in the sandbox",

@@ -173,10 +173,12 @@ static void step_output(const struct server_run_result *res, char *out, size_t s
 /* false (and the server failed) when the step did not exit 0. */
 static bool step_ok(struct mcp_server *ms, const struct server_run_result *res, const char *what)
 {
-    if (res->ended && res->exit_code == 0) return true;
+    if (!res->error && res->ended && res->exit_code == 0) return true;
     char why[900], out[600];
     tail(res->err, out, sizeof out);
-    if (res->ended && res->exit_code == -1)
+    if (res->error)
+        snprintf(why, sizeof why, "%s could not be started: %s", what, res->error->msg);
+    else if (res->ended && res->exit_code == -1)
         snprintf(why, sizeof why, "%s is not installed on this host (%s)", what,
                  strerror(res->start_errno));
     else

@@ -1,7 +1,9 @@
 /* Programs run to their end in a sandbox, on the loop: the keeper starts the process and
  * hands back its pipes; this file feeds stdin, collects output up to a cap and calls back
  * once the status pipe says the process ended (not at EOF: a background child may keep
- * the pipes open for ever). Used by the exec API and by MCP server installs. */
+ * the pipes open for ever). Used by the exec API and by MCP server installs. The
+ * keeper's answer (the pipes) comes back on the loop too: until then the run is
+ * `starting`, and a cancel only marks it. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -30,6 +32,8 @@ struct server_run {
     struct event *status_ev;
     server_run_done done;
     void *arg;
+    bool starting;  /* the keeper has not answered yet */
+    bool cancelled; /* while starting: free it when the answer comes */
 };
 
 static void stream_close(struct stream *s)
@@ -51,6 +55,10 @@ static void stdin_close(struct server_run *j)
 void server_run_cancel(struct server_run *j)
 {
     if (!j) return;
+    if (j->starting) {
+        j->cancelled = true;
+        return;
+    }
     stream_close(&j->out);
     stream_close(&j->err);
     stdin_close(j);
@@ -124,23 +132,27 @@ static void nonblock(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
-               server_run_done done, void *arg, struct server_run **out, err_t *err)
+/* The keeper started it (or could not): now the pipes are watched. */
+static void on_started(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                       void *arg)
 {
-    int fds[4];
-    int r = server_exec(srv, sb, spec->argv, spec->envp, spec->cwd, spec->timeout_ms, fds, err);
-    if (r < 0) return r;
-    struct server_run *j = calloc(1, sizeof *j);
-    if (!j) {
-        for (int i = 0; i < 4; i++)
+    struct server_run *j = arg;
+    j->starting = false;
+    if (j->cancelled || res->status < 0 || nfds != 4) {
+        for (unsigned i = 0; i < nfds; i++)
             close(fds[i]);
-        return err_set(err, -ENOMEM, "out of memory");
+        if (!j->cancelled) {
+            err_t err = {0};
+            err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                    res->status < 0 ? res->msg : "the keeper passed no pipes");
+            struct server_run_result r = {.error = &err, .out = j->out.buf, .err = j->err.buf};
+            j->done(j->arg, &r);
+        }
+        return server_run_cancel(j);
     }
-    j->done = done;
-    j->arg = arg;
     j->in_fd = fds[0];
-    j->out = (struct stream){.fd = fds[1], .buf = evbuffer_new(), .cap = spec->output_cap};
-    j->err = (struct stream){.fd = fds[2], .buf = evbuffer_new(), .cap = spec->output_cap};
+    j->out.fd = fds[1];
+    j->err.fd = fds[2];
     j->status_fd = fds[3];
     for (int i = 0; i < 4; i++)
         nonblock(fds[i]);
@@ -151,14 +163,34 @@ int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec 
     event_add(j->out.ev, NULL);
     event_add(j->err.ev, NULL);
     event_add(j->status_ev, NULL);
-    if (spec->stdin_len > 0) {
-        j->stdin_buf = evbuffer_new();
-        evbuffer_add(j->stdin_buf, spec->stdin_text, spec->stdin_len);
+    if (j->stdin_buf) {
         j->in_ev = event_new(base, j->in_fd, EV_WRITE | EV_PERSIST, on_stdin, j);
         event_add(j->in_ev, NULL);
     } else {
         stdin_close(j);
     }
+}
+
+int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+               server_run_done done, void *arg, struct server_run **out, err_t *err)
+{
+    struct server_run *j = calloc(1, sizeof *j);
+    if (!j) return err_set(err, -ENOMEM, "out of memory");
+    j->done = done;
+    j->arg = arg;
+    j->in_fd = j->status_fd = -1;
+    j->out = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap};
+    j->err = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap};
+    if (spec->stdin_len > 0) { /* copied now: the caller's text is gone by the answer */
+        j->stdin_buf = evbuffer_new();
+        evbuffer_add(j->stdin_buf, spec->stdin_text, spec->stdin_len);
+    }
+    int r = server_exec_send(srv, sb, spec, on_started, j, err);
+    if (r < 0) {
+        server_run_cancel(j);
+        return r;
+    }
+    j->starting = true;
     if (out) *out = j;
     return 0;
 }

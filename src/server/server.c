@@ -504,6 +504,19 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, con
     return r;
 }
 
+int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+                     server_keeper_done_fn *done, void *arg, err_t *err)
+{
+    size_t size = PROTO_MAX_MSG - 1024;
+    char *buf = malloc(size);
+    if (!buf) return err_set(err, -ENOMEM, "out of memory");
+    int len = pack_exec(buf, size, sb, spec->argv, spec->envp, spec->cwd, spec->timeout_ms, err);
+    int r =
+        len < 0 ? len : server_keeper_send(srv, PROTO_EXEC, buf, (size_t)len, 4, done, arg, err);
+    free(buf);
+    return r;
+}
+
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
                      int *fd, err_t *err)
 {

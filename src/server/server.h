@@ -174,8 +174,9 @@ struct server_run_spec {
     size_t output_cap; /* bytes kept per stream */
 };
 struct server_run_result {
-    bool ended;    /* false: the monitor died without a status */
-    int exit_code; /* -1 when it never started (start_errno says why) */
+    const err_t *error; /* it could not be started at all (the rest is empty), or NULL */
+    bool ended;         /* false: the monitor died without a status */
+    int exit_code;      /* -1 when it never started (start_errno says why) */
     int start_errno;
     bool timed_out;
     uint64_t duration_ms;
@@ -183,8 +184,11 @@ struct server_run_result {
     size_t out_dropped, err_dropped;
 };
 typedef void (*server_run_done)(void *arg, const struct server_run_result *res);
-/* Starts argv; done is called once when it has ended. *out (may be NULL) lets the
- * caller cancel: server_run_cancel kills the program and done is not called. */
+/* Starts argv; done is called once, from the loop, when it has ended or could not
+ * start (the keeper's answer comes later: the loop does not wait for it). *out
+ * (may be NULL) lets the caller cancel: server_run_cancel kills the program and
+ * done is not called. Negative with err (done not called) when it cannot even be
+ * asked for. */
 int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                server_run_done done, void *arg, struct server_run **out, err_t *err);
 void server_run_cancel(struct server_run *run);

@@ -74,6 +74,9 @@ typedef void server_keeper_done_fn(struct server *srv, const struct proto_result
 int server_keeper_send(struct server *srv, uint16_t type, const void *payload, size_t len,
                        unsigned maxfds, server_keeper_done_fn *done, void *arg, err_t *err);
 int keeper_client_start(struct server *srv);
+/* server.c: starts a program; done gets the keeper's answer and its four pipes. */
+int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+                     server_keeper_done_fn *done, void *arg, err_t *err);
 void keeper_client_stop(struct server *srv);
 
 /* vault.c */
