@@ -278,10 +278,11 @@ static json_t *parse_config(struct server *srv, json_t *in, json_t **entry, err_
                 name);
         return NULL;
     }
-    json_t *cfg = json_pack("{s:s,s:O,s:O,s:O,s:s}", "name", name, "env", env ?: json_object(),
-                            "secrets", secrets ?: json_object(), "args", args ?: json_array(),
-                            "isolation", iso ?: "shared");
-    if (!env) json_decref(json_object_get(cfg, "env"));
+    /* "o" takes the reference: a borrowed value is given one, a default is new. */
+    json_t *cfg = json_pack("{s:s,s:o,s:o,s:o,s:s}", "name", name, "env",
+                            env ? json_incref(env) : json_object(), "secrets",
+                            secrets ? json_incref(secrets) : json_object(), "args",
+                            args ? json_incref(args) : json_array(), "isolation", iso ?: "shared");
     if (id)
         json_object_set_new(cfg, "id", json_string(id));
     else

@@ -439,11 +439,20 @@ export class Daemon {
     try {
       await this.stop();
     } catch {}
+    const leaks = leakReport(this.log());
     const left = this.forceCleanup();
     const dirty = Object.entries(left).filter(([, v]) => v.length);
     if (dirty.length) process.stderr.write(`# cleanup of ${this.dir} removed: ${JSON.stringify(left)}\n`);
     if (!keepDir && !process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
+    if (leaks) throw new Error(`runtimed leaked memory (LeakSanitizer):\n${leaks}`);
   }
+}
+
+/** LeakSanitizer's reports in a daemon log (a sanitized build run with
+ * ASAN_OPTIONS=detect_leaks=1), or null. */
+function leakReport(log) {
+  const at = log.indexOf('ERROR: LeakSanitizer');
+  return at < 0 ? null : log.slice(at, at + 8000);
 }
 
 /** A daemon in a fresh temp dir, started and answering. */
