@@ -1,4 +1,4 @@
-// Load and probe programs for bench/neighbour.sh (noisy neighbour, issue 11). One file, one
+// Load and probe programs for bench/neighbour.sh (noisy neighbour, issues 11 and 13). One file, one
 // MODE per run; each prints one JSON object on stdout and stops by itself: at --seconds, at
 // --max attempts, or as soon as the --stop file exists (polled every 50 ms).
 //
@@ -19,6 +19,9 @@
 //   events   [--churn 16]          UDP queries for names not allowed, as fast as the socket
 //            takes them (each is an egress.refused), plus --churn loops of allowed
 //            connect/echo/close to --host:--port (each an egress.allowed).
+//   conns    [--concurrency 32]    --rate connections a second (paced by the shared token
+//            bucket, not as fast as possible), each to --host's address on --port: one byte,
+//            its echo, close; counts echoes and failures (by why), the echoes' latency.
 //   common: --host NAME (up.bench.test) --port P (7000) --seconds S (60) --max N (attempts,
 //           2000000) --rate R (new connections a second, all loops together; 3000)
 //           --stop FILE (/workspace/stop)
@@ -31,6 +34,10 @@
 //   exec-storm --api URL --key K --sandbox ID [--concurrency 100] [--argv JSON (["true"])]
 //            --concurrency loops of POST /v1/sandboxes/ID/exec, each the next when its answer
 //            is in (429s included); counts by HTTP status, latency of the 200s.
+//   churn --api URL --key K [--concurrency 1] [--memory 256]   --concurrency loops of
+//            POST /v1/sandboxes {memoryMiB, idlePauseSeconds: 0} then DELETE of what it
+//            made, each loop the next create when its delete is answered; counts creates,
+//            removes and errors, the latency of each.
 //   upstream --listen ADDR --port P   (run in the test network namespace) echo server: every
 //            byte back, then closes after the first chunk; counts connections.
 import dgram from "node:dgram";
@@ -43,16 +50,17 @@ import { eachOption, usageFor } from "./lib.mjs";
 
 const usage = usageFor(
     "neighbour",
-    "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|probe|exec-storm|upstream\n" +
+    "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|conns|probe|exec-storm|churn|upstream\n" +
         "         [--host NAME] [--port P] [--seconds S] [--max N] [--rate R] [--stop FILE]\n" +
         "         [--sockets K] [--conns N] [--churn K] [--concurrency K] [--n N]\n" +
-        "         [--api URL --key K --sandbox ID --argv JSON] [--listen ADDR]\n"
+        "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR]\n"
 );
 
 const mode = process.argv[2];
 const o = { host: "up.bench.test", port: 7000, seconds: 60, max: 2_000_000, rate: 3000,
             stop: "/workspace/stop", sockets: 4, conns: 3000, churn: null, concurrency: null,
-            n: 200, api: null, key: null, sandbox: null, argv: ["true"], listen: "127.0.0.1" };
+            n: 200, api: null, key: null, sandbox: null, argv: ["true"], memory: 256,
+            listen: "127.0.0.1" };
 eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     switch (a) {
     case "--host": o.host = val(); break;
@@ -70,6 +78,7 @@ eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     case "--key": o.key = val(); break;
     case "--sandbox": o.sandbox = val(); break;
     case "--argv": o.argv = json(); break;
+    case "--memory": o.memory = Math.floor(num(1)); break;
     case "--listen": o.listen = val(); break;
     default: usage(`unknown option '${a}'`);
     }
@@ -138,6 +147,34 @@ function query(name, id) {
     return Buffer.concat(parts);
 }
 const rcodeName = (m) => (m.length < 4 ? "short" : ["noerror", "formerr", "servfail", "nxdomain"][m[3] & 15] ?? `rcode${m[3] & 15}`);
+
+// Nearest-rank percentile q (0..1] of ascending numbers xs, rounded to 0.1; null for none.
+const pct = (xs, q) => (xs.length ? Math.round(xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)] * 10) / 10 : null);
+const sortNum = (xs) => xs.sort((x, y) => x - y);
+const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+
+// One request to the daemon's API: resolves { status, text, ms } (status 0 when it failed:
+// text says why), never rejects; 30 s at most.
+function apiCall(agent, method, path, body = null) {
+    return new Promise((resolve) => {
+        const a = performance.now();
+        const headers = { authorization: `Bearer ${o.key}` };
+        if (body !== null) {
+            headers["content-type"] = "application/json";
+            headers["content-length"] = Buffer.byteLength(body);
+        }
+        const req = http.request(new URL(path, o.api), { method, agent, headers }, (res) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (d) => { text += d; });
+            res.on("end", () => resolve({ status: res.statusCode, text, ms: performance.now() - a }));
+            res.on("error", (e) => resolve({ status: 0, text: `response: ${e.message}`, ms: performance.now() - a }));
+        });
+        req.setTimeout(30000, () => req.destroy(new Error("timeout")));
+        req.on("error", (e) => resolve({ status: 0, text: e.code || e.message, ms: performance.now() - a }));
+        req.end(body ?? undefined);
+    });
+}
 
 const counts = {};
 const count = (k, n = 1) => { counts[k] = (counts[k] || 0) + n; };
@@ -309,6 +346,28 @@ const modes = {
         done({ address: addr });
     },
 
+    // Allowed connections at a steady rate: each one a proxy accept, sniff, judge, dial,
+    // splice and close, and an egress.allowed event (up to the sandbox's event rate).
+    async conns() {
+        const addr = await synth(o.host);
+        const echoMs = [];
+        await loops(o.concurrency ?? 32, async (i) => {
+            const b = String.fromCharCode(97 + (i % 26)); // a lowercase byte: neither TLS nor HTTP
+            const r = await connectOnce(addr, o.port, { send: b, expectEcho: true });
+            if (r.why === "echo") {
+                count("echoes");
+                echoMs.push(r.ms);
+            } else {
+                count("failures");
+                count(`failed_${r.why}`);
+            }
+        });
+        sortNum(echoMs);
+        done({ address: addr, rate: o.rate, per_second: Math.round(attempts / elapsed()),
+               echoes: counts.echoes ?? 0, failures: counts.failures ?? 0,
+               echo_p50_ms: pct(echoMs, 0.5), echo_p99_ms: pct(echoMs, 0.99), echo_max_ms: pct(echoMs, 1) });
+    },
+
     async probe() {
         const lookup = [], connect = [], total = [];
         let failed = 0, firstError = null;
@@ -351,39 +410,64 @@ const modes = {
         if (!o.api || !o.key || !o.sandbox) usage("exec-storm needs --api, --key and --sandbox");
         const k = o.concurrency ?? 100;
         const agent = new http.Agent({ keepAlive: true, maxSockets: k });
-        const url = new URL(`/v1/sandboxes/${encodeURIComponent(o.sandbox)}/exec`, o.api);
+        const path = `/v1/sandboxes/${encodeURIComponent(o.sandbox)}/exec`;
         const body = JSON.stringify({ argv: o.argv });
         const okMs = [];
         let firstOther = null;
-        const one = () => new Promise((resolve) => {
-            const a = performance.now();
-            const req = http.request(url, { method: "POST", agent, headers: {
-                authorization: `Bearer ${o.key}`, "content-type": "application/json",
-                "content-length": Buffer.byteLength(body) } }, (res) => {
-                let text = "";
-                res.setEncoding("utf8");
-                res.on("data", (d) => { text += d; });
-                res.on("end", () => {
-                    count(`http_${res.statusCode}`);
-                    if (res.statusCode === 200) {
-                        okMs.push(performance.now() - a);
-                        try { if (JSON.parse(text).exitCode !== 0) count("exit_nonzero"); } catch { count("bad_json"); }
-                    } else firstOther ??= `${res.statusCode} ${text.slice(0, 200)}`;
-                    resolve();
-                });
-                res.on("error", () => { count("http_error"); resolve(); });
-            });
-            req.setTimeout(30000, () => req.destroy(new Error("timeout")));
-            req.on("error", (e) => { count(`err_${e.code || e.message}`); resolve(); });
-            req.end(body);
-        });
+        const one = async () => {
+            const r = await apiCall(agent, "POST", path, body);
+            if (!r.status) return count(`err_${r.text}`);
+            count(`http_${r.status}`);
+            if (r.status === 200) {
+                okMs.push(r.ms);
+                try { if (JSON.parse(r.text).exitCode !== 0) count("exit_nonzero"); } catch { count("bad_json"); }
+            } else firstOther ??= `${r.status} ${r.text.slice(0, 200)}`;
+        };
         await Promise.all(Array.from({ length: k }, async () => {
             while (await pace()) await one();
         }));
         agent.destroy();
-        okMs.sort((x, y) => x - y);
-        const p = (q) => (okMs.length ? Math.round(okMs[Math.min(okMs.length - 1, Math.ceil(q * okMs.length) - 1)] * 10) / 10 : null);
-        done({ concurrency: k, ok_p50_ms: p(0.5), ok_p99_ms: p(0.99), ok_max_ms: p(1), first_other: firstOther });
+        sortNum(okMs);
+        done({ concurrency: k, ok_p50_ms: pct(okMs, 0.5), ok_p99_ms: pct(okMs, 0.99), ok_max_ms: pct(okMs, 1), first_other: firstOther });
+    },
+
+    // Sandboxes made and removed one after another (per loop): what every create and rm
+    // costs the daemon's other users. A loop whose call failed waits 100 ms (no spin on
+    // a 503 or 429); a create that succeeded is always removed, even when stopping.
+    async churn() {
+        if (!o.api || !o.key) usage("churn needs --api and --key");
+        const k = o.concurrency ?? 1;
+        const agent = new http.Agent({ keepAlive: true, maxSockets: k });
+        const body = JSON.stringify({ memoryMiB: o.memory, idlePauseSeconds: 0 });
+        const createMs = [], removeMs = [];
+        let firstError = null;
+        const failed = async (what, r) => {
+            count(`${what}_errors`);
+            firstError ??= `${what}: ${r.status || "no answer"} ${r.text.slice(0, 200)}`;
+            await sleep(100);
+        };
+        await Promise.all(Array.from({ length: k }, async () => {
+            while (await pace()) {
+                const c = await apiCall(agent, "POST", "/v1/sandboxes", body);
+                let id = null;
+                try { id = c.status === 201 ? JSON.parse(c.text).id : null; } catch { /* below */ }
+                if (!id) { await failed("create", c); continue; }
+                count("creates");
+                createMs.push(c.ms);
+                const d = await apiCall(agent, "DELETE", `/v1/sandboxes/${encodeURIComponent(id)}`);
+                if (d.status !== 204) { await failed("remove", d); continue; }
+                count("removes");
+                removeMs.push(d.ms);
+            }
+        }));
+        agent.destroy();
+        sortNum(createMs);
+        sortNum(removeMs);
+        done({ concurrency: k, memoryMiB: o.memory, creates: counts.creates ?? 0, removes: counts.removes ?? 0,
+               create_errors: counts.create_errors ?? 0, remove_errors: counts.remove_errors ?? 0,
+               create_p50_ms: pct(createMs, 0.5), create_p99_ms: pct(createMs, 0.99), create_max_ms: pct(createMs, 1),
+               remove_p50_ms: pct(removeMs, 0.5), remove_p99_ms: pct(removeMs, 0.99), remove_max_ms: pct(removeMs, 1),
+               first_error: firstError });
     },
 
     async upstream() {
