@@ -75,9 +75,13 @@ static uint32_t free_slot(struct server *srv)
 static void unwatch_death(struct sbx *sb)
 {
     if (!sb->death) return;
-    close(event_get_fd(sb->death));
+    /* The event first: libevent applies its deletion at the next turn of the
+     * loop, by fd number, which a close would already have handed to a new
+     * socket (a proxied connection, whose registration it would then drop). */
+    int fd = event_get_fd(sb->death);
     event_free(sb->death);
     sb->death = NULL;
+    close(fd);
 }
 
 struct sbx_waiter {
