@@ -54,8 +54,9 @@ unit: $(BUILD)/unit
 
 # Everything: unit tests plain and under ASan+UBSan, then the end-to-end,
 # escape, egress, MCP, catalog and SDK suites against the real daemon (they need
-# root), plain and sanitized. The sanitized daemon runs without leak checks: LeakSanitizer needs
-# ptrace, which the server's seccomp filter forbids.
+# root), plain and sanitized. The sanitized daemon checks for leaks when it stops
+# (sanitized builds leave ptrace, which LeakSanitizer needs, to the server), and
+# the tests' teardown fails on a report.
 check: all $(BUILD)/unit asan format-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
@@ -65,8 +66,8 @@ check: all $(BUILD)/unit asan format-check
 	tests/mitm/verify.sh
 	tests/run-e2e
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 
 FORMATTED := src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c

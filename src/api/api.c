@@ -52,7 +52,7 @@ void api_fail(struct evhttp_request *req, const err_t *err)
         {-EISDIR, 400, "bad_request"}, {-ENOTDIR, 400, "bad_request"},
         {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},
         {-EXDEV, 400, "bad_request"},  {-ENAMETOOLONG, 400, "bad_request"},
-        {-EBUSY, 409, "busy"},
+        {-EBUSY, 409, "busy"},         {-ESHUTDOWN, 503, "unavailable"},
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
         if (map[i].code == err->code) {

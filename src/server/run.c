@@ -34,6 +34,8 @@ struct server_run {
     void *arg;
     bool starting;  /* the keeper has not answered yet */
     bool cancelled; /* while starting: free it when the answer comes */
+    struct server *srv;
+    struct server_run *prev, *next; /* the server's runs, for server_runs_stop */
 };
 
 static void stream_close(struct stream *s)
@@ -52,6 +54,17 @@ static void stdin_close(struct server_run *j)
     j->in_fd = -1;
 }
 
+static void unlink_run(struct server_run *j)
+{
+    if (j->prev)
+        j->prev->next = j->next;
+    else if (j->srv)
+        j->srv->runs = j->next;
+    if (j->next) j->next->prev = j->prev;
+    j->prev = j->next = NULL;
+    j->srv = NULL;
+}
+
 void server_run_cancel(struct server_run *j)
 {
     if (!j) return;
@@ -59,6 +72,7 @@ void server_run_cancel(struct server_run *j)
         j->cancelled = true;
         return;
     }
+    unlink_run(j);
     stream_close(&j->out);
     stream_close(&j->err);
     stdin_close(j);
@@ -191,8 +205,28 @@ int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec 
         return r;
     }
     j->starting = true;
+    j->srv = srv;
+    j->next = srv->runs;
+    if (j->next) j->next->prev = j;
+    srv->runs = j;
     if (out) *out = j;
     return 0;
+}
+
+/* At shutdown, after the sandboxes (and their installs) are gone: whoever still
+ * waits for a run (an exec request) is told, with its connection still there. */
+void server_runs_stop(struct server *srv)
+{
+    err_t err = {0};
+    err_set(&err, -ESHUTDOWN, "runtimed is stopping; the program was stopped");
+    struct server_run *j;
+    while ((j = srv->runs)) {
+        struct server_run_result r = {.error = &err, .out = j->out.buf, .err = j->err.buf};
+        bool wanted = !j->cancelled;        /* a cancelled one's caller is gone */
+        j->starting = j->cancelled = false; /* the keeper's answer will not come now */
+        if (wanted) j->done(j->arg, &r);
+        server_run_cancel(j);
+    }
 }
 
 /* ---- the environment of programs in a sandbox ---- */

@@ -656,9 +656,16 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_free(sigs[i]);
-    evhttp_free(srv->http); /* frees the listeners it was bound to */
-    event_free(srv->listen_retry);
     return 0;
+}
+
+/* After the runs: their requests are answered on connections that must still be there. */
+static void unserve(struct server *srv)
+{
+    if (srv->http) evhttp_free(srv->http); /* frees the listeners it was bound to */
+    if (srv->listen_retry) event_free(srv->listen_retry);
+    srv->http = NULL;
+    srv->listen_retry = NULL;
 }
 
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
@@ -741,6 +748,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
         srv.sandboxes = sb->next;
         sbx_free(sb);
     }
+    server_runs_stop(&srv);
+    unserve(&srv);
     egress_free(srv.egress);
     json_decref(srv.catalog);
     metrics_stop(&srv);

@@ -46,7 +46,8 @@ struct server {
     int keeper;
     uint32_t next_req;
     struct keeper_pending *keeper_fifo, **keeper_fifo_tail; /* sent, not yet handed back */
-    struct event *keeper_ev;                                /* the keeper's socket is readable */
+    struct server_run *runs;       /* programs running to their end (run.c) */
+    struct event *keeper_ev;       /* the keeper's socket is readable */
     struct event *keeper_answered; /* answers read by a waiting call, to hand back */
     struct sbx *sandboxes;         /* newest first */
     size_t count;
@@ -74,6 +75,8 @@ typedef void server_keeper_done_fn(struct server *srv, const struct proto_result
 int server_keeper_send(struct server *srv, uint16_t type, const void *payload, size_t len,
                        unsigned maxfds, server_keeper_done_fn *done, void *arg, err_t *err);
 int keeper_client_start(struct server *srv);
+/* run.c: at shutdown, ends every run still going; its caller gets an error. */
+void server_runs_stop(struct server *srv);
 /* server.c: starts a program; done gets the keeper's answer and its four pipes. */
 int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                      server_keeper_done_fn *done, void *arg, err_t *err);

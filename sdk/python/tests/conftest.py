@@ -175,11 +175,17 @@ class Daemon:
             self.remove_sandboxes()
         finally:
             self.stop()
+            # A sanitized daemon run with ASAN_OPTIONS=detect_leaks=1 reports leaks
+            # in its log when it stops (as lib.mjs's close checks too).
+            log = self.log()
+            leaks = log[log.find("ERROR: LeakSanitizer"):][:8000] if "ERROR: LeakSanitizer" in log else ""
             left = self.force_cleanup()
             if left:
                 print(f"cleanup of {self.dir} removed: {left}")
             if not os.environ.get("RUNTIME_E2E_KEEP"):
                 shutil.rmtree(self.dir, ignore_errors=True)
+            if leaks:
+                raise AssertionError(f"runtimed leaked memory (LeakSanitizer):\n{leaks}")
 
 
 def _rmdir(path: Path) -> bool:
