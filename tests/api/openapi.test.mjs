@@ -132,7 +132,11 @@ function srcFiles(dir) {
  * error codes with their statuses. */
 function routingFacts() {
   const words = new Set([...apiC.matchAll(/strn?cmp\(\s*(?:seg\[\d+\]|action|sub|name)\s*,\s*"([^"]+)"/g)].map((m) => m[1]));
-  const methods = new Set([...apiC.matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
+  // The methods libevent accepts at all (for the API and the gateway) are one call;
+  // the rest of the file compares a request's method to route it.
+  const allowedCall = /evhttp_set_allowed_methods\([^;]*;/.exec(apiC)?.[0] ?? '';
+  const accepted = new Set([...allowedCall.matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
+  const methods = new Set([...apiC.replace(allowedCall, '').matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
   const query = new Set([
     ...[...apiC.matchAll(/evhttp_find_header\(\s*&q\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
     ...[...apiC.matchAll(/strcmp\(\s*kv->key\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
@@ -148,7 +152,7 @@ function routingFacts() {
   }
   const fallback = /api_error\(req,\s*(\d{3}),\s*"([a-z_]+)",\s*"%s",\s*err->msg\[0\]/.exec(apiC);
   if (fallback) add(fallback[1], fallback[2]);
-  return { words, methods, query, codes };
+  return { words, methods, accepted, query, codes };
 }
 
 /** Every event kind that src/ records: the literal kinds given to server_event,
@@ -315,6 +319,9 @@ test('what src/api/api.c routes is in the document: path words, methods, query p
   assert.deepEqual(missing, [], 'path words the routing code compares against but no documented path has');
   const docMethods = new Set(OPS.filter((o) => !isGateway(o)).map((o) => o.method));
   assert.deepEqual([...facts.methods].filter((m) => !docMethods.has(m)), [], 'methods the code routes, not documented');
+  assert.ok(facts.accepted.has('GET') && facts.accepted.has('OPTIONS'), `accepted methods found: ${[...facts.accepted]}`);
+  const allDocMethods = new Set(OPS.map((o) => o.method));
+  assert.deepEqual([...facts.accepted].filter((m) => !allDocMethods.has(m)), [], 'methods libevent accepts, documented nowhere');
   const docQuery = new Set(OPS.flatMap((o) => paramsOf(o).filter((p) => p.in === 'query').map((p) => p.name)));
   assert.deepEqual([...facts.query].filter((q) => !docQuery.has(q)), [], 'query parameters the code reads, not documented');
   const codeEnum = new Set(schemas.ErrorCode?.enum ?? []);

@@ -20,8 +20,9 @@ export interface ErrorError {
 
 /**
  * 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
- * 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict;
- * 413 too_large; 429 limit_reached; 500 internal; 507 disk_full.
+ * 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict, busy
+ * (a sandbox being created or removed); 413 too_large; 429 limit_reached;
+ * 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
  */
 export type ErrorCode =
   | 'bad_request'
@@ -35,9 +36,11 @@ export type ErrorCode =
   | 'name_taken'
   | 'not_running'
   | 'conflict'
+  | 'busy'
   | 'too_large'
   | 'limit_reached'
   | 'internal'
+  | 'unavailable'
   | 'disk_full';
 
 /** RFC 3339, UTC */
