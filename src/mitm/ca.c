@@ -398,6 +398,24 @@ static const char *const leaf_exts[][2] = {
 
 /* Only the key type the server's leaves use: anything else means the request
  * did not come from mitm_leaves. */
+/* The key as the server writes it (an uncompressed point) and written back
+ * byte for byte: OpenSSL also reads spellings it writes otherwise (fuzz_sign
+ * found a BIT STRING with 1 unused bit, signed as 0), and the certificate must
+ * carry the server's own bytes. */
+static bool canonical(EVP_PKEY *pk, const uint8_t *spki, size_t len)
+{
+    char form[32] = "";
+    if (!EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form,
+                                        sizeof form, NULL) ||
+        strcmp(form, OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_UNCOMPRESSED) != 0)
+        return false;
+    unsigned char *der = NULL;
+    int n = i2d_PUBKEY(pk, &der);
+    bool same = n > 0 && (size_t)n == len && memcmp(der, spki, len) == 0;
+    OPENSSL_free(der);
+    return same;
+}
+
 static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *err)
 {
     if (!spki || len == 0 || len > SPKI_MAX)
@@ -414,7 +432,7 @@ static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *er
         strcmp(group, "prime256v1") != 0 ||
         !EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_ENCODING, encoding, sizeof encoding,
                                         NULL) ||
-        strcmp(encoding, OSSL_PKEY_EC_ENCODING_GROUP) != 0) {
+        strcmp(encoding, OSSL_PKEY_EC_ENCODING_GROUP) != 0 || !canonical(pk, spki, len)) {
         EVP_PKEY_free(pk);
         ERR_clear_error();
         return err_set(err, EINVAL, "the leaf public key is not exactly one EC P-256 key");

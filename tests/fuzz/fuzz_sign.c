@@ -142,15 +142,20 @@ static bool model_key(const uint8_t *spki, size_t len)
         size_t glen = 0;
         /* A named curve: the algorithm's parameters are the OID of prime256v1
          * (explicit parameters are refused: a certificate over them would not
-         * verify). The SPKI is short enough for one-byte DER lengths. */
+         * verify). The SPKI is short enough for one-byte DER lengths. Then the
+         * point, as the server writes it: a BIT STRING with no unused bits of an
+         * uncompressed point (04, X, Y); OpenSSL also reads other spellings and
+         * writes them back otherwise (fuzz_sign found 1 unused bit: signed with
+         * other bytes than given). */
         static const uint8_t named[] = {0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48,
                                         0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
                                         0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07};
         ok = EVP_PKEY_get_group_name(pk, group, sizeof group, &glen) == 1 &&
              (OBJ_sn2nid(group) == NID_X9_62_prime256v1 ||
               EC_curve_nist2nid(group) == NID_X9_62_prime256v1) &&
-             EVP_PKEY_get_bits(pk) == 256 && len > 2 + sizeof named && spki[0] == 0x30 &&
-             spki[1] == len - 2 && memcmp(spki + 2, named, sizeof named) == 0;
+             EVP_PKEY_get_bits(pk) == 256 && len == 2 + sizeof named + 4 + 64 && spki[0] == 0x30 &&
+             spki[1] == len - 2 && memcmp(spki + 2, named, sizeof named) == 0 &&
+             memcmp(spki + 2 + sizeof named, "\x03\x42\x00\x04", 4) == 0;
     }
     EVP_PKEY_free(pk);
     ERR_clear_error();
