@@ -164,6 +164,7 @@ int egress_sandbox_add(struct egress *eg, const char *id, int fds[3], struct pol
     event_add(es->udp_ev, NULL);
     event_add(es->tcp_ev, NULL);
     es->udp_resume = evtimer_new(eg->base, dnsstub_udp_resume, es);
+    es->accept_resume = evtimer_new(eg->base, proxy_accept_resume, es);
     es->next = eg->sandboxes;
     if (eg->sandboxes) eg->sandboxes->prev = es;
     eg->sandboxes = es;
@@ -206,6 +207,7 @@ void egress_sandbox_remove(struct egress_sandbox *es)
     event_free(es->udp_ev);
     event_free(es->tcp_ev);
     event_free(es->udp_resume);
+    event_free(es->accept_resume);
     for (int i = 0; i < 3; i++)
         close(es->fds[i]);
     names_clear(&es->names);

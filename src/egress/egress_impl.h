@@ -96,7 +96,8 @@ struct egress_sandbox {
     struct policy pol;
     int fds[3];
     struct event *proxy_ev, *udp_ev, *tcp_ev;
-    struct event *udp_resume; /* re-arms udp_ev after the query budget ran out */
+    struct event *udp_resume;    /* re-arms udp_ev after the query budget ran out */
+    struct event *accept_resume; /* re-arms proxy_ev after a connection limit was hit */
     struct names names;
     struct conn *conns;
     size_t n_conns;
@@ -118,6 +119,7 @@ void names_clear(struct names *n);
 
 /* proxy.c */
 void proxy_on_accept(evutil_socket_t fd, short what, void *arg);
+void proxy_accept_resume(evutil_socket_t fd, short what, void *arg);
 void conn_close(struct conn *c);
 /* Re-judges an open connection after a policy change; closes it if refused. */
 void conn_recheck(struct conn *c);

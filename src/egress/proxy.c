@@ -285,17 +285,29 @@ static void start_conn(struct egress_sandbox *es, int fd)
     event_add(c->ev, &tv);
 }
 
+void proxy_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct egress_sandbox *es = arg;
+    event_add(es->proxy_ev, NULL);
+}
+
+/* Over a limit: the connection just accepted is closed, and the listener is not
+ * read for 50 ms; what the sandbox opens meanwhile waits in its own backlog (or
+ * is dropped by the kernel once that is full), so that a flood costs the loop,
+ * which every sandbox shares, what the limit allows, not what the flood sends.
+ * The limit.reached event says which limit. */
 void proxy_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct egress_sandbox *es = arg;
     for (int i = 0; i < 64; i++) {
         int fd = egress_accept(es->eg, lfd);
         if (fd < 0) return;
-        /* Over a limit: accepted and closed at once, so the sandbox sees a reset
-         * and its backlog cannot fill; the limit.reached event says which. */
         if (!egress_conn_allowed(es, LIMIT_CONNS, es->n_conns)) {
             close(fd);
-            continue;
+            event_del(es->proxy_ev);
+            struct timeval tv = {0, 50 * 1000};
+            evtimer_add(es->accept_resume, &tv);
+            return;
         }
         start_conn(es, fd);
     }
