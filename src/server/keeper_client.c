@@ -14,7 +14,6 @@
 
 struct keeper_pending {
     uint32_t id;
-    uint16_t type;
     unsigned maxfds;
     server_keeper_done_fn *done;
     void *arg;
@@ -43,8 +42,8 @@ static int send_request(struct server *srv, uint16_t type, uint32_t id, const vo
 
 /* Reads the answer to request id. -EIO when the keeper is gone or broke the
  * protocol (the loop is stopped). */
-static int read_answer(struct server *srv, uint32_t id, uint16_t type, struct proto_result *res,
-                       int *fds, unsigned maxfds)
+static int read_answer(struct server *srv, uint32_t id, struct proto_result *res, int *fds,
+                       unsigned maxfds)
 {
     struct proto_hdr hdr;
     for (unsigned i = 0; i < maxfds; i++)
@@ -92,7 +91,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         keeper_lost(srv, "the keeper hung up"); /* nothing asked: EOF, or a protocol break */
         return;
     }
-    if (read_answer(srv, p->id, p->type, &p->res, p->fds, p->maxfds) < 0) return;
+    if (read_answer(srv, p->id, &p->res, p->fds, p->maxfds) < 0) return;
     p->nfds = count_fds(p->fds, p->maxfds);
     p->answered = true;
     run_answered(-1, 0, srv);
@@ -127,8 +126,7 @@ int server_keeper_send(struct server *srv, uint16_t type, const void *payload, s
 {
     struct keeper_pending *p = calloc(1, sizeof *p);
     if (!p) return err_set(err, -ENOMEM, "out of memory");
-    *p = (struct keeper_pending){
-        .id = ++srv->next_req, .type = type, .maxfds = maxfds, .done = done, .arg = arg};
+    *p = (struct keeper_pending){.id = ++srv->next_req, .maxfds = maxfds, .done = done, .arg = arg};
     int r = send_request(srv, type, p->id, payload, len, err);
     if (r < 0) {
         free(p);
@@ -149,14 +147,14 @@ int server_keeper_call(struct server *srv, uint16_t type, const void *payload, s
     if (r < 0) return r;
     for (struct keeper_pending *p = srv->keeper_fifo; p; p = p->next) {
         if (p->answered) continue;
-        if (read_answer(srv, p->id, p->type, &p->res, p->fds, p->maxfds) < 0)
+        if (read_answer(srv, p->id, &p->res, p->fds, p->maxfds) < 0)
             return err_set(err, -EIO, "internal error talking to the keeper; restart runtimed");
         p->nfds = count_fds(p->fds, p->maxfds);
         p->answered = true;
         event_active(srv->keeper_answered, 0, 0);
     }
     int fd_slots[PROTO_MAX_FDS];
-    if (read_answer(srv, id, type, res, fds ? fds : fd_slots, fds ? maxfds : 0) < 0)
+    if (read_answer(srv, id, res, fds ? fds : fd_slots, fds ? maxfds : 0) < 0)
         return err_set(err, -EIO, "internal error talking to the keeper; restart runtimed");
     if (res->status < 0) return err_set(err, res->status, "%s", res->msg);
     return 0;

@@ -272,14 +272,20 @@ static void created(struct server *srv, struct sbx *sb, struct sbx_waiter *w, co
     }
 }
 
-static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
+/* A sandbox that never came to be: out of the store and the registry. */
+static void discard(struct server *srv, struct sbx *sb)
 {
-    struct sbx_waiter *w = sb->waiters;
-    sb->waiters = NULL;
     err_t ignored = {0};
     store_sandbox_delete(srv->store, sb->id, &ignored);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
+}
+
+static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    discard(srv, sb);
     created(srv, NULL, w, err);
 }
 
@@ -313,11 +319,12 @@ static void on_created(struct server *srv, const struct proto_result *res, int *
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
                                  void *arg)
 {
-    struct sbx_waiter *w = sb->status == SBX_CREATING ? calloc(1, sizeof *w) : NULL;
+    if (sb->status != SBX_CREATING) return done(srv, sb, NULL, arg);
+    struct sbx_waiter *w = calloc(1, sizeof *w);
     if (!w) {
         err_t err = {0};
-        if (sb->status == SBX_CREATING) err_set(&err, -ENOMEM, "out of memory");
-        return done(srv, sb->status == SBX_CREATING ? NULL : sb, err.msg[0] ? &err : NULL, arg);
+        err_set(&err, -ENOMEM, "out of memory");
+        return done(srv, NULL, &err, arg);
     }
     *w = (struct sbx_waiter){.done = done, .arg = arg, .next = sb->waiters};
     sb->waiters = w;
@@ -354,13 +361,7 @@ int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *d
     server_sandbox_when_created(srv, sb, done, arg);
     r = server_keeper_send(srv, PROTO_CREATE, &p, sizeof p, 1, on_created, sb, err);
     if (r < 0) {
-        struct sbx_waiter *w = sb->waiters;
-        sb->waiters = NULL;
-        free(w);
-        err_t ignored = {0};
-        store_sandbox_delete(srv->store, sb->id, &ignored);
-        unlink_sandbox(srv, sb);
-        sbx_free(sb);
+        discard(srv, sb); /* its one waiter is this caller, told by the error */
         return err_wrap(err, "cannot create the sandbox");
     }
     return 0;
