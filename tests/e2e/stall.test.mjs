@@ -117,23 +117,32 @@ test('a destroy that fails keeps the sandbox: rm says why, the daemon keeps serv
   await stillServing();
 });
 
-test('a create does not hold up the daemon: while the keeper builds it, the API answers and lists it as creating', async () => {
-  const started = d.api('POST', '/v1/sandboxes', { name: 'slow-box' }, { timeoutMs: 30000 });
+/** Creates NAME and lists sandboxes until its create is answered: the statuses seen. */
+async function createWatched(name) {
+  const started = d.api('POST', '/v1/sandboxes', { name }, { timeoutMs: 30000 });
   let done = false;
   started.then(() => { done = true; }, () => { done = true; });
   const seen = [];
-  // Ask until the create is answered; on a loop that waited for the keeper, no
-  // listing could be answered in between.
   for (let i = 0; i < 2000 && !done; i++) {
     const list = await d.api('GET', '/v1/sandboxes', undefined, { timeoutMs: 5000 });
     assert.equal(list.status, 200, list.text);
-    const box = list.body.find((s) => s.name === 'slow-box');
+    const box = list.body.find((s) => s.name === name);
     if (box && !done) seen.push(box.status);
   }
   const made = await started;
   assert.equal(made.status, 201, made.text);
   assert.equal(made.body.status, 'running');
-  assert.ok(seen.includes('creating'), `listings during the create saw ${JSON.stringify(seen)}`);
+  return seen;
+}
+
+test('a create does not hold up the daemon: while the keeper builds it, the API answers and lists it as creating', async () => {
+  // On a loop that waited for the keeper, no listing could be answered during a
+  // create. A busy machine can delay this client past a whole create: a few tries.
+  const tries = [];
+  for (let i = 0; i < 3 && !tries.flat().includes('creating'); i++) tries.push(await createWatched(`slow-box-t${i}`));
+  assert.ok(tries.flat().includes('creating'), `listings during the creates saw ${JSON.stringify(tries)}`);
+  for (let i = 0; i < tries.length; i++)
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/slow-box-t${i}`)).status, 204);
 
   // getOrCreate of a sandbox being created waits for it and gets the same one.
   const second = d.api('POST', '/v1/sandboxes', { name: 'slow-box-2' }, { timeoutMs: 30000 });
@@ -159,7 +168,6 @@ test('a create does not hold up the daemon: while the keeper builds it, the API 
     assert.match(early.body.error.message, /being created/);
     assert.equal((await d.api('DELETE', `/v1/sandboxes/${made3.body.id}`)).status, 204);
   }
-  for (const name of ['slow-box', 'slow-box-2'])
-    assert.equal((await d.api('DELETE', `/v1/sandboxes/${name}`)).status, 204);
+  assert.equal((await d.api('DELETE', '/v1/sandboxes/slow-box-2')).status, 204);
   await stillServing();
 });
