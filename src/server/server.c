@@ -213,16 +213,11 @@ static int sandbox_policy(struct server *srv, struct sbx *sb, json_t *network, s
                              json_object_get(network, "allow"), out, err);
 }
 
-static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
+/* Its egress on the listeners the keeper made in its network namespace (taken). */
+static int attach_egress_with(struct server *srv, struct sbx *sb, int fds[3], err_t *err)
 {
-    struct proto_ref ref = {0};
-    struct proto_result res;
-    memcpy(ref.id, sb->id, sizeof ref.id);
-    int fds[3];
-    int r = server_keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
-    if (r < 0) return r;
     struct policy pol;
-    r = sandbox_policy(srv, sb, json_object_get(sb->spec, "network"), &pol, err);
+    int r = sandbox_policy(srv, sb, json_object_get(sb->spec, "network"), &pol, err);
     if (r < 0) {
         for (int i = 0; i < 3; i++)
             close(fds[i]);
@@ -231,6 +226,16 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     r = egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
     if (r == 0) r = store_names_each(srv->store, sb->id, restore_name, sb->egress, err);
     return r;
+}
+
+static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct proto_ref ref = {0};
+    struct proto_result res;
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int fds[3];
+    int r = server_keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
+    return r < 0 ? r : attach_egress_with(srv, sb, fds, err);
 }
 
 static void detach_egress(struct sbx *sb)
@@ -289,6 +294,40 @@ static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
     created(srv, NULL, w, err);
 }
 
+/* Built, but it cannot have its network: the keeper destroys it again. */
+static void without_network(struct server *srv, struct sbx *sb, err_t *err)
+{
+    struct proto_ref ref = {0};
+    struct proto_result ignored;
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    unwatch_death(sb);
+    server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &ignored, NULL, 0, &(err_t){0});
+    err_wrap(err, "cannot give the sandbox its network");
+    creation_failed(srv, sb, err);
+}
+
+static void on_net_sockets(struct server *srv, const struct proto_result *res, int *fds,
+                           unsigned nfds, void *arg)
+{
+    struct sbx *sb = arg;
+    err_t err = {0};
+    if (res->status < 0 || nfds != 3) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                res->status < 0 ? res->msg : "the keeper passed no listeners");
+        return without_network(srv, sb, &err);
+    }
+    if (attach_egress_with(srv, sb, fds, &err) < 0) return without_network(srv, sb, &err);
+    server_sandbox_set_status(srv, sb, SBX_RUNNING);
+    sb->last_active_ms = now_ms();
+    usage_checkpoint(srv, sb); /* starts the counting */
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    created(srv, sb, w, NULL);
+}
+
+/* The keeper built it; next, the listeners of its egress (answered on the loop too). */
 static void on_created(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
                        void *arg)
 {
@@ -299,21 +338,11 @@ static void on_created(struct server *srv, const struct proto_result *res, int *
         return creation_failed(srv, sb, &err);
     }
     if (nfds > 0) watch_death(srv, sb, fds[0]);
-    if (attach_egress(srv, sb, &err) < 0) {
-        struct proto_ref ref = {0};
-        struct proto_result ignored;
-        memcpy(ref.id, sb->id, sizeof ref.id);
-        unwatch_death(sb);
-        server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &ignored, NULL, 0, &(err_t){0});
-        err_wrap(&err, "cannot give the sandbox its network");
-        return creation_failed(srv, sb, &err);
-    }
-    server_sandbox_set_status(srv, sb, SBX_RUNNING);
-    sb->last_active_ms = now_ms();
-    usage_checkpoint(srv, sb); /* starts the counting */
-    struct sbx_waiter *w = sb->waiters;
-    sb->waiters = NULL;
-    created(srv, sb, w, NULL);
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    if (server_keeper_send(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, 3, on_net_sockets, sb, &err) <
+        0)
+        without_network(srv, sb, &err);
 }
 
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
