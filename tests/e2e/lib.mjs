@@ -267,10 +267,12 @@ export class Daemon {
 
   /** The keeper (the process we spawned) and the server (its child with the same
    * command line, not a sandbox: those run as uids >= SANDBOX_UID_BASE). */
+  /** The keeper and the server (the keeper's child that runs as the server's uid,
+   * just below the sandbox uids; its other children are short-lived exec monitors). */
   daemonPids() {
     if (!this.proc) return [];
     const keeper = this.proc.pid;
-    const kids = hostProcesses().filter((p) => p.ppid === keeper && p.uid < SANDBOX_UID_BASE);
+    const kids = hostProcesses().filter((p) => p.ppid === keeper && p.uid === SANDBOX_UID_BASE - 1);
     return [keeper, ...new Set(kids.map((p) => p.pid))];
   }
 
