@@ -83,21 +83,21 @@ function refsIn(v, out = new Set()) {
 function answerSchemas(doc) {
   const schemas = doc.components?.schemas ?? {};
   const responses = doc.components?.responses ?? {};
-  const todo = [];
+  const queue = []; // schema names still to visit
   for (const item of Object.values(doc.paths ?? {})) {
     for (const op of Object.values(item)) {
       for (const r of Object.values(op?.responses ?? {})) {
         const resp = r.$ref ? responses[r.$ref.split('/').pop()] : r;
-        todo.push(...refsIn(resp?.content ?? {}));
+        queue.push(...refsIn(resp?.content ?? {}));
       }
     }
   }
   const seen = new Set();
-  while (todo.length) {
-    const name = todo.pop();
+  while (queue.length) {
+    const name = queue.pop();
     if (seen.has(name)) continue;
     seen.add(name);
-    todo.push(...refsIn(schemas[name]));
+    queue.push(...refsIn(schemas[name]));
   }
   return seen;
 }

@@ -126,6 +126,14 @@ static int run(struct store *st, err_t *err, const char *what, const char *sql, 
     return r;
 }
 
+/* Commits that nobody is answered after may skip the fsync (the WAL stays
+ * consistent; a power cut may lose them): on for them, then back to FULL. */
+static void without_fsync(struct store *st, bool on)
+{
+    run(st, NULL, "setting the sync mode",
+        on ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", "");
+}
+
 int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err)
 {
     return run(st, err, "saving the sandbox",
@@ -197,7 +205,7 @@ int store_events_add(struct store *st, const char *sandbox, const struct store_e
     /* Events are not acknowledged to anyone: commit them without an fsync
      * (WAL stays consistent; a power cut may drop the last batch), so the
      * event loop that also moves proxied bytes is not held up by the disk. */
-    run(st, NULL, "saving events", "PRAGMA synchronous=NORMAL", "");
+    without_fsync(st, true);
     int r = run(st, err, "saving events", "BEGIN", "");
     for (size_t i = 0; r == 0 && i < n; i++)
         r = run(st, err, "saving an event",
@@ -209,7 +217,7 @@ int store_events_add(struct store *st, const char *sandbox, const struct store_e
                 "(SELECT seq FROM events WHERE sandbox=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
                 "ti", sandbox, (int64_t)STORE_EVENTS_KEPT);
     run(st, NULL, "saving events", r == 0 ? "COMMIT" : "ROLLBACK", "");
-    run(st, NULL, "saving events", "PRAGMA synchronous=FULL", "");
+    without_fsync(st, false);
     return r;
 }
 
@@ -251,11 +259,11 @@ int store_events_delete(struct store *st, const char *sandbox, err_t *err)
 int store_names_put(struct store *st, const char *sandbox, uint32_t slot, uint64_t seq,
                     const char *name, err_t *err)
 {
-    run(st, NULL, "saving a name", "PRAGMA synchronous=NORMAL", "");
+    without_fsync(st, true);
     int r = run(st, err, "saving a name",
                 "INSERT OR REPLACE INTO egress_names(sandbox,slot,seq,name) VALUES(?,?,?,?)",
                 "tiit", sandbox, (int64_t)slot, (int64_t)seq, name);
-    run(st, NULL, "saving a name", "PRAGMA synchronous=FULL", "");
+    without_fsync(st, false);
     return r;
 }
 
