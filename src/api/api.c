@@ -89,7 +89,7 @@ static bool authorized(struct evhttp_request *req, struct server *srv)
 
 static json_t *sandbox_json(const struct sbx *sb)
 {
-    json_t *v = json_deep_copy(sb->spec);
+    json_t *v = model_sandbox_json(&sb->settings);
     char created[40];
     time_rfc3339(created, sizeof created, sb->created_ms);
     json_object_set_new(v, "id", json_string(sb->id));
@@ -102,11 +102,11 @@ static json_t *sandbox_json(const struct sbx *sb)
 static bool label_matches(const struct sbx *sb, const char *filter)
 {
     const char *eq = strchr(filter, '=');
-    json_t *labels = json_object_get(sb->spec, "labels");
-    if (!eq) return json_object_get(labels, filter) != NULL;
+    const struct model_map *labels = &sb->settings.labels;
+    if (!eq) return model_map_get(labels, filter) != NULL;
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
-    const char *v = json_string_value(json_object_get(labels, key));
+    const char *v = model_map_get(labels, key);
     return v && strcmp(v, eq + 1) == 0;
 }
 
@@ -151,29 +151,39 @@ static void answer_deleted(struct server *srv, const err_t *err, void *arg)
     evhttp_send_reply(arg, 204, NULL, NULL);
 }
 
+/* getOrCreate: a name that exists is the answer, once it runs. */
+static int get_or_create(json_t *body, bool *out, err_t *err)
+{
+    json_t *v = json_object_get(body, "getOrCreate");
+    if (v && !json_is_boolean(v) && !json_is_null(v))
+        return err_set(err, -EINVAL, "getOrCreate must be true or false");
+    *out = json_is_true(v);
+    return 0;
+}
+
 static void create_sandbox(struct evhttp_request *req, struct server *srv)
 {
     json_t *body = api_body_json(req, true);
     if (!body) return;
     err_t err = {0};
-    json_t *spec = api_sandbox_spec(body, &err);
-    bool get_or_create = json_is_true(json_object_get(body, "getOrCreate"));
+    struct model_sandbox settings;
+    bool reuse = false;
+    int r = get_or_create(body, &reuse, &err);
+    if (r == 0) r = model_sandbox_parse(body, &settings, &err);
     json_decref(body);
-    if (!spec) return api_fail(req, &err);
-    const char *name = json_string_value(json_object_get(spec, "name"));
-    struct sbx *old = name ? server_sandbox_find(srv, name) : NULL;
-    if (old) {
-        if (get_or_create)
-            server_sandbox_when_created(srv, old, answer_found, req); /* 200 once it runs */
-        else
-            api_error(req, 409, "name_taken",
-                      "a sandbox named %s exists (%s); pick another "
-                      "name, remove it, or pass getOrCreate",
-                      name, old->id);
-        json_decref(spec); /* last: name points into it */
-        return;
+    if (r < 0) return api_fail(req, &err);
+    struct sbx *old = settings.name[0] ? server_sandbox_find(srv, settings.name) : NULL;
+    if (old && reuse) {
+        server_sandbox_when_created(srv, old, answer_found, req); /* 200 once it runs */
+    } else if (old) {
+        api_error(req, 409, "name_taken",
+                  "a sandbox named %s exists (%s); pick another name, remove it, or pass "
+                  "getOrCreate",
+                  settings.name, old->id);
+    } else if (server_sandbox_create(srv, &settings, answer_created, req, &err) < 0) {
+        api_fail(req, &err);
     }
-    if (server_sandbox_create(srv, spec, answer_created, req, &err) < 0) api_fail(req, &err);
+    model_sandbox_clear(&settings); /* what the create did not take */
 }
 
 /* Sandbox paths: absolute as given; relative ones are under /workspace. */
@@ -268,12 +278,13 @@ static void set_network(struct evhttp_request *req, struct server *srv, struct s
     json_t *body = api_body_json(req, false);
     if (!body) return;
     err_t err = {0};
-    json_t *net = api_network_spec(body, &err);
+    struct model_network net;
+    int r = model_network_parse(body, &net, &err);
     json_decref(body);
-    int r = net ? server_sandbox_set_network(srv, sb, net, &err) : -EINVAL;
-    json_decref(net);
+    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, &err);
+    model_network_clear(&net);
     if (r < 0) return api_fail(req, &err);
-    api_json(req, 200, json_incref(json_object_get(sb->spec, "network")));
+    api_json(req, 200, model_network_json(&sb->settings.network));
 }
 
 static void events(struct evhttp_request *req, struct server *srv, struct sbx *sb)

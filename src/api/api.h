@@ -16,13 +16,6 @@ struct evhttp;
 /* Installs the request handler on http. */
 void api_attach(struct evhttp *http, struct server *srv);
 
-/* Validates a create body and returns the normalized spec, or NULL with err
- * (err->code -EINVAL for a 400). Used by the API and by tests. */
-json_t *api_sandbox_spec(json_t *body, err_t *err);
-
-/* Validates and normalizes a network object from a request; NULL with err. */
-json_t *api_network_spec(json_t *network, err_t *err);
-
 /* Copies bytes to a JSON string, replacing invalid UTF-8 with U+FFFD. */
 json_t *api_json_text(const char *bytes, size_t n);
 

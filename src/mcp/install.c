@@ -25,67 +25,82 @@ static bool is_python(const struct mcp_server *ms)
 
 static bool url_host(const char *url, char canon[POLICY_NAME_MAX]);
 
-static void add_host(json_t *allow, const char *host)
+static int add_host(struct model_network *hosts, const char *host, err_t *err)
 {
-    size_t i;
-    json_t *v;
-    if (!host || !*host) return;
-    json_array_foreach(allow, i, v) if (strcmp(json_string_value(v), host) == 0) return;
-    json_array_append_new(allow, json_string(host));
+    return host && *host ? model_network_add(hosts, host, err) : 0;
 }
 
-static void add_catalog_hosts(json_t *allow, const struct mcp_server *ms)
+static int add_catalog_hosts(struct model_network *hosts, const struct mcp_server *ms, err_t *err)
 {
     size_t i;
     json_t *v;
+    int r = 0;
     json_array_foreach(json_object_get(ms->entry, "egress"), i, v)
-        add_host(allow, json_string_value(v));
+    {
+        if (r == 0) r = add_host(hosts, json_string_value(v), err);
+    }
+    return r;
 }
 
 /* The pip index's host once known (nothing while the venv is made), and PyPI's file
  * host when the index is PyPI's. */
-static void add_index_hosts(json_t *allow, const char *index)
+static int add_index_hosts(struct model_network *hosts, const char *index, err_t *err)
 {
     char host[POLICY_NAME_MAX];
-    if (!index[0] || !url_host(index, host)) return;
-    add_host(allow, host);
-    if (strcmp(host, PYPI_HOST) == 0) add_host(allow, PYPI_FILES_HOST);
+    if (!index[0] || !url_host(index, host)) return 0;
+    int r = add_host(hosts, host, err);
+    if (r == 0 && strcmp(host, PYPI_HOST) == 0) r = add_host(hosts, PYPI_FILES_HOST, err);
+    return r;
 }
 
-int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err)
+static bool serving(const struct mcp_server *ms)
 {
-    bool internet = json_is_true(json_object_get(network, "internet"));
-    json_t *base = json_object_get(network, "allow");
-    struct mcp_box *box = sb->mcp;
-    json_t *allow = json_array();
-    int r;
-    if (box && box->installing > 0) {
-        /* Installs reach their registry; servers starting or running keep their hosts. */
-        for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
-            if (ms->status == MCP_INSTALLING && is_python(ms)) {
-                add_index_hosts(allow, box->pip_index);
-            } else if (ms->status == MCP_INSTALLING)
-                add_host(allow, box->registry);
-            else if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
-                add_catalog_hosts(allow, ms);
-        }
-        r = policy_build_json(json_array_size(allow) > 0, allow, out, err);
-    } else {
-        for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
-            if (ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY))
-                add_catalog_hosts(allow, ms);
-        bool everything = internet && json_array_size(base) == 0;
-        if (json_array_size(allow) == 0 || everything) {
-            r = policy_build_json(internet, base, out, err); /* the sandbox's own policy as it is */
-        } else {
-            /* Servers' hosts are allowed even with internet off; the rest as the sandbox says. */
-            size_t i;
-            json_t *v;
-            if (internet) json_array_foreach(base, i, v) add_host(allow, json_string_value(v));
-            r = policy_build_json(true, allow, out, err);
-        }
+    return ms->entry && (ms->status == MCP_STARTING || ms->status == MCP_READY);
+}
+
+/* While installs run: their registries, and the hosts of servers starting or running. */
+static int installing_hosts(const struct mcp_box *box, struct model_network *hosts, err_t *err)
+{
+    int r = 0;
+    for (struct mcp_server *ms = box->servers; ms && r == 0; ms = ms->next) {
+        if (ms->status == MCP_INSTALLING && is_python(ms))
+            r = add_index_hosts(hosts, box->pip_index, err);
+        else if (ms->status == MCP_INSTALLING)
+            r = add_host(hosts, box->registry, err);
+        else if (serving(ms))
+            r = add_catalog_hosts(hosts, ms, err);
     }
-    json_decref(allow);
+    hosts->internet = hosts->n_allow > 0;
+    return r;
+}
+
+/* Servers' hosts are allowed even with internet off; the rest as the sandbox says. */
+static int serving_hosts(const struct mcp_box *box, const struct model_network *network,
+                         struct model_network *hosts, err_t *err)
+{
+    int r = 0;
+    for (struct mcp_server *ms = box ? box->servers : NULL; ms && r == 0; ms = ms->next)
+        if (serving(ms)) r = add_catalog_hosts(hosts, ms, err);
+    bool everything = network->internet && network->n_allow == 0;
+    if (r == 0 && (hosts->n_allow == 0 || everything)) { /* the sandbox's own policy as it is */
+        model_network_clear(hosts);
+        return model_network_copy(hosts, network, err);
+    }
+    for (size_t i = 0; r == 0 && network->internet && i < network->n_allow; i++)
+        r = add_host(hosts, network->allow[i], err);
+    hosts->internet = true;
+    return r;
+}
+
+int mcp_policy(struct sbx *sb, const struct model_network *network, struct policy *out, err_t *err)
+{
+    struct model_network hosts = {0};
+    struct mcp_box *box = sb->mcp;
+    int r = box && box->installing > 0 ? installing_hosts(box, &hosts, err)
+                                       : serving_hosts(box, network, &hosts, err);
+    if (r == 0)
+        r = policy_build(hosts.internet, (const char *const *)hosts.allow, hosts.n_allow, out, err);
+    model_network_clear(&hosts);
     return r;
 }
 
@@ -94,7 +109,7 @@ void mcp_apply_policy(struct mcp_box *box)
     struct policy pol;
     err_t err = {0};
     if (!box->sb->egress) return;
-    if (mcp_policy(box->sb, json_object_get(box->sb->spec, "network"), &pol, &err) < 0) {
+    if (mcp_policy(box->sb, &box->sb->settings.network, &pol, &err) < 0) {
         log_warn("sandbox %s: egress policy not updated: %s", box->sb->id, err.msg);
         return;
     }

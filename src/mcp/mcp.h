@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../common/common.h"
+#include "../model/model.h"
 #include "../policy/policy.h"
 
 /* Limits with defaults (DESIGN invariant 7). */
@@ -73,7 +74,7 @@ bool mcp_origin_allowed(const char *public_url, const char *origin);
 /* The policy the sandbox's egress applies: its own network settings, narrowed to the
  * package registry while a server installs, and widened by the catalog hosts of its
  * running servers. */
-int mcp_policy(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
+int mcp_policy(struct sbx *sb, const struct model_network *network, struct policy *out, err_t *err);
 /* Writes the gateway's request counters and latencies of sb's servers (Prometheus). */
 void mcp_metrics_write(struct sbx *sb, FILE *f);
 

@@ -5,7 +5,6 @@
 #ifndef RUNTIME_POLICY_H
 #define RUNTIME_POLICY_H
 
-#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -83,9 +82,8 @@ struct policy {
     struct policy_rule *rules; /* owned */
     size_t n_rules;
 };
-/* Builds from the API's network.allow strings; err names the bad entry. */
-/* The same from a JSON array of host names (the API's and the store's form). */
-int policy_build_json(bool internet, json_t *allow, struct policy *out, err_t *err);
+/* Builds from the network.allow strings of a sandbox's settings; err names the
+ * bad entry. */
 int policy_build(bool internet, const char *const *allow, size_t n, struct policy *out, err_t *err);
 void policy_clear(struct policy *p);
 

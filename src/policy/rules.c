@@ -361,15 +361,3 @@ const char *policy_verdict_name(enum policy_verdict v)
     }
     return "unknown";
 }
-
-int policy_build_json(bool internet, json_t *allow, struct policy *out, err_t *err)
-{
-    size_t n = json_array_size(allow);
-    const char **hosts = calloc(n + 1, sizeof *hosts);
-    if (!hosts) return err_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
-        hosts[i] = json_string_value(json_array_get(allow, i));
-    int r = policy_build(internet, hosts, n, out, err);
-    free(hosts);
-    return r;
-}

@@ -71,7 +71,7 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
 
 static bool idle(struct sbx *sb, uint64_t now)
 {
-    json_int_t secs = json_integer_value(json_object_get(sb->spec, "idlePauseSeconds"));
+    uint32_t secs = sb->settings.idle_pause_s;
     return secs > 0 && sb->holds == 0 && sb->status == SBX_RUNNING && !sb->removing &&
            !(sb->owner->hooks.busy && sb->owner->hooks.busy(sb)) &&
            now - sb->last_active_ms >= (uint64_t)secs * 1000;

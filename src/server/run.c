@@ -245,7 +245,7 @@ json_t *server_exec_env(struct server *srv, struct sbx *sb, json_t *extra, err_t
         json_decref(env);
         return NULL;
     }
-    json_object_update(env, json_object_get(sb->spec, "env"));
+    json_object_update_new(env, model_map_json(&sb->settings.env));
     if (extra) json_object_update(env, extra);
     return env;
 }

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../mitm/mitm.h"
 #include "server_impl.h"
 
 struct event_base *server_base(struct server *srv)
@@ -39,9 +40,9 @@ static void fill_proto_sandbox(const struct sbx *sb, struct proto_sandbox *p)
     memset(p, 0, sizeof *p);
     memcpy(p->id, sb->id, sizeof p->id);
     p->slot = sb->slot;
-    p->memory_mib = (uint32_t)json_integer_value(json_object_get(sb->spec, "memoryMiB"));
-    p->disk_mib = (uint32_t)json_integer_value(json_object_get(sb->spec, "diskMiB"));
-    p->cpu_milli = (uint32_t)lround(json_number_value(json_object_get(sb->spec, "cpus")) * 1000);
+    p->memory_mib = sb->settings.memory_mib;
+    p->disk_mib = sb->settings.disk_mib;
+    p->cpu_milli = (uint32_t)lround(sb->settings.cpus * 1000);
     p->pids_max = DEFAULT_PIDS_MAX;
 }
 
@@ -54,10 +55,8 @@ struct sbx *server_sandbox_find(struct server *srv, const char *key)
 {
     for (struct sbx *s = srv->sandboxes; s; s = s->next)
         if (strcmp(s->id, key) == 0) return s;
-    for (struct sbx *s = srv->sandboxes; s; s = s->next) {
-        const char *name = json_string_value(json_object_get(s->spec, "name"));
-        if (name && strcmp(name, key) == 0) return s;
-    }
+    for (struct sbx *s = srv->sandboxes; s; s = s->next)
+        if (s->settings.name[0] && strcmp(s->settings.name, key) == 0) return s;
     return NULL;
 }
 
@@ -102,7 +101,7 @@ static void sbx_free(struct sbx *sb)
         sb->waiters = w->next;
         free(w);
     }
-    json_decref(sb->spec);
+    model_sandbox_clear(&sb->settings);
     free(sb);
 }
 
@@ -156,13 +155,22 @@ void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_stat
         log_warn("status of sandbox %s not saved: %s", sb->id, err.msg);
 }
 
+/* The settings as the store keeps them (malloc'd text, or NULL). */
+static char *settings_text(const struct model_sandbox *settings)
+{
+    json_t *v = model_sandbox_json(settings);
+    char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(v);
+    return text;
+}
+
 static int save_new(struct server *srv, struct sbx *sb, err_t *err)
 {
-    char *text = json_dumps(sb->spec, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = settings_text(&sb->settings);
     struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms, .spec_json = text};
     memcpy(row.id, sb->id, sizeof row.id);
     snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
-    row.name = (char *)json_string_value(json_object_get(sb->spec, "name"));
+    row.name = sb->settings.name[0] ? sb->settings.name : NULL;
     int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
@@ -205,19 +213,19 @@ static void restore_name(uint32_t slot, uint64_t seq, const char *name, void *ar
 /* Gives the running sandbox its egress: sockets made inside its network
  * namespace by the keeper, served by the proxy and stub with its policy. */
 /* What its egress applies: its settings, as the gateway's hook changes them. */
-static int sandbox_policy(struct server *srv, struct sbx *sb, json_t *network, struct policy *out,
-                          err_t *err)
+static int sandbox_policy(struct server *srv, struct sbx *sb, const struct model_network *network,
+                          struct policy *out, err_t *err)
 {
     if (srv->hooks.policy) return srv->hooks.policy(sb, network, out, err);
-    return policy_build_json(!json_is_false(json_object_get(network, "internet")),
-                             json_object_get(network, "allow"), out, err);
+    return policy_build(network->internet, (const char *const *)network->allow, network->n_allow,
+                        out, err);
 }
 
 /* Its egress on the listeners the keeper made in its network namespace (taken). */
 static int attach_egress_with(struct server *srv, struct sbx *sb, int fds[3], err_t *err)
 {
     struct policy pol;
-    int r = sandbox_policy(srv, sb, json_object_get(sb->spec, "network"), &pol, err);
+    int r = sandbox_policy(srv, sb, &sb->settings.network, &pol, err);
     if (r < 0) {
         for (int i = 0; i < 3; i++)
             close(fds[i]);
@@ -244,20 +252,22 @@ static void detach_egress(struct sbx *sb)
     sb->egress = NULL;
 }
 
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *net, err_t *err)
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
+                               err_t *err)
 {
-    json_t *spec = json_deep_copy(sb->spec);
-    json_object_set(spec, "network", net);
-    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    int r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
-                 : err_set(err, -ENOMEM, "out of memory");
+    struct model_sandbox changed = sb->settings;
+    int r = model_network_copy(&changed.network, net, err);
+    if (r < 0) return r;
+    char *text = settings_text(&changed);
+    r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
+             : err_set(err, -ENOMEM, "out of memory");
     free(text);
     if (r < 0) {
-        json_decref(spec);
+        model_network_clear(&changed.network);
         return r;
     }
-    json_decref(sb->spec);
-    sb->spec = spec;
+    model_network_clear(&sb->settings.network);
+    sb->settings.network = changed.network;
     struct policy pol;
     if (sb->egress && sandbox_policy(srv, sb, net, &pol, err) == 0)
         egress_sandbox_set_policy(sb->egress, &pol);
@@ -359,11 +369,13 @@ void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_crea
     sb->waiters = w;
 }
 
-int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *done, void *arg,
-                          err_t *err)
+int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
+                          server_created_fn *done, void *arg, err_t *err)
 {
+    struct model_sandbox taken = *settings;
+    *settings = (struct model_sandbox){0};
     if (srv->count >= srv->cfg.max_sandboxes) {
-        json_decref(spec);
+        model_sandbox_clear(&taken);
         return err_set(err, -EAGAIN,
                        "this daemon already runs %zu sandboxes, its limit; "
                        "remove some first",
@@ -371,10 +383,10 @@ int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *d
     }
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) {
-        json_decref(spec);
+        model_sandbox_clear(&taken);
         return err_set(err, -ENOMEM, "out of memory");
     }
-    sb->spec = spec;
+    sb->settings = taken;
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
@@ -468,26 +480,8 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
                        uint8_t **der, size_t *der_len, err_t *err)
 {
-    struct proto_sign req = {.spki_len = (uint32_t)spki_len};
-    if (spki_len > sizeof req.spki || str_copy(req.name, sizeof req.name, name) < 0)
-        return err_set(err, -EINVAL, "name or key too long");
-    memcpy(req.spki, spki, spki_len);
-    struct proto_result res;
-    int fd = -1;
-    int r = server_keeper_call(srv, PROTO_SIGN, &req, sizeof req, &res, &fd, 1, err);
-    if (r < 0) return r;
-    off_t size = lseek(fd, 0, SEEK_END);
-    uint8_t *buf = size > 0 && size < 65536 ? malloc((size_t)size) : NULL;
-    if (!buf || pread(fd, buf, (size_t)size, 0) != size)
-        r = err_set(err, -EIO, "bad leaf from the keeper");
-    close(fd);
-    if (r < 0) {
-        free(buf);
-        return r;
-    }
-    *der = buf;
-    *der_len = (size_t)size;
-    return 0;
+    /* The signer, not the keeper, holds the CA key (docs/architecture.md). */
+    return mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, err);
 }
 
 /* Packs a proto_exec and its strings; returns the length or negative. */
@@ -562,27 +556,41 @@ int server_open_file(struct server *srv, struct sbx *sb, const char *path, int w
     return server_keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
 }
 
+/* Its settings from the store; the defaults (and why) when they cannot be read. */
+static int load_settings(const char *text, struct model_sandbox *out, err_t *err)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text ? text : "{}", 0, &jerr);
+    int r = v ? model_sandbox_parse(v, out, err) : err_set(err, -EINVAL, "not JSON: %s", jerr.text);
+    json_decref(v);
+    if (r < 0) {
+        err_wrap(err, "its stored settings cannot be read");
+        json_t *empty = json_object();
+        model_sandbox_parse(empty, out, NULL);
+        json_decref(empty);
+    }
+    return r;
+}
+
 /* At start: every sandbox of the store is re-adopted (still running) or rebuilt
  * on its kept workspace; then the keeper removes whatever nobody knows. */
 static int restore_one(const struct store_sandbox *row, void *arg)
 {
     struct server *srv = arg;
     struct sbx *sb = calloc(1, sizeof *sb);
-    json_error_t jerr;
     if (!sb) return -ENOMEM;
     memcpy(sb->id, row->id, sizeof sb->id);
     sb->slot = row->slot;
     sb->created_ms = row->created_ms;
-    sb->spec = json_loads(row->spec_json ? row->spec_json : "{}", 0, &jerr);
-    if (!sb->spec) sb->spec = json_object();
+    err_t err = {0};
+    bool readable = load_settings(row->spec_json, &sb->settings, &err) == 0;
     link_sandbox(srv, sb);
     struct proto_sandbox p;
     struct proto_result res;
-    err_t err = {0};
     fill_proto_sandbox(sb, &p);
     int watch = -1;
     enum sbx_status saved = sbx_status_parse(row->status);
-    bool ok = saved != SBX_CREATING &&
+    bool ok = readable && saved != SBX_CREATING &&
               server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
     if (ok && watch >= 0) watch_death(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;

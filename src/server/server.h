@@ -12,6 +12,7 @@
 #include "../common/common.h"
 #include "../egress/egress.h"
 #include "../meter/meter.h"
+#include "../model/model.h"
 #include "../proto/proto.h"
 
 struct server_config {
@@ -29,6 +30,7 @@ struct server_config {
     struct egress_rates egress_rates; /* --rate, 0: the defaults */
     uint8_t secrets_key[32];          /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;         /* --price-* */
+    int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
 };
 
 /* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */
@@ -38,14 +40,13 @@ const char *sbx_status_name(enum sbx_status status);
 /* The status a stored or saved name stands for; an unknown name reads as failed. */
 enum sbx_status sbx_status_parse(const char *name);
 
-/* A sandbox as the server knows it. spec is the normalized API settings object
- * (name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network). */
+/* A sandbox as the server knows it. */
 struct sbx {
     char id[PROTO_ID_LEN];
     uint32_t slot;
     enum sbx_status status;
     int64_t created_ms;
-    json_t *spec;                  /* owned */
+    struct model_sandbox settings;
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
     struct mcp_box *mcp;           /* its MCP servers, or NULL */
@@ -78,9 +79,10 @@ struct server_hooks {
     void (*attach_http)(struct evhttp *http, struct server *srv);
     /* A sandbox was re-adopted after a restart: bring back what hangs off it. */
     int (*restored)(struct server *srv, struct sbx *sb, err_t *err);
-    /* The egress policy of a sandbox for its network settings {internet, allow[]}
-     * (the gateway adds the hosts its servers need). NULL: the settings alone. */
-    int (*policy)(struct sbx *sb, json_t *network, struct policy *out, err_t *err);
+    /* The egress policy of a sandbox for its network settings (the gateway adds
+     * the hosts its servers need). NULL: the settings alone. */
+    int (*policy)(struct sbx *sb, const struct model_network *network, struct policy *out,
+                  err_t *err);
     /* The sandbox is going away (or has failed to): free what hangs off it. */
     void (*removed)(struct sbx *sb);
     /* Something in it is busy on the host's side (installs): no idle pause yet. */
@@ -103,13 +105,13 @@ json_t *server_catalog(struct server *srv); /* borrowed */
 /* Registry. Lookups take an id or a name. */
 struct sbx *server_sandbox_find(struct server *srv, const char *id_or_name);
 struct sbx *server_sandbox_first(struct server *srv);
-/* Creates from a normalized spec (taken). The keeper builds it while the loop goes
- * on: the sandbox is listed at once as creating, and done is called once, from
- * the loop, with the running sandbox or with NULL and why it failed. Negative
- * with err (and no call of done) when it cannot even start. */
+/* Creates with these settings (taken: *settings is left empty). The keeper builds it while the loop
+ * goes on: the sandbox is listed at once as creating, and done is called once, from the loop, with
+ * the running sandbox or with NULL and why it failed. Negative with err (and no call of done) when
+ * it cannot even start. */
 typedef void server_created_fn(struct server *srv, struct sbx *sb, const err_t *err, void *arg);
-int server_sandbox_create(struct server *srv, json_t *spec, server_created_fn *done, void *arg,
-                          err_t *err);
+int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
+                          server_created_fn *done, void *arg, err_t *err);
 /* Calls done when sb is no longer creating: at once, or once the keeper is done. */
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
                                  void *arg);
@@ -119,10 +121,10 @@ typedef void server_deleted_fn(struct server *srv, const err_t *err, void *arg);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
                           err_t *err);
 
-/* Replaces the sandbox's network settings ({internet, allow[]}, as the API
- * normalized them: borrowed); open connections the new policy refuses are
- * closed at once. */
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, json_t *network, err_t *err);
+/* Replaces the sandbox's network settings (copied); open connections the new
+ * policy refuses are closed at once. */
+int server_sandbox_set_network(struct server *srv, struct sbx *sb,
+                               const struct model_network *network, err_t *err);
 
 /* Events: recorded in memory and written to the store in batches. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);

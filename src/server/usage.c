@@ -15,14 +15,14 @@
 static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
 {
     const struct meter_usage *u = &sb->usage;
-    json_t *name = json_object_get(sb->spec, "name");
-    return json_pack("{s:O,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name",
-                     name ? name : json_null(), "deleted", deleted, "state", state, "cpuSeconds",
-                     u->cpu_seconds, "runningHours", u->running_hours, "memoryGiBHours",
-                     u->memory_gib_hours, "pausedHours", u->paused_hours, "pausedGBHours",
-                     u->paused_gb_hours, "markMs", (json_int_t)sb->mark_ms, "markCpuNs",
-                     (json_int_t)sb->mark_cpu_ns, "storedBytes", (json_int_t)sb->stored_bytes,
-                     "memoryMiB", json_integer_value(json_object_get(sb->spec, "memoryMiB")));
+    const char *name = sb->settings.name;
+    return json_pack(
+        "{s:o,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name",
+        name[0] ? json_string(name) : json_null(), "deleted", deleted, "state", state, "cpuSeconds",
+        u->cpu_seconds, "runningHours", u->running_hours, "memoryGiBHours", u->memory_gib_hours,
+        "pausedHours", u->paused_hours, "pausedGBHours", u->paused_gb_hours, "markMs",
+        (json_int_t)sb->mark_ms, "markCpuNs", (json_int_t)sb->mark_cpu_ns, "storedBytes",
+        (json_int_t)sb->stored_bytes, "memoryMiB", (json_int_t)sb->settings.memory_mib);
 }
 
 static void save(struct server *srv, const struct sbx *sb, bool deleted)
@@ -59,7 +59,7 @@ static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status st
     bool live = state == SBX_RUNNING || state == SBX_PAUSED;
     if (live && stats(srv, sb, &cpu, &disk) < 0) live = false;
     double hours = sb->mark_ms && now > sb->mark_ms ? (double)(now - sb->mark_ms) / 3.6e6 : 0;
-    double gib = (double)json_integer_value(json_object_get(sb->spec, "memoryMiB")) / 1024.0;
+    double gib = (double)sb->settings.memory_mib / 1024.0;
     if (live && state == SBX_RUNNING) {
         /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
         uint64_t used = cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;

@@ -146,6 +146,8 @@ test('bad input is a 400 whose message names the field', async () => {
     [{ labels: { 'bad key!': 'v' } }, /label/],
     [{ labels: 'notanobject' }, /labels/],
     [{ env: { 'A=B': 'v' } }, /env|environment/],
+    [{ name: 'x', getOrCreate: 'yes' }, /getOrCreate/],
+    [{ network: { allow: ['*'] } }, /network\.allow/],
   ];
   for (const [body, re] of cases) {
     const r = await d.api('POST', '/v1/sandboxes', body);

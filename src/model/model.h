@@ -1,0 +1,68 @@
+/* model: what a sandbox is configured with, as C types. JSON is only the form
+ * at the edges: the API's bodies and answers and the store's rows are read with
+ * model_*_parse (which validates, fills in the defaults and says which field is
+ * wrong) and written with model_*_json. Everything else reads the structs. */
+#ifndef RUNTIME_MODEL_H
+#define RUNTIME_MODEL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/common.h"
+
+#define MODEL_NAME_MAX 64 /* a sandbox name: 1-63 bytes and a NUL */
+#define MODEL_MAP_MAX 256 /* entries in labels, env */
+
+/* {string: string}, in the order given. */
+struct model_pair {
+    char *key, *value;
+};
+struct model_map {
+    struct model_pair *v;
+    size_t n;
+};
+/* The value of key, or NULL. */
+const char *model_map_get(const struct model_map *m, const char *key);
+json_t *model_map_json(const struct model_map *m);
+void model_map_clear(struct model_map *m);
+
+/* network: who the sandbox may reach. allow holds the entries as given; the egress
+ * policy (policy.h) is built from them. */
+struct model_network {
+    bool internet;
+    char **allow;
+    size_t n_allow;
+};
+/* v: the API's {internet, allow[]} or NULL/null for the default (internet on, no
+ * list). Every entry is checked as a policy rule; err names the bad one. */
+int model_network_parse(json_t *v, struct model_network *out, err_t *err);
+json_t *model_network_json(const struct model_network *n);
+/* Adds host to allow unless it is listed already. */
+int model_network_add(struct model_network *n, const char *host, err_t *err);
+int model_network_copy(struct model_network *dst, const struct model_network *src, err_t *err);
+void model_network_clear(struct model_network *n);
+
+/* A sandbox's settings (SPEC "Sandbox"). */
+struct model_sandbox {
+    char name[MODEL_NAME_MAX]; /* "": unnamed */
+    uint32_t memory_mib;
+    double cpus;
+    uint32_t disk_mib;
+    uint32_t idle_pause_s; /* 0: never */
+    struct model_map labels;
+    struct model_map env;
+    struct model_network network;
+};
+/* A create body (or a stored row): unknown fields, wrong types and values out of
+ * range are refused with a message that names the field (-EINVAL). getOrCreate
+ * is accepted and left to the API. out is cleared first; on failure it holds
+ * nothing to free. */
+int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
+/* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network}:
+ * model_sandbox_parse of it gives the same settings back. */
+json_t *model_sandbox_json(const struct model_sandbox *s);
+void model_sandbox_clear(struct model_sandbox *s);
+
+#endif

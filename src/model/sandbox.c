@@ -1,0 +1,186 @@
+/* A sandbox's settings: a create body (or a stored row) becomes the struct with
+ * every default filled in, or a -EINVAL that names the field and what is allowed. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= MODEL_NAME_MAX || !isalnum((unsigned char)s[0])) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i])) return false;
+    return true;
+}
+
+static bool valid_env_key(const char *s)
+{
+    if (!*s || isdigit((unsigned char)*s) || strlen(s) > 255) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_') return false;
+    return true;
+}
+
+static bool valid_label_key(const char *s)
+{
+    return valid_name(s) || (strchr(s, '/') && strlen(s) < 128);
+}
+
+const char *model_map_get(const struct model_map *m, const char *key)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->v[i].key, key) == 0) return m->v[i].value;
+    return NULL;
+}
+
+json_t *model_map_json(const struct model_map *m)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < m->n; i++)
+        json_object_set_new(o, m->v[i].key, json_string(m->v[i].value));
+    return o;
+}
+
+void model_map_clear(struct model_map *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->v[i].key);
+        free(m->v[i].value);
+    }
+    free(m->v);
+    *m = (struct model_map){0};
+}
+
+/* A {string: string} object, keys checked by key_ok (NULL/null: empty). */
+static int parse_map(json_t *body, const char *field, bool (*key_ok)(const char *),
+                     const char *what, struct model_map *out, err_t *err)
+{
+    json_t *v = json_object_get(body, field);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_object(v)) return err_set(err, -EINVAL, "%s must be an object of strings", field);
+    if (json_object_size(v) > MODEL_MAP_MAX)
+        return err_set(err, -EINVAL, "%s has %zu entries; at most %d are allowed", field,
+                       json_object_size(v), MODEL_MAP_MAX);
+    if (!(out->v = calloc(json_object_size(v) + 1, sizeof *out->v)))
+        return err_set(err, -ENOMEM, "out of memory");
+    const char *k;
+    json_t *val;
+    json_object_foreach(v, k, val)
+    {
+        if (!json_is_string(val) || !key_ok(k))
+            return err_set(err, -EINVAL, "%s: \"%.64s\" is not %s with a string value", field, k,
+                           what);
+        struct model_pair *p = &out->v[out->n++];
+        if (!(p->key = strdup(k)) || !(p->value = strdup(json_string_value(val))))
+            return err_set(err, -ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* An integer field with a default and an inclusive range. */
+static int parse_uint(json_t *body, const char *field, long long def, long long lo, long long hi,
+                      uint32_t *out, err_t *err)
+{
+    json_t *v = json_object_get(body, field);
+    long long x = def;
+    if (v && !json_is_null(v)) {
+        if (!json_is_integer(v))
+            return err_set(err, -EINVAL, "%s must be a whole number from %lld to %lld", field, lo,
+                           hi);
+        x = json_integer_value(v);
+    }
+    if (x < lo || x > hi)
+        return err_set(err, -EINVAL, "%s must be from %lld to %lld, not %lld", field, lo, hi, x);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_cpus(json_t *body, double *out, err_t *err)
+{
+    json_t *v = json_object_get(body, "cpus");
+    double x = 1;
+    if (v && !json_is_null(v)) {
+        if (!json_is_number(v))
+            return err_set(err, -EINVAL, "cpus must be a number, e.g. 0.5 or 2");
+        x = json_number_value(v);
+    }
+    if (!(x >= 0.01 && x <= 1024))
+        return err_set(err, -EINVAL, "cpus must be from 0.01 to 1024, not %g", x);
+    *out = x;
+    return 0;
+}
+
+static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
+{
+    json_t *name = json_object_get(body, "name");
+    if (!name || json_is_null(name)) return 0;
+    if (!json_is_string(name) || !valid_name(json_string_value(name)) ||
+        strlen(json_string_value(name)) != json_string_length(name))
+        return err_set(err, -EINVAL,
+                       "name must be 1-63 letters, digits, '_', '.' or '-', starting with a "
+                       "letter or digit");
+    return str_copy(out, MODEL_NAME_MAX, json_string_value(name));
+}
+
+static const char *const known_fields[] = {
+    "name",   "memoryMiB", "cpus",    "diskMiB",     "idlePauseSeconds",
+    "labels", "env",       "network", "getOrCreate", /* a create's, read by the API */
+};
+
+static int check_fields(json_t *body, err_t *err)
+{
+    if (!json_is_object(body)) return err_set(err, -EINVAL, "the body must be a JSON object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v)
+    {
+        bool known = false;
+        for (size_t i = 0; i < ARRAY_LEN(known_fields); i++)
+            known |= strcmp(k, known_fields[i]) == 0;
+        if (!known)
+            return err_set(err, -EINVAL,
+                           "unknown field \"%.64s\"; see SPEC.md for the sandbox fields", k);
+    }
+    return 0;
+}
+
+int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
+{
+    *s = (struct model_sandbox){.network.internet = true};
+    int r = check_fields(body, err);
+    if (r == 0) r = parse_name(body, s->name, err);
+    if (r == 0) r = parse_uint(body, "memoryMiB", 1024, 64, 1 << 20, &s->memory_mib, err);
+    if (r == 0) r = parse_cpus(body, &s->cpus, err);
+    if (r == 0) r = parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, err);
+    if (r == 0) r = parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, err);
+    if (r == 0) r = parse_map(body, "labels", valid_label_key, "a label key", &s->labels, err);
+    if (r == 0) r = parse_map(body, "env", valid_env_key, "an environment name", &s->env, err);
+    if (r == 0) r = model_network_parse(json_object_get(body, "network"), &s->network, err);
+    if (r < 0) model_sandbox_clear(s);
+    return r;
+}
+
+json_t *model_sandbox_json(const struct model_sandbox *s)
+{
+    /* Whole numbers of CPUs read back as integers, as they are usually given. */
+    json_t *cpus =
+        s->cpus == floor(s->cpus) ? json_integer((json_int_t)s->cpus) : json_real(s->cpus);
+    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:o,s:o}", "name",
+                     s->name[0] ? json_string(s->name) : json_null(), "memoryMiB",
+                     (json_int_t)s->memory_mib, "cpus", cpus, "diskMiB", (json_int_t)s->disk_mib,
+                     "idlePauseSeconds", (json_int_t)s->idle_pause_s, "labels",
+                     model_map_json(&s->labels), "env", model_map_json(&s->env), "network",
+                     model_network_json(&s->network));
+}
+
+void model_sandbox_clear(struct model_sandbox *s)
+{
+    model_map_clear(&s->labels);
+    model_map_clear(&s->env);
+    model_network_clear(&s->network);
+    s->name[0] = '\0';
+}
