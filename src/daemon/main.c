@@ -26,6 +26,7 @@
 #include "../api/api.h"
 #include "../cgroup/cgroup.h"
 #include "../confine/confine.h"
+#include "../idle/idle.h"
 #include "../keeper/keeper.h"
 #include "../mcp/mcp.h"
 #include "../meter/meter.h"
@@ -390,8 +391,8 @@ static void leak_check(void)
 static void leak_check(void) {}
 #endif
 
-/* The server is the registry of sandboxes; the API and the gateway hook into it
- * here, so that it includes neither (docs/architecture.md). */
+/* The server is the registry of sandboxes; the API, the gateway and idle pause
+ * hook into it here, so that it includes none of them (docs/architecture.md). */
 static const struct server_hooks server_hooks = {
     .attach_http = api_attach,
     .restored = mcp_box_restore,
@@ -400,6 +401,7 @@ static const struct server_hooks server_hooks = {
     .busy = mcp_sandbox_busy,
     .egress_event = mcp_sandbox_egress_event,
     .metrics = mcp_metrics_write,
+    .tick = idle_tick,
 };
 
 static void __attribute__((noreturn))

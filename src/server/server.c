@@ -772,13 +772,13 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
-    if (r == 0) r = idle_start(&srv);
+    if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     /* On the way out: a second stop signal (the keeper sends one when its socket
      * closes) would only cut the cleanup short; the keeper kills after 10 s. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    idle_stop(&srv);
+    server_tick_stop(&srv);
     keeper_client_stop(&srv);
     if (r < 0) log_error("server: %s", err.msg[0] ? err.msg : strerror(-r));
     while (srv.sandboxes) {

@@ -50,7 +50,7 @@ struct sbx {
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
     struct mcp_box *mcp;           /* its MCP servers, or NULL */
-    /* idle.c: activity, for the idle pause */
+    /* activity.c: for the idle pause */
     uint64_t last_active_ms; /* monotonic */
     int holds;               /* execs and gateway requests under way */
     /* usage.c: what it used so far, and where the counting stands */
@@ -91,6 +91,8 @@ struct server_hooks {
     void (*egress_event)(struct sbx *sb, const char *kind, json_t *fields);
     /* Prometheus lines of its own, for /metrics. */
     void (*metrics)(struct sbx *sb, FILE *f);
+    /* Once a second, on the loop (idle pause looks for sandboxes to pause). */
+    void (*tick)(struct server *srv);
 };
 
 /* Runs until SIGTERM/SIGINT or the keeper hangs up. Takes ownership of the fds. */
@@ -148,10 +150,12 @@ int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, con
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
                      int *fd, err_t *err);
 
-/* Idle pause (idle.c). Activity keeps a sandbox awake: touch marks it, a hold (an exec
- * or gateway request under way) keeps it awake until released. */
+/* Activity keeps a sandbox awake (src/idle): touch marks it, a hold (an exec or
+ * gateway request under way) keeps it awake until released. */
 void server_sandbox_touch(struct sbx *sb);
 void server_sandbox_hold(struct sbx *sb, int delta);
+/* Something is under way in it: a hold, or the gateway's hooks.busy (installs). */
+bool server_sandbox_busy(struct sbx *sb);
 /* Freezes every process of a running sandbox and closes its open connections. */
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason, err_t *err);
 /* Thaws a paused sandbox (no-op when it is running). */

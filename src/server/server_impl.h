@@ -59,7 +59,7 @@ struct server {
     size_t n_secrets;
     struct placeholder_entry *placeholders;
     json_t *catalog; /* the built-in MCP catalog */
-    struct event *idle_timer;
+    struct event *tick_timer; /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
     struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
     struct event *listen_retry;          /* re-enables them after an accept failure */
@@ -91,9 +91,10 @@ extern const struct egress_secrets vault_egress;
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
                        uint8_t **der, size_t *der_len, err_t *err);
 
-/* idle.c */
-int idle_start(struct server *srv);
-void idle_stop(struct server *srv);
+/* activity.c */
+#define SERVER_TICK_MS 1000
+int server_tick_start(struct server *srv);
+void server_tick_stop(struct server *srv);
 
 /* usage.c */
 void usage_checkpoint(struct server *srv, struct sbx *sb);

@@ -1,6 +1,6 @@
-/* Idle pause: a sandbox nobody used for idlePauseSeconds (no gateway request, no exec,
- * no file call, nothing under way) is frozen with its memory and servers kept, and its
- * open connections closed; the next request thaws it before it is served. The keeper
+/* A sandbox's activity (what holds off idle pause, src/idle) and pause and resume:
+ * a paused sandbox is frozen with its memory and servers kept, and its open
+ * connections closed; the next request thaws it before it is served. The keeper
  * call is synchronous, so requests that arrive during a wake simply queue behind it. */
 #include <errno.h>
 #include <event2/event.h>
@@ -9,8 +9,6 @@
 #include <time.h>
 
 #include "server_impl.h"
-
-#define IDLE_TICK_MS 1000
 
 void server_sandbox_touch(struct sbx *sb)
 {
@@ -69,35 +67,28 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
     return 0;
 }
 
-static bool idle(struct sbx *sb, uint64_t now)
+bool server_sandbox_busy(struct sbx *sb)
 {
-    uint32_t secs = sb->settings.idle_pause_s;
-    return secs > 0 && sb->holds == 0 && sb->status == SBX_RUNNING && !sb->removing &&
-           !(sb->owner->hooks.busy && sb->owner->hooks.busy(sb)) &&
-           now - sb->last_active_ms >= (uint64_t)secs * 1000;
+    return sb->holds > 0 || (sb->owner->hooks.busy && sb->owner->hooks.busy(sb));
 }
 
+/* Once a second: usage checkpoints and the daemon's own tick (idle pause). */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
-    uint64_t now = now_ms();
-    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) {
-        err_t err = {0};
-        if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", &err) < 0)
-            log_warn("idle pause: %s", err.msg);
-    }
+    if (srv->hooks.tick) srv->hooks.tick(srv);
     usage_tick(srv);
 }
 
-int idle_start(struct server *srv)
+int server_tick_start(struct server *srv)
 {
-    srv->idle_timer = event_new(srv->base, -1, EV_PERSIST, on_tick, srv);
-    struct timeval tv = {IDLE_TICK_MS / 1000, (IDLE_TICK_MS % 1000) * 1000};
-    return srv->idle_timer ? event_add(srv->idle_timer, &tv) : -ENOMEM;
+    srv->tick_timer = event_new(srv->base, -1, EV_PERSIST, on_tick, srv);
+    struct timeval tv = {SERVER_TICK_MS / 1000, (SERVER_TICK_MS % 1000) * 1000};
+    return srv->tick_timer ? event_add(srv->tick_timer, &tv) : -ENOMEM;
 }
 
-void idle_stop(struct server *srv)
+void server_tick_stop(struct server *srv)
 {
-    if (srv->idle_timer) event_free(srv->idle_timer);
-    srv->idle_timer = NULL;
+    if (srv->tick_timer) event_free(srv->tick_timer);
+    srv->tick_timer = NULL;
 }
