@@ -25,35 +25,37 @@ static void nonblock(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* A catalog command's "${NAME}" argument: the setting NAME from env. */
+static const char *expand(const struct mcp_server *ms, const char *a, json_t *env, err_t *err)
+{
+    size_t len = strlen(a);
+    if (len <= 3 || a[0] != '$' || a[1] != '{' || a[len - 1] != '}') return a;
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(len - 3), a + 2);
+    const char *v = json_string_value(json_object_get(env, name));
+    if (!v) err_set(err, -EINVAL, "server %s needs the setting %s", ms->name, name);
+    return v;
+}
+
 /* argv: the catalog's command with "${NAME}" arguments taken from env, or the own
  * command; then the start call's args. */
 static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err_t *err)
 {
-    json_t *cmd =
-        ms->entry ? json_object_get(ms->entry, "command") : json_object_get(ms->config, "command");
-    json_t *args = json_object_get(ms->config, "args");
-    size_t n = json_array_size(cmd) + json_array_size(args), k = 0;
+    json_t *cmd = ms->entry ? json_object_get(ms->entry, "command") : NULL;
+    const struct model_strings *own = &ms->config.command, *args = &ms->config.args;
+    size_t n = (ms->entry ? json_array_size(cmd) : own->n) + args->n, k = 0;
     const char **argv = calloc(n + 1, sizeof *argv);
     if (!argv) return err_set(err, -ENOMEM, "out of memory");
-    for (int pass = 0; pass < 2; pass++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(pass ? args : cmd, i, v)
-        {
-            const char *a = json_string_value(v);
-            size_t len = strlen(a);
-            if (!pass && ms->entry && len > 3 && a[0] == '$' && a[1] == '{' && a[len - 1] == '}') {
-                char name[128];
-                snprintf(name, sizeof name, "%.*s", (int)(len - 3), a + 2);
-                a = json_string_value(json_object_get(env, name));
-                if (!a) {
-                    free(argv);
-                    return err_set(err, -EINVAL, "server %s needs the setting %s", ms->name, name);
-                }
-            }
-            argv[k++] = a;
+    for (size_t i = 0; ms->entry && i < json_array_size(cmd); i++) {
+        if (!(argv[k++] = expand(ms, json_string_value(json_array_get(cmd, i)), env, err))) {
+            free(argv);
+            return -EINVAL;
         }
     }
+    for (size_t i = 0; !ms->entry && i < own->n; i++)
+        argv[k++] = own->v[i];
+    for (size_t i = 0; i < args->n; i++)
+        argv[k++] = args->v[i];
     *out = argv;
     return 0;
 }
@@ -63,18 +65,16 @@ static int build_argv(struct mcp_server *ms, json_t *env, const char ***out, err
 static json_t *build_env(struct mcp_server *ms, err_t *err)
 {
     struct server *srv = ms->box->srv;
-    json_t *extra = json_deep_copy(json_object_get(ms->config, "env"));
+    json_t *extra = model_map_json(&ms->config.env);
     json_t *all = server_exec_env(srv, ms->box->sb, NULL, err);
     if (!all) {
         json_decref(extra);
         return NULL;
     }
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(ms->config, "secrets"), k, v)
-    {
-        json_t *ph = json_object_get(all, json_string_value(v));
-        if (ph) json_object_set(extra, k, ph);
+    for (size_t i = 0; i < ms->config.secrets.n; i++) {
+        const struct model_pair *p = &ms->config.secrets.v[i];
+        json_t *ph = json_object_get(all, p->value);
+        if (ph) json_object_set(extra, p->key, ph);
     }
     json_decref(all);
     json_t *env = server_exec_env(srv, ms->box->sb, extra, err);

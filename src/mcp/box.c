@@ -104,8 +104,9 @@ void mcp_box_save(struct mcp_box *box)
         json_t *approved = ms->has_approved ? json_pack("{s:s,s:s}", "sha256", ms->approved.sha256,
                                                         "tools", ms->approved.canon)
                                             : json_null();
-        json_array_append_new(servers, json_pack("{s:O,s:b,s:b,s:o}", "config", ms->config,
-                                                 "installed", ms->installed, "running",
+        json_array_append_new(servers, json_pack("{s:o,s:b,s:b,s:o}", "config",
+                                                 model_mcp_server_json(&ms->config), "installed",
+                                                 ms->installed, "running",
                                                  ms->status != MCP_STOPPED, "approved", approved));
     }
     json_t *state =
@@ -140,170 +141,93 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
 
 /* ---- configuration of one server ---- */
 
-static bool valid_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= MCP_NAME_MAX) return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool ok =
-            (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_'));
-        if (!ok) return false;
-    }
-    return true;
-}
-
-static bool string_object(json_t *v)
-{
-    const char *k;
-    json_t *x;
-    if (!json_is_object(v)) return false;
-    json_object_foreach(v, k, x) if (!json_is_string(x) || !*k) return false;
-    return true;
-}
-
-static bool string_array(json_t *v, bool nonempty)
+static bool secret_exists(json_t *known, const char *name)
 {
     size_t i;
-    json_t *x;
-    if (!json_is_array(v) || (nonempty && json_array_size(v) == 0)) return false;
-    json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
-    return true;
+    json_t *s;
+    json_array_foreach(known, i, s) if (strcmp(json_string_value(json_object_get(s, "name")),
+                                               name) == 0) return true;
+    return false;
+}
+
+/* Every secrets{} entry names a secret that exists. */
+static int check_secrets(const struct model_mcp_server *cfg, json_t *known, err_t *err)
+{
+    for (size_t i = 0; i < cfg->secrets.n; i++) {
+        const struct model_pair *p = &cfg->secrets.v[i];
+        if (!secret_exists(known, p->value))
+            return err_set(err, -EINVAL,
+                           "secrets.%s names the secret %s, which does not exist; create it "
+                           "with `runtime secret set %s --host HOST`",
+                           p->key, p->value, p->value);
+    }
+    return 0;
 }
 
 /* A required setting is met by env, by secrets{}, or by a secret of that name (every
  * secret is in every sandbox under its own name). */
-static int check_settings(struct server *srv, json_t *entry, json_t *cfg, err_t *err)
+static int check_required(json_t *entry, const struct model_mcp_server *cfg, json_t *known,
+                          err_t *err)
 {
-    json_t *secrets = json_object_get(cfg, "secrets"), *env = json_object_get(cfg, "env");
-    json_t *known = server_secrets_list(srv);
-    const char *k;
-    json_t *v;
-    int r = 0;
-    json_object_foreach(secrets, k, v)
-    {
-        bool found = false;
-        size_t i;
-        json_t *s;
-        json_array_foreach(known, i, s) found =
-            found ||
-            strcmp(json_string_value(json_object_get(s, "name")), json_string_value(v)) == 0;
-        if (!found) {
-            r = err_set(err, -EINVAL,
-                        "secrets.%s names the secret %s, which does not exist; "
-                        "create it with `runtime secret set %s --host HOST`",
-                        k, json_string_value(v), json_string_value(v));
-            goto out;
-        }
-    }
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(entry, "settings"), i, s)
     {
         const char *name = json_string_value(json_object_get(s, "env"));
         if (!json_is_true(json_object_get(s, "required"))) continue;
-        bool met = json_object_get(env, name) || json_object_get(secrets, name);
-        size_t j;
-        json_t *x;
-        json_array_foreach(known, j, x) met =
-            met || strcmp(json_string_value(json_object_get(x, "name")), name) == 0;
-        if (!met) {
-            bool secret = json_is_true(json_object_get(s, "secret"));
-            r = err_set(err, -EINVAL, "server %s needs %s (%s); pass %s",
-                        json_string_value(json_object_get(entry, "id")), name,
-                        json_string_value(json_object_get(s, "description")) ?: "a setting",
-                        secret
-                            ? "secrets: {\"NAME\": \"YOUR_SECRET\"} (CLI: --secret ID.NAME=SECRET)"
-                            : "env: {\"NAME\": \"value\"}");
-            goto out;
-        }
+        if (model_map_get(&cfg->env, name) || model_map_get(&cfg->secrets, name) ||
+            secret_exists(known, name))
+            continue;
+        bool secret = json_is_true(json_object_get(s, "secret"));
+        return err_set(err, -EINVAL, "server %s needs %s (%s); pass %s",
+                       json_string_value(json_object_get(entry, "id")), name,
+                       json_string_value(json_object_get(s, "description")) ?: "a setting",
+                       secret
+                           ? "secrets: {\"NAME\": \"YOUR_SECRET\"} (CLI: --secret ID.NAME=SECRET)"
+                           : "env: {\"NAME\": \"value\"}");
     }
-out:
+    return 0;
+}
+
+static int check_settings(struct server *srv, json_t *entry, const struct model_mcp_server *cfg,
+                          err_t *err)
+{
+    json_t *known = server_secrets_list(srv);
+    int r = check_secrets(cfg, known, err);
+    if (r == 0) r = check_required(entry, cfg, known, err);
     json_decref(known);
     return r;
 }
 
-/* Normalizes one entry of servers[]; a new object or NULL with err. */
-static json_t *parse_config(struct server *srv, json_t *in, json_t **entry, err_t *err)
+/* One entry of servers[]: its settings and its catalog entry (NULL for one's own). */
+static int parse_config(struct server *srv, json_t *in, struct model_mcp_server *cfg,
+                        json_t **entry, err_t *err)
 {
-    if (!json_is_object(in)) {
-        err_set(err, -EINVAL,
-                "each server is an object: {\"id\": \"memory\"} or {\"name\": "
-                "\"mine\", \"command\": [\"node\", \"/workspace/server.js\"]}");
-        return NULL;
-    }
-    const char *id = json_string_value(json_object_get(in, "id"));
-    const char *name = json_string_value(json_object_get(in, "name"));
-    json_t *command = json_object_get(in, "command");
-    *entry = id ? catalog_find(mcp_catalog(srv), id) : NULL;
-    if (id && !*entry) {
-        err_set(err, -EINVAL,
-                "no server %s in the catalog; `runtime sandbox mcp catalog` lists "
-                "them, or give {name, command} for your own",
-                id);
-        return NULL;
-    }
-    if (!id && (!name || !string_array(command, true))) {
-        err_set(err, -EINVAL,
-                "a server needs a catalog id, or a name and a command (an argv "
-                "array of strings)");
-        return NULL;
-    }
-    if (!name) name = id;
-    if (!valid_name(name)) {
-        err_set(err, -EINVAL,
-                "server name %.64s must be 1-63 of a-z, 0-9, '-', '_', starting "
-                "with a letter or digit",
-                name);
-        return NULL;
-    }
-    json_t *env = json_object_get(in, "env"), *secrets = json_object_get(in, "secrets");
-    json_t *args = json_object_get(in, "args"), *fp = json_object_get(in, "fingerprint");
-    const char *iso = json_string_value(json_object_get(in, "isolation"));
-    if ((env && !string_object(env)) || (secrets && !string_object(secrets)) ||
-        (args && !string_array(args, false)) || (fp && !json_is_null(fp) && !json_is_string(fp)) ||
-        (iso && strcmp(iso, "shared") != 0 && strcmp(iso, "session") != 0)) {
-        err_set(err, -EINVAL,
-                "server %s: env and secrets are objects of strings, args an array "
-                "of strings, fingerprint a hex string, isolation \"shared\" or \"session\"",
-                name);
-        return NULL;
-    }
-    const char *f = json_string_value(fp);
-    if (f && (strlen(f) < FINGERPRINT_SHORT || strlen(f) > 64 ||
-              strspn(f, "0123456789abcdefABCDEF") != strlen(f))) {
-        err_set(err, -EINVAL,
-                "server %s: fingerprint must be 16 to 64 hex digits, as `runtime "
-                "mcp fingerprint` prints it",
-                name);
-        return NULL;
-    }
-    /* "o" takes the reference: a borrowed value is given one, a default is new. */
-    json_t *cfg = json_pack("{s:s,s:o,s:o,s:o,s:s}", "name", name, "env",
-                            env ? json_incref(env) : json_object(), "secrets",
-                            secrets ? json_incref(secrets) : json_object(), "args",
-                            args ? json_incref(args) : json_array(), "isolation", iso ?: "shared");
-    if (id)
-        json_object_set_new(cfg, "id", json_string(id));
-    else
-        json_object_set(cfg, "command", command);
-    if (f) json_object_set_new(cfg, "fingerprint", json_string(f));
-    if (*entry && check_settings(srv, *entry, cfg, err) < 0) {
-        json_decref(cfg);
-        return NULL;
-    }
-    return cfg;
+    int r = model_mcp_server_parse(in, cfg, err);
+    if (r < 0) return r;
+    *entry = cfg->id[0] ? catalog_find(mcp_catalog(srv), cfg->id) : NULL;
+    if (cfg->id[0] && !*entry)
+        r = err_set(err, -EINVAL,
+                    "no server %s in the catalog; `runtime sandbox mcp catalog` lists them, or "
+                    "give {name, command} for your own",
+                    cfg->id);
+    if (r == 0 && *entry) r = check_settings(srv, *entry, cfg, err);
+    if (r < 0) model_mcp_server_clear(cfg);
+    return r;
 }
 
-static struct mcp_server *server_new(struct mcp_box *box, json_t *cfg, json_t *entry)
+/* A server with these settings (taken: *cfg is left empty). */
+static struct mcp_server *server_new(struct mcp_box *box, struct model_mcp_server *cfg,
+                                     json_t *entry)
 {
     struct mcp_server *ms = calloc(1, sizeof *ms);
     if (!ms) return NULL;
     ms->box = box;
-    str_copy(ms->name, sizeof ms->name, json_string_value(json_object_get(cfg, "name")));
-    ms->config = cfg;
+    str_copy(ms->name, sizeof ms->name, cfg->name);
+    ms->config = *cfg;
+    *cfg = (struct model_mcp_server){0};
     ms->entry = entry;
-    ms->per_session = strcmp(json_string_value(json_object_get(cfg, "isolation")), "session") == 0;
+    ms->per_session = ms->config.isolation == MODEL_ISOLATION_SESSION;
     ms->warnings = json_array();
     ms->status = MCP_STOPPED;
     ms->next = box->servers;
@@ -314,7 +238,7 @@ static struct mcp_server *server_new(struct mcp_box *box, json_t *cfg, json_t *e
 static void server_free(struct mcp_server *ms)
 {
     mcp_server_halt(ms);
-    json_decref(ms->config);
+    model_mcp_server_clear(&ms->config);
     json_decref(ms->warnings);
     json_decref(ms->served_names);
     json_decref(ms->served_json);
@@ -360,8 +284,7 @@ static json_t *status_json(struct mcp_box *box)
                 ? json_incref(ms->served_names)
                 : json_array(),
             "warnings", ms->warnings);
-        json_t *id = json_object_get(ms->config, "id");
-        if (id) json_object_set(o, "id", id);
+        if (ms->config.id[0]) json_object_set_new(o, "id", json_string(ms->config.id));
         if (ms->has_approved)
             json_object_set_new(o, "approved",
                                 json_stringn(ms->approved.sha256, FINGERPRINT_SHORT));
@@ -391,21 +314,21 @@ static bool active(const struct mcp_server *ms)
     return ms->status != MCP_STOPPED && ms->status != MCP_FAILED && ms->status != MCP_REFUSED;
 }
 
-/* Parses servers[] into cfgs/entries (*made of them, each to be released) and checks
+/* Parses servers[] into cfgs/entries (*made of them, each to be cleared) and checks
  * them against each other and against what runs: nothing starts unless all may. */
-static int check_starts(struct server *srv, struct sbx *sb, json_t *list, json_t **cfgs,
-                        json_t **entries, size_t *made, err_t *err)
+static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
+                        struct model_mcp_server *cfgs, json_t **entries, size_t *made, err_t *err)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
-        cfgs[i] = parse_config(srv, json_array_get(list, i), &entries[i], err);
-        if (!cfgs[i]) return -EINVAL;
+        int r = parse_config(srv, json_array_get(list, i), &cfgs[i], &entries[i], err);
+        if (r < 0) return r;
         *made = i + 1;
-        const char *name = json_string_value(json_object_get(cfgs[i], "name"));
+        const char *name = cfgs[i].name;
         struct mcp_server *old = mcp_server_find(sb->mcp, name);
         for (size_t j = 0; j < i; j++)
-            if (strcmp(name, json_string_value(json_object_get(cfgs[j], "name"))) == 0)
+            if (strcmp(name, cfgs[j].name) == 0)
                 return err_set(err, -EINVAL, "server %s is given twice", name);
-        if (old && active(old) && !json_equal(old->config, cfgs[i]))
+        if (old && active(old) && !model_mcp_server_equal(&old->config, &cfgs[i]))
             return err_set(err, -EEXIST,
                            "server %s is already %s with other settings; stop "
                            "it first (DELETE .../mcp/%s)",
@@ -418,23 +341,24 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list, json_t
 }
 
 /* Starts one checked server: a new one, or a stopped, failed or refused one again with
- * these settings (its approval kept); one running with them already is left alone. */
-static void start_one(struct mcp_box *box, json_t *cfg, json_t *entry)
+ * these settings (its approval kept); one running with them already is left alone.
+ * Takes *cfg when it is used. */
+static void start_one(struct mcp_box *box, struct model_mcp_server *cfg, json_t *entry)
 {
-    const char *name = json_string_value(json_object_get(cfg, "name"));
-    struct mcp_server *ms = mcp_server_find(box, name);
+    struct mcp_server *ms = mcp_server_find(box, cfg->name);
     if (ms && active(ms)) return;
     if (!ms) {
-        launch(server_new(box, json_incref(cfg), entry));
+        if ((ms = server_new(box, cfg, entry))) launch(ms);
         return;
     }
     mcp_server_halt(ms);
-    bool same_package = json_equal(json_object_get(ms->config, "id"), json_object_get(cfg, "id"));
-    json_decref(ms->config);
-    ms->config = json_incref(cfg);
+    bool same_package = strcmp(ms->config.id, cfg->id) == 0;
+    model_mcp_server_clear(&ms->config);
+    ms->config = *cfg;
+    *cfg = (struct model_mcp_server){0};
     ms->entry = entry;
     ms->installed = ms->installed && same_package;
-    ms->per_session = strcmp(json_string_value(json_object_get(cfg, "isolation")), "session") == 0;
+    ms->per_session = ms->config.isolation == MODEL_ISOLATION_SESSION;
     launch(ms);
 }
 
@@ -447,18 +371,19 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
                        "\"memory\"}]}");
     if (json_array_size(list) > MCP_MAX_SERVERS)
         return err_set(err, -EINVAL, "at most %d servers per sandbox", MCP_MAX_SERVERS);
-    json_t *cfgs[MCP_MAX_SERVERS], *entries[MCP_MAX_SERVERS];
+    struct model_mcp_server cfgs[MCP_MAX_SERVERS];
+    json_t *entries[MCP_MAX_SERVERS];
     size_t made = 0;
     int r = check_starts(srv, sb, list, cfgs, entries, &made, err);
     if (r == 0 && !sb->mcp && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; r == 0 && i < made; i++)
-        start_one(sb->mcp, cfgs[i], entries[i]);
+        start_one(sb->mcp, &cfgs[i], entries[i]);
     if (r == 0) {
         mcp_box_save(sb->mcp);
         *out = status_json(sb->mcp);
     }
     for (size_t i = 0; i < made; i++)
-        json_decref(cfgs[i]);
+        model_mcp_server_clear(&cfgs[i]);
     return r;
 }
 
@@ -565,16 +490,22 @@ void mcp_box_free(struct mcp_box *box)
 
 static void restore_server(struct mcp_box *box, json_t *saved)
 {
-    json_t *cfg = json_object_get(saved, "config");
-    const char *id = json_string_value(json_object_get(cfg, "id"));
-    json_t *entry = id ? catalog_find(mcp_catalog(box->srv), id) : NULL;
-    if (!json_is_object(cfg) || (id && !entry)) return;
-    struct mcp_server *ms = server_new(box, json_incref(cfg), entry);
+    struct model_mcp_server cfg;
+    err_t err = {0};
+    if (model_mcp_server_parse(json_object_get(saved, "config"), &cfg, &err) < 0) {
+        log_warn("sandbox %s: a saved MCP server cannot be read: %s", box->sb->id, err.msg);
+        return;
+    }
+    json_t *entry = cfg.id[0] ? catalog_find(mcp_catalog(box->srv), cfg.id) : NULL;
+    if (cfg.id[0] && !entry)
+        log_warn("sandbox %s: MCP server %s is not in the catalog any more; not restored",
+                 box->sb->id, cfg.id);
+    struct mcp_server *ms = cfg.id[0] && !entry ? NULL : server_new(box, &cfg, entry);
+    model_mcp_server_clear(&cfg);
     if (!ms) return;
     ms->installed = json_is_true(json_object_get(saved, "installed"));
     const char *canon =
         json_string_value(json_object_get(json_object_get(saved, "approved"), "tools"));
-    err_t err = {0};
     if (canon && mcp_toolset_from_canon(canon, &ms->approved, &err) == 0) ms->has_approved = true;
     if (json_is_true(json_object_get(saved, "running"))) launch(ms);
 }

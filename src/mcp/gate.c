@@ -165,7 +165,7 @@ static void describe(const struct mcp_server *ms, const struct mcp_toolset *fres
 
 int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
 {
-    const char *given = json_string_value(json_object_get(ms->config, "fingerprint"));
+    const char *given = ms->config.fingerprint[0] ? ms->config.fingerprint : NULL;
     const char *pinned =
         ms->entry ? json_string_value(json_object_get(ms->entry, "fingerprint")) : NULL;
     const char *want = given ? given : NULL;

@@ -20,7 +20,7 @@
 #define MCP_HISTORY_BYTES (8u << 20)   /* ... and at most this many bytes of them */
 #define MCP_CLIENT_BACKLOG (16u << 20) /* unsent bytes to a client before it is dropped */
 #define MCP_SERVER_BACKLOG (16u << 20) /* unsent bytes to a process before requests fail */
-#define MCP_NAME_MAX 64
+#define MCP_NAME_MAX MODEL_MCP_NAME_MAX
 #define MCP_VERSION_LATEST "2025-11-25"
 
 enum mcp_status { MCP_INSTALLING, MCP_STARTING, MCP_READY, MCP_FAILED, MCP_REFUSED, MCP_STOPPED };
@@ -53,9 +53,8 @@ struct mcp_box {
 struct mcp_server {
     struct mcp_box *box;
     char name[MCP_NAME_MAX];
-    json_t
-        *config; /* as started: {id?|name, command?, env, secrets, args, fingerprint?, isolation} */
-    json_t *entry; /* catalog entry (borrowed from the catalog) or NULL */
+    struct model_mcp_server config; /* as started */
+    json_t *entry;                  /* catalog entry (borrowed from the catalog) or NULL */
     bool installed;
     bool per_session; /* isolation "session" */
     enum mcp_status status;

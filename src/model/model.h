@@ -65,4 +65,30 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 json_t *model_sandbox_json(const struct model_sandbox *s);
 void model_sandbox_clear(struct model_sandbox *s);
 
+/* An MCP server to start in a sandbox (SPEC "MCP servers"): a catalog id, or a
+ * name and a command of one's own. */
+#define MODEL_MCP_NAME_MAX 64
+enum model_isolation { MODEL_ISOLATION_SHARED, MODEL_ISOLATION_SESSION };
+struct model_strings {
+    char **v;
+    size_t n;
+};
+struct model_mcp_server {
+    char name[MODEL_MCP_NAME_MAX];
+    char id[MODEL_MCP_NAME_MAX];  /* catalog id; "": a server of one's own */
+    struct model_strings command; /* one's own server's argv */
+    struct model_strings args;    /* appended to the command */
+    struct model_map env;
+    struct model_map secrets; /* variable name -> secret name */
+    char fingerprint[65];     /* "": none given */
+    enum model_isolation isolation;
+};
+/* One entry of a start call's servers[] (or a stored one). The shape only: that
+ * the id is in the catalog and its settings are met is the gateway's to check. */
+int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err);
+/* {name, env, secrets, args, isolation, id | command, fingerprint?} */
+json_t *model_mcp_server_json(const struct model_mcp_server *s);
+bool model_mcp_server_equal(const struct model_mcp_server *a, const struct model_mcp_server *b);
+void model_mcp_server_clear(struct model_mcp_server *s);
+
 #endif

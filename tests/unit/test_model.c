@@ -96,3 +96,58 @@ TEST(model_network_add_and_copy)
     model_network_clear(&n);
     model_network_clear(&copy);
 }
+
+static int parse_mcp(const char *text, struct model_mcp_server *out, err_t *err)
+{
+    json_t *in = json_loads(text, 0, NULL);
+    int r = model_mcp_server_parse(in, out, err);
+    json_decref(in);
+    return r;
+}
+
+TEST(model_mcp_server_catalog_and_own)
+{
+    err_t err = {0};
+    struct model_mcp_server s, own, back;
+    CHECK(parse_mcp("{\"id\":\"github\",\"secrets\":{\"GITHUB_TOKEN\":\"GH\"},"
+                    "\"fingerprint\":\"0123456789abcdef\",\"isolation\":\"session\"}",
+                    &s, &err) == 0);
+    CHECK_STR(s.name, "github");
+    CHECK_STR(s.id, "github");
+    CHECK_STR(model_map_get(&s.secrets, "GITHUB_TOKEN"), "GH");
+    CHECK(s.isolation == MODEL_ISOLATION_SESSION);
+    CHECK(parse_mcp("{\"name\":\"mine\",\"command\":[\"node\",\"s.js\"],\"args\":[\"-v\"]}", &own,
+                    &err) == 0);
+    CHECK(own.id[0] == '\0' && own.command.n == 2 && own.args.n == 1);
+    CHECK(own.isolation == MODEL_ISOLATION_SHARED);
+    json_t *v = model_mcp_server_json(&own);
+    CHECK(model_mcp_server_parse(v, &back, &err) == 0);
+    CHECK(model_mcp_server_equal(&own, &back));
+    CHECK(!model_mcp_server_equal(&own, &s));
+    json_decref(v);
+    model_mcp_server_clear(&s);
+    model_mcp_server_clear(&own);
+    model_mcp_server_clear(&back);
+}
+
+TEST(model_mcp_server_rejects)
+{
+    static const struct {
+        const char *in, *word;
+    } cases[] = {
+        {"[]", "each server is an object"},
+        {"{\"name\":\"x\"}", "a catalog id, or a name and a command"},
+        {"{\"name\":\"x\",\"command\":[]}", "a name and a command"},
+        {"{\"name\":\"Bad\",\"command\":[\"a\"]}", "server name"},
+        {"{\"id\":\"memory\",\"env\":{\"A\":1}}", "env and secrets"},
+        {"{\"id\":\"memory\",\"isolation\":\"both\"}", "isolation"},
+        {"{\"id\":\"memory\",\"fingerprint\":\"abc\"}", "16 to 64 hex digits"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err_t err = {0};
+        struct model_mcp_server s;
+        CHECK(parse_mcp(cases[i].in, &s, &err) == -EINVAL);
+        CHECK(strstr(err.msg, cases[i].word) != NULL);
+        CHECK(s.env.v == NULL && s.command.v == NULL && s.args.v == NULL);
+    }
+}

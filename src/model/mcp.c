@@ -1,0 +1,169 @@
+/* The settings of an MCP server in a sandbox. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fingerprint/fingerprint.h"
+#include "model.h"
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= MODEL_MCP_NAME_MAX) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok =
+            (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (i > 0 && (c == '-' || c == '_'));
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static bool valid_fingerprint(const char *f)
+{
+    size_t n = strlen(f);
+    return n >= FINGERPRINT_SHORT && n <= 64 && strspn(f, "0123456789abcdefABCDEF") == n;
+}
+
+/* An array of strings (NULL/null: empty); false when it is something else. */
+static bool parse_strings(json_t *v, struct model_strings *out)
+{
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_array(v)) return false;
+    if (!(out->v = calloc(json_array_size(v) + 1, sizeof *out->v))) return false;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x)
+    {
+        if (!json_is_string(x) || !(out->v[out->n] = strdup(json_string_value(x)))) return false;
+        out->n++;
+    }
+    return true;
+}
+
+static json_t *strings_json(const struct model_strings *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->n; i++)
+        json_array_append_new(a, json_string(s->v[i]));
+    return a;
+}
+
+static void strings_clear(struct model_strings *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    *s = (struct model_strings){0};
+}
+
+/* {string: string} with non-empty keys (NULL/null: empty). */
+static bool parse_map(json_t *v, struct model_map *out)
+{
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_object(v) || !(out->v = calloc(json_object_size(v) + 1, sizeof *out->v)))
+        return false;
+    const char *k;
+    json_t *x;
+    json_object_foreach(v, k, x)
+    {
+        if (!json_is_string(x) || !*k) return false;
+        struct model_pair *p = &out->v[out->n++];
+        if (!(p->key = strdup(k)) || !(p->value = strdup(json_string_value(x)))) return false;
+    }
+    return true;
+}
+
+/* id or name and command: which server this is. */
+static int parse_identity(json_t *in, struct model_mcp_server *s, err_t *err)
+{
+    const char *id = json_string_value(json_object_get(in, "id"));
+    const char *name = json_string_value(json_object_get(in, "name"));
+    json_t *command = json_object_get(in, "command");
+    if (!id && (!name || !json_is_array(command) || json_array_size(command) == 0 ||
+                !parse_strings(command, &s->command)))
+        return err_set(err, -EINVAL,
+                       "a server needs a catalog id, or a name and a command (an argv array of "
+                       "strings)");
+    if (!name) name = id;
+    if (!valid_name(name) || (id && strlen(id) >= sizeof s->id))
+        return err_set(err, -EINVAL,
+                       "server name %.64s must be 1-63 of a-z, 0-9, '-', '_', starting with a "
+                       "letter or digit",
+                       name);
+    str_copy(s->name, sizeof s->name, name);
+    if (id) str_copy(s->id, sizeof s->id, id);
+    return 0;
+}
+
+static int parse_options(json_t *in, struct model_mcp_server *s, err_t *err)
+{
+    json_t *fp = json_object_get(in, "fingerprint");
+    json_t *iso_v = json_object_get(in, "isolation");
+    const char *iso = json_string_value(iso_v);
+    if (!parse_map(json_object_get(in, "env"), &s->env) ||
+        !parse_map(json_object_get(in, "secrets"), &s->secrets) ||
+        !parse_strings(json_object_get(in, "args"), &s->args) ||
+        (fp && !json_is_null(fp) && !json_is_string(fp)) ||
+        (iso_v && !json_is_null(iso_v) && !iso) ||
+        (iso && strcmp(iso, "shared") != 0 && strcmp(iso, "session") != 0))
+        return err_set(err, -EINVAL,
+                       "server %s: env and secrets are objects of strings, args an array of "
+                       "strings, fingerprint a hex string, isolation \"shared\" or \"session\"",
+                       s->name);
+    s->isolation =
+        iso && strcmp(iso, "session") == 0 ? MODEL_ISOLATION_SESSION : MODEL_ISOLATION_SHARED;
+    const char *f = json_string_value(fp);
+    if (f && !valid_fingerprint(f))
+        return err_set(err, -EINVAL,
+                       "server %s: fingerprint must be 16 to 64 hex digits, as `runtime mcp "
+                       "fingerprint` prints it",
+                       s->name);
+    if (f) str_copy(s->fingerprint, sizeof s->fingerprint, f);
+    return 0;
+}
+
+int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err)
+{
+    *out = (struct model_mcp_server){0};
+    if (!json_is_object(in))
+        return err_set(err, -EINVAL,
+                       "each server is an object: {\"id\": \"memory\"} or {\"name\": \"mine\", "
+                       "\"command\": [\"node\", \"/workspace/server.js\"]}");
+    int r = parse_identity(in, out, err);
+    if (r == 0) r = parse_options(in, out, err);
+    if (r < 0) model_mcp_server_clear(out);
+    return r;
+}
+
+json_t *model_mcp_server_json(const struct model_mcp_server *s)
+{
+    json_t *v =
+        json_pack("{s:s,s:o,s:o,s:o,s:s}", "name", s->name, "env", model_map_json(&s->env),
+                  "secrets", model_map_json(&s->secrets), "args", strings_json(&s->args),
+                  "isolation", s->isolation == MODEL_ISOLATION_SESSION ? "session" : "shared");
+    if (s->id[0])
+        json_object_set_new(v, "id", json_string(s->id));
+    else
+        json_object_set_new(v, "command", strings_json(&s->command));
+    if (s->fingerprint[0]) json_object_set_new(v, "fingerprint", json_string(s->fingerprint));
+    return v;
+}
+
+bool model_mcp_server_equal(const struct model_mcp_server *a, const struct model_mcp_server *b)
+{
+    json_t *x = model_mcp_server_json(a), *y = model_mcp_server_json(b);
+    bool same = json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return same;
+}
+
+void model_mcp_server_clear(struct model_mcp_server *s)
+{
+    strings_clear(&s->command);
+    strings_clear(&s->args);
+    model_map_clear(&s->env);
+    model_map_clear(&s->secrets);
+    s->name[0] = s->id[0] = s->fingerprint[0] = '\0';
+}
