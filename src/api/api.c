@@ -242,13 +242,13 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
     evbuffer_free(out);
 }
 
-/* "755" or "0755": permission bits in octal, at most 0777; -1 when it is not. */
+/* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
 static int file_mode(const char *s)
 {
     char *end;
-    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -1;
+    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -EINVAL;
     long m = strtol(s, &end, 8);
-    return m > 0777 ? -1 : (int)m;
+    return m > 0777 ? -EINVAL : (int)m;
 }
 
 static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb)
@@ -432,12 +432,13 @@ static void metrics(struct evhttp_request *req, struct server *srv)
     evbuffer_free(out);
 }
 
-/* Splits "/v1/sandboxes/ID/ACTION" into segments in place. */
+/* Splits "/v1/sandboxes/ID/ACTION" into segments in place: their count, or
+ * -E2BIG past max. */
 static int split_path(char *path, char **seg, int max)
 {
     int n = 0;
     for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
-        if (n == max) return -1;
+        if (n == max) return -E2BIG;
         seg[n++] = tok;
     }
     return n;
@@ -455,7 +456,7 @@ static void route(struct evhttp_request *req, void *arg)
     const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
     char *seg[5];
-    int n = path ? split_path(path, seg, 5) : -1;
+    int n = path ? split_path(path, seg, 5) : -ENOMEM;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
         if (n == 2 && m == EVHTTP_REQ_GET)

@@ -445,16 +445,16 @@ static void delete_session(struct mcp_server *ms, struct evhttp_request *req)
     evhttp_send_reply(req, 200, "OK", NULL);
 }
 
-/* Splits "/mcp/LINK/SERVER" in place. */
+/* Splits "/mcp/LINK/SERVER" in place; -EINVAL for any other shape. */
 static int split(char *path, char **link, char **name)
 {
     char *seg[4];
     int n = 0;
     for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
-        if (n == 4) return -1;
+        if (n == 4) return -EINVAL;
         seg[n++] = tok;
     }
-    if (n != 3) return -1;
+    if (n != 3) return -EINVAL;
     *link = seg[1];
     *name = seg[2];
     return 0;
