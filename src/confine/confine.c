@@ -120,6 +120,20 @@ static const char *const server_denied[] = {
     "setregid", "setresuid", "setresgid", "setgroups", "capset",
 };
 
+/* Beyond the server's list, the signer (the CA key's process) has its one socket
+ * and no business with the network or with files: a signer made to run code
+ * could neither reach out nor leave the key anywhere. */
+static const char *const signer_denied[] = {
+    "socket",   "socketpair", "connect", "bind",   "listen",   "accept",    "accept4",
+    "open",     "openat",     "openat2", "creat",  "truncate", "ftruncate", "mkdir",
+    "mkdirat",  "mknod",      "mknodat", "rmdir",  "unlink",   "unlinkat",  "rename",
+    "renameat", "renameat2",  "link",    "linkat", "symlink",  "symlinkat", "chmod",
+    "fchmod",   "fchmodat",   "chown",   "fchown", "fchownat", "lchown",    "memfd_create",
+    "fork",     "vfork",
+};
+
+enum filter { FILTER_SANDBOX, FILTER_SERVER, FILTER_SIGNER };
+
 static int deny(scmp_filter_ctx ctx, const char *name, int nr, err_t *err)
 {
     int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
@@ -129,24 +143,27 @@ static int deny(scmp_filter_ctx ctx, const char *name, int nr, err_t *err)
 }
 
 /* AddressSanitizer's leak check stops the process's threads with ptrace from a
- * helper task at exit. Sanitized test builds leave ptrace to the server (its
- * own tasks: it is not dumpable to anyone else); release builds never do. */
+ * helper task at exit, and reads /proc/self/maps. Sanitized test builds leave
+ * ptrace to the server and the signer (their own tasks: they are not dumpable
+ * to anyone else), and opening files to the signer; release builds never do. */
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED_BUILD 1
 #else
 #define SANITIZED_BUILD 0
 #endif
 
-static bool kept_for_sanitizers(const char *name, bool server)
+static bool kept_for_sanitizers(const char *name, enum filter f)
 {
-    return SANITIZED_BUILD && server && strcmp(name, "ptrace") == 0;
+    if (!SANITIZED_BUILD || f == FILTER_SANDBOX) return false;
+    return strcmp(name, "ptrace") == 0 ||
+           (f == FILTER_SIGNER && (strcmp(name, "open") == 0 || strcmp(name, "openat") == 0));
 }
 
-static int deny_list(scmp_filter_ctx ctx, const char *const *names, size_t n, bool server,
+static int deny_list(scmp_filter_ctx ctx, const char *const *names, size_t n, enum filter f,
                      err_t *err)
 {
     for (size_t i = 0; i < n; i++) {
-        if (kept_for_sanitizers(names[i], server)) continue;
+        if (kept_for_sanitizers(names[i], f)) continue;
         int nr = seccomp_syscall_resolve_name(names[i]);
         if (nr == __NR_SCMP_ERROR) continue; /* not on this architecture, or too new */
         int r = deny(ctx, names[i], nr, err);
@@ -208,7 +225,7 @@ static int deny_new_namespaces(scmp_filter_ctx ctx, err_t *err)
     return 0;
 }
 
-static int load_filter(bool server, err_t *err)
+static int load_filter(enum filter f, err_t *err)
 {
     /* A deny-list: everything else is allowed. The filter holds the native table
      * only; a call through another (x32, i386 int 0x80) kills the whole process,
@@ -217,10 +234,13 @@ static int load_filter(bool server, err_t *err)
     if (!ctx) return err_set(err, -ENOMEM, "seccomp: cannot allocate a filter");
     int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     if (r < 0) r = err_set(err, r, "seccomp: cannot set the other-ABI action: %s", strerror(-r));
-    if (r == 0) r = deny_list(ctx, sandbox_denied, ARRAY_LEN(sandbox_denied), server, err);
+    if (r == 0) r = deny_list(ctx, sandbox_denied, ARRAY_LEN(sandbox_denied), f, err);
     if (r == 0) r = deny_new(ctx, err);
     if (r == 0) r = deny_by_argument(ctx, err);
-    if (r == 0 && server) r = deny_list(ctx, server_denied, ARRAY_LEN(server_denied), server, err);
+    if (r == 0 && f != FILTER_SANDBOX)
+        r = deny_list(ctx, server_denied, ARRAY_LEN(server_denied), f, err);
+    if (r == 0 && f == FILTER_SIGNER)
+        r = deny_list(ctx, signer_denied, ARRAY_LEN(signer_denied), f, err);
     if (r == 0) r = deny_new_namespaces(ctx, err);
     if (r == 0) {
         r = seccomp_load(ctx);
@@ -232,12 +252,17 @@ static int load_filter(bool server, err_t *err)
 
 int confine_sandbox_seccomp(err_t *err)
 {
-    return load_filter(false, err);
+    return load_filter(FILTER_SANDBOX, err);
 }
 
 int confine_server_seccomp(err_t *err)
 {
-    return load_filter(true, err);
+    return load_filter(FILTER_SERVER, err);
+}
+
+int confine_signer_seccomp(err_t *err)
+{
+    return load_filter(FILTER_SIGNER, err);
 }
 
 static int drop_bounding_set(err_t *err)

@@ -1,6 +1,6 @@
 /* confine: what a process does to itself to give up power — seccomp filters,
  * capability and uid drops. Used for sandboxed processes and for the daemon's
- * own unprivileged server. */
+ * own unprivileged server and signer. */
 #ifndef RUNTIME_CONFINE_H
 #define RUNTIME_CONFINE_H
 
@@ -17,6 +17,10 @@ int confine_sandbox_seccomp(err_t *err);
 /* The server's filter: the sandbox list plus execve, setns and the calls a
  * network daemon never needs. */
 int confine_server_seccomp(err_t *err);
+
+/* The signer's filter: the server's, plus sockets, files (opened, made,
+ * changed) and fork; sanitized builds leave it open(at) for their leak check. */
+int confine_signer_seccomp(err_t *err);
 
 /* Drops every capability (bounding, ambient, inheritable) then becomes uid/gid,
  * with no supplementary groups and no_new_privs. */

@@ -1,7 +1,8 @@
 /* runtimed: reads options, prepares the state directory and the listening
- * sockets as root, then splits into the root keeper (parent) and the
- * unprivileged server (child), which confines itself before it reads a byte
- * from the network. */
+ * sockets as root, then splits into three: the root keeper (parent), the
+ * signer (a child that holds the interception CA key and nothing else) and
+ * the unprivileged server (a child), which confine themselves before they
+ * read a byte from anyone. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,8 @@
 /* The server's own uid and gid, just below the sandbox uid ranges: owned by no
  * account, shared with nothing. */
 #define SERVER_UID (SANDBOX_UID_BASE - 1)
+/* The signer's: another one, so that the server can neither signal nor trace it. */
+#define SIGNER_UID (SANDBOX_UID_BASE - 2)
 
 struct options {
     char state_dir[512];
@@ -104,7 +107,7 @@ static int parse_rate(const char *arg, struct egress_rates *r)
             "runtimed: --rate %s: give NAME=N with NAME dns-queries, dns-names or "
             "connections and N from 1 to 1000000\n",
             arg);
-    return -1;
+    return -EINVAL;
 }
 
 static void opt_default(char *dst, size_t size, const char *env, const char *def)
@@ -123,11 +126,11 @@ static int add_pins(struct options *o, const char *text)
         err_t err = {0};
         if (o->n_pins == ARRAY_LEN(o->pins)) {
             fprintf(stderr, "runtimed: at most %zu --resolve pins\n", ARRAY_LEN(o->pins));
-            return -1;
+            return -EINVAL;
         }
         if (egress_parse_pin(tok, &o->pins[o->n_pins], &err) < 0) {
             fprintf(stderr, "runtimed: %s\n", err.msg);
-            return -1;
+            return -EINVAL;
         }
         o->n_pins++;
     }
@@ -169,7 +172,7 @@ static int parse_options(int argc, char **argv, struct options *o)
     opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
     opt_default(prices[2], sizeof prices[2], "RUNTIME_PRICE_GB_MONTH", "0.08");
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
-    if (env_pins && add_pins(o, env_pins) < 0) return -1;
+    if (env_pins && add_pins(o, env_pins) < 0) return -EINVAL;
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -196,7 +199,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             snprintf(max, sizeof max, "%s", optarg);
             break;
         case 'r':
-            if (add_pins(o, optarg) < 0) return -1;
+            if (add_pins(o, optarg) < 0) return -EINVAL;
             break;
         case 'u':
             snprintf(o->upstream_ca, sizeof o->upstream_ca, "%s", optarg);
@@ -217,24 +220,24 @@ static int parse_options(int argc, char **argv, struct options *o)
             snprintf(o->tls_inspect, sizeof o->tls_inspect, "%s", optarg);
             break;
         case 'R':
-            if (parse_rate(optarg, &o->rates_egress) < 0) return -1;
+            if (parse_rate(optarg, &o->rates_egress) < 0) return -EINVAL;
             break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
         default:
             fputs(usage, stderr);
-            return -1;
+            return -EINVAL;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "runtimed: unexpected argument %s; see runtimed --help\n", argv[optind]);
-        return -1;
+        return -EINVAL;
     }
     long m = strtol(max, &end, 10);
     if (*end || m < 1 || m > (long)SANDBOX_MAX_SLOTS) {
         fprintf(stderr, "runtimed: --max-sandboxes must be from 1 to %u\n", SANDBOX_MAX_SLOTS);
-        return -1;
+        return -EINVAL;
     }
     o->max_sandboxes = (unsigned)m;
     double *rates[] = {&o->rates.vcpu_hour, &o->rates.gib_hour, &o->rates.gb_month};
@@ -242,21 +245,21 @@ static int parse_options(int argc, char **argv, struct options *o)
         *rates[i] = strtod(prices[i], &end);
         if (*end || end == prices[i] || !(*rates[i] >= 0) || *rates[i] > 1e6) {
             fprintf(stderr, "runtimed: the price %s is not a number of dollars >= 0\n", prices[i]);
-            return -1;
+            return -EINVAL;
         }
     }
     if (strcmp(o->tls_inspect, "secret-hosts") != 0 &&
         strcmp(o->tls_inspect, "allowed-hosts") != 0) {
         fprintf(stderr, "runtimed: --tls-inspect must be secret-hosts or allowed-hosts\n");
-        return -1;
+        return -EINVAL;
     }
     if (strcmp(o->log_format, "text") != 0 && strcmp(o->log_format, "json") != 0) {
         fprintf(stderr, "runtimed: --log-format must be text or json\n");
-        return -1;
+        return -EINVAL;
     }
     if (o->upstream_ca[0] && access(o->upstream_ca, R_OK) < 0) {
         fprintf(stderr, "runtimed: --upstream-ca %s: %s\n", o->upstream_ca, strerror(errno));
-        return -1;
+        return -EINVAL;
     }
     if (!o->public_url[0]) snprintf(o->public_url, sizeof o->public_url, "http://%s", o->listen);
     return 0;
@@ -405,10 +408,11 @@ static const struct server_hooks server_hooks = {
 };
 
 static void __attribute__((noreturn))
-run_server(const struct options *o, const char *key, const uint8_t *sealing_key, int ksock, int tcp,
-           int unx)
+run_server(const struct options *o, const char *key, const uint8_t *sealing_key, int ksock,
+           int signer, int tcp, int unx)
 {
-    struct server_config cfg = {.max_sandboxes = o->max_sandboxes, .rates = o->rates};
+    struct server_config cfg = {
+        .max_sandboxes = o->max_sandboxes, .rates = o->rates, .signer_sock = signer};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
     snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);
     snprintf(cfg.db_path, sizeof cfg.db_path, "%s/db/runtime.db", o->state_dir);
@@ -444,13 +448,18 @@ static void instance_name(const char *state_dir, char *out, size_t n)
     snprintf(out, n, "%08x", h);
 }
 
-/* STATE/ca/bundle.pem: the system roots plus the interception CA, bind-mounted
- * as every sandbox's CA bundle. Written atomically at each start. */
-static int write_bundle(const char *state, const struct mitm_ca *ca, char *out, size_t n,
-                        err_t *err)
+static void bundle_path(const char *state, char *out, size_t n)
 {
-    char tmp[700];
     snprintf(out, n, "%s/ca/bundle.pem", state);
+}
+
+/* STATE/ca/bundle.pem: the system roots plus the interception CA, bind-mounted
+ * as every sandbox's CA bundle. Written atomically at each start, by the
+ * signer before it confines itself. */
+static int write_bundle(const char *state, const struct mitm_ca *ca, err_t *err)
+{
+    char tmp[700], out[600];
+    bundle_path(state, out, sizeof out);
     snprintf(tmp, sizeof tmp, "%s.tmp", out);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return err_set(err, errno, "cannot write %s: %s", tmp, strerror(errno));
@@ -470,19 +479,127 @@ static int write_bundle(const char *state, const struct mitm_ca *ca, char *out, 
     return r < 0 ? err_set(err, r, "cannot write %s: %s", out, strerror(-r)) : 0;
 }
 
+/* ---- the signer ---- */
+
+/* One leaf signed before the filter is loaded: whatever OpenSSL loads on first
+ * use (providers, configuration) is loaded while files may still be opened. */
+static int warm_up(struct mitm_ca *ca, err_t *err)
+{
+    struct mitm_leaves *lv = NULL;
+    uint8_t *der = NULL;
+    size_t len = 0, der_len = 0;
+    int r = mitm_leaves_new(1, &lv, err);
+    const uint8_t *spki = r == 0 ? mitm_leaves_spki(lv, &len) : NULL;
+    if (r == 0) r = mitm_ca_sign(ca, spki, len, "signer.invalid", &der, &der_len, err);
+    free(der);
+    mitm_leaves_free(lv);
+    return r;
+}
+
+/* What the signer keeps: stdio (its log), its socket and, until it is ready,
+ * the pipe that says so. No core dumps (they would hold the key), a handful of
+ * descriptors, its own uid, the signer's seccomp filter. */
+static int confine_signer(int sock, int ready, err_t *err)
+{
+    int keep[] = {sock, ready};
+    close_fds_except(keep, ARRAY_LEN(keep));
+    struct rlimit none = {0, 0}, few = {16, 16};
+    if (setrlimit(RLIMIT_CORE, &none) < 0 || setrlimit(RLIMIT_NOFILE, &few) < 0)
+        return err_set(err, errno, "cannot limit the signer: %m");
+    if (chdir("/") < 0) return err_set(err, errno, "cannot leave the state directory: %m");
+    if (prctl(PR_SET_DUMPABLE, 0) < 0) return err_set(err, errno, "cannot make it undumpable: %m");
+    int r = confine_drop_to(SIGNER_UID, SIGNER_UID, err);
+    if (r == 0) r = confine_signer_seccomp(err);
+    return r;
+}
+
+/* The signer's process: loads (or creates) the CA as root, writes the
+ * sandboxes' bundle, confines itself, says it is ready, and signs for the
+ * server until the server hangs up. Signals from a terminal are the server's
+ * and the keeper's to act on; the signer follows them when they are gone. */
+static void __attribute__((noreturn)) run_signer(const struct options *o, int sock, int ready)
+{
+    log_init("signer", strcmp(o->log_format, "json") == 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    char cadir[600];
+    snprintf(cadir, sizeof cadir, "%s/ca", o->state_dir);
+    err_t err = {0};
+    struct mitm_ca *ca = NULL;
+    int r = mitm_ca_load_or_create(cadir, &ca, &err);
+    if (r == 0) r = write_bundle(o->state_dir, ca, &err);
+    if (r == 0) r = warm_up(ca, &err);
+    if (r == 0) r = confine_signer(sock, ready, &err);
+    if (r == 0 && (r = write_all(ready, "1", 1)) < 0) err_set(&err, r, "cannot say it is ready");
+    if (r < 0) {
+        log_error("the signer cannot start: %s", err.msg);
+        _exit(1);
+    }
+    close(ready);
+    r = mitm_signer_serve(sock, ca);
+    if (r < 0) log_error("the signer stops: its socket failed: %s", strerror(-r));
+    mitm_ca_free(ca);
+    leak_check();
+    _exit(r < 0);
+}
+
+/* Forks the signer; returns the server's end of its socket once it is ready. */
+static int start_signer(const struct options *o, pid_t *pid, err_t *err)
+{
+    int sp[2], rp[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return err_set(err, errno, "cannot make the signer's socket: %m");
+    if (pipe2(rp, O_CLOEXEC) < 0) {
+        close(sp[0]);
+        close(sp[1]);
+        return err_set(err, errno, "cannot make the signer's pipe: %m");
+    }
+    *pid = fork();
+    if (*pid == 0) {
+        close(sp[0]);
+        close(rp[0]);
+        run_signer(o, sp[1], rp[1]);
+    }
+    int e = errno;
+    close(sp[1]);
+    close(rp[1]);
+    char c = 0;
+    ssize_t n = -1;
+    while (*pid > 0 && (n = read(rp[0], &c, 1)) < 0 && errno == EINTR) {
+    }
+    close(rp[0]);
+    if (n == 1) return sp[0];
+    close(sp[0]);
+    if (*pid < 0) return err_set(err, e, "cannot fork the signer: %s", strerror(e));
+    waitpid(*pid, NULL, 0);
+    return err_set(err, -EIO, "the signer did not start (its reason is logged above)");
+}
+
+/* ---- stopping ---- */
+
 static volatile pid_t server_pid;
 
-/* Waits up to 10 s for the server to exit (its pidfd becomes readable), then kills it. */
-static void stop_server(pid_t server)
+/* A pidfd for a child not yet reaped: the keeper reaps whatever exits, so its
+ * pid alone could name another process by the time it is stopped. */
+static int child_pidfd(pid_t pid)
 {
-    int pfd = (int)syscall(SYS_pidfd_open, server, 0);
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Waits up to 10 s for a child to exit (its pidfd becomes readable), then kills
+ * it; reaps it unless the keeper has. */
+static void stop_child(int pfd, const char *what)
+{
+    if (pfd < 0) return;
     struct pollfd p = {.fd = pfd, .events = POLLIN};
-    if (pfd >= 0 && poll(&p, 1, 10000) == 0) {
-        log_error("the server did not stop within 10 s; killing it");
-        kill(server, SIGKILL);
+    if (poll(&p, 1, 10000) == 0) {
+        log_error("the %s did not stop within 10 s; killing it", what);
+        syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
     }
-    if (pfd >= 0) close(pfd);
-    waitpid(server, NULL, 0);
+    siginfo_t si;
+    waitid(P_PIDFD, (id_t)pfd, &si, WEXITED);
+    close(pfd);
 }
 
 static void forward_stop(int sig)
@@ -527,6 +644,14 @@ int main(int argc, char **argv)
         nofile.rlim_cur = nofile.rlim_max = 65536;
         setrlimit(RLIMIT_NOFILE, &nofile);
     }
+    /* The signer first: the keeper never holds the CA key, and the server is
+     * handed the signer's socket. */
+    pid_t signer = -1;
+    int ssock = start_signer(&o, &signer, &err);
+    if (ssock < 0) {
+        log_error("%s", err.msg);
+        return 1;
+    }
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
         perror("runtimed: socketpair");
         return 1;
@@ -538,23 +663,20 @@ int main(int argc, char **argv)
     }
     if (server == 0) {
         close(sp[0]);
-        run_server(&o, key, sealing_key, sp[1], tcp, unx);
+        run_server(&o, key, sealing_key, sp[1], ssock, tcp, unx);
     }
+    /* Opened after the fork, so that the server holds neither; nothing reaps
+     * either child before keeper_main. */
+    int server_pfd = child_pidfd(server), signer_pfd = child_pidfd(signer);
     explicit_bzero(key, sizeof key);
     explicit_bzero(sealing_key, sizeof sealing_key);
+    close(ssock); /* the server's alone: the signer sees EOF when the server is gone */
     close(sp[1]);
     close(tcp);
     close(unx);
     struct sandbox_host host = {0};
     snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
-    char cadir[600];
-    snprintf(cadir, sizeof cadir, "%s/ca", o.state_dir);
-    if (mitm_ca_load_or_create(cadir, &host.ca, &err) < 0 ||
-        write_bundle(o.state_dir, host.ca, host.ca_bundle, sizeof host.ca_bundle, &err) < 0) {
-        log_error("%s", err.msg);
-        kill(server, SIGTERM);
-        return 1;
-    }
+    bundle_path(o.state_dir, host.ca_bundle, sizeof host.ca_bundle);
     instance_name(o.state_dir, host.instance, sizeof host.instance);
     host.title = argv[0];
     host.title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
@@ -568,11 +690,12 @@ int main(int argc, char **argv)
              o.state_dir);
     int status = keeper_main(sp[0], &host, drv);
     /* Closing our end ends any keeper call the server is blocked in, so it stops
-     * at once; a server that does not is killed. Either way the supervisor
-     * (docs/runtimed.service) starts the pair again and the sandboxes are re-adopted. */
+     * at once; a server that does not is killed. The signer stops when the
+     * server has. Either way the supervisor (docs/runtimed.service) starts the
+     * three again and the sandboxes are re-adopted. */
     close(sp[0]);
     kill(server, SIGTERM);
-    stop_server(server);
-    mitm_ca_free(host.ca);
+    stop_child(server_pfd, "server");
+    stop_child(signer_pfd, "signer");
     return status;
 }

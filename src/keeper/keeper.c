@@ -8,12 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../mitm/mitm.h"
 #include "../proto/proto.h"
 
 #define MAX_SANDBOXES SANDBOX_MAX_SLOTS
@@ -280,31 +278,6 @@ static int on_net_sockets(struct keeper *k, struct request *rq)
     int r = from_driver(k->drv->net_sockets(rq->e->sb, rq->fds, &rq->err));
     if (r == 0) rq->nfds = 3;
     return r;
-}
-
-/* Signs a leaf for the server and hands it back in a memfd (the reply itself
- * has no room for a certificate). */
-static int on_sign(struct keeper *k, struct request *rq)
-{
-    const struct proto_sign *p = (const void *)rq->buf;
-    if (!memchr(p->name, '\0', sizeof p->name) || p->spki_len == 0 || p->spki_len > sizeof p->spki)
-        return -EPROTO;
-    if (!k->host->ca) return err_set(&rq->err, -ENOTSUP, "interception is not set up");
-    uint8_t *der = NULL;
-    size_t der_len = 0;
-    int r = mitm_ca_sign(k->host->ca, p->spki, p->spki_len, p->name, &der, &der_len, &rq->err);
-    if (r < 0) return from_driver(r);
-    int m = memfd_create("leaf", MFD_CLOEXEC);
-    if (m < 0 || write_all(m, der, der_len) < 0)
-        r = err_set(&rq->err, -EIO, "cannot pass the leaf");
-    free(der);
-    if (r < 0) {
-        if (m >= 0) close(m);
-        return r;
-    }
-    rq->fds[0] = m;
-    rq->nfds = 1;
-    return 0;
 }
 
 /* The dispatch, from proto.h's table: a request type without a handler here does

@@ -1,5 +1,5 @@
-/* The interception CA, keeper side: the only code that loads the CA key. It
- * signs leaves for a public key the server sends, after checking the key and
+/* The interception CA, signer side: the only code that loads the CA key. It
+ * signs leaves for a public key the server sends (through signer.c), after checking the key and
  * the name itself (the server may be compromised; OpenSSH's monitor re-checks
  * every input the same way). */
 #include <errno.h>
@@ -21,7 +21,6 @@
 #define BACKDATE_SECS 86400 /* clocks in sandboxes and clients may lag */
 #define SERIAL_BYTES 16
 #define KEY_FILE_MAX 16384
-#define SPKI_MAX 1024
 
 struct mitm_ca {
     EVP_PKEY *key;
@@ -30,7 +29,7 @@ struct mitm_ca {
     /* The server has one leaf key per CA, so the last key parsed is kept:
      * OpenSSL 3.0 spends more time decoding a key than signing with it. */
     EVP_PKEY *last_pk;
-    uint8_t last_spki[SPKI_MAX];
+    uint8_t last_spki[MITM_SPKI_MAX];
     size_t last_len;
 };
 
@@ -172,7 +171,9 @@ static int ensure_dir(const char *dir, err_t *err)
     return 0;
 }
 
-/* ---- certificate building, shared by the CA and its leaves ---- */
+/* ---- certificate building, shared by the CA and its leaves ----
+ * These return -EIO when OpenSSL fails: its reason stays in its error queue,
+ * where the caller's ssl_fail reads it for the user. */
 
 static int set_random_serial(X509 *x)
 {
@@ -183,7 +184,7 @@ static int set_random_serial(X509 *x)
     BIGNUM *bn = BN_bin2bn(b, sizeof b, NULL);            /* unsigned, so always positive */
     int ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
     BN_free(bn);
-    return ok ? 0 : -1;
+    return ok ? 0 : -EIO;
 }
 
 static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
@@ -191,7 +192,7 @@ static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
     X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, ctx, nid, value);
     int ok = ext && X509_add_ext(x, ext, -1);
     X509_EXTENSION_free(ext);
-    return ok ? 0 : -1;
+    return ok ? 0 : -EIO;
 }
 
 /* Adds the extensions whose values are fixed strings; SKI must come before AKI
@@ -202,7 +203,7 @@ static int add_exts(X509 *x, X509 *issuer, const char *const (*exts)[2], size_t 
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
     for (size_t i = 0; i < n; i++)
-        if (add_ext(x, &ctx, OBJ_sn2nid(exts[i][0]), exts[i][1]) < 0) return -1;
+        if (add_ext(x, &ctx, OBJ_sn2nid(exts[i][0]), exts[i][1]) < 0) return -EIO;
     return 0;
 }
 
@@ -213,9 +214,9 @@ static int add_exts(X509 *x, X509 *issuer, const char *const (*exts)[2], size_t 
 static int set_name(X509_NAME *xn, const char *org, const char *cn)
 {
     const unsigned char *o = (const unsigned char *)org, *c = (const unsigned char *)cn;
-    if (org && !X509_NAME_add_entry_by_txt(xn, "O", MBSTRING_UTF8, o, -1, -1, 0)) return -1;
+    if (org && !X509_NAME_add_entry_by_txt(xn, "O", MBSTRING_UTF8, o, -1, -1, 0)) return -EIO;
     if (strlen(cn) > CN_MAX) return 0;
-    return X509_NAME_add_entry_by_txt(xn, "CN", MBSTRING_UTF8, c, -1, -1, 0) ? 0 : -1;
+    return X509_NAME_add_entry_by_txt(xn, "CN", MBSTRING_UTF8, c, -1, -1, 0) ? 0 : -EIO;
 }
 
 /* A version 3 certificate with a random serial, subject key and issuer name. */
@@ -418,7 +419,7 @@ static bool canonical(EVP_PKEY *pk, const uint8_t *spki, size_t len)
 
 static int parse_spki(const uint8_t *spki, size_t len, EVP_PKEY **out, err_t *err)
 {
-    if (!spki || len == 0 || len > SPKI_MAX)
+    if (!spki || len == 0 || len > MITM_SPKI_MAX)
         return err_set(err, EINVAL, "the leaf public key is missing or too large (%zu bytes)", len);
     const unsigned char *p = spki;
     EVP_PKEY *pk = d2i_PUBKEY(NULL, &p, (long)len);
@@ -474,7 +475,7 @@ static int add_san(X509 *x, const char *name, enum mitm_name_kind kind)
     ASN1_STRING_free(value);
     GENERAL_NAME_free(gen);
     GENERAL_NAMES_free(gens);
-    return ok ? 0 : -1;
+    return ok ? 0 : -EIO;
 }
 
 /* A day back, MITM_LEAF_DAYS ahead, and always inside the CA's own validity. */
@@ -482,13 +483,13 @@ static int set_leaf_validity(X509 *x, const X509 *ca)
 {
     ASN1_TIME *nb = X509_getm_notBefore(x), *na = X509_getm_notAfter(x);
     if (!X509_gmtime_adj(nb, -BACKDATE_SECS) || !X509_time_adj_ex(na, MITM_LEAF_DAYS, 0, NULL))
-        return -1;
+        return -EIO;
     if (ASN1_TIME_compare(nb, X509_get0_notBefore(ca)) < 0 &&
         !X509_set1_notBefore(x, X509_get0_notBefore(ca)))
-        return -1;
+        return -EIO;
     if (ASN1_TIME_compare(na, X509_get0_notAfter(ca)) > 0 &&
         !X509_set1_notAfter(x, X509_get0_notAfter(ca)))
-        return -1;
+        return -EIO;
     return 0;
 }
 

@@ -2,10 +2,11 @@
  * hosts where the egress proxy must see requests to swap secrets in.
  *
  * Key separation (OpenBSD relayd's ca.c): the CA key is loaded only by the
- * keeper, which signs on request; the unprivileged server holds one leaf key per
- * CA and asks the keeper for a certificate per name, which it caches. A
- * compromised server can get certificates minted while it runs, but never the
- * CA key. */
+ * signer, a process of its own that holds nothing else and signs on request
+ * (signer.c); the unprivileged server holds one leaf key per CA and asks the
+ * signer for a certificate per name, which it caches. A compromised server can
+ * get certificates minted while it runs, but never the CA key, and the root
+ * keeper never parses a key or a certificate the server sends. */
 #ifndef RUNTIME_MITM_H
 #define RUNTIME_MITM_H
 
@@ -32,7 +33,7 @@ enum mitm_name_kind { MITM_NAME_DNS, MITM_NAME_IPV4, MITM_NAME_IPV6 };
 int mitm_name_canon(const char *name, size_t len, char out[MITM_NAME_MAX],
                     enum mitm_name_kind *kind, err_t *err);
 
-/* ---- keeper side ---- */
+/* ---- signer side (the CA) ---- */
 struct mitm_ca;
 /* Loads DIR/ca.crt and DIR/ca.key, or creates them (EC P-256, 10 years,
  * basicConstraints CA:true pathlen 0, keyCertSign, a CN that names this
@@ -48,6 +49,41 @@ const char *mitm_ca_cert_pem(const struct mitm_ca *ca);
  * the CA's. Returns the certificate in DER (malloc'd). */
 int mitm_ca_sign(struct mitm_ca *ca, const uint8_t *spki, size_t spki_len, const char *name,
                  uint8_t **der, size_t *der_len, err_t *err);
+
+/* ---- the signer process (signer.c) ----
+ * One SOCK_SEQPACKET socketpair between the server and the signer: a request is
+ * one record of exactly sizeof(struct mitm_sign_req), an answer one record of a
+ * struct mitm_sign_ans and len bytes (the DER leaf, or a message). The signer
+ * answers every record in order, a malformed one with -EPROTO; it never ends
+ * the session on one. */
+#define MITM_SPKI_MAX 1024
+#define MITM_ANSWER_MAX 4096 /* header and body; a P-256 leaf is under 1 KiB */
+#define MITM_SIGNER_TIMEOUT_MS 1000
+
+struct mitm_sign_req {
+    uint32_t id; /* echoed in the answer, to tell a late answer from this one */
+    uint32_t spki_len;
+    char name[256]; /* NUL-terminated */
+    uint8_t spki[MITM_SPKI_MAX];
+};
+
+struct mitm_sign_ans {
+    uint32_t id;
+    int32_t status; /* 0: the DER leaf follows; negative errno: a message follows */
+    uint32_t len;
+};
+
+/* Answers one request record (len bytes at req, untrusted) into ans, of
+ * MITM_ANSWER_MAX bytes; returns the answer's length. Always answers. */
+size_t mitm_signer_answer(struct mitm_ca *ca, const void *req, size_t len, uint8_t *ans);
+/* Serves requests on sock until the server hangs up (0) or sock fails
+ * (negative errno). Descriptors sent along are never installed. */
+int mitm_signer_serve(int sock, struct mitm_ca *ca);
+/* The server's side: asks the signer on sock for a leaf for name and waits at
+ * most MITM_SIGNER_TIMEOUT_MS. A signer that has exited fails at once, with a
+ * message that says so. Returns the DER leaf (malloc'd). */
+int mitm_signer_sign(int sock, const char *name, const uint8_t *spki, size_t spki_len,
+                     uint8_t **der, size_t *der_len, err_t *err);
 
 /* ---- server side ---- */
 struct mitm_leaves;

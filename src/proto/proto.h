@@ -39,7 +39,8 @@
  *   FREEZE       - ; flag 1 freeze, 0 thaw
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
- *   SIGN         memfd holding the DER leaf */
+ * Leaf certificates are not the keeper's: the signer process mints them
+ * (mitm/mitm.h), so the keeper never parses a key the server sends. */
 #define PROTO_REQUESTS(X)                                                                          \
     X(HELLO, hello, struct proto_hello, false, 0, PROTO_NEEDS_NOTHING)                             \
     X(CREATE, create, struct proto_sandbox, false, 1, PROTO_NEEDS_HELLO)                           \
@@ -50,8 +51,7 @@
     X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                      \
     X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                             \
     X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
-    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
-    X(SIGN, sign, struct proto_sign, false, 1, PROTO_NEEDS_HELLO)
+    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 
@@ -127,13 +127,6 @@ struct proto_file {
     char path[PROTO_PATH_LEN];
     uint32_t write; /* 1: create/truncate for writing, 0: read */
     uint32_t mode;  /* writing: permission bits to set (at most 0777), 0 for the default */
-};
-
-/* A leaf certificate for name, for the server's leaf key (DER SubjectPublicKeyInfo). */
-struct proto_sign {
-    char name[256];
-    uint32_t spki_len;
-    uint8_t spki[1024];
 };
 
 struct proto_result {

@@ -42,7 +42,6 @@ struct sandbox_host {
     char ca_bundle[512]; /* file bind-mounted as the sandbox's CA bundle */
     char instance[12];   /* 8 hex digits naming this daemon's cgroups (from its state dir),
                           * so daemons with different state dirs never touch each other's */
-    struct mitm_ca *ca;  /* signs leaf certificates for interception; NULL: none */
     char *title;         /* the daemon's argv area, rewritten by each sandbox's pid 1 so it */
     size_t title_len;    /* shows as runtime-init, not as the daemon's command line */
 };
@@ -53,7 +52,6 @@ void sandbox_cgroup_name(const struct sandbox_host *host, const char *id, char *
 const char *sandbox_id_of_cgroup(const struct sandbox_host *host, const char *name);
 
 struct sandbox; /* one live sandbox, owned by the keeper */
-struct mitm_ca;
 
 /* Counters of a running sandbox: its cgroup's, and the host bytes its /workspace holds. */
 struct sandbox_stats {

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../mitm/mitm.h"
 #include "server_impl.h"
 
 struct event_base *server_base(struct server *srv)
@@ -479,26 +480,8 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
                        uint8_t **der, size_t *der_len, err_t *err)
 {
-    struct proto_sign req = {.spki_len = (uint32_t)spki_len};
-    if (spki_len > sizeof req.spki || str_copy(req.name, sizeof req.name, name) < 0)
-        return err_set(err, -EINVAL, "name or key too long");
-    memcpy(req.spki, spki, spki_len);
-    struct proto_result res;
-    int fd = -1;
-    int r = server_keeper_call(srv, PROTO_SIGN, &req, sizeof req, &res, &fd, 1, err);
-    if (r < 0) return r;
-    off_t size = lseek(fd, 0, SEEK_END);
-    uint8_t *buf = size > 0 && size < 65536 ? malloc((size_t)size) : NULL;
-    if (!buf || pread(fd, buf, (size_t)size, 0) != size)
-        r = err_set(err, -EIO, "bad leaf from the keeper");
-    close(fd);
-    if (r < 0) {
-        free(buf);
-        return r;
-    }
-    *der = buf;
-    *der_len = (size_t)size;
-    return 0;
+    /* The signer, not the keeper, holds the CA key (docs/architecture.md). */
+    return mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, err);
 }
 
 /* Packs a proto_exec and its strings; returns the length or negative. */

@@ -30,6 +30,7 @@ struct server_config {
     struct egress_rates egress_rates; /* --rate, 0: the defaults */
     uint8_t secrets_key[32];          /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;         /* --price-* */
+    int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
 };
 
 /* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */

@@ -1,15 +1,19 @@
-/* Fuzz target: the keeper's signing request (PROTO_SIGN): a name and a DER
- * SubjectPublicKeyInfo from the server (untrusted: a compromised server writes any
- * bytes), and mitm_ca_sign() that mints a leaf for them with the interception CA.
+/* Fuzz target: the signer's request (struct mitm_sign_req, src/mitm/signer.c): a
+ * name and a DER SubjectPublicKeyInfo from the server (untrusted: a compromised
+ * server writes any bytes), and mitm_ca_sign() that mints a leaf for them with the
+ * interception CA.
  *
  * A real CA is made at start (mitm_ca_load_or_create in a temporary directory, removed
  * again), and a server-side leaf cache (mitm_leaves_new). Each input is signed either
- * directly or through keeper_main() (a HELLO, then one SIGN record on a SOCK_SEQPACKET
- * socketpair, the driver unused), and then once more directly with the same bytes (the
- * CA caches the last key: the second answer must be the same). Checks:
- *   - the keeper ends the session (no reply) exactly when the record is malformed: not
- *     sizeof(struct proto_sign), a name without its NUL, spki_len 0 or over 1024;
- *     otherwise it answers one RESULT, with one memfd exactly when it signed;
+ * directly or through the signer's loop, mitm_signer_serve() (one record on a
+ * SOCK_SEQPACKET socketpair, then EOF), and then once more directly with the same
+ * bytes (the CA caches the last key: the second answer must be the same). Checks:
+ *   - the signer answers every record exactly once, with the record's id (its first
+ *     4 bytes; 0 when shorter), and keeps serving: the loop ends only at EOF, with 0;
+ *   - it answers -EPROTO exactly when the record is malformed: not
+ *     sizeof(struct mitm_sign_req), a name without its NUL, spki_len 0 or over 1024;
+ *     otherwise a certificate exactly when it signed, and the answer's length fields
+ *     match the record;
  *   - it signs exactly when the name is a valid host name by a model written here (LDH
  *     and '_' labels of 1-63 bytes, no '-' at either end, at most 253 bytes, a last label
  *     that starts with a letter; or an IPv4/IPv6 literal as inet_pton reads it) and the
@@ -31,10 +35,11 @@
  * Input:
  *   byte 0   bits 0-1: the key: 0 the bytes after the name, 1 the server's leaf key
  *            (mitm_leaves), 2 another P-256 key, 3 a P-384 key (must be refused);
- *            0x04 through keeper_main, else a direct call; 0x08 (with 0x04) raw: the
- *            bytes after byte 0 are the SIGN payload as is, of that length
+ *            0x04 through mitm_signer_serve, else a direct call; 0x08 (with 0x04)
+ *            raw: the bytes after byte 0 are the request record as is, of that
+ *            length
  *   byte 1   name length n, then n bytes of name (may hold a NUL: the C string ends
- *            there, as it does in struct proto_sign), then the SPKI bytes (key 0)
+ *            there, as it does in struct mitm_sign_req), then the SPKI bytes (key 0)
  * Found and fixed: a valid name longer than 64 characters was refused (X.509 caps a
  * CN at 64), and a P-256 key spelled with explicit curve parameters was signed into
  * a certificate OpenSSL will not verify; their inputs are in the corpus.
@@ -57,16 +62,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "keeper/keeper.h"
 #include "mitm/mitm.h"
-#include "proto/proto.h"
 
 #define FD_WINDOW 64
 
 static int g_err = 2;
 static int g_devnull = -1;
-static const struct sandbox_driver g_no_driver = {.name = "none"}; /* SIGN uses none */
-static struct sandbox_host g_host;
 static struct mitm_ca *g_ca;
 static X509 *g_ca_cert;
 static struct mitm_leaves *g_leaves;
@@ -279,7 +280,7 @@ static void check_cert(const uint8_t *der, size_t der_len, const char *name, enu
 /* ---- one request ----------------------------------------------------------- */
 
 struct outcome {
-    bool malformed; /* the keeper ended the session without a reply */
+    bool malformed; /* the signer answered -EPROTO */
     bool signed_;
     uint8_t *der;
     size_t der_len;
@@ -303,63 +304,49 @@ static void sign_direct(const char *name, const uint8_t *spki, size_t spki_len, 
     o->der_len = der_len;
 }
 
-static void read_all(int fd, struct outcome *o)
+/* Checks the one answer to a record with the given id, and takes its leaf. */
+static void check_answer(const uint8_t *buf, ssize_t n, uint32_t id, struct outcome *o)
 {
-    off_t end = lseek(fd, 0, SEEK_END);
-    if (end <= 0 || end > 65536) fail("the memfd holds %lld bytes", (long long)end);
-    o->der = malloc((size_t)end);
-    if (!o->der || pread(fd, o->der, (size_t)end, 0) != end) fail("cannot read the memfd");
-    o->der_len = (size_t)end;
+    struct mitm_sign_ans h;
+    if (n < (ssize_t)sizeof h || n > MITM_ANSWER_MAX) fail("an answer of %zd bytes", n);
+    memcpy(&h, buf, sizeof h);
+    if (h.id != id) fail("the answer has id %u, the request %u", h.id, id);
+    if (h.len != (size_t)n - sizeof h) fail("the answer says %u bytes, has %zd", h.len, n);
+    if (h.status > 0) fail("positive status %d", h.status);
+    if (h.status == 0 && !h.len) fail("signed without a certificate");
+    if (h.status < 0) {
+        char msg[MITM_ANSWER_MAX + 1];
+        memcpy(msg, buf + sizeof h, h.len);
+        msg[h.len] = '\0';
+        if (strlen(msg) != h.len) fail("a NUL inside the message");
+        check_text(msg, "the signer refused");
+        o->malformed = h.status == -EPROTO;
+        return;
+    }
+    o->signed_ = true;
+    o->der = malloc(h.len);
+    if (!o->der) abort();
+    memcpy(o->der, buf + sizeof h, h.len);
+    o->der_len = h.len;
 }
 
-static void sign_keeper(const void *payload, size_t len, struct outcome *o)
+static void sign_signer(const void *record, size_t len, struct outcome *o)
 {
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) abort();
-    struct proto_hello hello = {PROTO_VERSION};
-    if (proto_send(sp[0], PROTO_HELLO, 1, &hello, sizeof hello, NULL, 0) < 0 ||
-        proto_send(sp[0], PROTO_SIGN, 2, payload, len, NULL, 0) < 0)
-        fail("cannot queue the session (%zu bytes)", len);
+    if (send(sp[0], record, len, MSG_NOSIGNAL) != (ssize_t)len)
+        fail("cannot queue the record (%zu bytes)", len);
     shutdown(sp[0], SHUT_WR);
-    int status = keeper_main(sp[1], &g_host, &g_no_driver);
-    fcntl(sp[0], F_SETFL, O_NONBLOCK); /* the replies are queued: read them, then stop */
-    char *buf = malloc(PROTO_MAX_MSG);
-    struct proto_hdr hdr;
-    unsigned replies = 0;
-    for (;;) {
-        int fds[PROTO_MAX_FDS] = {-1, -1, -1, -1};
-        int n = proto_recv(sp[0], &hdr, buf, PROTO_MAX_MSG, fds, PROTO_MAX_FDS);
-        if (n == -EAGAIN) break;
-        if (n < 0) fail("a reply does not read: %d", n);
-        if (hdr.type != PROTO_RESULT || n != (int)sizeof(struct proto_result))
-            fail("reply %u is not a RESULT", replies);
-        if (hdr.id != replies + 1) fail("reply %u has id %u", replies, hdr.id);
-        struct proto_result res;
-        memcpy(&res, buf, sizeof res);
-        if (res.status > 0) fail("positive status %d", res.status);
-        if (!memchr(res.msg, '\0', sizeof res.msg)) fail("msg not terminated");
-        unsigned nfds = hdr.nfds;
-        if (replies == 0 && (res.status || nfds)) fail("HELLO refused: %s", res.msg);
-        if (replies == 1) {
-            if (res.status == 0 && nfds != 1) fail("signed with %u fds", nfds);
-            if (res.status < 0 && nfds) fail("refused with %u fds", nfds);
-            if (res.status < 0) check_text(res.msg, "the keeper refused");
-            if (res.status == 0) {
-                o->signed_ = true;
-                read_all(fds[0], o);
-            }
-        }
-        if (replies > 1) fail("more replies than requests");
-        for (unsigned i = 0; i < PROTO_MAX_FDS; i++)
-            if (fds[i] >= 0) close(fds[i]);
-        replies++;
-    }
-    free(buf);
+    int r = mitm_signer_serve(sp[1], g_ca);
+    if (r != 0) fail("mitm_signer_serve returned %d at EOF", r);
+    uint32_t id = 0;
+    if (len >= sizeof id) memcpy(&id, record, sizeof id);
+    uint8_t buf[MITM_ANSWER_MAX + 1];
+    ssize_t n = recv(sp[0], buf, sizeof buf, MSG_DONTWAIT);
+    check_answer(buf, n, id, o);
+    if (recv(sp[0], buf, sizeof buf, MSG_DONTWAIT) >= 0) fail("more answers than records");
     close(sp[0]);
     close(sp[1]);
-    if (status != 0 && status != 1) fail("keeper_main returned %d", status);
-    if ((status == 1) != (replies == 1)) fail("keeper_main %d after %u replies", status, replies);
-    o->malformed = status == 1;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -372,7 +359,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < FD_WINDOW; i++)
         before[i] = fcntl(lo + i, F_GETFD) >= 0;
 
-    struct proto_sign req;
+    struct mitm_sign_req req;
     memset(&req, 0, sizeof req);
     const uint8_t *spki;
     size_t spki_len;
@@ -380,11 +367,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct outcome o = {0};
     if (raw) {
         memcpy(&req, data + 1, size - 1 < sizeof req ? size - 1 : sizeof req);
-        sign_keeper(data + 1, size - 1, &o);
+        sign_signer(data + 1, size - 1, &o);
         bool malformed = size - 1 != sizeof req || !memchr(req.name, '\0', sizeof req.name) ||
                          req.spki_len == 0 || req.spki_len > sizeof req.spki;
         if (o.malformed != malformed)
-            fail("the keeper %s a record that is %s", o.malformed ? "refused" : "took",
+            fail("the signer %s a record that is %s", o.malformed ? "refused" : "took",
                  malformed ? "malformed" : "well-formed");
         if (malformed) goto done;
         spki = req.spki;
@@ -410,13 +397,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             spki_len = g_key_p384_len;
             break;
         }
+        req.id = (uint32_t)size * 2654435761u; /* any: the answer must echo it */
         req.spki_len = (uint32_t)spki_len;
         memcpy(req.spki, spki, spki_len < sizeof req.spki ? spki_len : sizeof req.spki);
         if (flags & 4) {
-            sign_keeper(&req, sizeof req, &o);
+            sign_signer(&req, sizeof req, &o);
             bool malformed = spki_len == 0 || spki_len > sizeof req.spki;
             if (o.malformed != malformed)
-                fail("the keeper %s spki_len %zu", o.malformed ? "refused" : "took", spki_len);
+                fail("the signer %s spki_len %zu", o.malformed ? "refused" : "took", spki_len);
             if (malformed) goto done;
         } else {
             sign_direct(req.name, spki, spki_len, &o);
@@ -482,7 +470,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     int r = mitm_ca_load_or_create(dir, &g_ca, &err);
     rm_dir(dir);
     if (r < 0) die("the test CA", err.msg);
-    g_host.ca = g_ca;
     BIO *bio = BIO_new_mem_buf(mitm_ca_cert_pem(g_ca), -1);
     g_ca_cert = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
     BIO_free(bio);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mitm/mitm.h"
 #include "proto/proto.h"
 #include "sandbox/sandbox.h"
 
@@ -387,14 +388,14 @@ static void proto_corpus(void)
     proto_one("oversize", 0, 0, 0, 0, 1 | 4, PROTO_SWEEP, sw, 4);
 }
 
-/* ---- fuzz_sign: byte 0 flags (key choice, 0x04 keeper, 0x08 raw), byte 1 name
+/* ---- fuzz_sign: byte 0 flags (key choice, 0x04 the signer's loop, 0x08 raw), byte 1 name
  * length, the name, then an SPKI for key choice 0. The SPKIs below are real DER from
  * `openssl ec -pubout` (P-256 plain and compressed) and
  * `openssl pkey -pubout` (Ed25519, RSA 1024): only the first three may be signed. */
 #define S_LEAF 1
 #define S_OTHER 2
 #define S_P384 3
-#define S_KEEPER 4
+#define S_SIGNER 4
 #define S_RAW 8
 
 static const char K_P256[] =
@@ -441,8 +442,9 @@ static void sign_seed(const char *name, unsigned flags, const char *label, size_
 static void sign_raw(const char *name, const char *label, uint32_t spki_len, size_t total,
                      bool unterminated)
 {
-    struct proto_sign p;
+    struct mitm_sign_req p;
     memset(&p, 0, sizeof p);
+    p.id = 0x51676e72;
     if (unterminated)
         memset(p.name, 'a', sizeof p.name);
     else
@@ -453,7 +455,7 @@ static void sign_raw(const char *name, const char *label, uint32_t spki_len, siz
     p.spki_len = spki_len ? spki_len : (uint32_t)n;
     if (spki_len == 1) p.spki_len = 0;
     s.n = 0;
-    unsigned char flag = S_KEEPER | S_RAW;
+    unsigned char flag = S_SIGNER | S_RAW;
     put(&s, &flag, 1);
     put(&s, &p, total < sizeof p ? total : sizeof p);
     if (total > sizeof p) {
@@ -502,8 +504,8 @@ static void sign_corpus(void)
         char seed[64];
         const char *n = names[i].name;
         sign_seed(names[i].seed, S_LEAF, n, strlen(n), NULL);
-        snprintf(seed, sizeof seed, "keeper-%s", names[i].seed);
-        if (i % 3 == 0) sign_seed(seed, S_LEAF | S_KEEPER, n, strlen(n), NULL);
+        snprintf(seed, sizeof seed, "signer-%s", names[i].seed);
+        if (i % 3 == 0) sign_seed(seed, S_LEAF | S_SIGNER, n, strlen(n), NULL);
     }
     /* A name with a NUL inside: the C string ends there. */
     sign_seed("nul-inside", S_LEAF, "good.example\0evil", 17, NULL);
@@ -519,7 +521,7 @@ static void sign_corpus(void)
     sign_seed("bad-label-64", S_LEAF, l, strlen(l), NULL);
     memset(l, 'b', 60);
     memcpy(l + 60, ".com", 5);
-    sign_seed("name-64", S_LEAF | S_KEEPER, l, strlen(l), NULL);
+    sign_seed("name-64", S_LEAF | S_SIGNER, l, strlen(l), NULL);
     for (size_t i = 0; i < 254; i++)
         l[i] = i % 2 ? '.' : 'a';
     l[253] = 'z';
@@ -528,23 +530,23 @@ static void sign_corpus(void)
     /* The kinds of keys. */
     sign_seed("key-p256", 0, "example.com", 11, K_P256);
     sign_seed("key-p256-compressed", 0, "example.com", 11, K_P256C);
-    sign_seed("keeper-key-p256", S_KEEPER, "10.1.2.3", 8, K_P256);
+    sign_seed("signer-key-p256", S_SIGNER, "10.1.2.3", 8, K_P256);
     sign_seed("bad-key-ed25519", 0, "example.com", 11, K_ED25519);
     sign_seed("bad-key-rsa", 0, "example.com", 11, K_RSA1024);
     sign_seed("bad-key-p384", S_P384, "example.com", 11, NULL);
-    sign_seed("keeper-bad-key-p384", S_P384 | S_KEEPER, "example.com", 11, NULL);
+    sign_seed("signer-bad-key-p384", S_P384 | S_SIGNER, "example.com", 11, NULL);
     sign_seed("key-other", S_OTHER, "example.org", 11, NULL);
-    sign_seed("bad-key-empty", S_KEEPER, "example.com", 11, NULL);
+    sign_seed("bad-key-empty", S_SIGNER, "example.com", 11, NULL);
     char trail[400];
     snprintf(trail, sizeof trail, "%s00", K_P256);
     sign_seed("bad-key-trailing", 0, "example.com", 11, trail);
-    /* Raw SIGN payloads: well-formed, and the ones that end the session. */
-    sign_raw("raw", "example.com", 0, sizeof(struct proto_sign), false);
-    sign_raw("raw-short", "example.com", 0, sizeof(struct proto_sign) - 1, false);
-    sign_raw("raw-long", "example.com", 0, sizeof(struct proto_sign) + 8, false);
-    sign_raw("raw-unterminated", NULL, 0, sizeof(struct proto_sign), true);
-    sign_raw("raw-spki-0", "example.com", 1, sizeof(struct proto_sign), false);
-    sign_raw("raw-spki-1025", "example.com", 1025, sizeof(struct proto_sign), false);
+    /* Raw request records: well-formed, and the ones answered -EPROTO. */
+    sign_raw("raw", "example.com", 0, sizeof(struct mitm_sign_req), false);
+    sign_raw("raw-short", "example.com", 0, sizeof(struct mitm_sign_req) - 1, false);
+    sign_raw("raw-long", "example.com", 0, sizeof(struct mitm_sign_req) + 8, false);
+    sign_raw("raw-unterminated", NULL, 0, sizeof(struct mitm_sign_req), true);
+    sign_raw("raw-spki-0", "example.com", 1, sizeof(struct mitm_sign_req), false);
+    sign_raw("raw-spki-1025", "example.com", 1025, sizeof(struct mitm_sign_req), false);
 }
 
 int main(int argc, char **argv)

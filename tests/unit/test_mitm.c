@@ -6,9 +6,11 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -620,4 +622,79 @@ TEST(mitm_ca_expired_refused)
     CHECK(mitm_ca_load_or_create(dir, &ca, &err) == -EKEYEXPIRED);
     CHECK(ca == NULL && strstr(err.msg, "expired") != NULL);
     rm_ca_dir(dir);
+}
+
+/* ---- the signer's socket ---- */
+
+struct serving {
+    int sock;
+    struct mitm_ca *ca;
+    int status;
+};
+
+static void *serve_thread(void *arg)
+{
+    struct serving *s = arg;
+    s->status = mitm_signer_serve(s->sock, s->ca);
+    return NULL;
+}
+
+/* A malformed record is answered (-EPROTO) and the signer keeps serving: a
+ * good request after it gets its leaf, and EOF ends the loop with 0. */
+TEST(mitm_signer_answers_malformed_and_goes_on)
+{
+    struct fixture f;
+    CHECK(fixture_open(&f, 4) == 0);
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    struct serving s = {.sock = sp[1], .ca = f.ca, .status = 1};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, serve_thread, &s) == 0);
+
+    struct mitm_sign_req bad = {.id = 77, .spki_len = 5000};
+    CHECK(send(sp[0], &bad, sizeof bad, 0) == (ssize_t)sizeof bad);
+    uint8_t buf[MITM_ANSWER_MAX];
+    struct mitm_sign_ans h = {0};
+    CHECK(recv(sp[0], buf, sizeof buf, 0) >= (ssize_t)sizeof h);
+    memcpy(&h, buf, sizeof h);
+    CHECK(h.id == 77 && h.status == -EPROTO && h.len > 0);
+
+    size_t spki_len, der_len = 0;
+    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
+    uint8_t *der = NULL;
+    err_t err = {0};
+    CHECK(mitm_signer_sign(sp[0], "api.example.com", spki, spki_len, &der, &der_len, &err) == 0);
+    X509 *x = der ? der_cert(der, der_len) : NULL;
+    CHECK(x != NULL);
+    uint8_t *none = NULL;
+    size_t none_len = 0;
+    CHECK(mitm_signer_sign(sp[0], "bad name", spki, spki_len, &none, &none_len, &err) == -EINVAL);
+    CHECK(none == NULL && none_len == 0);
+    CHECK(strstr(err.msg, "minting a certificate") != NULL);
+
+    close(sp[0]);
+    pthread_join(t, NULL);
+    CHECK(s.status == 0);
+    X509_free(x);
+    free(der);
+    close(sp[1]);
+    fixture_close(&f);
+}
+
+/* A signer that is gone fails the request at once, saying so. */
+TEST(mitm_signer_gone_fails_at_once)
+{
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    close(sp[1]);
+    uint8_t spki[91] = {0x30}, *der = (uint8_t *)"x";
+    size_t der_len = 3;
+    err_t err = {0};
+    uint64_t t0 = now_ms();
+    CHECK(mitm_signer_sign(sp[0], "example.com", spki, sizeof spki, &der, &der_len, &err) ==
+          -EPIPE);
+    CHECK(now_ms() - t0 < MITM_SIGNER_TIMEOUT_MS / 2);
+    CHECK(strstr(err.msg, "the signer process has exited") != NULL);
+    CHECK(der == NULL && der_len == 0);
+    close(sp[0]);
 }

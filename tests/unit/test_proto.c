@@ -2,6 +2,7 @@
  * stray descriptors and unterminated strings are refused. */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -88,4 +89,15 @@ TEST(proto_split_strings_exact)
     CHECK(proto_split_strings("a\0bc", 4, 2, out) < 0);     /* unterminated */
     CHECK(proto_split_strings("a\0b\0c\0", 6, 2, out) < 0); /* trailing bytes */
     CHECK(proto_split_strings("a\0", 2, 2, out) < 0);       /* too few */
+}
+
+/* Leaf signing is the signer's (mitm/signer.c): the root keeper must not take
+ * a request that would make it parse a key or a certificate from the server. */
+TEST(proto_keeper_table_has_no_signing)
+{
+    for (uint16_t t = 0; t < PROTO_TYPE_END; t++) {
+        const struct proto_request_info *info = proto_request(t);
+        CHECK(!info || strstr(info->name, "sign") == NULL);
+    }
+    CHECK(proto_request(PROTO_RESULT) == NULL);
 }

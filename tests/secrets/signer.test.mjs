@@ -1,0 +1,127 @@
+// The signer: the interception CA key lives in a process of its own
+// (src/mitm/signer.c, started by src/daemon/main.c), as a security reviewer
+// would check it from the host:
+//   - it runs as its own uid (not root, not the server's, no sandbox's), with no
+//     capabilities, no_new_privs and a seccomp filter;
+//   - it holds no descriptor but stdio (its log) and one socket;
+//   - the CA's private key is in its memory and in neither the keeper's nor the
+//     server's (the keeper never loads it, so it cannot sign for anyone);
+//   - when it dies, the server neither stalls nor crashes: leaves it already
+//     minted still serve, a new host's TLS is refused at once, the log says
+//     why, and the API keeps answering.
+// Names under *.many.test resolve to the sink (tests/secrets/lib.mjs), so a
+// handshake costs no upstream TLS; inside.mjs `handshakes` reads the leaf.
+
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { hostProcesses, pidAlive } from '../e2e/lib.mjs';
+import { SecretsWorld, isRoot, searchMemory, waitFor } from './lib.mjs';
+
+const SANDBOX_UID_BASE = 1000000000;
+const SERVER_UID = SANDBOX_UID_BASE - 1;
+const SIGNER_UID = SANDBOX_UID_BASE - 2;
+
+let w, d, sb;
+
+const statusOf = (pid) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+const field = (status, name) => (new RegExp(`^${name}:[ \\t]*(.*)$`, 'm').exec(status) || [])[1];
+
+function signerPid() {
+  const kids = hostProcesses().filter((p) => p.ppid === d.proc.pid && p.state !== 'Z' && p.uid === SIGNER_UID);
+  assert.equal(kids.length, 1, `one signer among the keeper's children: ${JSON.stringify(kids.map((p) => [p.pid, p.uid]))}`);
+  return kids[0].pid;
+}
+
+/** The CA's private scalar, as bytes in both orders: OpenSSL's BIGNUM keeps
+ * it in little-endian words, the key file in big-endian. */
+function caKeyNeedles() {
+  const pem = fs.readFileSync(path.join(d.stateDir, 'ca', 'ca.key'));
+  const dBytes = Buffer.from(crypto.createPrivateKey(pem).export({ format: 'jwk' }).d, 'base64url');
+  assert.equal(dBytes.length, 32, 'a P-256 private scalar');
+  return [dBytes.toString('latin1'), Buffer.from(dBytes).reverse().toString('latin1')];
+}
+
+const handshakes = (from, to, fullFor = []) =>
+  d.inside(sb.id, 'handshakes', { from, to, suffix: '.many.test', concurrency: 4, fullFor, timeoutMs: 5000 },
+    { timeoutMs: 60000 });
+
+describe('secrets: the signer holds the CA key alone', { skip: !isRoot() && 'must run as root (runtimed and ip netns need it)' }, () => {
+  before(async () => {
+    w = await new SecretsWorld().setup();
+    d = w.daemon;
+    await d.putSecret('MANY', { value: 'many-value', hosts: ['*.many.test'] });
+    sb = await d.secretsSandbox();
+  });
+  after(async () => {
+    await w?.teardown();
+  });
+
+  test('it runs as its own unprivileged uid, confined', () => {
+    const s = statusOf(signerPid());
+    assert.equal(field(s, 'Uid'), `${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}`);
+    assert.equal(field(s, 'Gid'), `${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}`);
+    assert.notEqual(SIGNER_UID, SERVER_UID);
+    assert.equal(field(s, 'Groups'), '', 'no supplementary groups');
+    for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) {
+      assert.equal(field(s, cap), '0000000000000000', `${cap} is empty`);
+    }
+    assert.equal(field(s, 'NoNewPrivs'), '1');
+    assert.equal(field(s, 'Seccomp'), '2');
+  });
+
+  test('it holds stdio and one socket, nothing else', () => {
+    const pid = signerPid();
+    const fds = fs.readdirSync(`/proc/${pid}/fd`).map(Number).sort((a, b) => a - b);
+    const others = fds.filter((fd) => fd > 2);
+    const what = fds.map((fd) => `${fd} -> ${fs.readlinkSync(`/proc/${pid}/fd/${fd}`)}`).join(', ');
+    assert.equal(others.length, 1, `descriptors beyond stdio: ${what}`);
+    assert.match(fs.readlinkSync(`/proc/${pid}/fd/${others[0]}`), /^socket:\[\d+\]$/, what);
+    // Not the state directory, not the listeners, not the lock: nothing of the keeper's.
+    for (const fd of [0, 1, 2]) {
+      const t = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      assert.ok(!t.startsWith('socket:') && !t.includes(`${d.stateDir}/`), `stdio ${fd} -> ${t}`);
+    }
+    assert.equal(fs.readlinkSync(`/proc/${pid}/cwd`), '/', 'it works from /');
+  });
+
+  test('the CA key is in the signer\'s memory only: neither the keeper nor the server has it', async () => {
+    const ok = await handshakes(0, 1); // one leaf signed: the key has been used
+    assert.deepEqual(ok.errors, {});
+    const needles = caKeyNeedles();
+    const server = d.daemonPids().find((p) => p !== d.proc.pid);
+    const inSigner = searchMemory(signerPid(), needles);
+    assert.ok(inSigner.found.length > 0, `the search finds the key where it is (${inSigner.bytes} bytes searched)`);
+    for (const [who, pid] of [['keeper', d.proc.pid], ['server', server]]) {
+      const r = searchMemory(pid, needles);
+      assert.ok(r.bytes > 0, `${who}: memory searched`);
+      assert.deepEqual(r.found, [], `the ${who} (pid ${pid}) holds the CA's private key`);
+    }
+  });
+
+  test('when it dies, a new host is refused at once and the server carries on', async () => {
+    const first = await handshakes(10, 11, [10]);
+    assert.deepEqual(first.errors, {});
+    const server = d.daemonPids().find((p) => p !== d.proc.pid);
+    const pid = signerPid();
+    const logAt = d.log().length;
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => !pidAlive(pid), { what: 'the signer to die' });
+
+    const fresh = await handshakes(100, 104);
+    assert.equal(fresh.ok, 0, `new hosts got leaves without a signer: ${JSON.stringify(fresh)}`);
+    // Each refusal is the signer's EOF, not its 1 s timeout.
+    assert.ok(fresh.ms < 4000, `4 refusals took ${fresh.ms} ms`);
+    await waitFor(() => /the signer process has exited/.test(d.log().slice(logAt)),
+      { what: 'a log line that names the dead signer' });
+
+    const cached = await handshakes(10, 11, [10]);
+    assert.deepEqual(cached.errors, {}, 'a leaf minted before still serves');
+    assert.equal(cached.serials[10], first.serials[10]);
+    assert.ok(pidAlive(server) && pidAlive(d.proc.pid), 'server and keeper still run');
+    assert.equal((await d.api('GET', '/v1/sandboxes')).status, 200);
+  });
+});
