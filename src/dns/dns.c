@@ -90,10 +90,10 @@ static int skip_opt(const uint8_t *msg, size_t len, size_t *off)
 int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *q)
 {
     memset(q, 0, sizeof *q);
-    if (len < HDR_LEN) return -1; /* no id to answer to */
+    if (len < HDR_LEN) return DNS_DROP; /* no id to answer to */
     q->id = get16(msg);
     q->flags = get16(msg + 2);
-    if (q->flags & FLAG_QR) return -1; /* a response: answering could start a loop */
+    if (q->flags & FLAG_QR) return DNS_DROP; /* a response: answering could start a loop */
     if (q->flags & FLAG_OPCODE) return DNS_RCODE_NOTIMP;
     uint16_t arcount = get16(msg + 10);
     if (get16(msg + 4) != 1 || get16(msg + 6) != 0 || get16(msg + 8) != 0 || arcount > 1)
@@ -138,9 +138,9 @@ int dns_build_answer(const uint8_t *query, const struct dns_question *q,
                      const struct in_addr *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
                      size_t size)
 {
-    if (!question_ok(q, QUESTION_END_MAX)) return -1;
+    if (!question_ok(q, QUESTION_END_MAX)) return DNS_DROP;
     size_t qe = q->question_end;
-    if (n_addrs > UINT16_MAX || size < qe || (size - qe) / ANSWER_LEN < n_addrs) return -1;
+    if (n_addrs > UINT16_MAX || size < qe || (size - qe) / ANSWER_LEN < n_addrs) return DNS_DROP;
     uint16_t id = q->id, flags = FLAG_QR | (q->flags & FLAG_RD) | FLAG_RA;
     memmove(out + HDR_LEN, query + HDR_LEN, qe - HDR_LEN);
     put_header(out, id, flags, 1, (uint16_t)n_addrs);
@@ -160,9 +160,9 @@ int dns_build_error(const uint8_t *query, size_t qlen, const struct dns_question
                     uint8_t *out, size_t size)
 {
     /* Extended rcodes (> 15) need an OPT record, which a stub does not send. */
-    if (qlen < HDR_LEN || rcode < 0 || rcode > 15) return -1;
+    if (qlen < HDR_LEN || rcode < 0 || rcode > 15) return DNS_DROP;
     size_t qe = question_ok(q, qlen) ? q->question_end : HDR_LEN;
-    if (size < qe) return -1;
+    if (size < qe) return DNS_DROP;
     uint16_t id = get16(query), qflags = get16(query + 2);
     uint16_t flags = FLAG_QR | (qflags & (FLAG_OPCODE | FLAG_RD)) | FLAG_RA | (uint16_t)rcode;
     memmove(out + HDR_LEN, query + HDR_LEN, qe - HDR_LEN);
@@ -175,6 +175,6 @@ size_t dns_tcp_frame(const uint8_t *buf, size_t len)
     if (len < 2) return 0;
     size_t n = get16(buf);
     /* A frame shorter than a header is still returned whole, so that the
-     * caller drains it (dns_parse_query then says -1); only 0 cannot be. */
+     * caller drains it (dns_parse_query then says DNS_DROP); only 0 cannot be. */
     return n > 0 && len - 2 >= n ? n : 0;
 }

@@ -21,6 +21,11 @@
 #define DNS_RCODE_NOTIMP 4
 #define DNS_RCODE_REFUSED 5
 
+/* What the parser and builders return when the message gets no answer at all:
+ * too broken to answer, or the response cannot be built. Negative, so that it is
+ * never a length or an rcode. */
+#define DNS_DROP (-1)
+
 struct dns_question {
     uint16_t id;
     uint16_t flags;          /* of the query, to echo RD */
@@ -30,9 +35,9 @@ struct dns_question {
 };
 
 /* Parses a query with exactly one question (QR=0, opcode 0). Returns 0, or a
- * DNS_RCODE_* > 0 to answer with (FORMERR, NOTIMP), or -1 if the message is too
- * broken to answer at all (shorter than a header, or a response: QR=1). EDNS OPT
- * records in the additional section are accepted and ignored. Names hold only
+ * DNS_RCODE_* > 0 to answer with (FORMERR, NOTIMP), or DNS_DROP if the message
+ * is too broken to answer at all (shorter than a header, or a response: QR=1).
+ * EDNS OPT records in the additional section are accepted and ignored. Names hold only
  * [a-z0-9-_] labels of 1..63 (upper case folded), 253 characters at most;
  * compression pointers in the question are FORMERR (a query has nothing to
  * point back at), so are trailing bytes. question_end is set (non-zero) once the
@@ -42,15 +47,16 @@ int dns_parse_query(const uint8_t *msg, size_t len, struct dns_question *q);
 
 /* Builds a response to q into out (size >= 512): the question copied from the
  * query, and n_addrs A records (each 4 bytes, network order) with ttl. Returns
- * the length or -1 if it does not fit. With n_addrs = 0 it is an empty
- * NOERROR answer (what AAAA queries get). out may be the query's own buffer. */
+ * the length, or DNS_DROP if it does not fit (or q holds no parsed question).
+ * With n_addrs = 0 it is an empty NOERROR answer (what AAAA queries get). out
+ * may be the query's own buffer. */
 int dns_build_answer(const uint8_t *query, const struct dns_question *q,
                      const struct in_addr *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
                      size_t size);
 /* Builds an error response (rcode 0..15) echoing the question when q is parsed,
  * or a bare header (QDCOUNT 0) when q is NULL or holds no question; id, opcode and
- * RD come from the query. Returns the length, or -1 when qlen < 12 or it does not
- * fit. out may be the query's own buffer. */
+ * RD come from the query. Returns the length, or DNS_DROP when qlen < 12, rcode is
+ * out of range or it does not fit. out may be the query's own buffer. */
 int dns_build_error(const uint8_t *query, size_t qlen, const struct dns_question *q, int rcode,
                     uint8_t *out, size_t size);
 

@@ -17,13 +17,13 @@
 #define DNS_TTL 30
 #define DNS_TCP_IDLE_S 10
 
-/* Builds the answer to one query; returns its length or -1 to stay silent. */
+/* Builds the answer to one query; returns its length, or DNS_DROP to stay silent. */
 static int answer(struct egress_sandbox *es, const uint8_t *msg, size_t len, uint8_t *out,
                   size_t size)
 {
     struct dns_question q;
     int r = dns_parse_query(msg, len, &q);
-    if (r < 0) return -1;
+    if (r == DNS_DROP) return DNS_DROP;
     if (r > 0) return dns_build_error(msg, len, NULL, r, out, size);
     char name[POLICY_NAME_MAX];
     if (q.qclass != DNS_CLASS_IN || policy_canon_name(q.name, name, NULL) < 0)
@@ -119,7 +119,8 @@ static void tcp_read(struct bufferevent *bev, void *arg)
         size_t mlen = dns_tcp_frame(buf, have);
         if (mlen == 0) return;
         uint8_t out[2 + 512];
-        int m = query_allowed(t->es) ? answer(t->es, buf + 2, mlen, out + 2, sizeof out - 2) : -1;
+        int m =
+            query_allowed(t->es) ? answer(t->es, buf + 2, mlen, out + 2, sizeof out - 2) : DNS_DROP;
         evbuffer_drain(in, 2 + mlen);
         if (m <= 0) continue;
         out[0] = (uint8_t)(m >> 8);

@@ -295,13 +295,15 @@ bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size
 int egress_accept(struct egress *eg, int lfd)
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || eg->spare_fd < 0) return fd;
+    if (fd >= 0) return fd;
+    int e = errno; /* close, accept4 and open below may change it */
+    if ((e != EMFILE && e != ENFILE) || eg->spare_fd < 0) return -e;
     close(eg->spare_fd);
     fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0) close(fd);
     eg->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     log_warn("egress: out of descriptors; a connection was refused");
-    return -1;
+    return -e;
 }
 
 void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,

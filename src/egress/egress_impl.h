@@ -124,13 +124,15 @@ void conn_close(struct conn *c);
 /* Re-judges an open connection after a policy change; closes it if refused. */
 void conn_recheck(struct conn *c);
 
-/* pump.c: kernel splicing of both directions once the upstream is connected. */
+/* pump.c: kernel splicing of both directions once the upstream is connected.
+ * Returns 0, or a negative errno when the connection must be closed. */
 int pump_start(struct conn *c);
 void pump_stop(struct pump *p);
 
 /* intercept.c */
 int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err);
 void intercept_fini(struct egress *eg);
+/* Returns 0, or a negative errno when the connection must be closed. */
 int intercept_start(struct conn *c);
 void intercept_stop(struct conn *c);
 
@@ -151,8 +153,9 @@ void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, 
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open);
 /* A limit refused something: a limit.reached event, at most one a second per limit. */
 void egress_limited(struct egress_sandbox *es, enum egress_limit which);
-/* accept4 of a pending connection, or -1. When out of descriptors, the connection is
- * accepted with the spare descriptor and closed, so a full backlog cannot spin. */
+/* accept4 of a pending connection: its fd, or accept4's negative errno. When out
+ * of descriptors, the connection is accepted with the spare descriptor and closed,
+ * so a full backlog cannot spin. */
 int egress_accept(struct egress *eg, int lfd);
 void egress_allowed(struct egress_sandbox *es, const char *host, uint16_t port,
                     const struct policy_addr *addr);

@@ -188,7 +188,10 @@ static bool has_override(const char *buf, const struct http_request *req)
     return false;
 }
 
-/* One request head: parse, check Host, rewrite, forward. */
+/* One request head: parse, check Host, rewrite, forward. Returns 1 when it was
+ * forwarded, 0 when more bytes are needed, -EPROTO when the request is refused
+ * (the refusal is on its way and nothing more is read), or -ENOMEM (nothing
+ * was read: the next read tries again). */
 static int forward_head(struct intercept *t, struct evbuffer *in)
 {
     size_t have = evbuffer_get_length(in);
@@ -196,7 +199,7 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)look);
     struct http_request *req = malloc(sizeof *req);
     const char *why = NULL;
-    if (!req) return -1;
+    if (!req) return -ENOMEM;
     enum http_result r = http_request_parse(buf, look, HEAD_MAX, req, &why);
     if (r == HTTP_MORE) {
         free(req);
@@ -205,14 +208,14 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     if (r == HTTP_BAD) {
         refuse_request(t, "400 Bad Request", why);
         free(req);
-        return -1;
+        return -EPROTO;
     }
     /* Host names the connection's own host and port (no port: the scheme's). */
     if ((t->c->name[0] && strcmp(req->host, t->c->name) != 0) ||
         (req->port && req->port != t->c->port)) {
         refuse_request(t, "421 Misdirected Request", "host_mismatch");
         free(req);
-        return -1;
+        return -EPROTO;
     }
     size_t out_size = req->head_len + 64 * 1024, out_len = 0;
     char *out = malloc(out_size);
@@ -245,10 +248,12 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     }
     free(out);
     free(req);
-    return r == HTTP_OK ? 1 : -1;
+    return r == HTTP_OK ? 1 : -EPROTO;
 }
 
-/* Body bytes of the current request, exactly as its framing says. */
+/* Body bytes of the current request, exactly as its framing says. Returns 1
+ * when the body is whole, 0 when more bytes are needed, -EPROTO when it is
+ * refused. */
 static int forward_body(struct intercept *t, struct evbuffer *in)
 {
     size_t have = evbuffer_get_length(in), used = 0;
@@ -262,7 +267,7 @@ static int forward_body(struct intercept *t, struct evbuffer *in)
          * earlier answer is still due (else the connection ends). */
         t->answered++;
         refuse_request(t, "400 Bad Request", why);
-        return -1;
+        return -EPROTO;
     }
     if (r == HTTP_OK) t->in_body = false;
     return r == HTTP_OK ? 1 : 0;
@@ -297,13 +302,14 @@ static const char *header_value(const char *head, size_t len, const char *name)
 
 /* The framing of an answer from its head: 1xx (but 101) come before the real
  * answer; HEAD, 204 and 304 have no body; else Content-Length, chunked, or
- * until the upstream closes. Returns 0 for an interim answer. */
+ * until the upstream closes. Returns 0 for an interim answer, 1 when a body
+ * may follow, -ENOMEM. */
 static int answer_framing(struct intercept *t, const char *head, size_t len)
 {
     int status = len > 12 ? atoi(head + 9) : 0;
     if (status >= 100 && status < 200 && status != 101) return 0;
     struct http_request *fake = calloc(1, sizeof *fake);
-    if (!fake) return -1;
+    if (!fake) return -ENOMEM;
     fake->framing = HTTP_BODY_NONE;
     bool no_body = t->is_head[t->answered % 64] || status == 204 || status == 304;
     const char *cl = header_value(head, len, "\r\ncontent-length:");
@@ -441,7 +447,7 @@ static int plain_start(struct conn *c)
 {
     struct egress *eg = c->es->eg;
     struct intercept *t = calloc(1, sizeof *t);
-    if (!t) return -1;
+    if (!t) return -ENOMEM;
     t->c = c;
     t->plain = true;
     t->up_ready = true;
@@ -450,7 +456,7 @@ static int plain_start(struct conn *c)
     c->client = c->upstream = -1; /* the bufferevents own them now */
     c->tls = t;
     c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -1;
+    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
     bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
     bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
     bufferevent_enable(t->down, EV_READ | EV_WRITE);
@@ -463,16 +469,20 @@ int intercept_start(struct conn *c)
     struct egress *eg = c->es->eg;
     if (c->plain_http) return plain_start(c);
     X509 *cert = leaf_for(eg, c->name);
+    if (!cert) return -EIO; /* the keeper did not sign, or the leaf was refused */
     struct intercept *t = calloc(1, sizeof *t);
-    SSL *down = cert ? SSL_new(eg->tls_down) : NULL;
+    SSL *down = SSL_new(eg->tls_down);
     struct policy_addr ignored;
     SSL *up = upstream_ssl(eg, c->name, policy_parse_ip(c->name, &ignored) == 0);
-    if (!t || !down || !up || SSL_use_certificate(down, cert) != 1 ||
-        SSL_use_PrivateKey(down, mitm_leaves_key(eg->leaves)) != 1) {
+    int r = !t || !down || !up ? -ENOMEM : 0;
+    if (r == 0 && (SSL_use_certificate(down, cert) != 1 ||
+                   SSL_use_PrivateKey(down, mitm_leaves_key(eg->leaves)) != 1))
+        r = -EPROTO;
+    if (r < 0) {
         free(t);
         if (down) SSL_free(down);
         if (up) SSL_free(up);
-        return -1;
+        return r;
     }
     t->c = c;
     t->down = bufferevent_openssl_socket_new(eg->base, c->client, down, BUFFEREVENT_SSL_ACCEPTING,
@@ -482,7 +492,7 @@ int intercept_start(struct conn *c)
     c->client = c->upstream = -1; /* the bufferevents own them now */
     c->tls = t;
     c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -1;
+    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
     bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
     bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
     bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);

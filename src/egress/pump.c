@@ -14,7 +14,8 @@
 
 static void on_pump(evutil_socket_t fd, short what, void *arg);
 
-/* Moves what it can; returns -1 when the connection must end. */
+/* Moves what it can; returns 0, or splice's negative errno when the
+ * connection must end. */
 static int pump_run(struct pump *p)
 {
     for (;;) {
@@ -29,7 +30,7 @@ static int pump_run(struct pump *p)
                 event_add(p->rd, NULL);
                 return 0;
             } else if (errno != EINTR) {
-                return -1;
+                return -errno;
             }
         }
         if (p->in_pipe > 0) {
@@ -41,7 +42,7 @@ static int pump_run(struct pump *p)
                 event_add(p->wr, NULL);
                 return 0;
             } else if (m < 0 && errno != EINTR) {
-                return -1;
+                return -errno;
             }
         }
         if (p->eof && p->in_pipe == 0) {
@@ -59,26 +60,27 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     if (pump_run(p) < 0 || (c->up.done && c->down.done)) conn_close(c);
 }
 
+/* Returns 0, pipe2's negative errno, or -ENOMEM. */
 static int pump_init(struct pump *p, struct conn *c, int src, int dst)
 {
     struct event_base *base = c->es->eg->base;
     p->owner = c;
     p->src = src;
     p->dst = dst;
-    if (pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC) < 0) return -1;
+    if (pipe2(p->pipe, O_NONBLOCK | O_CLOEXEC) < 0) return -errno;
     fcntl(p->pipe[1], F_SETPIPE_SZ, PUMP_CHUNK);
     p->rd = event_new(base, src, EV_READ, on_pump, p);
     p->wr = event_new(base, dst, EV_WRITE, on_pump, p);
-    return p->rd && p->wr ? 0 : -1;
+    return p->rd && p->wr ? 0 : -ENOMEM;
 }
 
 int pump_start(struct conn *c)
 {
-    if (pump_init(&c->up, c, c->client, c->upstream) < 0 ||
-        pump_init(&c->down, c, c->upstream, c->client) < 0)
-        return -1;
-    if (pump_run(&c->up) < 0 || pump_run(&c->down) < 0) return -1;
-    return 0;
+    int r = pump_init(&c->up, c, c->client, c->upstream);
+    if (r == 0) r = pump_init(&c->down, c, c->upstream, c->client);
+    if (r == 0) r = pump_run(&c->up);
+    if (r == 0) r = pump_run(&c->down);
+    return r;
 }
 
 void pump_stop(struct pump *p)

@@ -225,7 +225,8 @@ static size_t put_utf8(char *out, uint32_t cp)
     return 4;
 }
 
-static int hex4(const unsigned char *s, uint32_t *out)
+/* Whether s starts with four hex digits; their value goes to *out. */
+static bool hex4(const unsigned char *s, uint32_t *out)
 {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
@@ -234,11 +235,11 @@ static int hex4(const unsigned char *s, uint32_t *out)
                 : c >= 'a' && c <= 'f' ? c - 'a' + 10
                 : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                        : -1;
-        if (d < 0) return -1;
+        if (d < 0) return false;
         v = v << 4 | (uint32_t)d;
     }
     *out = v;
-    return 0;
+    return true;
 }
 
 /* A \uXXXX escape at s[q] (q + 6 <= e); a high surrogate followed by a low one makes one
@@ -246,11 +247,11 @@ static int hex4(const unsigned char *s, uint32_t *out)
 static int unicode_escape(struct parser *ps, size_t *q, size_t e, uint32_t *cp)
 {
     const unsigned char *s = ps->s;
-    if (e - *q < 6 || hex4(s + *q + 2, cp)) return bad(ps, *q, "\\u needs four hex digits");
+    if (e - *q < 6 || !hex4(s + *q + 2, cp)) return bad(ps, *q, "\\u needs four hex digits");
     *q += 6;
     uint32_t lo;
     if (*cp >= 0xD800 && *cp <= 0xDBFF && e - *q >= 6 && s[*q] == '\\' && s[*q + 1] == 'u' &&
-        hex4(s + *q + 2, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
+        hex4(s + *q + 2, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
         *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
         *q += 6;
     }

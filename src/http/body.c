@@ -44,7 +44,7 @@ static const char *size_byte(struct http_body *b, unsigned char c)
 {
     if (++b->line > HTTP_CHUNK_LINE_MAX) return "chunk line too long";
     int h = http_hex(c);
-    if (h >= 0 && b->state == C_SIZE) {
+    if (h != HTTP_NOT_HEX && b->state == C_SIZE) {
         if (++b->digits > CHUNK_DIGITS_MAX) return "chunk too large";
         b->size = b->size * 16 + (uint64_t)h;
         return b->size > HTTP_CHUNK_MAX ? "chunk too large" : NULL;

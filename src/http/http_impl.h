@@ -13,7 +13,8 @@ bool http_tchar(unsigned char c);
 bool http_field_char(unsigned char c);
 /* ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 2.3). */
 bool http_unreserved(unsigned char c);
-/* The value of a hex digit, or -1. */
+#define HTTP_NOT_HEX (-1)
+/* The value of a hex digit (0..15), or HTTP_NOT_HEX. */
 int http_hex(unsigned char c);
 unsigned char http_lower(unsigned char c);
 /* Case-insensitive comparison of p[0..n) with the lower-case NUL-terminated s. */

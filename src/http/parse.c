@@ -37,7 +37,7 @@ int http_hex(unsigned char c)
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+    return HTTP_NOT_HEX;
 }
 
 unsigned char http_lower(unsigned char c)

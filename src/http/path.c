@@ -90,8 +90,10 @@ bool http_path_normalize(const unsigned char *p, size_t n, char out[HTTP_PATH_MA
         char enc[3] = {(char)p[i]};
         size_t k = 1;
         if (p[i] == '%') {
-            int hi = i + 2 < n ? http_hex(p[i + 1]) : -1, lo = i + 2 < n ? http_hex(p[i + 2]) : -1;
-            if (hi < 0 || lo < 0) return refuse(why, "bad percent-encoding");
+            int hi = i + 2 < n ? http_hex(p[i + 1]) : HTTP_NOT_HEX;
+            int lo = i + 2 < n ? http_hex(p[i + 2]) : HTTP_NOT_HEX;
+            if (hi == HTTP_NOT_HEX || lo == HTTP_NOT_HEX)
+                return refuse(why, "bad percent-encoding");
             unsigned char v = (unsigned char)(hi << 4 | lo);
             i += 2;
             if (v == '/') return refuse(why, "encoded slash in path");
@@ -123,8 +125,10 @@ bool http_path_normalize(const unsigned char *p, size_t n, char out[HTTP_PATH_MA
 
 static bool glob_escape_ok(const char *s)
 {
-    int hi = http_hex((unsigned char)s[1]), lo = hi < 0 ? -1 : http_hex((unsigned char)s[2]);
-    if (hi < 0 || lo < 0 || (s[1] >= 'a' && s[1] <= 'f') || (s[2] >= 'a' && s[2] <= 'f'))
+    int hi = http_hex((unsigned char)s[1]);
+    int lo = hi == HTTP_NOT_HEX ? HTTP_NOT_HEX : http_hex((unsigned char)s[2]);
+    if (hi == HTTP_NOT_HEX || lo == HTTP_NOT_HEX || (s[1] >= 'a' && s[1] <= 'f') ||
+        (s[2] >= 'a' && s[2] <= 'f'))
         return false;
     unsigned char v = (unsigned char)(hi << 4 | lo);
     return !http_unreserved(v) && v != '/' && v != '\\' && v >= 0x20 && v != 0x7f;

@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#define NOT_HEX (-1)
+
+/* The value of a hex digit (0..15), or NOT_HEX. */
 static int hex_value(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+    return NOT_HEX;
 }
 
 /* One part of an inet_aton() IPv4 literal: decimal, octal after a leading 0,
@@ -24,12 +27,12 @@ static const char *v4_part(const char *p, uint32_t *out)
     if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
         base = 16;
         p += 2;
-        if (hex_value(*p) < 0) return NULL; /* glibc refuses a bare "0x" too */
+        if (hex_value(*p) == NOT_HEX) return NULL; /* glibc refuses a bare "0x" too */
     } else if (p[0] == '0') {
         base = 8;
     }
     uint64_t v = 0;
-    for (int d; (d = hex_value(*p)) >= 0 && d < base; p++) {
+    for (int d; (d = hex_value(*p)) != NOT_HEX && d < base; p++) {
         v = v * (uint64_t)base + (uint64_t)d;
         if (v > UINT32_MAX) return NULL;
     }

@@ -69,21 +69,21 @@ int policy_punycode_encode(const uint32_t *cps, size_t n, char *out, size_t size
 {
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
-        if (cps[i] < 0x80 && !put(out, size, &len, (char)cps[i])) return -1;
+        if (cps[i] < 0x80 && !put(out, size, &len, (char)cps[i])) return -ENOSPC;
     size_t b = len, h = len;
-    if (b > 0 && !put(out, size, &len, '-')) return -1;
+    if (b > 0 && !put(out, size, &len, '-')) return -ENOSPC;
     uint32_t cp = PC_N, delta = 0, bias = PC_BIAS;
     while (h < n) {
         uint32_t m = UINT32_MAX;
         for (size_t i = 0; i < n; i++)
             if (cps[i] >= cp && cps[i] < m) m = cps[i];
-        if (m == UINT32_MAX || m - cp > (UINT32_MAX - delta) / (h + 1)) return -1;
+        if (m == UINT32_MAX || m - cp > (UINT32_MAX - delta) / (h + 1)) return -EOVERFLOW;
         delta += (m - cp) * (uint32_t)(h + 1);
         cp = m;
         for (size_t i = 0; i < n; i++) {
-            if (cps[i] < cp && ++delta == 0) return -1;
+            if (cps[i] < cp && ++delta == 0) return -EOVERFLOW;
             if (cps[i] != cp) continue;
-            if (!pc_put_delta(delta, bias, out, size, &len)) return -1;
+            if (!pc_put_delta(delta, bias, out, size, &len)) return -ENOSPC;
             bias = pc_adapt(delta, (uint32_t)(h + 1), h == b);
             delta = 0;
             h++;
@@ -91,7 +91,7 @@ int policy_punycode_encode(const uint32_t *cps, size_t n, char *out, size_t size
         delta++;
         cp++;
     }
-    if (size == 0) return -1;
+    if (size == 0) return -ENOSPC;
     out[len] = '\0';
     return (int)len;
 }

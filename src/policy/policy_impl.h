@@ -14,8 +14,9 @@
 #define POLICY_LABEL_CPS 63
 
 /* RFC 3492 encoding of cps[0..n) (basic code points copied, then the deltas),
- * without the "xn--" prefix. Returns the length written or -1 when it does not
- * fit in size-1 characters or overflows. */
+ * without the "xn--" prefix. Returns the length written, -ENOSPC when it does
+ * not fit in size-1 characters, or -EOVERFLOW when a delta overflows (RFC 3492
+ * section 6.4). */
 int policy_punycode_encode(const uint32_t *cps, size_t n, char *out, size_t size);
 
 /* Decodes one UTF-8 sequence at s into *cp; returns its length, or 0 when it

@@ -248,18 +248,21 @@ static int ns_create(const struct sandbox_host *host, const struct sandbox_spec 
     return 0;
 }
 
-/* Reads the innermost pid of `pid` from /proc; 1 marks a namespace's init. */
+/* Reads the innermost pid of `pid` from /proc; 1 marks a namespace's init.
+ * Returns it, or read_file_small's negative errno, or -ENOENT when the status
+ * has no NSpid line. */
 static long inner_pid(pid_t pid)
 {
     char path[64], buf[2048];
     snprintf(path, sizeof path, "/proc/%d/status", pid);
-    if (read_file_small(path, buf, sizeof buf) < 0) return -1;
+    int r = read_file_small(path, buf, sizeof buf);
+    if (r < 0) return r;
     char *line = strstr(buf, "\nNSpid:");
-    if (!line) return -1;
+    if (!line) return -ENOENT;
     char *end = strchr(line + 1, '\n');
     if (end) *end = '\0';
     char *last = strrchr(line, '\t');
-    return last ? strtol(last + 1, NULL, 10) : -1;
+    return last ? strtol(last + 1, NULL, 10) : -ENOENT;
 }
 
 static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *spec,

@@ -1,6 +1,6 @@
 /* libFuzzer target for the stub resolver's wire format (src/dns). Beyond "no
  * crash, no out-of-bounds read" (ASan, UBSan) it checks properties:
- * - the parser's verdict agrees with the header (-1 exactly for short
+ * - the parser's verdict agrees with the header (DNS_DROP exactly for short
  *   messages and responses, NOTIMP exactly for opcode != 0);
  * - an accepted name is plain lower-case [a-z0-9-_] labels of 1..63, at most
  *   253 characters, and re-encodes to the query's own question bytes;
@@ -89,7 +89,7 @@ static void check_answer(const uint8_t *msg, size_t len, const struct dns_questi
     int n = dns_build_answer(msg, q, addrs, n_addrs, ttl, out, sizeof out);
     size_t want = q->question_end + 16 * n_addrs;
     if (want > sizeof out) {
-        REQUIRE(n == -1);
+        REQUIRE(n == DNS_DROP);
         return;
     }
     REQUIRE(n == (int)want);
@@ -136,7 +136,7 @@ static void check_query(const uint8_t *msg, size_t len, uint8_t knob)
     struct dns_question q;
     int rc = dns_parse_query(msg, len, &q);
     if (len < 12 || (msg[2] & 0x80)) {
-        REQUIRE(rc == -1);
+        REQUIRE(rc == DNS_DROP);
         return;
     }
     if (msg[2] & 0x78) {

@@ -156,12 +156,12 @@ TEST(dns_refuses_responses_and_short_headers)
 {
     uint8_t qb[512];
     size_t qlen = make_query(qb, 1, 0x8000 | RD, "a.com", DNS_TYPE_A, 0);
-    CHECK(parse(qb, qlen) == -1);
+    CHECK(parse(qb, qlen) == DNS_DROP);
     qlen = make_query(qb, 1, 0x8000 | (1 << 11), "a.com", DNS_TYPE_A, 0); /* QR wins */
-    CHECK(parse(qb, qlen) == -1);
+    CHECK(parse(qb, qlen) == DNS_DROP);
     for (size_t len = 0; len < 12; len++)
-        CHECK(parse(qb, len) == -1);
-    CHECK(parse(NULL, 0) == -1);
+        CHECK(parse(qb, len) == DNS_DROP);
+    CHECK(parse(NULL, 0) == DNS_DROP);
 }
 
 TEST(dns_notimp_for_other_opcodes)
@@ -314,7 +314,7 @@ TEST(dns_truncated_at_every_length)
             struct dns_question q;
             int rc = dns_parse_query(m, len, &q);
             CHECK(rc != 0);
-            CHECK(rc == (len < 12 ? -1 : DNS_RCODE_FORMERR));
+            CHECK(rc == (len < 12 ? DNS_DROP : DNS_RCODE_FORMERR));
             if (rc > 0) {
                 int e = dns_build_error(m, len, &q, rc, out, sizeof out);
                 struct dns_response r;
@@ -357,7 +357,7 @@ TEST(dns_name_limits)
         struct in_addr a[16] = {{0}};
         CHECK(q.question_end == 12 + 255 + 4);
         CHECK(dns_build_answer(qb, &q, a, 15, 1, out, 512) == 271 + 15 * 16);
-        CHECK(dns_build_answer(qb, &q, a, 16, 1, out, 512) == -1);
+        CHECK(dns_build_answer(qb, &q, a, 16, 1, out, 512) == DNS_DROP);
         long_name(name, 254, label);
         CHECK(parse(qb, make_query(qb, 1, RD, name, DNS_TYPE_A, 1)) == DNS_RCODE_FORMERR);
     }
@@ -459,24 +459,24 @@ TEST(dns_output_too_small)
     for (size_t k = 0; k <= 4; k++) {
         size_t need = q.question_end + 16 * k;
         for (size_t size = 0; size < need; size++)
-            CHECK(dns_build_answer(qb, &q, a, k, 1, out, size) == -1);
+            CHECK(dns_build_answer(qb, &q, a, k, 1, out, size) == DNS_DROP);
         CHECK(dns_build_answer(qb, &q, a, k, 1, out, need) == (int)need);
     }
-    CHECK(dns_build_answer(qb, &q, a, (size_t)-1, 1, out, sizeof out) == -1);
-    CHECK(dns_build_answer(qb, &q, a, 70000, 1, out, sizeof out) == -1);
+    CHECK(dns_build_answer(qb, &q, a, (size_t)-1, 1, out, sizeof out) == DNS_DROP);
+    CHECK(dns_build_answer(qb, &q, a, 70000, 1, out, sizeof out) == DNS_DROP);
     for (size_t size = 0; size < qlen; size++)
-        CHECK(dns_build_error(qb, qlen, &q, DNS_RCODE_REFUSED, out, size) == -1);
+        CHECK(dns_build_error(qb, qlen, &q, DNS_RCODE_REFUSED, out, size) == DNS_DROP);
     CHECK(dns_build_error(qb, qlen, &q, DNS_RCODE_REFUSED, out, qlen) == (int)qlen);
-    CHECK(dns_build_error(qb, qlen, NULL, DNS_RCODE_REFUSED, out, 11) == -1);
+    CHECK(dns_build_error(qb, qlen, NULL, DNS_RCODE_REFUSED, out, 11) == DNS_DROP);
     CHECK(dns_build_error(qb, qlen, NULL, DNS_RCODE_REFUSED, out, 12) == 12);
     /* An unparsed question is never answered from. */
     struct dns_question none = {0};
-    CHECK(dns_build_answer(qb, &none, a, 1, 1, out, sizeof out) == -1);
+    CHECK(dns_build_answer(qb, &none, a, 1, 1, out, sizeof out) == DNS_DROP);
     /* Nor one longer than any question can be (a caller's corrupted struct). */
     static uint8_t big[1024];
     struct dns_question bogus = q;
     bogus.question_end = 12 + 255 + 5;
-    CHECK(dns_build_answer(big, &bogus, a, 0, 1, big, sizeof big) == -1);
+    CHECK(dns_build_answer(big, &bogus, a, 0, 1, big, sizeof big) == DNS_DROP);
     CHECK(dns_build_error(big, sizeof big, &bogus, 1, big, sizeof big) == 12);
 }
 
@@ -498,9 +498,9 @@ TEST(dns_build_error_forms)
         CHECK(n == 12 && dns_response_parse(out, 12, &r) == 0);
         CHECK(r.id == 0x0102 && r.rcode == rcodes[i] && r.qdcount == 0);
     }
-    CHECK(dns_build_error(qb, qlen, &q, 16, out, sizeof out) == -1);
-    CHECK(dns_build_error(qb, qlen, &q, -1, out, sizeof out) == -1);
-    CHECK(dns_build_error(qb, 11, NULL, DNS_RCODE_FORMERR, out, sizeof out) == -1);
+    CHECK(dns_build_error(qb, qlen, &q, 16, out, sizeof out) == DNS_DROP);
+    CHECK(dns_build_error(qb, qlen, &q, -1, out, sizeof out) == DNS_DROP);
+    CHECK(dns_build_error(qb, 11, NULL, DNS_RCODE_FORMERR, out, sizeof out) == DNS_DROP);
     /* A question longer than the bytes given is not echoed from beyond them. */
     CHECK(dns_build_error(qb, 20, &q, DNS_RCODE_FORMERR, out, sizeof out) == 12);
 }
@@ -544,7 +544,7 @@ TEST(dns_tcp_framing)
     put16(buf, 11);
     CHECK(dns_tcp_frame(buf, 12) == 0);
     CHECK(dns_tcp_frame(buf, 13) == 11); /* whole, too short to parse */
-    CHECK(parse(buf + 2, 11) == -1);
+    CHECK(parse(buf + 2, 11) == DNS_DROP);
     put16(buf, 12);
     CHECK(dns_tcp_frame(buf, 13) == 0);
     CHECK(dns_tcp_frame(buf, 14) == 12);
