@@ -63,8 +63,8 @@ check: all $(BUILD)/unit asan format-check
 	$(BUILD)/unit
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/unit
 	$(MAKE) fuzz-replay
-	tests/mitm/verify.sh
-	tests/run-e2e
+	RUNTIME_BUILD=$(BUILD) tests/mitm/verify.sh
+	RUNTIME_BUILD=$(BUILD) tests/run-e2e
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \

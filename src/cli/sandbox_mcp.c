@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +298,7 @@ static int push_word(struct split *sp, json_t *argv)
 {
     json_t *s = json_stringn(sp->word, sp->n);
     sp->n = 0;
-    return s && json_array_append_new(argv, s) == 0 ? 0 : -1;
+    return s && json_array_append_new(argv, s) == 0 ? 0 : -ENOMEM;
 }
 
 /* CMD of NAME=CMD into argv: blanks split, quotes group; no shell. */
