@@ -29,19 +29,31 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     events_flush(arg);
 }
 
+/* Writes someone waits for are on disk: their callbacks run here, on the loop. */
+static void on_written(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    store_writer_run_done(srv->writer);
+}
+
 int events_start(struct server *srv, err_t *err)
 {
     int r = store_writer_start(srv->cfg.db_path, &srv->writer, err);
     if (r < 0) return r;
     srv->flush_timer = evtimer_new(srv->base, on_flush, srv);
-    return srv->flush_timer ? 0 : err_set(err, -ENOMEM, "out of memory");
+    srv->writer_done = event_new(srv->base, store_writer_done_fd(srv->writer), EV_READ | EV_PERSIST,
+                                 on_written, srv);
+    if (!srv->flush_timer || !srv->writer_done || event_add(srv->writer_done, NULL) < 0)
+        return err_set(err, -ENOMEM, "out of memory");
+    return 0;
 }
 
 void events_stop(struct server *srv)
 {
     if (srv->writer) events_flush(srv);
     if (srv->flush_timer) event_free(srv->flush_timer);
-    srv->flush_timer = NULL;
+    if (srv->writer_done) event_free(srv->writer_done); /* before the writer closes its fd */
+    srv->flush_timer = srv->writer_done = NULL;
     store_writer_stop(srv->writer);
     srv->writer = NULL;
 }

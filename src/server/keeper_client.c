@@ -1,8 +1,8 @@
 /* The server's side of the keeper's socket. The keeper is serial and answers in
- * order. Slow requests (create and its listeners, destroy, exec starts) are sent
- * with server_keeper_send and answered later, on the loop, while every other
- * sandbox's traffic moves; quick ones (stats, freeze, files, signing) still wait
- * with server_keeper_call. A call
+ * order. Slow requests (create and its listeners, destroy, exec starts) and a
+ * removal's last stats are sent with server_keeper_send and answered later, on
+ * the loop, while every other sandbox's traffic moves; quick ones (the usage
+ * checkpoints' stats, freeze, files) still wait with server_keeper_call. A call
  * that waits may read answers of requests sent before it: those are kept and
  * handed to their callers from the loop afterwards, never from inside the call. */
 #include <errno.h>

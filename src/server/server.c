@@ -147,12 +147,19 @@ enum sbx_status sbx_status_parse(const char *name)
     return SBX_FAILED;
 }
 
+/* Every write of a sandbox's row goes through the writer's queue, so that they
+ * reach the disk in the order they were made; a failed one is logged there. */
+static void save_status(struct server *srv, struct sbx *sb, enum sbx_status status)
+{
+    sb->status = status;
+    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(status), NULL, NULL);
+}
+
+/* Pause and resume answer their client after this: it waits for the disk. */
 void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status)
 {
-    err_t err = {0};
-    sb->status = status;
-    if (store_sandbox_set_status(srv->store, sb->id, sbx_status_name(status), &err) < 0)
-        log_warn("status of sandbox %s not saved: %s", sb->id, err.msg);
+    save_status(srv, sb, status);
+    store_writer_sync(srv->writer);
 }
 
 /* The settings as the store keeps them (malloc'd text, or NULL). */
@@ -164,16 +171,18 @@ static char *settings_text(const struct model_sandbox *settings)
     return text;
 }
 
-static int save_new(struct server *srv, struct sbx *sb, err_t *err)
+/* Queues its row; saved runs on the loop once it is on disk. */
+static int save_new(struct server *srv, struct sbx *sb, store_done_fn *saved, err_t *err)
 {
     char *text = settings_text(&sb->settings);
+    if (!text) return err_set(err, -ENOMEM, "out of memory");
     struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms, .spec_json = text};
     memcpy(row.id, sb->id, sizeof row.id);
     snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
     row.name = sb->settings.name[0] ? sb->settings.name : NULL;
-    int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
+    store_writer_sandbox_insert(srv->writer, &row, saved, sb);
     free(text);
-    return r;
+    return 0;
 }
 
 static void detach_egress(struct sbx *sb);
@@ -188,7 +197,7 @@ static void on_death(evutil_socket_t fd, short what, void *arg)
     sb->death = NULL;
     close(fd);
     detach_egress(sb);
-    server_sandbox_set_status(srv, sb, SBX_STOPPED);
+    save_status(srv, sb, SBX_STOPPED); /* nobody is answered after it */
     json_t *f = json_pack("{s:s}", "reason", "init process exited");
     server_event(srv, sb->id, "sandbox.exited", f);
     json_decref(f);
@@ -221,8 +230,10 @@ static int sandbox_policy(struct server *srv, struct sbx *sb, const struct model
                         out, err);
 }
 
-/* Its egress on the listeners the keeper made in its network namespace (taken). */
-static int attach_egress_with(struct server *srv, struct sbx *sb, int fds[3], err_t *err)
+/* Its egress on the listeners the keeper made in its network namespace (taken);
+ * restored, with the names it had (a new sandbox has none to read). */
+static int attach_egress_with(struct server *srv, struct sbx *sb, int fds[3], bool restored,
+                              err_t *err)
 {
     struct policy pol;
     int r = sandbox_policy(srv, sb, &sb->settings.network, &pol, err);
@@ -232,7 +243,7 @@ static int attach_egress_with(struct server *srv, struct sbx *sb, int fds[3], er
         return r;
     }
     r = egress_sandbox_add(srv->egress, sb->id, fds, &pol, &sb->egress, err);
-    if (r == 0) r = store_names_each(srv->store, sb->id, restore_name, sb->egress, err);
+    if (r == 0 && restored) r = store_names_each(srv->store, sb->id, restore_name, sb->egress, err);
     return r;
 }
 
@@ -243,7 +254,7 @@ static int attach_egress(struct server *srv, struct sbx *sb, err_t *err)
     memcpy(ref.id, sb->id, sizeof ref.id);
     int fds[3];
     int r = server_keeper_call(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, &res, fds, 3, err);
-    return r < 0 ? r : attach_egress_with(srv, sb, fds, err);
+    return r < 0 ? r : attach_egress_with(srv, sb, fds, true, err);
 }
 
 static void detach_egress(struct sbx *sb)
@@ -255,6 +266,9 @@ static void detach_egress(struct sbx *sb)
 int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
                                err_t *err)
 {
+    /* Its row may still be on the writer's queue, which this write would pass. */
+    if (sb->status == SBX_CREATING)
+        return err_set(err, -EBUSY, "sandbox %s is being created; try again in a moment", sb->id);
     struct model_sandbox changed = sb->settings;
     int r = model_network_copy(&changed.network, net, err);
     if (r < 0) return r;
@@ -287,21 +301,82 @@ static void created(struct server *srv, struct sbx *sb, struct sbx_waiter *w, co
     }
 }
 
-/* A sandbox that never came to be: out of the store and the registry. */
-static void discard(struct server *srv, struct sbx *sb)
+/* Who is answered once a write is on disk, and with what: the waiters of a
+ * create that failed (err), or the caller of a removal (err when failed). */
+struct answer {
+    struct server *srv;
+    struct sbx *sb;             /* a removal: until the keeper's answer */
+    struct sbx_waiter *waiters; /* a create that failed */
+    server_deleted_fn *deleted; /* a removal */
+    void *arg;
+    bool failed;
+    err_t err;
+};
+
+static void free_waiters(struct sbx_waiter *w)
 {
-    err_t ignored = {0};
-    store_sandbox_delete(srv->store, sb->id, &ignored);
+    while (w) {
+        struct sbx_waiter *next = w->next;
+        free(w);
+        w = next;
+    }
+}
+
+static void answer_now(struct answer *a)
+{
+    if (a->deleted)
+        a->deleted(a->srv, a->failed ? &a->err : NULL, a->arg);
+    else
+        created(a->srv, NULL, a->waiters, &a->err);
+    free(a);
+}
+
+static void on_answer_written(int r, const err_t *err, void *arg)
+{
+    struct answer *a = arg;
+    if (r == -ECANCELED) { /* stopping: the requests end with the loop */
+        free_waiters(a->waiters);
+        free(a);
+        return;
+    }
+    if (r < 0) log_warn("%s", err->msg);
+    answer_now(a);
+}
+
+/* Its row (and what hangs off it) out of the store, then a answered. */
+static void forget_row(struct server *srv, const char *id, struct answer *a)
+{
+    if (a)
+        store_writer_sandbox_forget(srv->writer, id, on_answer_written, a);
+    else
+        store_writer_sandbox_forget(srv->writer, id, NULL, NULL);
+}
+
+/* A sandbox that never came to be: out of the registry, and of the store when
+ * its row was written; its waiters hear err once the row is gone. */
+static void creation_failed_as(struct server *srv, struct sbx *sb, bool saved, const err_t *err)
+{
+    struct answer *a = calloc(1, sizeof *a);
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    char id[PROTO_ID_LEN];
+    memcpy(id, sb->id, sizeof id);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
+    if (!a) {
+        if (saved) forget_row(srv, id, NULL);
+        return created(srv, NULL, w, err);
+    }
+    *a = (struct answer){.srv = srv, .waiters = w, .err = *err};
+    if (saved)
+        forget_row(srv, id, a);
+    else
+        answer_now(a);
 }
 
 static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
 {
-    struct sbx_waiter *w = sb->waiters;
-    sb->waiters = NULL;
-    discard(srv, sb);
-    created(srv, NULL, w, err);
+    creation_failed_as(srv, sb, true, err);
 }
 
 /* Built, but it cannot have its network: the keeper destroys it again. */
@@ -316,6 +391,19 @@ static void without_network(struct server *srv, struct sbx *sb, err_t *err)
     creation_failed(srv, sb, err);
 }
 
+/* Its status is on disk: its waiters get their answer. A sandbox being created
+ * cannot be removed, so sb is still there (at a stop, it went with the registry). */
+static void on_running(int r, const err_t *err, void *arg)
+{
+    struct sbx *sb = arg;
+    if (r == -ECANCELED) return;
+    if (r < 0) log_warn("status of sandbox %s not saved: %s", sb->id, err->msg);
+    if (sb->status == SBX_CREATING) sb->status = SBX_RUNNING; /* not stopped meanwhile */
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    created(sb->owner, sb, w, NULL);
+}
+
 static void on_net_sockets(struct server *srv, const struct proto_result *res, int *fds,
                            unsigned nfds, void *arg)
 {
@@ -328,13 +416,11 @@ static void on_net_sockets(struct server *srv, const struct proto_result *res, i
                 res->status < 0 ? res->msg : "the keeper passed no listeners");
         return without_network(srv, sb, &err);
     }
-    if (attach_egress_with(srv, sb, fds, &err) < 0) return without_network(srv, sb, &err);
-    server_sandbox_set_status(srv, sb, SBX_RUNNING);
+    if (attach_egress_with(srv, sb, fds, false, &err) < 0) return without_network(srv, sb, &err);
     sb->last_active_ms = now_ms();
-    usage_checkpoint(srv, sb); /* starts the counting */
-    struct sbx_waiter *w = sb->waiters;
-    sb->waiters = NULL;
-    created(srv, sb, w, NULL);
+    usage_started(srv, sb);
+    /* Running once that is on disk (its row's insert is already). */
+    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(SBX_RUNNING), on_running, sb);
 }
 
 /* The keeper built it; next, the listeners of its egress (answered on the loop too). */
@@ -353,6 +439,28 @@ static void on_created(struct server *srv, const struct proto_result *res, int *
     if (server_keeper_send(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, 3, on_net_sockets, sb, &err) <
         0)
         without_network(srv, sb, &err);
+}
+
+/* Its row is on disk (a crash from now on leaves a row the restart marks failed,
+ * and the keeper's sweep removes what it built for a row never written); next,
+ * the keeper builds it. */
+static void on_saved(int r, const err_t *err, void *arg)
+{
+    struct sbx *sb = arg;
+    if (r == -ECANCELED) return; /* stopping: sb went with the registry */
+    struct server *srv = sb->owner;
+    err_t e = {0};
+    if (r < 0) {
+        e = *err;
+        err_wrap(&e, "cannot save the sandbox");
+        return creation_failed_as(srv, sb, false, &e);
+    }
+    struct proto_sandbox p;
+    fill_proto_sandbox(sb, &p);
+    if (server_keeper_send(srv, PROTO_CREATE, &p, sizeof p, 1, on_created, sb, &e) < 0) {
+        err_wrap(&e, "cannot create the sandbox");
+        creation_failed(srv, sb, &e);
+    }
 }
 
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
@@ -391,43 +499,31 @@ int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
     sb->status = SBX_CREATING;
-    int r = save_new(srv, sb, err);
+    link_sandbox(srv, sb);
+    int r = save_new(srv, sb, on_saved, err);
     if (r < 0) {
+        unlink_sandbox(srv, sb);
         sbx_free(sb);
         return r;
     }
-    link_sandbox(srv, sb);
-    struct proto_sandbox p;
-    fill_proto_sandbox(sb, &p);
     server_sandbox_when_created(srv, sb, done, arg);
-    r = server_keeper_send(srv, PROTO_CREATE, &p, sizeof p, 1, on_created, sb, err);
-    if (r < 0) {
-        discard(srv, sb); /* its one waiter is this caller, told by the error */
-        return err_wrap(err, "cannot create the sandbox");
-    }
     return 0;
 }
 
 /* ---- delete: likewise ---- */
 
-struct removal {
-    struct sbx *sb;
-    server_deleted_fn *done;
-    void *arg;
-};
-
-static void forget(struct server *srv, struct sbx *sb)
+/* Out of the registry now, out of the store next (its events after those still
+ * queued); the caller is answered once its row is gone from the disk. */
+static void forget(struct server *srv, struct sbx *sb, struct answer *rm)
 {
-    err_t err = {0};
+    char id[PROTO_ID_LEN];
+    memcpy(id, sb->id, sizeof id);
     events_flush(srv);
-    store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
-    store_names_delete(srv->store, sb->id, &err);
-    vault_forget_sandbox(srv, sb->id);
-    store_mcp_delete(srv->store, sb->id, &err);
-    if (store_sandbox_delete(srv->store, sb->id, &err) < 0)
-        log_warn("sandbox %s removed, but not from the store: %s", sb->id, err.msg);
+    store_writer_events_delete(srv->writer, id);
+    vault_forget_sandbox(srv, id);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
+    forget_row(srv, id, rm);
 }
 
 /* A destroy the keeper could not finish (something left in the sandbox's
@@ -437,20 +533,22 @@ static void forget(struct server *srv, struct sbx *sb)
 static void on_destroyed(struct server *srv, const struct proto_result *res, int *fds,
                          unsigned nfds, void *arg)
 {
-    struct removal rm = *(struct removal *)arg;
-    free(arg);
-    rm.sb->removing = false;
+    struct answer *rm = arg;
+    struct sbx *sb = rm->sb;
+    rm->sb = NULL;
+    sb->removing = false;
     if (res->status < 0 && res->status != -ENOENT) {
-        server_sandbox_set_status(srv, rm.sb, SBX_FAILED);
-        err_t err = {0};
-        err_set(&err, res->status,
+        rm->failed = true;
+        err_set(&rm->err, res->status,
                 "cannot remove sandbox %s: %s; its processes are stopped: fix "
                 "that and remove it again",
-                rm.sb->id, res->msg);
-        return rm.done(srv, &err, rm.arg);
+                sb->id, res->msg);
+        sb->status = SBX_FAILED; /* the answer waits for it to be on disk */
+        store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(SBX_FAILED),
+                                    on_answer_written, rm);
+        return;
     }
-    forget(srv, rm.sb);
-    rm.done(srv, NULL, rm.arg);
+    forget(srv, sb, rm);
 }
 
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
@@ -459,9 +557,9 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
     if (sb->status == SBX_CREATING || sb->removing)
         return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
                        sb->removing ? "removed" : "created");
-    struct removal *rm = malloc(sizeof *rm);
+    struct answer *rm = malloc(sizeof *rm);
     if (!rm) return err_set(err, -ENOMEM, "out of memory");
-    *rm = (struct removal){.sb = sb, .done = done, .arg = arg};
+    *rm = (struct answer){.srv = srv, .sb = sb, .deleted = done, .arg = arg};
     usage_removed(srv, sb);
     if (srv->hooks.removed) srv->hooks.removed(sb);
     detach_egress(sb);

@@ -41,7 +41,8 @@ struct server {
     struct event_base *base;
     struct evhttp *http;
     struct store *store;
-    struct store_writer *writer; /* events and usage, on a thread of its own */
+    struct store_writer *writer; /* events, usage and sandbox rows, on a thread of its own */
+    struct event *writer_done;   /* the writer finished writes someone waits for */
     struct egress *egress;
     int keeper;
     uint32_t next_req;
@@ -58,7 +59,7 @@ struct server {
     struct secret_entry *secrets;
     size_t n_secrets;
     struct placeholder_entry *placeholders;
-    json_t *catalog; /* the built-in MCP catalog */
+    json_t *catalog;          /* the built-in MCP catalog */
     struct event *tick_timer; /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
     struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
@@ -98,6 +99,7 @@ void server_tick_stop(struct server *srv);
 
 /* usage.c */
 void usage_checkpoint(struct server *srv, struct sbx *sb);
+void usage_started(struct server *srv, struct sbx *sb); /* a new sandbox, now running */
 void usage_tick(struct server *srv);
 /* Sets and saves a sandbox's status (a failed save is logged). */
 void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status);

@@ -25,9 +25,9 @@ static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
         (json_int_t)sb->stored_bytes, "memoryMiB", (json_int_t)sb->settings.memory_mib);
 }
 
-static void save(struct server *srv, const struct sbx *sb, bool deleted)
+static void save_as(struct server *srv, const struct sbx *sb, enum sbx_status state, bool deleted)
 {
-    json_t *row = row_json(sb, sbx_status_name(sb->status), deleted);
+    json_t *row = row_json(sb, sbx_status_name(state), deleted);
     char *text = json_dumps(row, JSON_COMPACT);
     json_decref(row);
     if (text)
@@ -35,6 +35,11 @@ static void save(struct server *srv, const struct sbx *sb, bool deleted)
     else
         log_warn("usage of sandbox %s not saved: out of memory", sb->id);
     free(text);
+}
+
+static void save(struct server *srv, const struct sbx *sb, bool deleted)
+{
+    save_as(srv, sb, sb->status, deleted);
 }
 
 static int stats(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t *disk)
@@ -51,13 +56,20 @@ static int stats(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t 
     return r;
 }
 
-/* Counts the time since the last checkpoint as `state`, then moves the marks. */
-static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status state)
+static bool is_live(enum sbx_status state)
+{
+    return state == SBX_RUNNING || state == SBX_PAUSED;
+}
+
+/* Counts the time since the last checkpoint as `state` (live: with the keeper's
+ * cpu and disk figures), then moves the marks. */
+static void count(struct sbx *sb, enum sbx_status state, bool live, uint64_t cpu, uint64_t disk)
 {
     int64_t now = now_unix_ms();
-    uint64_t cpu = sb->mark_cpu_ns, disk = sb->stored_bytes;
-    bool live = state == SBX_RUNNING || state == SBX_PAUSED;
-    if (live && stats(srv, sb, &cpu, &disk) < 0) live = false;
+    if (!live) {
+        cpu = sb->mark_cpu_ns;
+        disk = sb->stored_bytes;
+    }
     double hours = sb->mark_ms && now > sb->mark_ms ? (double)(now - sb->mark_ms) / 3.6e6 : 0;
     double gib = (double)sb->settings.memory_mib / 1024.0;
     if (live && state == SBX_RUNNING) {
@@ -70,6 +82,13 @@ static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status st
     sb->mark_ms = now;
     sb->mark_cpu_ns = cpu;
     sb->stored_bytes = disk;
+}
+
+static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status state)
+{
+    uint64_t cpu = 0, disk = 0;
+    bool live = is_live(state) && stats(srv, sb, &cpu, &disk) == 0;
+    count(sb, state, live, cpu, disk);
     save(srv, sb, false);
 }
 
@@ -78,16 +97,45 @@ void usage_checkpoint(struct server *srv, struct sbx *sb)
     checkpoint_as(srv, sb, sb->status);
 }
 
+/* Its cgroup is new and its counter starts at zero, as does its workspace's
+ * share: no need to ask the keeper (which the loop would wait for). */
+void usage_started(struct server *srv, struct sbx *sb)
+{
+    sb->mark_ms = now_unix_ms();
+    sb->mark_cpu_ns = 0;
+    sb->stored_bytes = 0;
+    save_as(srv, sb, SBX_RUNNING, false);
+}
+
+/* A sandbox being removed has its last checkpoint under way (usage_removed). */
 void usage_tick(struct server *srv)
 {
     int64_t now = now_unix_ms();
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        if (now - sb->mark_ms >= CHECKPOINT_MS) usage_checkpoint(srv, sb);
+        if (!sb->removing && now - sb->mark_ms >= CHECKPOINT_MS) usage_checkpoint(srv, sb);
 }
 
+static void on_last_stats(struct server *srv, const struct proto_result *res, int *fds,
+                          unsigned nfds, void *arg)
+{
+    struct sbx *sb = arg;
+    bool live = res->status == 0 && is_live(sb->status);
+    count(sb, sb->status, live, res->values[0], res->values[4]);
+    save(srv, sb, true);
+}
+
+/* The last checkpoint: its stats are asked for without waiting, before the
+ * destroy that follows, so the keeper (serial) answers them first, and sb is
+ * still there when they come back (it goes after the destroy's answer). */
 void usage_removed(struct server *srv, struct sbx *sb)
 {
-    usage_checkpoint(srv, sb);
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    err_t err = {0};
+    if (is_live(sb->status) &&
+        server_keeper_send(srv, PROTO_STATS, &ref, sizeof ref, 0, on_last_stats, sb, &err) == 0)
+        return;
+    count(sb, sb->status, false, 0, 0);
     save(srv, sb, true);
 }
 
@@ -173,7 +221,7 @@ static void add_row(const char *sandbox, const char *text, void *arg)
 json_t *server_usage(struct server *srv, err_t *err)
 {
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        usage_checkpoint(srv, sb);
+        if (!sb->removing) usage_checkpoint(srv, sb);
     store_writer_sync(srv->writer); /* the rows just queued, and those of removed sandboxes */
     struct listing l = {.srv = srv, .list = json_array()};
     if (store_usage_each(srv->store, add_row, &l, err) < 0) {

@@ -26,6 +26,10 @@ struct store_sandbox {
 int store_open(const char *path, struct store **out, err_t *err);
 void store_close(struct store *st);
 void store_checkpoint(struct store *st);
+/* A transaction around several writes: end commits when r is 0, else rolls back;
+ * it returns r, or the commit's error. */
+int store_begin(struct store *st, err_t *err);
+int store_end(struct store *st, int r, err_t *err);
 
 /* Inserts; -EEXIST when id, name or slot is taken. */
 int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err);
@@ -101,10 +105,11 @@ int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const cha
                      void *arg, err_t *err);
 
 /* The writer: a thread with a connection of its own for the writes nobody waits
- * for (events, usage counters) and for the WAL's checkpoints, so that SQLite's
- * time and the disk's are never spent on the server's event loop. Jobs run in
- * the order queued; store_writer_sync returns when those queued before it are
- * written, so that a read on another connection sees them. */
+ * for (events, usage counters), for the sandbox rows' writes (below) and for the
+ * WAL's checkpoints, so that SQLite's time and the disk's are never spent on the
+ * server's event loop. Jobs run in the order queued; store_writer_sync returns
+ * when those queued before it are written, so that a read on another connection
+ * sees them. */
 #define STORE_CHECKPOINT_S 1
 #define STORE_WRITER_QUEUE_MAX 4096 /* jobs; past it, events are dropped and counted */
 struct store_writer;
@@ -116,5 +121,25 @@ void store_writer_events_add(struct store_writer *w, const char *sandbox, struct
 void store_writer_events_delete(struct store_writer *w, const char *sandbox);
 void store_writer_usage_put(struct store_writer *w, const char *sandbox, const char *json);
 void store_writer_sync(struct store_writer *w);
+
+/* The sandbox rows' writes, which a client is answered after, go through the same
+ * queue (so they stay in order with every write queued before them) and commit
+ * with synchronous=FULL. done, if not NULL, runs on the thread that calls
+ * store_writer_run_done (the event loop, when store_writer_done_fd is readable),
+ * once the write is on disk, in the order the writes were queued: r is 0, or
+ * negative with err saying why. Out of memory, done runs before the call returns.
+ * At store_writer_stop, the queue is still written, and each done not yet run
+ * is called with -ECANCELED from inside the stop: it must only free what arg
+ * holds, as the loop is gone. */
+typedef void store_done_fn(int r, const err_t *err, void *arg);
+int store_writer_done_fd(struct store_writer *w);
+void store_writer_run_done(struct store_writer *w);
+void store_writer_sandbox_insert(struct store_writer *w, const struct store_sandbox *sb,
+                                 store_done_fn *done, void *arg);
+void store_writer_sandbox_status(struct store_writer *w, const char *id, const char *status,
+                                 store_done_fn *done, void *arg);
+/* Deletes the sandbox's row, its names and its MCP state, in one transaction. */
+void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_done_fn *done,
+                                 void *arg);
 
 #endif

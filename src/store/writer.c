@@ -1,24 +1,42 @@
 /* The store's writer: a thread with a connection of its own that makes the writes
- * nobody waits for (events, usage counters) and the WAL checkpoints, so that
- * neither SQLite's time nor a checkpoint's fsync is spent on the server's event
- * loop, where every sandbox's proxied bytes move. Jobs run in the order queued. */
+ * nobody waits for (events, usage counters), the sandbox rows' writes that a
+ * client is answered after, and the WAL checkpoints, so that neither SQLite's
+ * time nor an fsync is spent on the server's event loop, where every sandbox's
+ * proxied bytes move. Jobs run in the order queued. A job with a done callback
+ * goes, once written, to a second list that the loop empties (store_writer_run_done)
+ * when the eventfd says there is something in it. */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 
-enum job_kind { JOB_EVENTS_ADD, JOB_EVENTS_DELETE, JOB_USAGE_PUT };
+enum job_kind {
+    JOB_EVENTS_ADD,
+    JOB_EVENTS_DELETE,
+    JOB_USAGE_PUT,
+    JOB_SANDBOX_INSERT,
+    JOB_SANDBOX_STATUS,
+    JOB_SANDBOX_FORGET
+};
 
 struct job {
     enum job_kind kind;
     char *sandbox;
     struct store_event *events; /* JOB_EVENTS_ADD: kind and fields_json owned */
     size_t n_events;
-    char *json; /* JOB_USAGE_PUT */
+    char *json;                /* JOB_USAGE_PUT; JOB_SANDBOX_STATUS: the status */
+    struct store_sandbox *row; /* JOB_SANDBOX_INSERT: a copy, owned */
+    store_done_fn *done;       /* NULL: nobody waits */
+    void *arg;
+    int r; /* how it went, for done */
+    err_t err;
     struct job *next;
 };
 
@@ -29,8 +47,10 @@ struct store_writer {
     pthread_cond_t wake; /* the thread: a job was queued, or stop */
     pthread_cond_t idle; /* store_writer_sync: the queue was written */
     struct job *head, **tail;
-    size_t queued;             /* jobs in the queue */
-    uint64_t n_queued, n_done; /* ever, for sync */
+    struct job *done_head, **done_tail; /* written, their done not yet run */
+    int done_fd;                        /* eventfd: readable when done_head is not empty */
+    size_t queued;                      /* jobs in the queue */
+    uint64_t n_queued, n_done;          /* ever, for sync */
     uint64_t events_dropped;
     bool stop;
 };
@@ -44,10 +64,24 @@ static void job_free(struct job *j)
     free(j->events);
     free(j->sandbox);
     free(j->json);
+    if (j->row) {
+        store_sandbox_clear(j->row);
+        free(j->row);
+    }
     free(j);
 }
 
-static void job_run(struct store *st, const struct job *j)
+/* A sandbox gone: its names, MCP state and row in one transaction (one fsync). */
+static int forget_sandbox(struct store *st, const char *id, err_t *err)
+{
+    int r = store_begin(st, err);
+    if (r == 0) r = store_names_delete(st, id, err);
+    if (r == 0) r = store_mcp_delete(st, id, err);
+    if (r == 0) r = store_sandbox_delete(st, id, err);
+    return store_end(st, r, err);
+}
+
+static void job_run(struct store *st, struct job *j)
 {
     err_t err = {0};
     int r = 0;
@@ -61,8 +95,19 @@ static void job_run(struct store *st, const struct job *j)
     case JOB_USAGE_PUT:
         r = store_usage_put(st, j->sandbox, j->json, &err);
         break;
+    case JOB_SANDBOX_INSERT:
+        r = store_sandbox_insert(st, j->row, &err);
+        break;
+    case JOB_SANDBOX_STATUS:
+        r = store_sandbox_set_status(st, j->sandbox, j->json, &err);
+        break;
+    case JOB_SANDBOX_FORGET:
+        r = forget_sandbox(st, j->sandbox, &err);
+        break;
     }
-    if (r < 0) log_warn("sandbox %s: %s", j->sandbox, err.msg);
+    j->r = r;
+    j->err = err;
+    if (r < 0 && !j->done) log_warn("sandbox %s: %s", j->sandbox, err.msg);
 }
 
 /* Checkpoints run here only (store_open turns them off on every connection) and
@@ -89,14 +134,35 @@ static struct job *take_all(struct store_writer *w, size_t *n)
     return all;
 }
 
-static void run_all(struct store *st, struct job *jobs)
+/* Runs the jobs; those with a callback are handed back, in order, on done. */
+static void run_all(struct store *st, struct job *jobs, struct job ***done_tail)
 {
     while (jobs) {
         struct job *next = jobs->next;
         job_run(st, jobs);
-        job_free(jobs);
+        if (jobs->done) {
+            jobs->next = NULL;
+            **done_tail = jobs;
+            *done_tail = &jobs->next;
+        } else {
+            job_free(jobs);
+        }
         jobs = next;
     }
+}
+
+/* Puts the written jobs with a callback on the done list and wakes the loop. */
+static void hand_back(struct store_writer *w, struct job *done)
+{
+    if (!done) return;
+    bool was_empty = !w->done_head;
+    *w->done_tail = done;
+    while (done->next)
+        done = done->next;
+    w->done_tail = &done->next;
+    uint64_t one = 1;
+    if (was_empty && write(w->done_fd, &one, sizeof one) < 0)
+        log_warn("cannot wake the loop for finished store writes: %s", strerror(errno));
 }
 
 static void *writer_main(void *arg)
@@ -108,11 +174,12 @@ static void *writer_main(void *arg)
     while (w->head || !w->stop) {
         if (!w->head) pthread_cond_timedwait(&w->wake, &w->lock, &due);
         size_t n;
-        struct job *jobs = take_all(w, &n);
+        struct job *jobs = take_all(w, &n), *done = NULL, **done_tail = &done;
         pthread_mutex_unlock(&w->lock);
-        run_all(w->st, jobs);
+        run_all(w->st, jobs, &done_tail);
         checkpoint_when_due(w, &due);
         pthread_mutex_lock(&w->lock);
+        hand_back(w, done);
         w->n_done += n;
         pthread_cond_broadcast(&w->idle);
     }
@@ -126,8 +193,15 @@ int store_writer_start(const char *path, struct store_writer **out, err_t *err)
     struct store_writer *w = calloc(1, sizeof *w);
     if (!w) return err_set(err, -ENOMEM, "out of memory");
     w->tail = &w->head;
+    w->done_tail = &w->done_head;
+    w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (w->done_fd < 0) {
+        free(w);
+        return err_set(err, -errno, "cannot make the store writer's eventfd: %s", strerror(errno));
+    }
     int r = store_open(path, &w->st, err);
     if (r < 0) {
+        close(w->done_fd);
         free(w);
         return r;
     }
@@ -141,11 +215,29 @@ int store_writer_start(const char *path, struct store_writer **out, err_t *err)
     int e = pthread_create(&w->thread, NULL, writer_main, w);
     if (e != 0) {
         store_close(w->st);
+        close(w->done_fd);
         free(w);
         return err_set(err, -e, "cannot start the store's writer thread: %s", strerror(e));
     }
     *out = w;
     return 0;
+}
+
+/* At stop, the loop is going: each callback still due is told so (-ECANCELED),
+ * to free what its arg holds; the write itself was made. */
+static void cancel_done(struct store_writer *w)
+{
+    struct job *j = w->done_head;
+    w->done_head = NULL;
+    w->done_tail = &w->done_head;
+    while (j) {
+        struct job *next = j->next;
+        err_t err = {0};
+        err_set(&err, -ECANCELED, "the daemon is stopping");
+        j->done(-ECANCELED, &err, j->arg);
+        job_free(j);
+        j = next;
+    }
 }
 
 void store_writer_stop(struct store_writer *w)
@@ -157,6 +249,8 @@ void store_writer_stop(struct store_writer *w)
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
     store_close(w->st);
+    cancel_done(w);
+    close(w->done_fd);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->wake);
     pthread_cond_destroy(&w->idle);
@@ -243,4 +337,89 @@ void store_writer_sync(struct store_writer *w)
     while (w->n_done < target)
         pthread_cond_wait(&w->idle, &w->lock);
     pthread_mutex_unlock(&w->lock);
+}
+
+int store_writer_done_fd(struct store_writer *w)
+{
+    return w->done_fd;
+}
+
+void store_writer_run_done(struct store_writer *w)
+{
+    uint64_t n;
+    if (read(w->done_fd, &n, sizeof n) < 0 && errno != EAGAIN)
+        log_warn("cannot read the store writer's eventfd: %s", strerror(errno));
+    pthread_mutex_lock(&w->lock);
+    struct job *j = w->done_head;
+    w->done_head = NULL;
+    w->done_tail = &w->done_head;
+    pthread_mutex_unlock(&w->lock);
+    while (j) {
+        struct job *next = j->next;
+        j->done(j->r, j->r < 0 ? &j->err : NULL, j->arg);
+        job_free(j);
+        j = next;
+    }
+}
+
+/* A job that is waited for: when it cannot be made, done hears so at once. */
+static struct job *acked_job(enum job_kind kind, const char *sandbox, store_done_fn *done,
+                             void *arg)
+{
+    struct job *j = job_new(kind, sandbox);
+    if (j) {
+        j->done = done;
+        j->arg = arg;
+    } else if (done) {
+        err_t err = {0};
+        err_set(&err, -ENOMEM, "out of memory");
+        done(-ENOMEM, &err, arg);
+    }
+    return j;
+}
+
+static struct store_sandbox *row_copy(const struct store_sandbox *sb)
+{
+    struct store_sandbox *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    *c = *sb;
+    c->name = sb->name ? strdup(sb->name) : NULL;
+    c->spec_json = sb->spec_json ? strdup(sb->spec_json) : NULL;
+    if ((sb->name && !c->name) || (sb->spec_json && !c->spec_json)) {
+        store_sandbox_clear(c);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Fails j (out of memory for its data) through its callback, and frees it. */
+static void job_lost(struct job *j)
+{
+    err_t err = {0};
+    err_set(&err, -ENOMEM, "out of memory");
+    if (j->done) j->done(-ENOMEM, &err, j->arg);
+    job_free(j);
+}
+
+void store_writer_sandbox_insert(struct store_writer *w, const struct store_sandbox *sb,
+                                 store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_SANDBOX_INSERT, sb->id, done, arg);
+    if (j && !(j->row = row_copy(sb))) return job_lost(j);
+    enqueue(w, j);
+}
+
+void store_writer_sandbox_status(struct store_writer *w, const char *id, const char *status,
+                                 store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_SANDBOX_STATUS, id, done, arg);
+    if (j && !(j->json = strdup(status))) return job_lost(j);
+    enqueue(w, j);
+}
+
+void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_done_fn *done,
+                                 void *arg)
+{
+    enqueue(w, acked_job(JOB_SANDBOX_FORGET, id, done, arg));
 }

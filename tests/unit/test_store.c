@@ -1,6 +1,11 @@
 /* The store's writer thread: what it is given is on disk, in order, once
  * store_writer_sync returns; a delete queued after adds removes them; stop writes
- * what is still queued; its checkpoints keep the WAL from growing. */
+ * what is still queued; its checkpoints keep the WAL from growing. The sandbox
+ * rows' writes call back in queue order, on the thread that runs
+ * store_writer_run_done, only once written; stop cancels the callbacks due. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -154,4 +159,164 @@ TEST(store_writer_checkpoints_keep_the_wal_bounded)
     CHECK(stat(d.wal, &after) == 0);
     CHECK(after.st_size <= 4 * 1024 * 1024);
     db_close(&d, failed_);
+}
+
+/* ---- the sandbox rows' writes, with their completions ---- */
+
+struct done_log {
+    int n;
+    int tags[16];
+    int r[16];
+    char msg[16][64];
+    pthread_t thread[16];
+};
+
+struct done_arg {
+    struct done_log *log;
+    int tag;
+};
+
+static void on_done(int r, const err_t *err, void *arg)
+{
+    struct done_arg *a = arg;
+    struct done_log *l = a->log;
+    if (l->n < 16) {
+        l->tags[l->n] = a->tag;
+        l->r[l->n] = r;
+        snprintf(l->msg[l->n], sizeof l->msg[0], "%s", err ? err->msg : "");
+        l->thread[l->n] = pthread_self();
+    }
+    l->n++;
+}
+
+/* Runs the callbacks due, as the loop does when the eventfd is readable, until
+ * want have run (poll's 5 s is a bound on a broken writer, not a pause). */
+static void run_done_until(struct db *d, struct done_log *l, int want, int *failed_)
+{
+    while (l->n < want) {
+        struct pollfd p = {.fd = store_writer_done_fd(d->writer), .events = POLLIN};
+        int ready = poll(&p, 1, 5000);
+        CHECK(ready == 1);
+        if (ready != 1) return;
+        store_writer_run_done(d->writer);
+    }
+}
+
+static struct store_sandbox row(const char *id, const char *name, uint32_t slot)
+{
+    struct store_sandbox sb = {
+        .name = (char *)name, .slot = slot, .created_ms = slot, .spec_json = (char *)"{}"};
+    snprintf(sb.id, sizeof sb.id, "%s", id);
+    snprintf(sb.status, sizeof sb.status, "creating");
+    return sb;
+}
+
+struct rows {
+    int n;
+    char ids[8][32], status[8][16];
+};
+
+static int collect_row(const struct store_sandbox *sb, void *arg)
+{
+    struct rows *r = arg;
+    if (r->n < 8) {
+        snprintf(r->ids[r->n], sizeof r->ids[0], "%s", sb->id);
+        snprintf(r->status[r->n], sizeof r->status[0], "%s", sb->status);
+    }
+    r->n++;
+    return 0;
+}
+
+static struct rows read_rows(struct db *d, int *failed_)
+{
+    struct rows r = {0};
+    err_t err = {0};
+    CHECK(store_sandbox_each(d->reader, collect_row, &r, &err) == 0);
+    return r;
+}
+
+TEST(store_writer_sandbox_writes_call_back_in_order_on_the_caller_thread)
+{
+    struct db d;
+    db_open(&d, failed_);
+    struct done_log l = {0};
+    struct done_arg a[5];
+    for (int i = 0; i < 5; i++)
+        a[i] = (struct done_arg){.log = &l, .tag = i};
+    struct store_sandbox one = row("sb1", "one", 1), two = row("sb2", NULL, 2);
+    struct store_sandbox taken = row("sb3", "one", 3); /* the name is sb1's */
+    store_writer_sandbox_insert(d.writer, &one, on_done, &a[0]);
+    add_events(&d, "sb1", 0, 3); /* no callback, between them */
+    store_writer_sandbox_insert(d.writer, &two, on_done, &a[1]);
+    store_writer_sandbox_insert(d.writer, &taken, on_done, &a[2]);
+    store_writer_sandbox_status(d.writer, "sb1", "running", on_done, &a[3]);
+    store_writer_sandbox_status(d.writer, "sb2", "stopped", NULL, NULL);
+    store_writer_sandbox_forget(d.writer, "sb2", on_done, &a[4]);
+    store_writer_sync(d.writer);
+    CHECK(l.n == 0); /* written, but called back only from store_writer_run_done */
+    run_done_until(&d, &l, 5, failed_);
+    CHECK(l.n == 5);
+    for (int i = 0; i < 5 && i < l.n; i++) {
+        CHECK(l.tags[i] == i);
+        CHECK(pthread_equal(l.thread[i], pthread_self()));
+        CHECK(l.r[i] == (i == 2 ? -EEXIST : 0));
+    }
+    CHECK(strstr(l.msg[2], "saving the sandbox") != NULL);
+    struct rows r = read_rows(&d, failed_);
+    CHECK(r.n == 1);
+    CHECK_STR(r.ids[0], "sb1");
+    CHECK_STR(r.status[0], "running");
+    CHECK(read_events(&d, "sb1", failed_).n == 3);
+    db_close(&d, failed_);
+}
+
+TEST(store_writer_forget_removes_the_names_and_mcp_state_too)
+{
+    struct db d;
+    db_open(&d, failed_);
+    err_t err = {0};
+    struct store_sandbox one = row("sb1", NULL, 1);
+    CHECK(store_sandbox_insert(d.reader, &one, &err) == 0);
+    CHECK(store_names_put(d.reader, "sb1", 1, 1, "a.example", &err) == 0);
+    CHECK(store_mcp_put(d.reader, "sb1", "{}", &err) == 0);
+    CHECK(store_mcp_put(d.reader, "sb2", "{}", &err) == 0);
+    struct done_log l = {0};
+    struct done_arg a = {.log = &l};
+    store_writer_sandbox_forget(d.writer, "sb1", on_done, &a);
+    run_done_until(&d, &l, 1, failed_);
+    CHECK(l.n == 1 && l.r[0] == 0);
+    CHECK(read_rows(&d, failed_).n == 0);
+    char *json = NULL;
+    CHECK(store_mcp_get(d.reader, "sb1", &json, &err) == -ENOENT);
+    CHECK(store_mcp_get(d.reader, "sb2", &json, &err) == 0);
+    free(json);
+    db_close(&d, failed_);
+}
+
+/* Stop writes what is queued; callbacks not yet run hear -ECANCELED, once each. */
+TEST(store_writer_stop_with_writes_pending_cancels_their_callbacks)
+{
+    struct db d;
+    db_open(&d, failed_);
+    struct done_log l = {0};
+    struct done_arg a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = (struct done_arg){.log = &l, .tag = i};
+    struct store_sandbox one = row("sb1", NULL, 1), two = row("sb2", NULL, 2);
+    store_writer_sandbox_insert(d.writer, &one, on_done, &a[0]);
+    store_writer_sandbox_insert(d.writer, &two, on_done, &a[1]);
+    store_writer_sandbox_status(d.writer, "sb2", "running", on_done, &a[2]);
+    store_writer_stop(d.writer); /* no run_done first */
+    CHECK(l.n == 3);
+    for (int i = 0; i < 3 && i < l.n; i++) {
+        CHECK(l.tags[i] == i);
+        CHECK(l.r[i] == -ECANCELED);
+    }
+    err_t err = {0};
+    CHECK(store_writer_start(d.path, &d.writer, &err) == 0);
+    struct rows r = read_rows(&d, failed_);
+    CHECK(r.n == 2);
+    CHECK_STR(r.status[1], "running");
+    db_close(&d, failed_);
+    CHECK(l.n == 3); /* not called again */
 }
