@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../mcp/mcp.h"
+#include "../secrets/secrets.h"
 #include "api_impl.h"
 
 void api_json(struct evhttp_request *req, int status, json_t *v)
@@ -397,9 +398,9 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
 {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     err_t err = {0};
-    if (!name && m == EVHTTP_REQ_GET) return api_json(req, 200, server_secrets_list(srv));
+    if (!name && m == EVHTTP_REQ_GET) return api_json(req, 200, vault_list(server_vault(srv)));
     if (name && m == EVHTTP_REQ_DELETE) {
-        if (server_secret_delete(srv, name, &err) < 0) return api_fail(req, &err);
+        if (vault_delete(server_vault(srv), name, &err) < 0) return api_fail(req, &err);
         return evhttp_send_reply(req, 204, NULL, NULL);
     }
     if (name && m == EVHTTP_REQ_PUT) {
@@ -409,7 +410,7 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
         explicit_bzero(evbuffer_pullup(in, (ssize_t)n), n); /* the raw value, parsed now */
         if (!body) return;
         bool created = false;
-        int r = server_secret_put(srv, name, body, &out, &created, &err);
+        int r = vault_put(server_vault(srv), name, body, &out, &created, &err);
         json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
         json_decref(body);
         if (r < 0) return api_fail(req, &err);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../catalog/catalog.h"
+#include "../secrets/secrets.h"
 #include "../store/store.h"
 #include "mcp_impl.h"
 
@@ -141,21 +142,12 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
 
 /* ---- configuration of one server ---- */
 
-static bool secret_exists(json_t *known, const char *name)
-{
-    size_t i;
-    json_t *s;
-    json_array_foreach(known, i, s) if (strcmp(json_string_value(json_object_get(s, "name")),
-                                               name) == 0) return true;
-    return false;
-}
-
 /* Every secrets{} entry names a secret that exists. */
-static int check_secrets(const struct model_mcp_server *cfg, json_t *known, err_t *err)
+static int check_secrets(const struct model_mcp_server *cfg, const struct vault *known, err_t *err)
 {
     for (size_t i = 0; i < cfg->secrets.n; i++) {
         const struct model_pair *p = &cfg->secrets.v[i];
-        if (!secret_exists(known, p->value))
+        if (!vault_has(known, p->value))
             return err_set(err, -EINVAL,
                            "secrets.%s names the secret %s, which does not exist; create it "
                            "with `runtime secret set %s --host HOST`",
@@ -166,8 +158,8 @@ static int check_secrets(const struct model_mcp_server *cfg, json_t *known, err_
 
 /* A required setting is met by env, by secrets{}, or by a secret of that name (every
  * secret is in every sandbox under its own name). */
-static int check_required(json_t *entry, const struct model_mcp_server *cfg, json_t *known,
-                          err_t *err)
+static int check_required(json_t *entry, const struct model_mcp_server *cfg,
+                          const struct vault *known, err_t *err)
 {
     size_t i;
     json_t *s;
@@ -176,7 +168,7 @@ static int check_required(json_t *entry, const struct model_mcp_server *cfg, jso
         const char *name = json_string_value(json_object_get(s, "env"));
         if (!json_is_true(json_object_get(s, "required"))) continue;
         if (model_map_get(&cfg->env, name) || model_map_get(&cfg->secrets, name) ||
-            secret_exists(known, name))
+            vault_has(known, name))
             continue;
         bool secret = json_is_true(json_object_get(s, "secret"));
         return err_set(err, -EINVAL, "server %s needs %s (%s); pass %s",
@@ -192,11 +184,9 @@ static int check_required(json_t *entry, const struct model_mcp_server *cfg, jso
 static int check_settings(struct server *srv, json_t *entry, const struct model_mcp_server *cfg,
                           err_t *err)
 {
-    json_t *known = server_secrets_list(srv);
+    const struct vault *known = server_vault(srv);
     int r = check_secrets(cfg, known, err);
-    if (r == 0) r = check_required(entry, cfg, known, err);
-    json_decref(known);
-    return r;
+    return r < 0 ? r : check_required(entry, cfg, known, err);
 }
 
 /* One entry of servers[]: its settings and its catalog entry (NULL for one's own). */

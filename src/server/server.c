@@ -422,7 +422,7 @@ static void forget(struct server *srv, struct sbx *sb)
     events_flush(srv);
     store_writer_events_delete(srv->writer, sb->id); /* after its queued events */
     store_names_delete(srv->store, sb->id, &err);
-    vault_forget_sandbox(srv, sb->id);
+    vault_forget_sandbox(srv->vault, sb->id);
     store_mcp_delete(srv->store, sb->id, &err);
     if (store_sandbox_delete(srv->store, sb->id, &err) < 0)
         log_warn("sandbox %s removed, but not from the store: %s", sb->id, err.msg);
@@ -475,13 +475,6 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
     }
     sb->removing = true;
     return 0;
-}
-
-int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
-                       uint8_t **der, size_t *der_len, err_t *err)
-{
-    /* The signer, not the keeper, holds the CA key (docs/architecture.md). */
-    return mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, err);
 }
 
 /* Packs a proto_exec and its strings; returns the length or negative. */
@@ -724,12 +717,52 @@ static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uin
         log_warn("name %s of sandbox %s not saved: %s", name, sandbox_id, err.msg);
 }
 
+/* A leaf for the egress's interception: the signer, not the keeper, holds the
+ * CA key (docs/architecture.md). */
+static int sign_leaf(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
+                     uint8_t **der, size_t *der_len)
+{
+    struct server *srv = arg;
+    err_t err = {0};
+    int r = mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, &err);
+    if (r < 0) log_warn("no certificate for %s: %s", name, err.msg);
+    return r;
+}
+
+static const struct egress_secrets vault_egress = {
+    .any = vault_any,
+    .wants = vault_wants,
+    .value = vault_value,
+    .release = secrets_release,
+    .misdirected = vault_misdirected,
+};
+
+static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
+{
+    server_event(arg, sandbox_id, kind, fields);
+}
+
+static int open_vault(struct server *srv, err_t *err)
+{
+    struct vault_hooks hooks = {.arg = srv, .event = on_vault_event};
+    int r = vault_open(srv->store, srv->cfg.secrets_key, &hooks, &srv->vault, err);
+    explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
+    return r;
+}
+
+struct vault *server_vault(struct server *srv)
+{
+    return srv->vault;
+}
+
 static int start_egress(struct server *srv, err_t *err)
 {
     struct egress_config ec = {.pins = srv->cfg.pins,
                                .n_pins = srv->cfg.n_pins,
                                .on_name = on_egress_name,
+                               .sign = sign_leaf,
                                .secrets = &vault_egress,
+                               .secrets_arg = srv->vault,
                                .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
                                .inspect_allowed_tls = srv->cfg.inspect_allowed_tls,
@@ -768,7 +801,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = events_start(&srv, &err);
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
-    if (r == 0) r = vault_load(&srv, &err);
+    if (r == 0) r = open_vault(&srv, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
@@ -791,7 +824,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     egress_free(srv.egress);
     json_decref(srv.catalog);
     metrics_stop(&srv);
-    vault_free(&srv);
+    vault_close(srv.vault);
     events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);

@@ -133,15 +133,8 @@ void server_event(struct server *srv, const char *sandbox_id, const char *kind, 
 /* The sandbox's events after seq `after`, oldest first, as the API's JSON array. */
 int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err);
 
-/* Secrets. body is {value, hosts[], methods?[], paths?[]}; *created tells 201
- * from 200. Answers never carry values. */
-int server_secret_put(struct server *srv, const char *name, json_t *body, json_t **out,
-                      bool *created, err_t *err);
-json_t *server_secrets_list(struct server *srv);
-int server_secret_delete(struct server *srv, const char *name, err_t *err);
-/* Adds NAME=placeholder to env for every secret, making this sandbox's
- * placeholders where missing. */
-int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *err);
+/* The secrets (secrets/secrets.h: vault_put, vault_list, ...). */
+struct vault *server_vault(struct server *srv);
 
 /* Keeper calls on behalf of the API. */
 int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,

@@ -1,6 +1,6 @@
-/* The server's secrets: sealed values and rules in memory and in the store,
- * and the placeholders each sandbox sees. Values are opened only when a
- * request needs them and wiped at once (secrets_release). */
+/* The vault: sealed values and rules in memory and in the store, and the
+ * placeholders each sandbox sees. Values are opened only when a request needs
+ * them and wiped at once (secrets_release). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -8,11 +8,37 @@
 
 #include "../http/http.h"
 #include "../policy/policy.h"
-#include "server_impl.h"
+#include "../store/store.h"
+#include "secrets.h"
 
-static struct secret_entry *find_secret(struct server *srv, const char *name)
+struct secret_entry {
+    char name[SECRET_NAME_MAX + 1];
+    uint8_t *sealed;
+    size_t sealed_len;
+    json_t *rules; /* {hosts[], methods[], paths[]} */
+    int64_t created_ms, updated_ms;
+    struct secret_entry *next;
+};
+
+struct placeholder_entry {
+    char placeholder[PLACEHOLDER_LEN + 1];
+    char sandbox[SECRETS_SANDBOX_ID_MAX];
+    char secret[SECRET_NAME_MAX + 1];
+    struct placeholder_entry *next;
+};
+
+struct vault {
+    struct store *store;
+    struct vault_hooks hooks;
+    uint8_t key[SECRETS_KEY_LEN];
+    struct secret_entry *secrets;
+    size_t n_secrets;
+    struct placeholder_entry *placeholders;
+};
+
+static struct secret_entry *find_secret(const struct vault *v, const char *name)
 {
-    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+    for (struct secret_entry *s = v->secrets; s; s = s->next)
         if (strcmp(s->name, name) == 0) return s;
     return NULL;
 }
@@ -26,7 +52,7 @@ static void free_secret(struct secret_entry *s)
 
 static void load_secret(const struct store_secret *row, void *arg)
 {
-    struct server *srv = arg;
+    struct vault *v = arg;
     struct secret_entry *s = calloc(1, sizeof *s);
     json_error_t jerr;
     if (!s || str_copy(s->name, sizeof s->name, row->name) < 0 ||
@@ -40,14 +66,14 @@ static void load_secret(const struct store_secret *row, void *arg)
     if (!s->rules) s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
     s->created_ms = row->created_ms;
     s->updated_ms = row->updated_ms;
-    s->next = srv->secrets;
-    srv->secrets = s;
-    srv->n_secrets++;
+    s->next = v->secrets;
+    v->secrets = s;
+    v->n_secrets++;
 }
 
 static void load_placeholder(const char *sandbox, const char *secret, const char *ph, void *arg)
 {
-    struct server *srv = arg;
+    struct vault *v = arg;
     struct placeholder_entry *p = calloc(1, sizeof *p);
     if (!p || str_copy(p->placeholder, sizeof p->placeholder, ph) < 0 ||
         str_copy(p->sandbox, sizeof p->sandbox, sandbox) < 0 ||
@@ -55,38 +81,49 @@ static void load_placeholder(const char *sandbox, const char *secret, const char
         free(p);
         return;
     }
-    p->next = srv->placeholders;
-    srv->placeholders = p;
+    p->next = v->placeholders;
+    v->placeholders = p;
 }
 
-int vault_load(struct server *srv, err_t *err)
+int vault_open(struct store *store, const uint8_t key[SECRETS_KEY_LEN],
+               const struct vault_hooks *hooks, struct vault **out, err_t *err)
 {
-    memcpy(srv->secrets_key, srv->cfg.secrets_key, SECRETS_KEY_LEN);
-    explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
-    int r = store_secrets_each(srv->store, load_secret, srv, err);
-    if (r == 0) r = store_placeholders_each(srv->store, load_placeholder, srv, err);
-    return r;
+    struct vault *v = calloc(1, sizeof *v);
+    if (!v) return err_set(err, -ENOMEM, "out of memory");
+    v->store = store;
+    v->hooks = *hooks;
+    memcpy(v->key, key, SECRETS_KEY_LEN);
+    int r = store_secrets_each(store, load_secret, v, err);
+    if (r == 0) r = store_placeholders_each(store, load_placeholder, v, err);
+    if (r < 0) {
+        vault_close(v);
+        return r;
+    }
+    *out = v;
+    return 0;
 }
 
-void vault_free(struct server *srv)
+void vault_close(struct vault *v)
 {
-    while (srv->secrets) {
-        struct secret_entry *s = srv->secrets;
-        srv->secrets = s->next;
+    if (!v) return;
+    while (v->secrets) {
+        struct secret_entry *s = v->secrets;
+        v->secrets = s->next;
         free_secret(s);
     }
-    while (srv->placeholders) {
-        struct placeholder_entry *p = srv->placeholders;
-        srv->placeholders = p->next;
+    while (v->placeholders) {
+        struct placeholder_entry *p = v->placeholders;
+        v->placeholders = p->next;
         free(p);
     }
-    explicit_bzero(srv->secrets_key, sizeof srv->secrets_key);
+    explicit_bzero(v->key, sizeof v->key);
+    free(v);
 }
 
 /* Removes placeholders matching sandbox or secret from memory. */
-static void drop_placeholders(struct server *srv, const char *sandbox, const char *secret)
+static void drop_placeholders(struct vault *v, const char *sandbox, const char *secret)
 {
-    for (struct placeholder_entry **pp = &srv->placeholders; *pp;) {
+    for (struct placeholder_entry **pp = &v->placeholders; *pp;) {
         struct placeholder_entry *p = *pp;
         if ((sandbox && strcmp(p->sandbox, sandbox) == 0) ||
             (secret && strcmp(p->secret, secret) == 0)) {
@@ -98,11 +135,11 @@ static void drop_placeholders(struct server *srv, const char *sandbox, const cha
     }
 }
 
-void vault_forget_sandbox(struct server *srv, const char *sandbox)
+void vault_forget_sandbox(struct vault *v, const char *sandbox)
 {
     err_t err = {0};
-    drop_placeholders(srv, sandbox, NULL);
-    store_placeholders_delete(srv->store, sandbox, NULL, &err);
+    drop_placeholders(v, sandbox, NULL);
+    store_placeholders_delete(v->store, sandbox, NULL, &err);
 }
 
 /* A list of strings, each checked by ok(). */
@@ -190,7 +227,7 @@ static json_t *parse_rules(json_t *body, err_t *err)
     return rules;
 }
 
-static int save(struct server *srv, struct secret_entry *s, err_t *err)
+static int save(struct vault *v, struct secret_entry *s, err_t *err)
 {
     char *text = json_dumps(s->rules, JSON_COMPACT);
     struct store_secret row = {.name = s->name,
@@ -199,13 +236,13 @@ static int save(struct server *srv, struct secret_entry *s, err_t *err)
                                .rules_json = text,
                                .created_ms = s->created_ms,
                                .updated_ms = s->updated_ms};
-    int r = text ? store_secret_put(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
+    int r = text ? store_secret_put(v->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
 }
 
-int server_secret_put(struct server *srv, const char *name, json_t *body, json_t **out,
-                      bool *created, err_t *err)
+int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, bool *created,
+              err_t *err)
 {
     json_t *value = json_object_get(body, "value");
     int r = secrets_check_name(name, err);
@@ -214,16 +251,16 @@ int server_secret_put(struct server *srv, const char *name, json_t *body, json_t
         return err_set(err, -EINVAL, "the body must be {value, hosts[], methods?[], paths?[]}");
     r = secrets_check_value(json_string_value(value), json_string_length(value), err);
     if (r < 0) return r;
-    struct secret_entry *s = find_secret(srv, name);
-    if (!s && srv->n_secrets >= SECRETS_PER_OWNER)
+    struct secret_entry *s = find_secret(v, name);
+    if (!s && v->n_secrets >= SECRETS_PER_OWNER)
         return err_set(err, -EAGAIN, "there are already %d secrets, the limit; remove one first",
                        SECRETS_PER_OWNER);
     json_t *rules = parse_rules(body, err);
     if (!rules) return -EINVAL;
     uint8_t *sealed;
     size_t sealed_len;
-    r = secrets_seal(srv->secrets_key, name, json_string_value(value), json_string_length(value),
-                     &sealed, &sealed_len, err);
+    r = secrets_seal(v->key, name, json_string_value(value), json_string_length(value), &sealed,
+                     &sealed_len, err);
     if (r < 0) {
         json_decref(rules);
         return r;
@@ -233,9 +270,9 @@ int server_secret_put(struct server *srv, const char *name, json_t *body, json_t
         s = calloc(1, sizeof *s);
         str_copy(s->name, sizeof s->name, name);
         s->created_ms = now_unix_ms();
-        s->next = srv->secrets;
-        srv->secrets = s;
-        srv->n_secrets++;
+        s->next = v->secrets;
+        v->secrets = s;
+        v->n_secrets++;
     }
     free(s->sealed);
     json_decref(s->rules);
@@ -243,61 +280,66 @@ int server_secret_put(struct server *srv, const char *name, json_t *body, json_t
     s->sealed_len = sealed_len;
     s->rules = rules;
     s->updated_ms = now_unix_ms();
-    r = save(srv, s, err);
+    r = save(v, s, err);
     if (r == 0) *out = secret_json(s);
     return r;
 }
 
-json_t *server_secrets_list(struct server *srv)
+bool vault_has(const struct vault *v, const char *name)
+{
+    return find_secret(v, name) != NULL;
+}
+
+json_t *vault_list(const struct vault *v)
 {
     json_t *arr = json_array();
-    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+    for (struct secret_entry *s = v->secrets; s; s = s->next)
         json_array_insert_new(arr, 0, secret_json(s));
     return arr;
 }
 
-int server_secret_delete(struct server *srv, const char *name, err_t *err)
+int vault_delete(struct vault *v, const char *name, err_t *err)
 {
-    for (struct secret_entry **pp = &srv->secrets; *pp; pp = &(*pp)->next) {
+    for (struct secret_entry **pp = &v->secrets; *pp; pp = &(*pp)->next) {
         struct secret_entry *s = *pp;
         if (strcmp(s->name, name) != 0) continue;
-        int r = store_secret_delete(srv->store, name, err);
+        int r = store_secret_delete(v->store, name, err);
         if (r < 0) return r;
-        store_placeholders_delete(srv->store, NULL, name, err);
-        drop_placeholders(srv, NULL, name);
+        store_placeholders_delete(v->store, NULL, name, err);
+        drop_placeholders(v, NULL, name);
         *pp = s->next;
-        srv->n_secrets--;
+        v->n_secrets--;
         free_secret(s);
         return 0;
     }
     return err_set(err, -ENOENT, "no secret %s; `runtime secret list` shows them", name);
 }
 
-static const char *placeholder_of(struct server *srv, const char *sandbox, const char *secret)
+static const char *placeholder_of(struct vault *v, const char *sandbox, const char *secret)
 {
-    for (struct placeholder_entry *p = srv->placeholders; p; p = p->next)
+    for (struct placeholder_entry *p = v->placeholders; p; p = p->next)
         if (strcmp(p->sandbox, sandbox) == 0 && strcmp(p->secret, secret) == 0)
             return p->placeholder;
     return NULL;
 }
 
-int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *err)
+int vault_env(struct vault *v, const char *sandbox, json_t *env, err_t *err)
 {
-    for (struct secret_entry *s = srv->secrets; s; s = s->next) {
-        const char *ph = placeholder_of(srv, sb->id, s->name);
+    for (struct secret_entry *s = v->secrets; s; s = s->next) {
+        const char *ph = placeholder_of(v, sandbox, s->name);
         if (!ph) {
             struct placeholder_entry *p = calloc(1, sizeof *p);
             if (!p) return err_set(err, -ENOMEM, "out of memory");
             secrets_placeholder(p->placeholder);
-            str_copy(p->sandbox, sizeof p->sandbox, sb->id);
+            str_copy(p->sandbox, sizeof p->sandbox, sandbox);
             str_copy(p->secret, sizeof p->secret, s->name);
-            int r = store_placeholder_put(srv->store, sb->id, s->name, p->placeholder, err);
+            int r = store_placeholder_put(v->store, sandbox, s->name, p->placeholder, err);
             if (r < 0) {
                 free(p);
                 return r;
             }
-            p->next = srv->placeholders;
-            srv->placeholders = p;
+            p->next = v->placeholders;
+            v->placeholders = p;
             ph = p->placeholder;
         }
         json_object_set_new(env, s->name, json_string(ph));
@@ -305,7 +347,7 @@ int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *er
     return 0;
 }
 
-/* ---- what the egress proxy asks (struct egress_secrets) ---- */
+/* ---- what the egress proxy asks (the server's struct egress_secrets) ---- */
 
 static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
 {
@@ -338,40 +380,39 @@ static bool path_allowed(json_t *globs, const char *path)
     return false;
 }
 
-static bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port)
+bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port)
 {
-    struct server *srv = arg;
-    for (struct secret_entry *s = srv->secrets; s; s = s->next)
+    struct vault *v = arg;
+    for (struct secret_entry *s = v->secrets; s; s = s->next)
         if (host_allowed(json_object_get(s->rules, "hosts"), host, port)) return true;
     return false;
 }
 
-static struct placeholder_entry *find_placeholder(struct server *srv, const char *token)
+static struct placeholder_entry *find_placeholder(struct vault *v, const char *token)
 {
-    for (struct placeholder_entry *p = srv->placeholders; p; p = p->next)
+    for (struct placeholder_entry *p = v->placeholders; p; p = p->next)
         if (str_equal_ct(p->placeholder, token)) return p;
     return NULL;
 }
 
-static void secret_event(struct server *srv, const char *sandbox, const char *kind,
-                         const char *secret, const char *host, const char *method, const char *path,
-                         const char *reason)
+static void secret_event(struct vault *v, const char *sandbox, const char *kind, const char *secret,
+                         const char *host, const char *method, const char *path, const char *reason)
 {
     json_t *f = json_pack("{s:s?,s:s,s:s,s:s}", "secret", secret, "host", host, "method", method,
                           "path", path);
     if (reason) json_object_set_new(f, "reason", json_string(reason));
-    server_event(srv, sandbox, kind, f);
+    v->hooks.event(v->hooks.arg, sandbox, kind, f);
     json_decref(f);
 }
 
 /* Why the placeholder may not be swapped here, or NULL when it may. */
-static const char *refusal(struct server *srv, struct placeholder_entry *p, const char *sandbox,
+static const char *refusal(struct vault *v, struct placeholder_entry *p, const char *sandbox,
                            const char *host, uint16_t port, const char *method, const char *path,
                            struct secret_entry **out)
 {
     if (!p) return "unknown placeholder";
     if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
-    struct secret_entry *s = find_secret(srv, p->secret);
+    struct secret_entry *s = find_secret(v, p->secret);
     if (!s) return "secret removed";
     json_t *methods = json_object_get(s->rules, "methods");
     json_t *paths = json_object_get(s->rules, "paths");
@@ -384,61 +425,43 @@ static const char *refusal(struct server *srv, struct placeholder_entry *p, cons
     return NULL;
 }
 
-static char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t port,
-                         const char *method, const char *path, const char *token, size_t *len,
-                         bool *limited)
+char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t port,
+                  const char *method, const char *path, const char *token, size_t *len,
+                  bool *limited)
 {
-    struct server *srv = arg;
-    struct placeholder_entry *p = find_placeholder(srv, token);
+    struct vault *v = arg;
+    struct placeholder_entry *p = find_placeholder(v, token);
     struct secret_entry *s = NULL;
-    const char *why = refusal(srv, p, sandbox, host, port, method, path, &s);
+    const char *why = refusal(v, p, sandbox, host, port, method, path, &s);
     const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
     if (why) {
-        secret_event(srv, sandbox, "secret.misdirected", name, host, method, path, why);
+        secret_event(v, sandbox, "secret.misdirected", name, host, method, path, why);
         return NULL;
     }
     char *value = NULL;
     err_t err = {0};
-    if (secrets_open(srv->secrets_key, s->name, s->sealed, s->sealed_len, &value, len, &err) < 0) {
+    if (secrets_open(v->key, s->name, s->sealed, s->sealed_len, &value, len, &err) < 0) {
         log_error("%s", err.msg);
         return NULL;
     }
-    secret_event(srv, sandbox, "secret.used", s->name, host, method, path, NULL);
+    secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
     *limited = json_array_size(json_object_get(s->rules, "methods")) ||
                json_array_size(json_object_get(s->rules, "paths"));
     return value;
 }
 
-static int vault_sign(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
-                      uint8_t **der, size_t *der_len)
+void vault_misdirected(void *arg, const char *sandbox, const char *host, const char *token,
+                       const char *why)
 {
-    err_t err = {0};
-    int r = server_keeper_sign(arg, name, spki, spki_len, der, der_len, &err);
-    if (r < 0) log_warn("no certificate for %s: %s", name, err.msg);
-    return r;
-}
-
-static void vault_misdirected(void *arg, const char *sandbox, const char *host, const char *token,
-                              const char *why)
-{
-    struct server *srv = arg;
-    struct placeholder_entry *p = find_placeholder(srv, token);
+    struct vault *v = arg;
+    struct placeholder_entry *p = find_placeholder(v, token);
     const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
     json_t *f = json_pack("{s:s?,s:s,s:s}", "secret", name, "host", host, "reason", why);
-    server_event(srv, sandbox, "secret.misdirected", f);
+    v->hooks.event(v->hooks.arg, sandbox, "secret.misdirected", f);
     json_decref(f);
 }
 
-static bool vault_any(void *arg, const char *sandbox)
+bool vault_any(void *arg, const char *sandbox)
 {
-    return ((struct server *)arg)->secrets != NULL;
+    return ((struct vault *)arg)->secrets != NULL;
 }
-
-const struct egress_secrets vault_egress = {
-    .any = vault_any,
-    .misdirected = vault_misdirected,
-    .wants = vault_wants,
-    .value = vault_value,
-    .release = secrets_release,
-    .sign = vault_sign,
-};
