@@ -22,6 +22,8 @@
 #define PLACEHOLDER_PREFIX "RUNTIME_PH_"
 #define PLACEHOLDER_LEN (sizeof PLACEHOLDER_PREFIX - 1 + 32)
 #define SECRETS_SANDBOX_ID_MAX 32 /* a sandbox id and its NUL (PROTO_ID_LEN) */
+#define SECRETS_ACCOUNT_MAX 64    /* an account name and its NUL (ACCOUNT_NAME_MAX) */
+#define SECRETS_AD_MAX (SECRETS_ACCOUNT_MAX + SECRET_NAME_MAX + 2)
 
 /* Reads the sealing key from path, or makes one (mode 0600) when missing. */
 int secrets_key_load(const char *path, uint8_t key[SECRETS_KEY_LEN], err_t *err);
@@ -46,7 +48,9 @@ void secrets_placeholder(char out[PLACEHOLDER_LEN + 1]);
 /* True when s[0..n) starts with a well-formed placeholder. */
 bool secrets_is_placeholder(const char *s, size_t n);
 
-/* ---- the vault (vault.c): the secrets in memory and in the store ---- */
+/* ---- the vault (vault.c): the secrets in memory and in the store ----
+ * A secret belongs to an account, and is seen only in that account's sandboxes:
+ * names are unique within an account, and every call names the account. */
 
 struct store;
 struct vault;
@@ -63,16 +67,19 @@ void vault_close(struct vault *v);
 
 /* body is {value, hosts[], methods?[], paths?[]}; *created tells a new one from a
  * replaced one. Answers never carry values. */
-int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, bool *created,
+int vault_put(struct vault *v, const char *account, const char *name, json_t *body, json_t **out,
+              bool *created, err_t *err);
+json_t *vault_list(const struct vault *v, const char *account);
+bool vault_has(const struct vault *v, const char *account, const char *name);
+int vault_delete(struct vault *v, const char *account, const char *name, err_t *err);
+/* Adds NAME=placeholder to env for every secret of the account, making the
+ * sandbox's placeholders where missing. */
+int vault_env(struct vault *v, const char *account, const char *sandbox_id, json_t *env,
               err_t *err);
-json_t *vault_list(const struct vault *v);
-bool vault_has(const struct vault *v, const char *name);
-int vault_delete(struct vault *v, const char *name, err_t *err);
-/* Adds NAME=placeholder to env for every secret, making the sandbox's
- * placeholders where missing. */
-int vault_env(struct vault *v, const char *sandbox_id, json_t *env, err_t *err);
 /* The sandbox is gone: its placeholders too. */
 void vault_forget_sandbox(struct vault *v, const char *sandbox_id);
+/* The account is gone (its rows are, store_account_delete): out of memory too. */
+void vault_forget_account(struct vault *v, const char *account);
 
 /* What the egress proxy asks (struct egress_secrets; arg is the vault). */
 bool vault_any(void *arg, const char *sandbox_id);

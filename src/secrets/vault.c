@@ -12,6 +12,7 @@
 #include "secrets.h"
 
 struct secret_entry {
+    char account[SECRETS_ACCOUNT_MAX];
     char name[SECRET_NAME_MAX + 1];
     uint8_t *sealed;
     size_t sealed_len;
@@ -23,6 +24,7 @@ struct secret_entry {
 struct placeholder_entry {
     char placeholder[PLACEHOLDER_LEN + 1];
     char sandbox[SECRETS_SANDBOX_ID_MAX];
+    char account[SECRETS_ACCOUNT_MAX]; /* the sandbox's, and so the secret's */
     char secret[SECRET_NAME_MAX + 1];
     struct placeholder_entry *next;
 };
@@ -32,15 +34,33 @@ struct vault {
     struct vault_hooks hooks;
     uint8_t key[SECRETS_KEY_LEN];
     struct secret_entry *secrets;
-    size_t n_secrets;
     struct placeholder_entry *placeholders;
 };
 
-static struct secret_entry *find_secret(const struct vault *v, const char *name)
+static struct secret_entry *find_secret(const struct vault *v, const char *account,
+                                        const char *name)
 {
     for (struct secret_entry *s = v->secrets; s; s = s->next)
-        if (strcmp(s->name, name) == 0) return s;
+        if (strcmp(s->account, account) == 0 && strcmp(s->name, name) == 0) return s;
     return NULL;
+}
+
+static size_t count_secrets(const struct vault *v, const char *account)
+{
+    size_t n = 0;
+    for (struct secret_entry *s = v->secrets; s; s = s->next)
+        n += strcmp(s->account, account) == 0;
+    return n;
+}
+
+/* The associated data a value is sealed with: its name, and its account's but
+ * for "default" (values sealed before accounts existed open as they were). */
+static void sealed_as(const char *account, const char *name, char out[SECRETS_AD_MAX])
+{
+    if (strcmp(account, "default") == 0)
+        snprintf(out, SECRETS_AD_MAX, "%s", name);
+    else
+        snprintf(out, SECRETS_AD_MAX, "%s/%s", account, name);
 }
 
 static void free_secret(struct secret_entry *s)
@@ -56,6 +76,7 @@ static void load_secret(const struct store_secret *row, void *arg)
     struct secret_entry *s = calloc(1, sizeof *s);
     json_error_t jerr;
     if (!s || str_copy(s->name, sizeof s->name, row->name) < 0 ||
+        str_copy(s->account, sizeof s->account, row->account) < 0 ||
         !(s->sealed = malloc(row->sealed_len))) {
         free(s);
         return;
@@ -68,16 +89,16 @@ static void load_secret(const struct store_secret *row, void *arg)
     s->updated_ms = row->updated_ms;
     s->next = v->secrets;
     v->secrets = s;
-    v->n_secrets++;
 }
 
-static void load_placeholder(const char *sandbox, const char *secret, const char *ph, void *arg)
+static void load_placeholder(const struct store_placeholder *row, void *arg)
 {
     struct vault *v = arg;
     struct placeholder_entry *p = calloc(1, sizeof *p);
-    if (!p || str_copy(p->placeholder, sizeof p->placeholder, ph) < 0 ||
-        str_copy(p->sandbox, sizeof p->sandbox, sandbox) < 0 ||
-        str_copy(p->secret, sizeof p->secret, secret) < 0) {
+    if (!p || str_copy(p->placeholder, sizeof p->placeholder, row->placeholder) < 0 ||
+        str_copy(p->sandbox, sizeof p->sandbox, row->sandbox) < 0 ||
+        str_copy(p->account, sizeof p->account, row->account) < 0 ||
+        str_copy(p->secret, sizeof p->secret, row->secret) < 0) {
         free(p);
         return;
     }
@@ -120,13 +141,16 @@ void vault_close(struct vault *v)
     free(v);
 }
 
-/* Removes placeholders matching sandbox or secret from memory. */
-static void drop_placeholders(struct vault *v, const char *sandbox, const char *secret)
+/* Removes from memory the placeholders of a sandbox, or (sandbox NULL) those of
+ * an account's secret, or (secret NULL too) all of the account's. */
+static void drop_placeholders(struct vault *v, const char *sandbox, const char *account,
+                              const char *secret)
 {
     for (struct placeholder_entry **pp = &v->placeholders; *pp;) {
         struct placeholder_entry *p = *pp;
+        bool of_account = account && strcmp(p->account, account) == 0;
         if ((sandbox && strcmp(p->sandbox, sandbox) == 0) ||
-            (secret && strcmp(p->secret, secret) == 0)) {
+            (of_account && (!secret || strcmp(p->secret, secret) == 0))) {
             *pp = p->next;
             free(p);
         } else {
@@ -138,8 +162,8 @@ static void drop_placeholders(struct vault *v, const char *sandbox, const char *
 void vault_forget_sandbox(struct vault *v, const char *sandbox)
 {
     err_t err = {0};
-    drop_placeholders(v, sandbox, NULL);
-    store_placeholders_delete(v->store, sandbox, NULL, &err);
+    drop_placeholders(v, sandbox, NULL, NULL);
+    store_placeholders_delete(v->store, sandbox, NULL, NULL, &err);
 }
 
 /* A list of strings, each checked by ok(). */
@@ -230,7 +254,8 @@ static json_t *parse_rules(json_t *body, err_t *err)
 static int save(struct vault *v, struct secret_entry *s, err_t *err)
 {
     char *text = json_dumps(s->rules, JSON_COMPACT);
-    struct store_secret row = {.name = s->name,
+    struct store_secret row = {.account = s->account,
+                               .name = s->name,
                                .sealed = s->sealed,
                                .sealed_len = s->sealed_len,
                                .rules_json = text,
@@ -241,8 +266,8 @@ static int save(struct vault *v, struct secret_entry *s, err_t *err)
     return r;
 }
 
-int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, bool *created,
-              err_t *err)
+int vault_put(struct vault *v, const char *account, const char *name, json_t *body, json_t **out,
+              bool *created, err_t *err)
 {
     json_t *value = json_object_get(body, "value");
     int r = secrets_check_name(name, err);
@@ -251,15 +276,19 @@ int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, boo
         return err_set(err, -EINVAL, "the body must be {value, hosts[], methods?[], paths?[]}");
     r = secrets_check_value(json_string_value(value), json_string_length(value), err);
     if (r < 0) return r;
-    struct secret_entry *s = find_secret(v, name);
-    if (!s && v->n_secrets >= SECRETS_PER_OWNER)
-        return err_set(err, -EAGAIN, "there are already %d secrets, the limit; remove one first",
-                       SECRETS_PER_OWNER);
+    struct secret_entry *s = find_secret(v, account, name);
+    if (!s && count_secrets(v, account) >= SECRETS_PER_OWNER)
+        return err_set(err, -EAGAIN,
+                       "the account %s has %d secrets, the limit of secrets per account; "
+                       "remove one first",
+                       account, SECRETS_PER_OWNER);
     json_t *rules = parse_rules(body, err);
     if (!rules) return -EINVAL;
     uint8_t *sealed;
     size_t sealed_len;
-    r = secrets_seal(v->key, name, json_string_value(value), json_string_length(value), &sealed,
+    char ad[SECRETS_AD_MAX];
+    sealed_as(account, name, ad);
+    r = secrets_seal(v->key, ad, json_string_value(value), json_string_length(value), &sealed,
                      &sealed_len, err);
     if (r < 0) {
         json_decref(rules);
@@ -268,11 +297,16 @@ int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, boo
     *created = s == NULL;
     if (!s) {
         s = calloc(1, sizeof *s);
+        if (!s) {
+            free(sealed);
+            json_decref(rules);
+            return err_set(err, -ENOMEM, "out of memory");
+        }
         str_copy(s->name, sizeof s->name, name);
+        str_copy(s->account, sizeof s->account, account);
         s->created_ms = now_unix_ms();
         s->next = v->secrets;
         v->secrets = s;
-        v->n_secrets++;
     }
     free(s->sealed);
     json_decref(s->rules);
@@ -285,34 +319,47 @@ int vault_put(struct vault *v, const char *name, json_t *body, json_t **out, boo
     return r;
 }
 
-bool vault_has(const struct vault *v, const char *name)
+bool vault_has(const struct vault *v, const char *account, const char *name)
 {
-    return find_secret(v, name) != NULL;
+    return find_secret(v, account, name) != NULL;
 }
 
-json_t *vault_list(const struct vault *v)
+json_t *vault_list(const struct vault *v, const char *account)
 {
     json_t *arr = json_array();
     for (struct secret_entry *s = v->secrets; s; s = s->next)
-        json_array_insert_new(arr, 0, secret_json(s));
+        if (strcmp(s->account, account) == 0) json_array_insert_new(arr, 0, secret_json(s));
     return arr;
 }
 
-int vault_delete(struct vault *v, const char *name, err_t *err)
+int vault_delete(struct vault *v, const char *account, const char *name, err_t *err)
 {
     for (struct secret_entry **pp = &v->secrets; *pp; pp = &(*pp)->next) {
         struct secret_entry *s = *pp;
-        if (strcmp(s->name, name) != 0) continue;
-        int r = store_secret_delete(v->store, name, err);
+        if (strcmp(s->account, account) != 0 || strcmp(s->name, name) != 0) continue;
+        int r = store_secret_delete(v->store, account, name, err);
         if (r < 0) return r;
-        store_placeholders_delete(v->store, NULL, name, err);
-        drop_placeholders(v, NULL, name);
+        store_placeholders_delete(v->store, NULL, account, name, err);
+        drop_placeholders(v, NULL, account, name);
         *pp = s->next;
-        v->n_secrets--;
         free_secret(s);
         return 0;
     }
     return err_set(err, -ENOENT, "no secret %s; `runtime secret list` shows them", name);
+}
+
+void vault_forget_account(struct vault *v, const char *account)
+{
+    drop_placeholders(v, NULL, account, NULL);
+    for (struct secret_entry **pp = &v->secrets; *pp;) {
+        struct secret_entry *s = *pp;
+        if (strcmp(s->account, account) == 0) {
+            *pp = s->next;
+            free_secret(s);
+        } else {
+            pp = &s->next;
+        }
+    }
 }
 
 static const char *placeholder_of(struct vault *v, const char *sandbox, const char *secret)
@@ -323,9 +370,10 @@ static const char *placeholder_of(struct vault *v, const char *sandbox, const ch
     return NULL;
 }
 
-int vault_env(struct vault *v, const char *sandbox, json_t *env, err_t *err)
+int vault_env(struct vault *v, const char *account, const char *sandbox, json_t *env, err_t *err)
 {
     for (struct secret_entry *s = v->secrets; s; s = s->next) {
+        if (strcmp(s->account, account) != 0) continue; /* another account's: never here */
         const char *ph = placeholder_of(v, sandbox, s->name);
         if (!ph) {
             struct placeholder_entry *p = calloc(1, sizeof *p);
@@ -333,7 +381,12 @@ int vault_env(struct vault *v, const char *sandbox, json_t *env, err_t *err)
             secrets_placeholder(p->placeholder);
             str_copy(p->sandbox, sizeof p->sandbox, sandbox);
             str_copy(p->secret, sizeof p->secret, s->name);
-            int r = store_placeholder_put(v->store, sandbox, s->name, p->placeholder, err);
+            str_copy(p->account, sizeof p->account, account);
+            struct store_placeholder row = {.sandbox = sandbox,
+                                            .account = account,
+                                            .secret = s->name,
+                                            .placeholder = p->placeholder};
+            int r = store_placeholder_put(v->store, &row, err);
             if (r < 0) {
                 free(p);
                 return r;
@@ -380,11 +433,15 @@ static bool path_allowed(json_t *globs, const char *path)
     return false;
 }
 
+/* Only the secrets the sandbox holds placeholders of: its account's, and no other. */
 bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port)
 {
     struct vault *v = arg;
-    for (struct secret_entry *s = v->secrets; s; s = s->next)
-        if (host_allowed(json_object_get(s->rules, "hosts"), host, port)) return true;
+    for (struct placeholder_entry *p = v->placeholders; p; p = p->next) {
+        if (strcmp(p->sandbox, sandbox) != 0) continue;
+        struct secret_entry *s = find_secret(v, p->account, p->secret);
+        if (s && host_allowed(json_object_get(s->rules, "hosts"), host, port)) return true;
+    }
     return false;
 }
 
@@ -412,7 +469,7 @@ static const char *refusal(struct vault *v, struct placeholder_entry *p, const c
 {
     if (!p) return "unknown placeholder";
     if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
-    struct secret_entry *s = find_secret(v, p->secret);
+    struct secret_entry *s = find_secret(v, p->account, p->secret);
     if (!s) return "secret removed";
     json_t *methods = json_object_get(s->rules, "methods");
     json_t *paths = json_object_get(s->rules, "paths");
@@ -440,7 +497,9 @@ char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t por
     }
     char *value = NULL;
     err_t err = {0};
-    if (secrets_open(v->key, s->name, s->sealed, s->sealed_len, &value, len, &err) < 0) {
+    char ad[SECRETS_AD_MAX];
+    sealed_as(s->account, s->name, ad);
+    if (secrets_open(v->key, ad, s->sealed, s->sealed_len, &value, len, &err) < 0) {
         log_error("%s", err.msg);
         return NULL;
     }
@@ -463,5 +522,8 @@ void vault_misdirected(void *arg, const char *sandbox, const char *host, const c
 
 bool vault_any(void *arg, const char *sandbox)
 {
-    return ((struct vault *)arg)->secrets != NULL;
+    const struct vault *v = arg;
+    for (const struct placeholder_entry *p = v->placeholders; p; p = p->next)
+        if (strcmp(p->sandbox, sandbox) == 0) return true;
+    return false;
 }

@@ -51,12 +51,18 @@ struct sbx *server_sandbox_first(struct server *srv)
     return srv->sandboxes;
 }
 
-struct sbx *server_sandbox_find(struct server *srv, const char *key)
+static bool owned_by(const struct sbx *s, const char *account)
+{
+    return !account || strcmp(s->account, account) == 0;
+}
+
+struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *key)
 {
     for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (strcmp(s->id, key) == 0) return s;
-    for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (s->settings.name[0] && strcmp(s->settings.name, key) == 0) return s;
+        if (strcmp(s->id, key) == 0) return owned_by(s, account) ? s : NULL;
+    for (struct sbx *s = srv->sandboxes; account && s; s = s->next)
+        if (owned_by(s, account) && s->settings.name[0] && strcmp(s->settings.name, key) == 0)
+            return s;
     return NULL;
 }
 
@@ -171,6 +177,7 @@ static int save_new(struct server *srv, struct sbx *sb, err_t *err)
     memcpy(row.id, sb->id, sizeof row.id);
     snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
     row.name = sb->settings.name[0] ? sb->settings.name : NULL;
+    memcpy(row.account, sb->account, sizeof row.account);
     int r = text ? store_sandbox_insert(srv->store, &row, err) : err_set(err, -ENOMEM, "oom");
     free(text);
     return r;
@@ -369,7 +376,7 @@ void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_crea
     sb->waiters = w;
 }
 
-int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
+int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,
                           server_created_fn *done, void *arg, err_t *err)
 {
     struct model_sandbox taken = *settings;
@@ -387,6 +394,7 @@ int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
         return err_set(err, -ENOMEM, "out of memory");
     }
     sb->settings = taken;
+    str_copy(sb->account, sizeof sb->account, account);
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
@@ -573,6 +581,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) return -ENOMEM;
     memcpy(sb->id, row->id, sizeof sb->id);
+    str_copy(sb->account, sizeof sb->account, row->account);
     sb->slot = row->slot;
     sb->created_ms = row->created_ms;
     err_t err = {0};
@@ -702,7 +711,7 @@ static void unserve(struct server *srv)
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
 {
     struct server *srv = arg;
-    struct sbx *sb = server_sandbox_find(srv, sandbox_id);
+    struct sbx *sb = server_sandbox_find(srv, NULL, sandbox_id);
     if (sb && srv->hooks.egress_event) srv->hooks.egress_event(sb, kind, fields);
     server_event(srv, sandbox_id, kind, fields);
 }
@@ -802,9 +811,11 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
     if (r == 0) r = open_vault(&srv, &err);
+    if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
+    if (r == 0) server_accounts_resume(&srv);
     if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     /* On the way out: a second stop signal (the keeper sends one when its socket
@@ -825,6 +836,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     json_decref(srv.catalog);
     metrics_stop(&srv);
     vault_close(srv.vault);
+    accounts_close(srv.accounts);
     events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);

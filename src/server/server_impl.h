@@ -38,9 +38,10 @@ struct server {
     struct pending_event pending[EVENTS_PENDING_MAX];
     size_t n_pending;
     struct event *flush_timer;
-    struct vault *vault;      /* the secrets */
-    json_t *catalog;          /* the built-in MCP catalog */
-    struct event *tick_timer; /* once a second: hooks.tick, usage checkpoints */
+    struct vault *vault;       /* the secrets */
+    struct accounts *accounts; /* who may call, and their limits */
+    json_t *catalog;           /* the built-in MCP catalog */
+    struct event *tick_timer;  /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
     struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
     struct event *listen_retry;          /* re-enables them after an accept failure */
@@ -62,6 +63,9 @@ void server_runs_stop(struct server *srv);
 int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                      server_keeper_done_fn *done, void *arg, err_t *err);
 void keeper_client_stop(struct server *srv);
+
+/* accounts.c: at start, the removals a stop cut short. */
+void server_accounts_resume(struct server *srv);
 
 /* activity.c */
 #define SERVER_TICK_MS 1000
