@@ -692,6 +692,7 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
     if (keeper_client_start(srv) < 0) return -ENOMEM;
+    server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
     log_info("serving the API on %s and its socket", srv->cfg.listen);
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
@@ -815,7 +816,6 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
-    if (r == 0) server_accounts_resume(&srv);
     if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     /* On the way out: a second stop signal (the keeper sends one when its socket
