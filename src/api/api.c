@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../mcp/mcp.h"
+#include "../secrets/secrets.h"
 #include "api_impl.h"
 
 void api_json(struct evhttp_request *req, int status, json_t *v)
@@ -80,11 +81,18 @@ json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
     return v;
 }
 
-static bool authorized(struct evhttp_request *req, struct server *srv)
+/* Who is calling: the admin (who acts as the account default) or an account. */
+static bool authenticate(struct evhttp_request *req, struct server *srv, struct api_caller *out)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
-    return str_equal_ct(h + 7, server_config(srv)->admin_key);
+    if (str_equal_ct(h + 7, server_config(srv)->admin_key)) {
+        *out = (struct api_caller){.account = ACCOUNT_DEFAULT, .admin = true};
+        return true;
+    }
+    const struct account *acct = accounts_authenticate(server_accounts(srv), h + 7);
+    if (acct) *out = (struct api_caller){.account = acct->name};
+    return acct != NULL;
 }
 
 static json_t *sandbox_json(const struct sbx *sb)
@@ -110,14 +118,15 @@ static bool label_matches(const struct sbx *sb, const char *filter)
     return v && strcmp(v, eq + 1) == 0;
 }
 
-static void list_sandboxes(struct evhttp_request *req, struct server *srv)
+static void list_sandboxes(struct evhttp_request *req, struct server *srv,
+                           const struct api_caller *who)
 {
     struct evkeyvalq q;
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     evhttp_parse_query_str(query ? query : "", &q);
     json_t *arr = json_array();
     for (struct sbx *s = server_sandbox_first(srv); s; s = s->next) {
-        bool ok = true;
+        bool ok = strcmp(s->account, who->account) == 0;
         for (struct evkeyval *kv = q.tqh_first; kv; kv = kv->next.tqe_next)
             if (strcmp(kv->key, "label") == 0) ok = ok && label_matches(s, kv->value);
         if (ok) json_array_insert_new(arr, 0, sandbox_json(s)); /* oldest first */
@@ -161,7 +170,30 @@ static int get_or_create(json_t *body, bool *out, err_t *err)
     return 0;
 }
 
-static void create_sandbox(struct evhttp_request *req, struct server *srv)
+/* The account's own limits (the daemon's is the server's to check). */
+static int check_limits(struct server *srv, const char *account,
+                        const struct model_sandbox *settings, err_t *err)
+{
+    const struct account *acct = accounts_find(server_accounts(srv), account);
+    size_t count;
+    uint64_t memory;
+    server_account_load(srv, account, &count, &memory);
+    if (acct && acct->max_sandboxes && count >= acct->max_sandboxes)
+        return err_set(err, -EAGAIN,
+                       "account %s has %zu sandboxes, its limit maxSandboxes=%u; remove one "
+                       "first",
+                       account, count, acct->max_sandboxes);
+    if (acct && acct->max_memory_mib && memory + settings->memory_mib > acct->max_memory_mib)
+        return err_set(err, -EAGAIN,
+                       "account %s would hold %llu MiB, past its limit maxMemoryMiB=%llu (its "
+                       "sandboxes hold %llu MiB); ask for less memory or remove a sandbox",
+                       account, (unsigned long long)(memory + settings->memory_mib),
+                       (unsigned long long)acct->max_memory_mib, (unsigned long long)memory);
+    return 0;
+}
+
+static void create_sandbox(struct evhttp_request *req, struct server *srv,
+                           const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
     if (!body) return;
@@ -172,7 +204,8 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
     if (r == 0) r = model_sandbox_parse(body, &settings, &err);
     json_decref(body);
     if (r < 0) return api_fail(req, &err);
-    struct sbx *old = settings.name[0] ? server_sandbox_find(srv, settings.name) : NULL;
+    struct sbx *old =
+        settings.name[0] ? server_sandbox_find(srv, who->account, settings.name) : NULL;
     if (old && reuse) {
         server_sandbox_when_created(srv, old, answer_found, req); /* 200 once it runs */
     } else if (old) {
@@ -180,7 +213,8 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv)
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "
                   "getOrCreate",
                   settings.name, old->id);
-    } else if (server_sandbox_create(srv, &settings, answer_created, req, &err) < 0) {
+    } else if (check_limits(srv, who->account, &settings, &err) < 0 ||
+               server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
         api_fail(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */
@@ -343,11 +377,12 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
-static void one_sandbox(struct evhttp_request *req, struct server *srv, const char *key,
-                        const char *action, const char *sub)
+static void one_sandbox(struct evhttp_request *req, struct server *srv,
+                        const struct api_caller *who, const char *key, const char *action,
+                        const char *sub)
 {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
-    struct sbx *sb = server_sandbox_find(srv, key);
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
     if (!sb)
         return api_error(req, 404, "not_found",
                          "no sandbox %s; `runtime sandbox list` "
@@ -393,13 +428,16 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv, const ch
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
 
-static void secrets_route(struct evhttp_request *req, struct server *srv, const char *name)
+static void secrets_route(struct evhttp_request *req, struct server *srv,
+                          const struct api_caller *who, const char *name)
 {
+    const char *account = who->account;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     err_t err = {0};
-    if (!name && m == EVHTTP_REQ_GET) return api_json(req, 200, server_secrets_list(srv));
+    if (!name && m == EVHTTP_REQ_GET)
+        return api_json(req, 200, vault_list(server_vault(srv), account));
     if (name && m == EVHTTP_REQ_DELETE) {
-        if (server_secret_delete(srv, name, &err) < 0) return api_fail(req, &err);
+        if (vault_delete(server_vault(srv), account, name, &err) < 0) return api_fail(req, &err);
         return evhttp_send_reply(req, 204, NULL, NULL);
     }
     if (name && m == EVHTTP_REQ_PUT) {
@@ -409,7 +447,7 @@ static void secrets_route(struct evhttp_request *req, struct server *srv, const 
         explicit_bzero(evbuffer_pullup(in, (ssize_t)n), n); /* the raw value, parsed now */
         if (!body) return;
         bool created = false;
-        int r = server_secret_put(srv, name, body, &out, &created, &err);
+        int r = vault_put(server_vault(srv), account, name, body, &out, &created, &err);
         json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
         json_decref(body);
         if (r < 0) return api_fail(req, &err);
@@ -449,10 +487,11 @@ static void route(struct evhttp_request *req, void *arg)
     struct server *srv = arg;
     const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (gw && strncmp(gw, "/mcp/", 5) == 0) return mcp_gateway(srv, req, gw); /* its own token */
-    if (!authorized(req, srv))
+    struct api_caller who;
+    if (!authenticate(req, srv, &who))
         return api_error(req, 401, "unauthorized",
-                         "missing or wrong API key; send "
-                         "\"Authorization: Bearer <key>\" with the key from STATE/admin.key");
+                         "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
+                         "the key from STATE/admin.key or your account's key");
     const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
     char *seg[5];
@@ -460,30 +499,35 @@ static void route(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
         if (n == 2 && m == EVHTTP_REQ_GET)
-            list_sandboxes(req, srv);
+            list_sandboxes(req, srv, &who);
         else if (n == 2 && m == EVHTTP_REQ_POST)
-            create_sandbox(req, srv);
+            create_sandbox(req, srv, &who);
         else if (n == 3 || n == 4)
-            one_sandbox(req, srv, seg[2], n == 4 ? seg[3] : NULL, NULL);
+            one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5 && strcmp(seg[3], "mcp") == 0)
-            one_sandbox(req, srv, seg[2], seg[3], seg[4]);
+            one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
                m == EVHTTP_REQ_GET) {
         err_t err = {0};
-        json_t *u = server_usage(srv, &err);
+        json_t *u = server_usage(srv, who.admin ? NULL : who.account, &err);
         if (u)
             api_json(req, 200, u);
         else
             api_fail(req, &err);
     } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == EVHTTP_REQ_GET) {
-        metrics(req, srv);
+        if (who.admin)
+            metrics(req, srv);
+        else
+            api_error(req, 403, "forbidden", "/metrics covers every account: admin key only");
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
                strcmp(seg[2], "catalog") == 0 && m == EVHTTP_REQ_GET) {
         api_json(req, 200, json_incref(mcp_catalog(srv)));
     } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
-        secrets_route(req, srv, n == 3 ? seg[2] : NULL);
+        secrets_route(req, srv, &who, n == 3 ? seg[2] : NULL);
+    } else if (n >= 2 && n <= 4 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "accounts") == 0) {
+        api_accounts(req, srv, &who, n >= 3 ? seg[2] : NULL, n == 4 ? seg[3] : NULL);
     } else {
         api_error(req, 404, "not_found", "no such API path: %s", raw ? raw : "/");
     }

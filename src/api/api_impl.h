@@ -16,6 +16,16 @@ void api_json(struct evhttp_request *req, int status, json_t *v);
 /* Parses the request body as JSON (at most API_MAX_JSON_BODY); NULL after replying. */
 json_t *api_body_json(struct evhttp_request *req, bool allow_empty);
 
+/* Who calls: the admin key acts as the account default. */
+struct api_caller {
+    const char *account;
+    bool admin;
+};
+
+/* accounts.c: /v1/accounts[/NAME[/keys]], admin only. */
+void api_accounts(struct evhttp_request *req, struct server *srv, const struct api_caller *who,
+                  const char *name, const char *action);
+
 /* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
 void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb);
 /* Fills a NULL-terminated argv (at most max-1 strings) from a JSON array. */

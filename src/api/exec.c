@@ -37,7 +37,7 @@ static void on_done(void *arg, const struct server_run_result *res)
 {
     struct exec_call *call = arg;
     struct evhttp_request *req = call->req;
-    struct sbx *sb = server_sandbox_find(call->srv, call->sandbox);
+    struct sbx *sb = server_sandbox_find(call->srv, NULL, call->sandbox);
     if (sb) {
         server_sandbox_hold(sb, -1);
         sb->execs--;

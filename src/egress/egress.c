@@ -91,7 +91,9 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
                                       want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
                                       want->connections ? want->connections : EGRESS_CONNS_PER_S};
     eg->on_name = cfg->on_name;
-    eg->secrets = cfg->secrets;
+    eg->secrets = cfg->sign ? cfg->secrets : NULL; /* no leaves, no interception */
+    eg->secrets_arg = cfg->secrets_arg;
+    eg->sign = cfg->sign;
     eg->event_arg = cfg->event_arg;
     if (cfg->n_pins) {
         eg->pins = calloc(cfg->n_pins, sizeof *eg->pins);

@@ -67,10 +67,11 @@ struct egress_secrets {
     /* A placeholder seen where it can never be swapped (plain HTTP). */
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
                         const char *placeholder, const char *why);
-    /* A leaf certificate for name over the given public key, DER (malloc'd). */
-    int (*sign)(void *arg, const char *name, const uint8_t *spki, size_t spki_len, uint8_t **der,
-                size_t *der_len);
 };
+
+/* A leaf certificate for name over the given public key, DER (malloc'd). */
+typedef int (*egress_sign_fn)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
+                              uint8_t **der, size_t *der_len);
 
 /* What a sandbox may do a second. */
 struct egress_rates {
@@ -83,8 +84,10 @@ struct egress_config {
     const char *nameserver; /* "ADDR[:PORT]" to resolve with, or NULL for resolv.conf */
     egress_event_fn on_event;
     egress_name_fn on_name;
-    void *event_arg; /* passed to on_event, on_name and the secrets callbacks */
+    egress_sign_fn sign;
+    void *event_arg;                      /* passed to on_event, on_name and sign */
     const struct egress_secrets *secrets; /* NULL: never intercept */
+    void *secrets_arg;                    /* passed to the secrets callbacks */
     const char *upstream_ca;              /* extra CA file for upstream TLS, or NULL */
     /* Also open TLS on 443 to allowed hosts no secret names, in sandboxes that hold
      * placeholders, so that a placeholder sent there is reported (nothing is swapped). */

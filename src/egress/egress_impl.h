@@ -79,12 +79,14 @@ struct egress {
     size_t n_pins;
     egress_event_fn on_event;
     egress_name_fn on_name;
+    egress_sign_fn sign;
     void *event_arg;
     struct policy_addr *host_addrs;
     size_t n_host_addrs;
     int nl_fd; /* rtnetlink address notices, -1 if unavailable */
     struct egress_sandbox *sandboxes;
     const struct egress_secrets *secrets;
+    void *secrets_arg;
     struct mitm_leaves *leaves; /* leaf key and certificates, when intercepting */
     SSL_CTX *tls_down;          /* toward sandboxes: minted certificates, ALPN http/1.1 */
     SSL_CTX *tls_up;            /* toward real hosts: full verification */

@@ -98,7 +98,7 @@ static X509 *leaf_for(struct egress *eg, const char *name)
     const uint8_t *spki = mitm_leaves_spki(eg->leaves, &spki_len);
     uint8_t *der = NULL;
     size_t der_len = 0;
-    if (eg->secrets->sign(eg->event_arg, name, spki, spki_len, &der, &der_len) < 0) return NULL;
+    if (eg->sign(eg->event_arg, name, spki, spki_len, &der, &der_len) < 0) return NULL;
     err_t err = {0};
     int r = mitm_leaves_put(eg->leaves, name, der, der_len, &err);
     free(der);
@@ -147,7 +147,7 @@ static const char *decide(void *arg, const struct http_request *req,
         char host[64];
         const char *to = t->c->name[0] ? t->c->name : req->host;
         snprintf(host, sizeof host, "%s", to);
-        eg->secrets->misdirected(eg->event_arg, t->c->es->id, host, ph->token, "plain HTTP");
+        eg->secrets->misdirected(eg->secrets_arg, t->c->es->id, host, ph->token, "plain HTTP");
         return NULL;
     }
     if (t->n_opened == OPENED_MAX) {
@@ -155,7 +155,7 @@ static const char *decide(void *arg, const struct http_request *req,
         return NULL;
     }
     bool limited = false;
-    char *v = eg->secrets->value(eg->event_arg, t->c->es->id, req->host, t->c->port, req->method,
+    char *v = eg->secrets->value(eg->secrets_arg, t->c->es->id, req->host, t->c->port, req->method,
                                  req->path, ph->token, len, &limited);
     if (!v) return NULL;
     t->limited = t->limited || limited;

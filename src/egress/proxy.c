@@ -231,12 +231,12 @@ static void on_first_bytes(evutil_socket_t fd, short what, void *arg)
     if ((r == SNIFF_TLS || r == SNIFF_HTTP) && seen[0] && c->name[0] && strcmp(seen, c->name) != 0)
         return refuse(c, r == SNIFF_TLS ? "sni_mismatch" : "host_mismatch");
     const struct egress *eg = c->es->eg;
-    c->intercept =
-        r == SNIFF_TLS && c->name[0] && eg->secrets &&
-        (eg->secrets->wants(eg->event_arg, c->es->id, c->name, c->port) ||
-         (eg->inspect_allowed_tls && c->port == 443 && eg->secrets->any(eg->event_arg, c->es->id)));
+    c->intercept = r == SNIFF_TLS && c->name[0] && eg->secrets &&
+                   (eg->secrets->wants(eg->secrets_arg, c->es->id, c->name, c->port) ||
+                    (eg->inspect_allowed_tls && c->port == 443 &&
+                     eg->secrets->any(eg->secrets_arg, c->es->id)));
     /* Plain HTTP is read request by request when a placeholder could be in it. */
-    c->plain_http = r == SNIFF_HTTP && eg->secrets && eg->secrets->any(eg->event_arg, c->es->id);
+    c->plain_http = r == SNIFF_HTTP && eg->secrets && eg->secrets->any(eg->secrets_arg, c->es->id);
     c->intercept = c->intercept || c->plain_http;
     resolve(c);
 }

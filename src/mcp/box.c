@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../catalog/catalog.h"
+#include "../secrets/secrets.h"
 #include "../store/store.h"
 #include "mcp_impl.h"
 
@@ -141,21 +142,13 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
 
 /* ---- configuration of one server ---- */
 
-static bool secret_exists(json_t *known, const char *name)
-{
-    size_t i;
-    json_t *s;
-    json_array_foreach(known, i, s) if (strcmp(json_string_value(json_object_get(s, "name")),
-                                               name) == 0) return true;
-    return false;
-}
-
 /* Every secrets{} entry names a secret that exists. */
-static int check_secrets(const struct model_mcp_server *cfg, json_t *known, err_t *err)
+static int check_secrets(const struct model_mcp_server *cfg, const struct vault *known,
+                         const char *account, err_t *err)
 {
     for (size_t i = 0; i < cfg->secrets.n; i++) {
         const struct model_pair *p = &cfg->secrets.v[i];
-        if (!secret_exists(known, p->value))
+        if (!vault_has(known, account, p->value))
             return err_set(err, -EINVAL,
                            "secrets.%s names the secret %s, which does not exist; create it "
                            "with `runtime secret set %s --host HOST`",
@@ -166,8 +159,8 @@ static int check_secrets(const struct model_mcp_server *cfg, json_t *known, err_
 
 /* A required setting is met by env, by secrets{}, or by a secret of that name (every
  * secret is in every sandbox under its own name). */
-static int check_required(json_t *entry, const struct model_mcp_server *cfg, json_t *known,
-                          err_t *err)
+static int check_required(json_t *entry, const struct model_mcp_server *cfg,
+                          const struct vault *known, const char *account, err_t *err)
 {
     size_t i;
     json_t *s;
@@ -176,7 +169,7 @@ static int check_required(json_t *entry, const struct model_mcp_server *cfg, jso
         const char *name = json_string_value(json_object_get(s, "env"));
         if (!json_is_true(json_object_get(s, "required"))) continue;
         if (model_map_get(&cfg->env, name) || model_map_get(&cfg->secrets, name) ||
-            secret_exists(known, name))
+            vault_has(known, account, name))
             continue;
         bool secret = json_is_true(json_object_get(s, "secret"));
         return err_set(err, -EINVAL, "server %s needs %s (%s); pass %s",
@@ -189,19 +182,18 @@ static int check_required(json_t *entry, const struct model_mcp_server *cfg, jso
     return 0;
 }
 
-static int check_settings(struct server *srv, json_t *entry, const struct model_mcp_server *cfg,
-                          err_t *err)
+/* Against the secrets of the sandbox's account: no other account's exist here. */
+static int check_settings(struct server *srv, const struct sbx *sb, json_t *entry,
+                          const struct model_mcp_server *cfg, err_t *err)
 {
-    json_t *known = server_secrets_list(srv);
-    int r = check_secrets(cfg, known, err);
-    if (r == 0) r = check_required(entry, cfg, known, err);
-    json_decref(known);
-    return r;
+    const struct vault *known = server_vault(srv);
+    int r = check_secrets(cfg, known, sb->account, err);
+    return r < 0 ? r : check_required(entry, cfg, known, sb->account, err);
 }
 
 /* One entry of servers[]: its settings and its catalog entry (NULL for one's own). */
-static int parse_config(struct server *srv, json_t *in, struct model_mcp_server *cfg,
-                        json_t **entry, err_t *err)
+static int parse_config(struct server *srv, const struct sbx *sb, json_t *in,
+                        struct model_mcp_server *cfg, json_t **entry, err_t *err)
 {
     int r = model_mcp_server_parse(in, cfg, err);
     if (r < 0) return r;
@@ -211,7 +203,7 @@ static int parse_config(struct server *srv, json_t *in, struct model_mcp_server 
                     "no server %s in the catalog; `runtime sandbox mcp catalog` lists them, or "
                     "give {name, command} for your own",
                     cfg->id);
-    if (r == 0 && *entry) r = check_settings(srv, *entry, cfg, err);
+    if (r == 0 && *entry) r = check_settings(srv, sb, *entry, cfg, err);
     if (r < 0) model_mcp_server_clear(cfg);
     return r;
 }
@@ -320,7 +312,7 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
                         struct model_mcp_server *cfgs, json_t **entries, size_t *made, err_t *err)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
-        int r = parse_config(srv, json_array_get(list, i), &cfgs[i], &entries[i], err);
+        int r = parse_config(srv, sb, json_array_get(list, i), &cfgs[i], &entries[i], err);
         if (r < 0) return r;
         *made = i + 1;
         const char *name = cfgs[i].name;

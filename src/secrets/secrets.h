@@ -7,6 +7,7 @@
 #ifndef RUNTIME_SECRETS_H
 #define RUNTIME_SECRETS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,9 @@
 #define SECRET_RULES_MAX 32 /* hosts, methods, paths: each at most this many */
 #define PLACEHOLDER_PREFIX "RUNTIME_PH_"
 #define PLACEHOLDER_LEN (sizeof PLACEHOLDER_PREFIX - 1 + 32)
+#define SECRETS_SANDBOX_ID_MAX 32 /* a sandbox id and its NUL (PROTO_ID_LEN) */
+#define SECRETS_ACCOUNT_MAX 64    /* an account name and its NUL (ACCOUNT_NAME_MAX) */
+#define SECRETS_AD_MAX (SECRETS_ACCOUNT_MAX + SECRET_NAME_MAX + 2)
 
 /* Reads the sealing key from path, or makes one (mode 0600) when missing. */
 int secrets_key_load(const char *path, uint8_t key[SECRETS_KEY_LEN], err_t *err);
@@ -43,5 +47,47 @@ int secrets_check_value(const char *value, size_t len, err_t *err);
 void secrets_placeholder(char out[PLACEHOLDER_LEN + 1]);
 /* True when s[0..n) starts with a well-formed placeholder. */
 bool secrets_is_placeholder(const char *s, size_t n);
+
+/* ---- the vault (vault.c): the secrets in memory and in the store ----
+ * A secret belongs to an account, and is seen only in that account's sandboxes:
+ * names are unique within an account, and every call names the account. */
+
+struct store;
+struct vault;
+struct vault_hooks {
+    void *arg;
+    /* Records an event of a sandbox (secret.used, secret.misdirected); fields borrowed. */
+    void (*event)(void *arg, const char *sandbox_id, const char *kind, json_t *fields);
+};
+/* Loads every secret and placeholder of the store; key is copied (the caller
+ * wipes its own). */
+int vault_open(struct store *store, const uint8_t key[SECRETS_KEY_LEN],
+               const struct vault_hooks *hooks, struct vault **out, err_t *err);
+void vault_close(struct vault *v);
+
+/* body is {value, hosts[], methods?[], paths?[]}; *created tells a new one from a
+ * replaced one. Answers never carry values. */
+int vault_put(struct vault *v, const char *account, const char *name, json_t *body, json_t **out,
+              bool *created, err_t *err);
+json_t *vault_list(const struct vault *v, const char *account);
+bool vault_has(const struct vault *v, const char *account, const char *name);
+int vault_delete(struct vault *v, const char *account, const char *name, err_t *err);
+/* Adds NAME=placeholder to env for every secret of the account, making the
+ * sandbox's placeholders where missing. */
+int vault_env(struct vault *v, const char *account, const char *sandbox_id, json_t *env,
+              err_t *err);
+/* The sandbox is gone: its placeholders too. */
+void vault_forget_sandbox(struct vault *v, const char *sandbox_id);
+/* The account is gone (its rows are, store_account_delete): out of memory too. */
+void vault_forget_account(struct vault *v, const char *account);
+
+/* What the egress proxy asks (struct egress_secrets; arg is the vault). */
+bool vault_any(void *arg, const char *sandbox_id);
+bool vault_wants(void *arg, const char *sandbox_id, const char *host, uint16_t port);
+char *vault_value(void *arg, const char *sandbox_id, const char *host, uint16_t port,
+                  const char *method, const char *path, const char *placeholder, size_t *len,
+                  bool *limited);
+void vault_misdirected(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
+                       const char *why);
 
 #endif

@@ -72,7 +72,7 @@ static void record(struct server *srv, const char *sandbox_id, const char *kind,
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
 {
     metrics_event(srv, kind, fields);
-    struct sbx *sb = server_sandbox_find(srv, sandbox_id);
+    struct sbx *sb = server_sandbox_find(srv, NULL, sandbox_id);
     if (sb) {
         if (!sb->events_rate.rate) sb->events_rate = RATE_LIMIT(EVENTS_PER_S, 5 * EVENTS_PER_S);
         if (!rate_allow(&sb->events_rate, now_ms())) return;

@@ -241,7 +241,7 @@ json_t *server_exec_env(struct server *srv, struct sbx *sb, json_t *extra, err_t
                             "/workspace", "USER", "user", "LOGNAME", "user", "LANG", "C.UTF-8",
                             "NODE_EXTRA_CA_CERTS", bundle, "SSL_CERT_FILE", bundle,
                             "REQUESTS_CA_BUNDLE", bundle, "GIT_SSL_CAINFO", bundle);
-    if (server_secret_env(srv, sb, env, err) < 0) {
+    if (vault_env(srv->vault, sb->account, sb->id, env, err) < 0) {
         json_decref(env);
         return NULL;
     }

@@ -51,12 +51,18 @@ struct sbx *server_sandbox_first(struct server *srv)
     return srv->sandboxes;
 }
 
-struct sbx *server_sandbox_find(struct server *srv, const char *key)
+static bool owned_by(const struct sbx *s, const char *account)
+{
+    return !account || strcmp(s->account, account) == 0;
+}
+
+struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *key)
 {
     for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (strcmp(s->id, key) == 0) return s;
-    for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (s->settings.name[0] && strcmp(s->settings.name, key) == 0) return s;
+        if (strcmp(s->id, key) == 0) return owned_by(s, account) ? s : NULL;
+    for (struct sbx *s = srv->sandboxes; account && s; s = s->next)
+        if (owned_by(s, account) && s->settings.name[0] && strcmp(s->settings.name, key) == 0)
+            return s;
     return NULL;
 }
 
@@ -180,6 +186,7 @@ static int save_new(struct server *srv, struct sbx *sb, store_done_fn *saved, er
     memcpy(row.id, sb->id, sizeof row.id);
     snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
     row.name = sb->settings.name[0] ? sb->settings.name : NULL;
+    memcpy(row.account, sb->account, sizeof row.account);
     store_writer_sandbox_insert(srv->writer, &row, saved, sb);
     free(text);
     return 0;
@@ -477,7 +484,7 @@ void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_crea
     sb->waiters = w;
 }
 
-int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
+int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,
                           server_created_fn *done, void *arg, err_t *err)
 {
     struct model_sandbox taken = *settings;
@@ -495,6 +502,7 @@ int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
         return err_set(err, -ENOMEM, "out of memory");
     }
     sb->settings = taken;
+    str_copy(sb->account, sizeof sb->account, account);
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
@@ -520,7 +528,7 @@ static void forget(struct server *srv, struct sbx *sb, struct answer *rm)
     memcpy(id, sb->id, sizeof id);
     events_flush(srv);
     store_writer_events_delete(srv->writer, id);
-    vault_forget_sandbox(srv, id);
+    vault_forget_sandbox(srv->vault, id);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
     forget_row(srv, id, rm);
@@ -573,13 +581,6 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
     }
     sb->removing = true;
     return 0;
-}
-
-int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
-                       uint8_t **der, size_t *der_len, err_t *err)
-{
-    /* The signer, not the keeper, holds the CA key (docs/architecture.md). */
-    return mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, err);
 }
 
 /* Packs a proto_exec and its strings; returns the length or negative. */
@@ -678,6 +679,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) return -ENOMEM;
     memcpy(sb->id, row->id, sizeof sb->id);
+    str_copy(sb->account, sizeof sb->account, row->account);
     sb->slot = row->slot;
     sb->created_ms = row->created_ms;
     err_t err = {0};
@@ -788,6 +790,7 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
     if (keeper_client_start(srv) < 0) return -ENOMEM;
+    server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
     log_info("serving the API on %s and its socket", srv->cfg.listen);
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
@@ -807,7 +810,7 @@ static void unserve(struct server *srv)
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
 {
     struct server *srv = arg;
-    struct sbx *sb = server_sandbox_find(srv, sandbox_id);
+    struct sbx *sb = server_sandbox_find(srv, NULL, sandbox_id);
     if (sb && srv->hooks.egress_event) srv->hooks.egress_event(sb, kind, fields);
     server_event(srv, sandbox_id, kind, fields);
 }
@@ -822,12 +825,52 @@ static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uin
         log_warn("name %s of sandbox %s not saved: %s", name, sandbox_id, err.msg);
 }
 
+/* A leaf for the egress's interception: the signer, not the keeper, holds the
+ * CA key (docs/architecture.md). */
+static int sign_leaf(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
+                     uint8_t **der, size_t *der_len)
+{
+    struct server *srv = arg;
+    err_t err = {0};
+    int r = mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, &err);
+    if (r < 0) log_warn("no certificate for %s: %s", name, err.msg);
+    return r;
+}
+
+static const struct egress_secrets vault_egress = {
+    .any = vault_any,
+    .wants = vault_wants,
+    .value = vault_value,
+    .release = secrets_release,
+    .misdirected = vault_misdirected,
+};
+
+static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
+{
+    server_event(arg, sandbox_id, kind, fields);
+}
+
+static int open_vault(struct server *srv, err_t *err)
+{
+    struct vault_hooks hooks = {.arg = srv, .event = on_vault_event};
+    int r = vault_open(srv->store, srv->cfg.secrets_key, &hooks, &srv->vault, err);
+    explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
+    return r;
+}
+
+struct vault *server_vault(struct server *srv)
+{
+    return srv->vault;
+}
+
 static int start_egress(struct server *srv, err_t *err)
 {
     struct egress_config ec = {.pins = srv->cfg.pins,
                                .n_pins = srv->cfg.n_pins,
                                .on_name = on_egress_name,
+                               .sign = sign_leaf,
                                .secrets = &vault_egress,
+                               .secrets_arg = srv->vault,
                                .upstream_ca = srv->cfg.upstream_ca,
                                .nameserver = srv->cfg.nameserver,
                                .inspect_allowed_tls = srv->cfg.inspect_allowed_tls,
@@ -866,7 +909,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = events_start(&srv, &err);
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
-    if (r == 0) r = vault_load(&srv, &err);
+    if (r == 0) r = open_vault(&srv, &err);
+    if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
@@ -889,7 +933,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     egress_free(srv.egress);
     json_decref(srv.catalog);
     metrics_stop(&srv);
-    vault_free(&srv);
+    vault_close(srv.vault);
+    accounts_close(srv.accounts);
     events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);

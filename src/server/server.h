@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../accounts/accounts.h"
 #include "../common/common.h"
 #include "../egress/egress.h"
 #include "../meter/meter.h"
@@ -43,6 +44,7 @@ enum sbx_status sbx_status_parse(const char *name);
 /* A sandbox as the server knows it. */
 struct sbx {
     char id[PROTO_ID_LEN];
+    char account[ACCOUNT_NAME_MAX]; /* whose it is: nobody else sees it */
     uint32_t slot;
     enum sbx_status status;
     int64_t created_ms;
@@ -104,15 +106,16 @@ const struct server_config *server_config(struct server *srv);
 struct store *server_store(struct server *srv);
 json_t *server_catalog(struct server *srv); /* borrowed */
 
-/* Registry. Lookups take an id or a name. */
-struct sbx *server_sandbox_find(struct server *srv, const char *id_or_name);
+/* Registry. Lookups take an id or a name (names are an account's own): a
+ * sandbox of another account is not found. account NULL: any, by id only. */
+struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *id_or_name);
 struct sbx *server_sandbox_first(struct server *srv);
 /* Creates with these settings (taken: *settings is left empty). The keeper builds it while the loop
  * goes on: the sandbox is listed at once as creating, and done is called once, from the loop, with
  * the running sandbox or with NULL and why it failed. Negative with err (and no call of done) when
  * it cannot even start. */
 typedef void server_created_fn(struct server *srv, struct sbx *sb, const err_t *err, void *arg);
-int server_sandbox_create(struct server *srv, struct model_sandbox *settings,
+int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,
                           server_created_fn *done, void *arg, err_t *err);
 /* Calls done when sb is no longer creating: at once, or once the keeper is done. */
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
@@ -133,15 +136,21 @@ void server_event(struct server *srv, const char *sandbox_id, const char *kind, 
 /* The sandbox's events after seq `after`, oldest first, as the API's JSON array. */
 int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err);
 
-/* Secrets. body is {value, hosts[], methods?[], paths?[]}; *created tells 201
- * from 200. Answers never carry values. */
-int server_secret_put(struct server *srv, const char *name, json_t *body, json_t **out,
-                      bool *created, err_t *err);
-json_t *server_secrets_list(struct server *srv);
-int server_secret_delete(struct server *srv, const char *name, err_t *err);
-/* Adds NAME=placeholder to env for every secret, making this sandbox's
- * placeholders where missing. */
-int server_secret_env(struct server *srv, struct sbx *sb, json_t *env, err_t *err);
+/* The secrets (secrets/secrets.h: vault_put, vault_list, ...). */
+struct vault *server_vault(struct server *srv);
+
+/* Accounts (accounts/accounts.h), and their sandboxes as a whole (accounts.c). */
+struct accounts *server_accounts(struct server *srv);
+/* What the account's sandboxes hold now: how many, and their memory. */
+void server_account_load(struct server *srv, const char *account, size_t *sandboxes,
+                         uint64_t *memory_mib);
+/* Removes an account: marked first (a restart finishes a removal cut short),
+ * then each of its sandboxes as rm does, then its secrets, usage and row. done
+ * is called once, from the loop (err NULL: it is gone). -EBUSY while one of its
+ * sandboxes is being created or removed. */
+typedef void server_account_removed_fn(struct server *srv, const err_t *err, void *arg);
+int server_account_remove(struct server *srv, const char *name, server_account_removed_fn *done,
+                          void *arg, err_t *err);
 
 /* Keeper calls on behalf of the API. */
 int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
@@ -164,8 +173,9 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
 /* /metrics in Prometheus text format (malloc'd), or NULL. */
 char *server_metrics_text(struct server *srv);
 
-/* Usage of every sandbox, live and removed, with its cost (GET /v1/usage). */
-json_t *server_usage(struct server *srv, err_t *err);
+/* Usage of every sandbox of the account (NULL: of every account), live and
+ * removed, with its cost, and the totals per account (GET /v1/usage). */
+json_t *server_usage(struct server *srv, const char *account, err_t *err);
 
 /* A program run to its end on the loop (the exec API, MCP installs). */
 struct evbuffer;

@@ -17,22 +17,6 @@ struct pending_event {
     struct store_event ev; /* kind and fields_json owned */
 };
 
-struct secret_entry {
-    char name[SECRET_NAME_MAX + 1];
-    uint8_t *sealed;
-    size_t sealed_len;
-    json_t *rules; /* {hosts[], methods[], paths[]} */
-    int64_t created_ms, updated_ms;
-    struct secret_entry *next;
-};
-
-struct placeholder_entry {
-    char placeholder[PLACEHOLDER_LEN + 1];
-    char sandbox[PROTO_ID_LEN];
-    char secret[SECRET_NAME_MAX + 1];
-    struct placeholder_entry *next;
-};
-
 struct evconnlistener;
 
 struct server {
@@ -55,12 +39,10 @@ struct server {
     struct pending_event pending[EVENTS_PENDING_MAX];
     size_t n_pending;
     struct event *flush_timer;
-    uint8_t secrets_key[SECRETS_KEY_LEN];
-    struct secret_entry *secrets;
-    size_t n_secrets;
-    struct placeholder_entry *placeholders;
-    json_t *catalog;          /* the built-in MCP catalog */
-    struct event *tick_timer; /* once a second: hooks.tick, usage checkpoints */
+    struct vault *vault;       /* the secrets */
+    struct accounts *accounts; /* who may call, and their limits */
+    json_t *catalog;           /* the built-in MCP catalog */
+    struct event *tick_timer;  /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
     struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
     struct event *listen_retry;          /* re-enables them after an accept failure */
@@ -83,14 +65,8 @@ int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run
                      server_keeper_done_fn *done, void *arg, err_t *err);
 void keeper_client_stop(struct server *srv);
 
-/* vault.c */
-int vault_load(struct server *srv, err_t *err);
-void vault_free(struct server *srv);
-void vault_forget_sandbox(struct server *srv, const char *sandbox);
-extern const struct egress_secrets vault_egress;
-/* server.c: asks the keeper for a leaf certificate (DER, malloc'd). */
-int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
-                       uint8_t **der, size_t *der_len, err_t *err);
+/* accounts.c: at start, the removals a stop cut short. */
+void server_accounts_resume(struct server *srv);
 
 /* activity.c */
 #define SERVER_TICK_MS 1000

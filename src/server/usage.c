@@ -17,7 +17,7 @@ static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
     const struct meter_usage *u = &sb->usage;
     const char *name = sb->settings.name;
     return json_pack(
-        "{s:o,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name",
+        "{s:s,s:o,s:b,s:s,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "account", sb->account, "name",
         name[0] ? json_string(name) : json_null(), "deleted", deleted, "state", state, "cpuSeconds",
         u->cpu_seconds, "runningHours", u->running_hours, "memoryGiBHours", u->memory_gib_hours,
         "pausedHours", u->paused_hours, "pausedGBHours", u->paused_gb_hours, "markMs",
@@ -181,15 +181,49 @@ static json_t *cost_json(const struct meter_cost *c)
 
 struct listing {
     struct server *srv;
+    const char *account; /* NULL: every account's */
     json_t *list;
     struct meter_usage total;
+    struct account_sum *sums; /* per account, in the order first seen */
+    size_t n_sums;
 };
+
+struct account_sum {
+    char account[ACCOUNT_NAME_MAX];
+    struct meter_usage usage;
+};
+
+static void add_up(struct meter_usage *sum, const struct meter_usage *u)
+{
+    sum->cpu_seconds += u->cpu_seconds;
+    sum->running_hours += u->running_hours;
+    sum->memory_gib_hours += u->memory_gib_hours;
+    sum->paused_hours += u->paused_hours;
+    sum->paused_gb_hours += u->paused_gb_hours;
+}
+
+static void add_account(struct listing *l, const char *account, const struct meter_usage *u)
+{
+    for (size_t i = 0; i < l->n_sums; i++)
+        if (strcmp(l->sums[i].account, account) == 0) return add_up(&l->sums[i].usage, u);
+    struct account_sum *grown = realloc(l->sums, (l->n_sums + 1) * sizeof *grown);
+    if (!grown) return; /* the per-account totals miss it; the fleet's does not */
+    l->sums = grown;
+    l->sums[l->n_sums] = (struct account_sum){.usage = *u};
+    str_copy(l->sums[l->n_sums].account, ACCOUNT_NAME_MAX, account);
+    l->n_sums++;
+}
 
 static void add_row(const char *sandbox, const char *text, void *arg)
 {
     struct listing *l = arg;
     json_t *row = json_loads(text, 0, NULL);
-    if (!row) return;
+    /* Rows saved before accounts existed are the default account's. */
+    const char *account = json_string_value(json_object_get(row, "account")) ?: ACCOUNT_DEFAULT;
+    if (!row || (l->account && strcmp(account, l->account) != 0)) {
+        json_decref(row);
+        return;
+    }
     struct meter_usage u = {
         .cpu_seconds = json_number_value(json_object_get(row, "cpuSeconds")),
         .running_hours = json_number_value(json_object_get(row, "runningHours")),
@@ -199,14 +233,12 @@ static void add_row(const char *sandbox, const char *text, void *arg)
     };
     struct meter_cost c;
     meter_cost(&u, &l->srv->cfg.rates, &c);
-    l->total.cpu_seconds += u.cpu_seconds;
-    l->total.running_hours += u.running_hours;
-    l->total.memory_gib_hours += u.memory_gib_hours;
-    l->total.paused_hours += u.paused_hours;
-    l->total.paused_gb_hours += u.paused_gb_hours;
+    add_up(&l->total, &u);
+    add_account(l, account, &u);
     bool deleted = json_is_true(json_object_get(row, "deleted"));
     json_array_append_new(l->list, json_pack(
-        "{s:s,s:O,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "sandbox", sandbox, "name",
+        "{s:s,s:s,s:O,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "sandbox", sandbox, "account",
+        account, "name",
         json_object_get(row, "name") ?: json_null(), "status", deleted ? "removed" :
         json_string_value(json_object_get(row, "state")) ?: "", "cpuSeconds",
         round_to(u.cpu_seconds, 1e-3), "vcpuHours", round_to(c.vcpu_hours, 1e-6), "runningHours",
@@ -218,24 +250,35 @@ static void add_row(const char *sandbox, const char *text, void *arg)
     json_decref(row);
 }
 
-json_t *server_usage(struct server *srv, err_t *err)
+static json_t *total_json(const struct meter_usage *u, const struct meter_rates *rates)
+{
+    struct meter_cost c;
+    meter_cost(u, rates, &c);
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:o}", "cpuSeconds", round_to(u->cpu_seconds, 1e-3),
+                     "vcpuHours", round_to(c.vcpu_hours, 1e-6), "memoryGiBHours",
+                     round_to(u->memory_gib_hours, 1e-6), "pausedHours",
+                     round_to(u->paused_hours, 1e-6), "pausedGBHours",
+                     round_to(u->paused_gb_hours, 1e-9), "cost", cost_json(&c));
+}
+
+json_t *server_usage(struct server *srv, const char *account, err_t *err)
 {
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
         if (!sb->removing) usage_checkpoint(srv, sb);
     store_writer_sync(srv->writer); /* the rows just queued, and those of removed sandboxes */
-    struct listing l = {.srv = srv, .list = json_array()};
+    struct listing l = {.srv = srv, .account = account, .list = json_array()};
     if (store_usage_each(srv->store, add_row, &l, err) < 0) {
         json_decref(l.list);
+        free(l.sums);
         return NULL;
     }
-    struct meter_cost c;
-    meter_cost(&l.total, &srv->cfg.rates, &c);
     const struct meter_rates *r = &srv->cfg.rates;
-    return json_pack("{s:o,s:{s:f,s:f,s:f,s:f,s:f,s:o},s:{s:f,s:f,s:f}}", "sandboxes", l.list,
-                     "total", "cpuSeconds", round_to(l.total.cpu_seconds, 1e-3), "vcpuHours",
-                     round_to(c.vcpu_hours, 1e-6), "memoryGiBHours",
-                     round_to(l.total.memory_gib_hours, 1e-6), "pausedHours",
-                     round_to(l.total.paused_hours, 1e-6), "pausedGBHours",
-                     round_to(l.total.paused_gb_hours, 1e-9), "cost", cost_json(&c), "rates",
-                     "vcpuHour", r->vcpu_hour, "gibHour", r->gib_hour, "gbMonth", r->gb_month);
+    json_t *accounts = json_array();
+    for (size_t i = 0; i < l.n_sums; i++)
+        json_array_append_new(accounts, json_pack("{s:s,s:o}", "account", l.sums[i].account,
+                                                  "total", total_json(&l.sums[i].usage, r)));
+    free(l.sums);
+    return json_pack("{s:o,s:o,s:o,s:{s:f,s:f,s:f}}", "sandboxes", l.list, "accounts", accounts,
+                     "total", total_json(&l.total, r), "rates", "vcpuHour", r->vcpu_hour, "gibHour",
+                     r->gib_hour, "gbMonth", r->gb_month);
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +55,100 @@ static const char *const schema =
     "  sandbox TEXT PRIMARY KEY,"
     "  state TEXT NOT NULL);";
 
+/* Schema versions after the first (PRAGMA user_version), each run once in a
+ * transaction by the first connection that finds the database older. */
+static const char *const migrations[] = {
+    /* 1: accounts. Sandboxes and secrets belong to one (those made before, to
+     * "default"); names are unique within an account. */
+    "CREATE TABLE accounts ("
+    "  name TEXT PRIMARY KEY,"
+    "  key_hash TEXT NOT NULL,"
+    "  key2_hash TEXT NOT NULL DEFAULT '',"
+    "  max_sandboxes INTEGER NOT NULL DEFAULT 0,"
+    "  max_memory_mib INTEGER NOT NULL DEFAULT 0,"
+    "  created_ms INTEGER NOT NULL,"
+    "  removing INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE sandboxes1 ("
+    "  id TEXT PRIMARY KEY,"
+    "  account TEXT NOT NULL,"
+    "  name TEXT,"
+    "  slot INTEGER NOT NULL UNIQUE,"
+    "  status TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  spec TEXT NOT NULL,"
+    "  UNIQUE (account, name));"
+    "INSERT INTO sandboxes1 SELECT id,'default',name,slot,status,created_ms,spec FROM sandboxes;"
+    "DROP TABLE sandboxes;"
+    "ALTER TABLE sandboxes1 RENAME TO sandboxes;"
+    "CREATE TABLE secrets1 ("
+    "  account TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  sealed BLOB NOT NULL,"
+    "  rules TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  updated_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (account, name));"
+    "INSERT INTO secrets1 SELECT 'default',name,sealed,rules,created_ms,updated_ms FROM secrets;"
+    "DROP TABLE secrets;"
+    "ALTER TABLE secrets1 RENAME TO secrets;"
+    "ALTER TABLE placeholders ADD COLUMN account TEXT NOT NULL DEFAULT 'default';",
+};
+
 static int db_error(sqlite3 *db, err_t *err, const char *what)
 {
     int code = sqlite3_extended_errcode(db);
     int r = (code & 0xff) == SQLITE_CONSTRAINT ? -EEXIST : -EIO;
     return err_set(err, r, "%s: %s", what, sqlite3_errmsg(db));
+}
+
+static int user_version(struct store *st)
+{
+    sqlite3_stmt *stmt = NULL;
+    int v = -1;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        v = sqlite3_column_int(stmt, 0);
+    sqlite3_finalize(stmt);
+    return v;
+}
+
+/* Brings the schema up to date. BEGIN IMMEDIATE: of two connections opening at
+ * once (the server's and the writer's), one migrates and the other then sees
+ * the new version. */
+static int migrate(struct store *st, const char *path, err_t *err)
+{
+    for (;;) {
+        char *msg = NULL;
+        if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK) {
+            int r = err_set(err, -EIO, "cannot update the database %s: %s", path, msg);
+            sqlite3_free(msg);
+            return r;
+        }
+        int v = user_version(st), latest = (int)ARRAY_LEN(migrations);
+        if (v == latest)
+            return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK
+                       ? 0
+                       : err_set(err, -EIO, "cannot read the database %s", path);
+        if (v < 0 || v > latest) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return err_set(err, -EPROTO,
+                           "the database %s has schema %d, which this runtimed does not know "
+                           "(it knows up to %d); run the runtimed that made it",
+                           path, v, latest);
+        }
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version=%d", v + 1);
+        if (sqlite3_exec(st->db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(st->db, bump, NULL, NULL, &msg) != SQLITE_OK ||
+            sqlite3_exec(st->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+            int r = err_set(err, -EIO, "cannot update the database %s to schema %d: %s", path,
+                            v + 1, msg);
+            sqlite3_free(msg);
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return r;
+        }
+        log_info("database %s updated to schema %d", path, v + 1);
+    }
 }
 
 int store_open(const char *path, struct store **out, err_t *err)
@@ -80,6 +170,11 @@ int store_open(const char *path, struct store **out, err_t *err)
     if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
         int r = err_set(err, -EIO, "cannot prepare the database %s: %s", path, msg);
         sqlite3_free(msg);
+        store_close(st);
+        return r;
+    }
+    int r = migrate(st, path, err);
+    if (r < 0) {
         store_close(st);
         return r;
     }
@@ -151,9 +246,10 @@ int store_end(struct store *st, int r, err_t *err)
 int store_sandbox_insert(struct store *st, const struct store_sandbox *sb, err_t *err)
 {
     return run(st, err, "saving the sandbox",
-               "INSERT INTO sandboxes(id,name,slot,status,created_ms,spec) VALUES(?,?,?,?,?,?)",
-               "ttitit", sb->id, sb->name, (int64_t)sb->slot, sb->status, sb->created_ms,
-               sb->spec_json);
+               "INSERT INTO sandboxes(id,account,name,slot,status,created_ms,spec) "
+               "VALUES(?,?,?,?,?,?,?)",
+               "tttitit", sb->id, sb->account, sb->name, (int64_t)sb->slot, sb->status,
+               sb->created_ms, sb->spec_json);
 }
 
 int store_sandbox_set_status(struct store *st, const char *id, const char *status, err_t *err)
@@ -177,7 +273,7 @@ int store_sandbox_each(struct store *st, int (*fn)(const struct store_sandbox *s
                        void *arg, err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    const char *sql = "SELECT id,name,slot,status,created_ms,spec FROM sandboxes "
+    const char *sql = "SELECT id,name,slot,status,created_ms,spec,account FROM sandboxes "
                       "ORDER BY created_ms, id";
     if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
         return db_error(st->db, err, "reading sandboxes");
@@ -192,6 +288,8 @@ int store_sandbox_each(struct store *st, int (*fn)(const struct store_sandbox *s
         str_copy(sb.status, sizeof sb.status, status ? (const char *)status : "failed");
         sb.created_ms = sqlite3_column_int64(stmt, 4);
         sb.spec_json = dup_col(stmt, 5);
+        const unsigned char *account = sqlite3_column_text(stmt, 6);
+        str_copy(sb.account, sizeof sb.account, account ? (const char *)account : "default");
         r = fn(&sb, arg);
         store_sandbox_clear(&sb);
     }
@@ -310,9 +408,10 @@ int store_names_delete(struct store *st, const char *sandbox, err_t *err)
 int store_secret_put(struct store *st, const struct store_secret *s, err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    const char *sql = "INSERT INTO secrets(name,sealed,rules,created_ms,updated_ms) "
-                      "VALUES(?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET sealed=excluded.sealed,"
-                      " rules=excluded.rules, updated_ms=excluded.updated_ms";
+    const char *sql =
+        "INSERT INTO secrets(name,sealed,rules,created_ms,updated_ms,account) "
+        "VALUES(?,?,?,?,?,?) ON CONFLICT(account,name) DO UPDATE SET "
+        "sealed=excluded.sealed, rules=excluded.rules, updated_ms=excluded.updated_ms";
     if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
         return db_error(st->db, err, "saving the secret");
     sqlite3_bind_text(stmt, 1, s->name, -1, SQLITE_TRANSIENT);
@@ -320,21 +419,24 @@ int store_secret_put(struct store *st, const struct store_secret *s, err_t *err)
     sqlite3_bind_text(stmt, 3, s->rules_json, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(stmt, 4, s->created_ms);
     sqlite3_bind_int64(stmt, 5, s->updated_ms);
+    sqlite3_bind_text(stmt, 6, s->account, -1, SQLITE_TRANSIENT);
     int r = sqlite3_step(stmt) == SQLITE_DONE ? 0 : db_error(st->db, err, "saving the secret");
     sqlite3_finalize(stmt);
     return r;
 }
 
-int store_secret_delete(struct store *st, const char *name, err_t *err)
+int store_secret_delete(struct store *st, const char *account, const char *name, err_t *err)
 {
-    return run(st, err, "deleting the secret", "DELETE FROM secrets WHERE name=?", "t", name);
+    return run(st, err, "deleting the secret", "DELETE FROM secrets WHERE account=? AND name=?",
+               "tt", account, name);
 }
 
 int store_secrets_each(struct store *st, void (*fn)(const struct store_secret *s, void *arg),
                        void *arg, err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    const char *sql = "SELECT name,sealed,rules,created_ms,updated_ms FROM secrets ORDER BY name";
+    const char *sql =
+        "SELECT name,sealed,rules,created_ms,updated_ms,account FROM secrets ORDER BY name";
     if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
         return db_error(st->db, err, "reading secrets");
     int rc;
@@ -346,37 +448,40 @@ int store_secrets_each(struct store *st, void (*fn)(const struct store_secret *s
             .rules_json = (const char *)sqlite3_column_text(stmt, 2),
             .created_ms = sqlite3_column_int64(stmt, 3),
             .updated_ms = sqlite3_column_int64(stmt, 4),
+            .account = (const char *)sqlite3_column_text(stmt, 5),
         };
-        if (s.name && s.sealed && s.rules_json) fn(&s, arg);
+        if (s.name && s.sealed && s.rules_json && s.account) fn(&s, arg);
     }
     int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading secrets");
     sqlite3_finalize(stmt);
     return r;
 }
 
-int store_placeholder_put(struct store *st, const char *sandbox, const char *secret,
-                          const char *placeholder, err_t *err)
+int store_placeholder_put(struct store *st, const struct store_placeholder *p, err_t *err)
 {
     return run(st, err, "saving a placeholder",
-               "INSERT OR REPLACE INTO placeholders(sandbox,secret,placeholder) VALUES(?,?,?)",
-               "ttt", sandbox, secret, placeholder);
+               "INSERT OR REPLACE INTO placeholders(sandbox,account,secret,placeholder) "
+               "VALUES(?,?,?,?)",
+               "tttt", p->sandbox, p->account, p->secret, p->placeholder);
 }
 
 int store_placeholders_each(struct store *st,
-                            void (*fn)(const char *sandbox, const char *secret,
-                                       const char *placeholder, void *arg),
-                            void *arg, err_t *err)
+                            void (*fn)(const struct store_placeholder *p, void *arg), void *arg,
+                            err_t *err)
 {
     sqlite3_stmt *stmt = NULL;
-    const char *sql = "SELECT sandbox,secret,placeholder FROM placeholders";
+    const char *sql = "SELECT sandbox,account,secret,placeholder FROM placeholders";
     if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
         return db_error(st->db, err, "reading placeholders");
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        const char *a = (const char *)sqlite3_column_text(stmt, 0);
-        const char *b = (const char *)sqlite3_column_text(stmt, 1);
-        const char *c = (const char *)sqlite3_column_text(stmt, 2);
-        if (a && b && c) fn(a, b, c, arg);
+        struct store_placeholder p = {
+            .sandbox = (const char *)sqlite3_column_text(stmt, 0),
+            .account = (const char *)sqlite3_column_text(stmt, 1),
+            .secret = (const char *)sqlite3_column_text(stmt, 2),
+            .placeholder = (const char *)sqlite3_column_text(stmt, 3),
+        };
+        if (p.sandbox && p.account && p.secret && p.placeholder) fn(&p, arg);
     }
     int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading placeholders");
     sqlite3_finalize(stmt);
@@ -395,7 +500,8 @@ static bool any_row(struct store *st, const char *sql, const char *key)
     return found;
 }
 
-int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret, err_t *err)
+int store_placeholders_delete(struct store *st, const char *sandbox, const char *account,
+                              const char *secret, err_t *err)
 {
     /* Every removed sandbox comes here, most with no placeholders: they take no
      * write lock (which the loop would wait for while the writer holds it). */
@@ -404,8 +510,8 @@ int store_placeholders_delete(struct store *st, const char *sandbox, const char 
     if (sandbox)
         return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE sandbox=?",
                    "t", sandbox);
-    return run(st, err, "deleting placeholders", "DELETE FROM placeholders WHERE secret=?", "t",
-               secret);
+    return run(st, err, "deleting placeholders",
+               "DELETE FROM placeholders WHERE secret=? AND account=?", "tt", secret, account);
 }
 
 int store_mcp_put(struct store *st, const char *sandbox, const char *state_json, err_t *err)
@@ -475,5 +581,64 @@ int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const cha
            arg);
     int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading usage");
     sqlite3_finalize(stmt);
+    return r;
+}
+
+int store_account_put(struct store *st, const struct store_account *a, err_t *err)
+{
+    return run(st, err, "saving the account",
+               "INSERT INTO accounts(name,key_hash,key2_hash,max_sandboxes,max_memory_mib,"
+               "created_ms,removing) VALUES(?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET "
+               "key_hash=excluded.key_hash, key2_hash=excluded.key2_hash, "
+               "max_sandboxes=excluded.max_sandboxes, max_memory_mib=excluded.max_memory_mib, "
+               "removing=excluded.removing",
+               "tttiiii", a->name, a->key_hash, a->key2_hash, a->max_sandboxes, a->max_memory_mib,
+               a->created_ms, (int64_t)a->removing);
+}
+
+int store_accounts_each(struct store *st, void (*fn)(const struct store_account *a, void *arg),
+                        void *arg, err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT name,key_hash,key2_hash,max_sandboxes,max_memory_mib,created_ms,"
+                      "removing FROM accounts ORDER BY created_ms";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading accounts");
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct store_account a = {
+            .name = (const char *)sqlite3_column_text(stmt, 0),
+            .key_hash = (const char *)sqlite3_column_text(stmt, 1),
+            .key2_hash = (const char *)sqlite3_column_text(stmt, 2),
+            .max_sandboxes = sqlite3_column_int64(stmt, 3),
+            .max_memory_mib = sqlite3_column_int64(stmt, 4),
+            .created_ms = sqlite3_column_int64(stmt, 5),
+            .removing = sqlite3_column_int64(stmt, 6) != 0,
+        };
+        if (a.name && a.key_hash) fn(&a, arg);
+    }
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading accounts");
+    sqlite3_finalize(stmt);
+    return r;
+}
+
+/* Its secrets, usage rows and the account itself, in one transaction; its
+ * sandboxes (with their events, names, placeholders and MCP state) are removed
+ * before, one by one, as rm does. */
+int store_account_delete(struct store *st, const char *name, err_t *err)
+{
+    int r = run(st, err, "removing the account", "BEGIN", "");
+    if (r == 0)
+        r = run(st, err, "removing the account's secrets", "DELETE FROM secrets WHERE account=?",
+                "t", name);
+    if (r == 0)
+        r = run(st, err, "removing the account's placeholders",
+                "DELETE FROM placeholders WHERE account=?", "t", name);
+    if (r == 0)
+        r = run(st, err, "removing the account's usage",
+                "DELETE FROM usage WHERE json_extract(state,'$.account')=?", "t", name);
+    if (r == 0)
+        r = run(st, err, "removing the account", "DELETE FROM accounts WHERE name=?", "t", name);
+    run(st, NULL, "removing the account", r == 0 ? "COMMIT" : "ROLLBACK", "");
     return r;
 }

@@ -13,9 +13,10 @@ struct store;
  * limits, labels, env, network) as JSON text, owned by the row. */
 struct store_sandbox {
     char id[32];
-    char *name;      /* NULL when unnamed */
-    uint32_t slot;   /* host uid range index */
-    char status[16]; /* creating|running|paused|stopped|failed */
+    char account[64]; /* the account it belongs to */
+    char *name;       /* NULL when unnamed */
+    uint32_t slot;    /* host uid range index */
+    char status[16];  /* creating|running|paused|stopped|failed */
     int64_t created_ms;
     char *spec_json;
 };
@@ -70,6 +71,7 @@ int store_names_delete(struct store *st, const char *sandbox, err_t *err);
 
 /* Secrets: sealed values and their rules ({hosts, methods, paths} as JSON). */
 struct store_secret {
+    const char *account;
     const char *name;
     const uint8_t *sealed;
     size_t sealed_len;
@@ -77,20 +79,21 @@ struct store_secret {
     int64_t created_ms, updated_ms;
 };
 int store_secret_put(struct store *st, const struct store_secret *s, err_t *err);
-int store_secret_delete(struct store *st, const char *name, err_t *err);
+int store_secret_delete(struct store *st, const char *account, const char *name, err_t *err);
 int store_secrets_each(struct store *st, void (*fn)(const struct store_secret *s, void *arg),
                        void *arg, err_t *err);
 
-/* Placeholders: one per secret per sandbox. */
-int store_placeholder_put(struct store *st, const char *sandbox, const char *secret,
-                          const char *placeholder, err_t *err);
+/* Placeholders: one per secret per sandbox (of the sandbox's account). */
+struct store_placeholder {
+    const char *sandbox, *account, *secret, *placeholder;
+};
+int store_placeholder_put(struct store *st, const struct store_placeholder *p, err_t *err);
 int store_placeholders_each(struct store *st,
-                            void (*fn)(const char *sandbox, const char *secret,
-                                       const char *placeholder, void *arg),
-                            void *arg, err_t *err);
-/* Removes the placeholders of a sandbox (secret NULL) or of a secret (sandbox NULL). */
-int store_placeholders_delete(struct store *st, const char *sandbox, const char *secret,
-                              err_t *err);
+                            void (*fn)(const struct store_placeholder *p, void *arg), void *arg,
+                            err_t *err);
+/* Removes the placeholders of a sandbox, or (sandbox NULL) of an account's secret. */
+int store_placeholders_delete(struct store *st, const char *sandbox, const char *account,
+                              const char *secret, err_t *err);
 
 /* The MCP state of a sandbox (gateway link and token, its servers' settings and
  * approved tool lists) as one JSON object; get gives -ENOENT when there is none. */
@@ -98,7 +101,22 @@ int store_mcp_put(struct store *st, const char *sandbox, const char *state_json,
 int store_mcp_get(struct store *st, const char *sandbox, char **state_json, err_t *err);
 int store_mcp_delete(struct store *st, const char *sandbox, err_t *err);
 
-/* Usage counters of a sandbox (usage.c's JSON); rows outlive their sandbox. */
+/* Accounts (accounts/accounts.h): the hashes of their keys, never a key. */
+struct store_account {
+    const char *name;
+    const char *key_hash, *key2_hash; /* key2_hash "" for none */
+    int64_t max_sandboxes, max_memory_mib, created_ms;
+    bool removing;
+};
+int store_account_put(struct store *st, const struct store_account *a, err_t *err);
+int store_accounts_each(struct store *st, void (*fn)(const struct store_account *a, void *arg),
+                        void *arg, err_t *err);
+/* Removes the account's row, its secrets, placeholders and usage rows ("account" in their
+ * JSON), in one transaction. */
+int store_account_delete(struct store *st, const char *name, err_t *err);
+
+/* Usage counters of a sandbox (usage.c's JSON, which names its account); rows
+ * outlive their sandbox, not its account. */
 int store_usage_put(struct store *st, const char *sandbox, const char *json, err_t *err);
 int store_usage_get(struct store *st, const char *sandbox, char **json, err_t *err);
 int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const char *json, void *arg),

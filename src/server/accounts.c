@@ -1,0 +1,112 @@
+/* An account's sandboxes as a whole: what they hold (for its limits) and the
+ * account's removal, which must finish even when the daemon stops half-way. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../secrets/secrets.h"
+#include "server_impl.h"
+
+struct accounts *server_accounts(struct server *srv)
+{
+    return srv->accounts;
+}
+
+void server_account_load(struct server *srv, const char *account, size_t *sandboxes,
+                         uint64_t *memory_mib)
+{
+    *sandboxes = 0;
+    *memory_mib = 0;
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next) {
+        if (strcmp(sb->account, account) != 0) continue;
+        (*sandboxes)++;
+        *memory_mib += sb->settings.memory_mib;
+    }
+}
+
+struct account_removal {
+    char name[ACCOUNT_NAME_MAX];
+    int pending; /* sandboxes still being removed */
+    bool failed;
+    err_t err; /* the first failure */
+    server_account_removed_fn *done;
+    void *arg;
+};
+
+/* Its sandboxes are gone: its secrets, usage and row next. */
+static void finish(struct server *srv, struct account_removal *rm)
+{
+    err_t err = rm->err;
+    int r = rm->failed ? err.code : accounts_delete(srv->accounts, rm->name, &err);
+    if (r == 0) vault_forget_account(srv->vault, rm->name);
+    if (r == 0) log_info("account %s removed", rm->name);
+    if (r < 0) log_warn("account %s not removed yet: %s", rm->name, err.msg);
+    if (rm->done) rm->done(srv, r < 0 ? &err : NULL, rm->arg);
+    free(rm);
+}
+
+static void note_failure(struct account_removal *rm, const err_t *err)
+{
+    if (rm->failed) return;
+    rm->failed = true;
+    rm->err = *err;
+    err_wrap(&rm->err, "one of its sandboxes could not be removed; remove the account again");
+}
+
+static void sandbox_removed(struct server *srv, const err_t *err, void *arg)
+{
+    struct account_removal *rm = arg;
+    if (err) note_failure(rm, err);
+    if (--rm->pending == 0) finish(srv, rm);
+}
+
+static int check_idle(struct server *srv, const char *name, err_t *err)
+{
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        if (strcmp(sb->account, name) == 0 && (sb->status == SBX_CREATING || sb->removing))
+            return err_set(err, -EBUSY,
+                           "sandbox %s of account %s is being %s; try again in a moment", sb->id,
+                           name, sb->removing ? "removed" : "created");
+    return 0;
+}
+
+int server_account_remove(struct server *srv, const char *name, server_account_removed_fn *done,
+                          void *arg, err_t *err)
+{
+    if (strcmp(name, ACCOUNT_DEFAULT) == 0)
+        return err_set(err, -EPERM, "the account default is the admin's own; it cannot be removed");
+    if (!accounts_find(srv->accounts, name))
+        return err_set(err, -ENOENT, "no account %s; `runtime account list` shows them", name);
+    int r = check_idle(srv, name, err);
+    if (r == 0) r = accounts_mark_removing(srv->accounts, name, err);
+    struct account_removal *rm = r == 0 ? calloc(1, sizeof *rm) : NULL;
+    if (r == 0 && !rm) r = err_set(err, -ENOMEM, "out of memory");
+    if (r < 0) return r;
+    str_copy(rm->name, sizeof rm->name, name);
+    rm->done = done;
+    rm->arg = arg;
+    rm->pending = 1; /* this call's own, so that no removal finishes before all are asked */
+    for (struct sbx *sb = srv->sandboxes, *next; sb; sb = next) {
+        next = sb->next;
+        if (strcmp(sb->account, name) != 0) continue;
+        err_t one = {0};
+        if (server_sandbox_delete(srv, sb, sandbox_removed, rm, &one) == 0)
+            rm->pending++;
+        else
+            note_failure(rm, &one);
+    }
+    sandbox_removed(srv, NULL, rm);
+    return 0;
+}
+
+void server_accounts_resume(struct server *srv)
+{
+    for (const struct account *a = accounts_first(srv->accounts), *next; a; a = next) {
+        next = a->next; /* a is freed if its removal finishes at once */
+        if (!a->removing) continue;
+        err_t err = {0};
+        log_info("account %s: finishing its removal", a->name);
+        if (server_account_remove(srv, a->name, NULL, NULL, &err) < 0)
+            log_warn("account %s not removed: %s", a->name, err.msg);
+    }
+}
