@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -328,6 +329,11 @@ static void reap_children(void)
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv)
 {
     struct keeper k = {.sock = sock, .host = host, .drv = drv};
+    /* Making and removing sandboxes is tens of milliseconds of CPU (namespaces,
+     * mounts, images); niced, it yields to the server's loop and to the programs
+     * in sandboxes (an exec's monitor goes back to 0) when the CPUs are short. */
+    if (setpriority(PRIO_PROCESS, 0, KEEPER_NICE) < 0)
+        log_warn("keeper: cannot lower its priority: %s", strerror(errno));
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

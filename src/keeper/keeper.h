@@ -7,6 +7,10 @@
 
 #include "../sandbox/sandbox.h"
 
+/* The keeper's nice value: its create and destroy work yields the CPU to the
+ * server and to sandboxes (whose programs run at 0). */
+#define KEEPER_NICE 10
+
 /* Serves requests on sock until the server hangs up; returns the exit status. */
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv);
 

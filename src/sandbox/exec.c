@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,8 @@ monitor(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int sta
 {
     struct proto_exec_status st = {.exit_code = -1};
     uint64_t start = now_ms();
+    /* The keeper's own work runs niced (keeper.h); what runs in a sandbox does not. */
+    setpriority(PRIO_PROCESS, 0, 0);
     int keep[12] = {stdio[0], stdio[1], stdio[2], status_fd, sb->init_pidfd};
     for (int i = 0; i < ncg && i < 7; i++)
         keep[5 + i] = cg_fds[i];
