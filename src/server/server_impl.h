@@ -39,7 +39,9 @@ struct server {
     struct server_config cfg;
     struct server_hooks hooks;
     struct event_base *base;
-    struct evhttp *http;
+    struct evhttp *http;       /* --listen: TLS when configured */
+    struct evhttp *http_local; /* the unix socket: plain (local, root only) */
+    struct ssl_ctx_st *tls;    /* for new TLS connections; NULL without TLS */
     struct store *store;
     struct store_writer *writer; /* events and usage, on a thread of its own */
     struct egress *egress;
@@ -58,7 +60,7 @@ struct server {
     struct secret_entry *secrets;
     size_t n_secrets;
     struct placeholder_entry *placeholders;
-    json_t *catalog; /* the built-in MCP catalog */
+    json_t *catalog;          /* the built-in MCP catalog */
     struct event *tick_timer; /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
     struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
@@ -90,6 +92,13 @@ extern const struct egress_secrets vault_egress;
 /* server.c: asks the keeper for a leaf certificate (DER, malloc'd). */
 int server_keeper_sign(struct server *srv, const char *name, const uint8_t *spki, size_t spki_len,
                        uint8_t **der, size_t *der_len, err_t *err);
+
+/* tls.c: the listener's certificate, from the keeper; reloaded on SIGHUP (a
+ * failure keeps the one in place and is logged). */
+int server_tls_start(struct server *srv, err_t *err);
+void server_tls_reload(struct server *srv);
+void server_tls_attach(struct server *srv, struct evhttp *http); /* TLS for its connections */
+void server_tls_stop(struct server *srv);
 
 /* activity.c */
 #define SERVER_TICK_MS 1000
