@@ -99,13 +99,12 @@ static int use_key(SSL_CTX *ctx, const struct blob *pem, const struct server_con
     int r = 0;
     if (!key)
         r = ssl_fail(err, "--tls-key", cfg->tls_key, "a PEM private key without a passphrase");
-    else if (SSL_CTX_use_PrivateKey(ctx, key) != 1)
-        r = ssl_fail(err, "--tls-key", cfg->tls_key, NULL);
-    else if (SSL_CTX_check_private_key(ctx) != 1) {
-        ERR_clear_error();
+    else if (X509_check_private_key(SSL_CTX_get0_certificate(ctx), key) != 1) {
+        ERR_clear_error(); /* a renewal that replaced one of the two files, not both */
         r = err_set(err, -EINVAL, "--tls-key %s is not the key of the certificate in --tls-cert %s",
                     cfg->tls_key, cfg->tls_cert);
-    }
+    } else if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+        r = ssl_fail(err, "--tls-key", cfg->tls_key, NULL);
     EVP_PKEY_free(key);
     BIO_free(bio);
     return r;
