@@ -54,6 +54,8 @@ struct options {
     char upstream_ca[512];
     char nameserver[128];
     char tls_inspect[16];
+    char tls_cert[512], tls_key[512]; /* the listener's, "" for plain HTTP */
+    bool insecure_listen;
     struct egress_rates rates_egress;
     struct meter_rates rates;
 };
@@ -67,8 +69,15 @@ static const char usage[] =
     "\n"
     "  --state-dir DIR       database, keys, workspaces (default /var/lib/runtime)\n"
     "  --listen ADDR:PORT    HTTP API and gateway (default 127.0.0.1:7070)\n"
+    "  --tls-cert FILE, --tls-key FILE\n"
+    "                        serve --listen over TLS with this certificate (PEM, the\n"
+    "                        chain after it) and key; read by root at start and again\n"
+    "                        on SIGHUP (open connections keep the old one)\n"
+    "  --insecure-listen     allow a --listen address other than loopback without TLS\n"
+    "                        (only behind something that encrypts it)\n"
     "  --socket PATH         API for local clients, root only (default /run/runtime/api.sock)\n"
-    "  --public-url URL      base of gateway URLs (default http://<listen>)\n"
+    "  --public-url URL      base of gateway URLs (default http://<listen>, or\n"
+    "                        https://<listen> with --tls-cert)\n"
     "  --driver ns           isolation driver (default: best available, ns)\n"
     "  --resolve HOST:PORT:ADDR  pin a name to an address for the egress proxy\n"
     "                        (repeatable, like curl's --resolve; PORT 0 = any)\n"
@@ -137,6 +146,44 @@ static int add_pins(struct options *o, const char *text)
     return 0;
 }
 
+/* 127.0.0.0/8. Anything else may be reached from another host; what does not
+ * parse is left to listen_tcp, which says what it wants. */
+static bool listen_is_loopback(const char *listen)
+{
+    char host[128];
+    snprintf(host, sizeof host, "%s", listen);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = '\0';
+    struct in_addr a;
+    return inet_pton(AF_INET, host, &a) != 1 || (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* TLS wants both files; the API off loopback wants TLS (it carries the admin
+ * key and every gateway token) unless the operator says something else
+ * encrypts it. The files are read later, by the keeper for the server. */
+static int check_listen(const struct options *o)
+{
+    if (!o->tls_cert[0] != !o->tls_key[0]) {
+        fprintf(stderr, "runtimed: give --tls-cert and --tls-key together\n");
+        return -EINVAL;
+    }
+    const char *files[] = {o->tls_cert, o->tls_key}, *names[] = {"--tls-cert", "--tls-key"};
+    for (int i = 0; i < 2; i++) {
+        if (files[i][0] && access(files[i], R_OK) < 0) {
+            fprintf(stderr, "runtimed: %s %s: %s\n", names[i], files[i], strerror(errno));
+            return -EINVAL;
+        }
+    }
+    if (o->tls_cert[0] || o->insecure_listen || listen_is_loopback(o->listen)) return 0;
+    fprintf(stderr,
+            "runtimed: --listen %s is not a loopback address and no TLS is configured: "
+            "API keys and gateway tokens would cross the network in clear text. Give "
+            "--tls-cert FILE and --tls-key FILE, or --insecure-listen if a TLS proxy in "
+            "front encrypts the traffic, or listen on 127.0.0.1\n",
+            o->listen);
+    return -EINVAL;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
     opt_default(o->state_dir, sizeof o->state_dir, "RUNTIME_STATE_DIR", "/var/lib/runtime");
@@ -162,11 +209,18 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"price-gb-month", 1, 0, 'G'},
                                           {"tls-inspect", 1, 0, 'T'},
                                           {"rate", 1, 0, 'R'},
+                                          {"tls-cert", 1, 0, 'c'},
+                                          {"tls-key", 1, 0, 'k'},
+                                          {"insecure-listen", 0, 0, 'I'},
                                           {"help", 0, 0, 'h'},
                                           {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
     opt_default(o->tls_inspect, sizeof o->tls_inspect, "RUNTIME_TLS_INSPECT", "secret-hosts");
+    opt_default(o->tls_cert, sizeof o->tls_cert, "RUNTIME_TLS_CERT", "");
+    opt_default(o->tls_key, sizeof o->tls_key, "RUNTIME_TLS_KEY", "");
+    const char *insecure = getenv("RUNTIME_INSECURE_LISTEN");
+    o->insecure_listen = insecure && *insecure && strcmp(insecure, "0") != 0;
     char prices[3][32];
     opt_default(prices[0], sizeof prices[0], "RUNTIME_PRICE_VCPU_HOUR", "0.025");
     opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
@@ -222,6 +276,15 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'R':
             if (parse_rate(optarg, &o->rates_egress) < 0) return -EINVAL;
             break;
+        case 'c':
+            snprintf(o->tls_cert, sizeof o->tls_cert, "%s", optarg);
+            break;
+        case 'k':
+            snprintf(o->tls_key, sizeof o->tls_key, "%s", optarg);
+            break;
+        case 'I':
+            o->insecure_listen = true;
+            break;
         case 'h':
             fputs(usage, stdout);
             exit(0);
@@ -261,7 +324,10 @@ static int parse_options(int argc, char **argv, struct options *o)
         fprintf(stderr, "runtimed: --upstream-ca %s: %s\n", o->upstream_ca, strerror(errno));
         return -EINVAL;
     }
-    if (!o->public_url[0]) snprintf(o->public_url, sizeof o->public_url, "http://%s", o->listen);
+    if (check_listen(o) < 0) return -EINVAL;
+    if (!o->public_url[0])
+        snprintf(o->public_url, sizeof o->public_url, "%s://%s", o->tls_cert[0] ? "https" : "http",
+                 o->listen);
     return 0;
 }
 
@@ -422,6 +488,9 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
     snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
     cfg.inspect_allowed_tls = strcmp(o->tls_inspect, "allowed-hosts") == 0;
+    cfg.tls = o->tls_cert[0] != '\0';
+    snprintf(cfg.tls_cert, sizeof cfg.tls_cert, "%s", o->tls_cert);
+    snprintf(cfg.tls_key, sizeof cfg.tls_key, "%s", o->tls_key);
     cfg.egress_rates = o->rates_egress;
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
@@ -523,6 +592,7 @@ static void __attribute__((noreturn)) run_signer(const struct options *o, int so
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN); /* the listener's reload is the server's, not the signer's */
     char cadir[600];
     snprintf(cadir, sizeof cadir, "%s/ca", o->state_dir);
     err_t err = {0};
@@ -607,10 +677,23 @@ static void forward_stop(int sig)
     if (server_pid > 0) kill(server_pid, SIGTERM);
 }
 
+/* SIGHUP goes to runtimed's pid, the keeper's: the server, which cannot read
+ * the files, asks the keeper for them when it gets the signal. */
+static void forward_reload(int sig)
+{
+    if (server_pid > 0) kill(server_pid, SIGHUP);
+}
+
 int main(int argc, char **argv)
 {
     struct options o = {0};
     if (parse_options(argc, argv, &o) < 0) return 2;
+    /* From the start, so that an early SIGHUP does not end the daemon (it is a
+     * no-op until the server runs); SA_RESTART: a reload must not interrupt the
+     * keeper's work in progress. A handler, not SIG_IGN, which programs in the
+     * sandboxes would inherit through exec. */
+    struct sigaction hup = {.sa_handler = forward_reload, .sa_flags = SA_RESTART};
+    sigaction(SIGHUP, &hup, NULL);
     log_init("keeper", strcmp(o.log_format, "json") == 0);
     if (geteuid() != 0) {
         fprintf(stderr, "runtimed: must run as root (it makes namespaces, cgroups and mounts); "
@@ -686,9 +769,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    log_info("runtimed started: API on %s and %s, state in %s", o.listen, o.socket_path,
-             o.state_dir);
-    int status = keeper_main(sp[0], &host, drv);
+    log_info("runtimed started: API on %s%s and %s, state in %s", o.listen,
+             o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
+    struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
+    int status = keeper_main(sp[0], &host, drv, &files);
     /* Closing our end ends any keeper call the server is blocked in, so it stops
      * at once; a server that does not is killed. The signer stops when the
      * server has. Either way the supervisor (docs/runtimed.service) starts the

@@ -2,14 +2,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +30,7 @@ struct keeper {
     int sock;
     const struct sandbox_host *host;
     const struct sandbox_driver *drv;
+    const struct keeper_files *files;
     struct entry *entries; /* dense array; order does not matter */
     size_t n, cap;
     bool hello;
@@ -281,6 +285,69 @@ static int on_net_sockets(struct keeper *k, struct request *rq)
     return r;
 }
 
+/* Copies what fd holds (at most PROTO_TLS_MAX_FILE bytes) into mem; the bytes
+ * pass through a buffer that is wiped, since one of the files is a key. */
+static int copy_bounded(int fd, int mem)
+{
+    char buf[16384];
+    size_t total = 0;
+    int r = 0;
+    for (ssize_t n; r == 0 && (n = read(fd, buf, sizeof buf)) != 0;) {
+        if (n < 0)
+            r = errno == EINTR ? 0 : -errno;
+        else if ((total += (size_t)n) > PROTO_TLS_MAX_FILE)
+            r = -EFBIG;
+        else
+            r = write_all(mem, buf, (size_t)n);
+    }
+    explicit_bzero(buf, sizeof buf);
+    return r;
+}
+
+/* A sealed memfd with the bytes of a regular file, read now: the server gets a
+ * snapshot it can neither change nor use to reach the file. O_NONBLOCK: a FIFO
+ * given as the path must not hang the keeper (it is refused as not regular). */
+static int snapshot_file(const char *option, const char *path, int *out, err_t *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return err_set(err, errno, "%s %s: %s", option, path, strerror(errno));
+    struct stat st;
+    int r = fstat(fd, &st) < 0 ? -errno : 0;
+    if (r == 0 && !S_ISREG(st.st_mode)) r = -EINVAL;
+    int mem = r == 0 ? memfd_create("tls-file", MFD_CLOEXEC | MFD_ALLOW_SEALING) : -1;
+    if (r == 0 && mem < 0) r = -errno;
+    if (r == 0) r = copy_bounded(fd, mem);
+    if (r == 0 &&
+        fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+        r = -errno;
+    close(fd);
+    if (r == 0) {
+        *out = mem;
+        return 0;
+    }
+    if (mem >= 0) close(mem);
+    if (r == -EINVAL) return err_set(err, r, "%s %s: not a regular file", option, path);
+    if (r == -EFBIG)
+        return err_set(err, r, "%s %s: larger than %d bytes", option, path, PROTO_TLS_MAX_FILE);
+    return err_set(err, r, "%s %s: %s", option, path, strerror(-r));
+}
+
+/* The listener's certificate and key, read again on every call (SIGHUP): the
+ * server parses them, the keeper only copies. */
+static int on_tls_files(struct keeper *k, struct request *rq)
+{
+    const struct proto_tls *p = (const void *)rq->buf;
+    if (p->flags != 0) return -EPROTO;
+    const struct keeper_files *f = k->files;
+    if (!f || !f->tls_cert || !f->tls_cert[0] || !f->tls_key || !f->tls_key[0])
+        return err_set(&rq->err, -ENOENT, "runtimed was started without --tls-cert and --tls-key");
+    int r = snapshot_file("--tls-cert", f->tls_cert, &rq->fds[0], &rq->err);
+    if (r == 0 && (r = snapshot_file("--tls-key", f->tls_key, &rq->fds[1], &rq->err)) < 0)
+        close(rq->fds[0]);
+    if (r == 0) rq->nfds = 2;
+    return r;
+}
+
 /* The dispatch, from proto.h's table: a request type without a handler here does
  * not build. */
 typedef int handler_fn(struct keeper *k, struct request *rq);
@@ -326,9 +393,10 @@ static void reap_children(void)
     }
 }
 
-int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv)
+int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
+                const struct keeper_files *files)
 {
-    struct keeper k = {.sock = sock, .host = host, .drv = drv};
+    struct keeper k = {.sock = sock, .host = host, .drv = drv, .files = files};
     /* Making and removing sandboxes is tens of milliseconds of CPU (namespaces,
      * mounts, images); niced, it yields to the server's loop and to the programs
      * in sandboxes (an exec's monitor goes back to 0) when the CPUs are short. */

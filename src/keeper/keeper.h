@@ -1,7 +1,8 @@
 /* keeper: the root half of runtimed. It does only privileged work, on typed
  * requests from the server (proto.h), and never touches the network or parses
  * JSON. Requests are gated by state: exec, files, freeze and destroy only for a
- * sandbox this keeper created or adopted. A malformed request ends the session. */
+ * sandbox this keeper created or adopted. A malformed request ends the session.
+ * It reads only the files it was told of at start (keeper_files), for TLS. */
 #ifndef RUNTIME_KEEPER_H
 #define RUNTIME_KEEPER_H
 
@@ -11,7 +12,15 @@
  * server and to sandboxes (whose programs run at 0). */
 #define KEEPER_NICE 10
 
+/* The files the keeper reads for the server, as given at start: root-only files
+ * the server could not open. The keeper copies their bytes and never parses them. */
+struct keeper_files {
+    const char *tls_cert; /* --tls-cert, NULL or "" for none */
+    const char *tls_key;  /* --tls-key */
+};
+
 /* Serves requests on sock until the server hangs up; returns the exit status. */
-int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv);
+int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
+                const struct keeper_files *files);
 
 #endif

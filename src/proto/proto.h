@@ -39,6 +39,9 @@
  *   FREEZE       - ; flag 1 freeze, 0 thaw
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
+ *   TLS_FILES    fds certificate, key: sealed memfds holding the bytes of the
+ *                --tls-cert and --tls-key files as the keeper read them now
+ *                (it never parses them); -ENOENT when no TLS was given
  * Leaf certificates are not the keeper's: the signer process mints them
  * (mitm/mitm.h), so the keeper never parses a key the server sends. */
 #define PROTO_REQUESTS(X)                                                                          \
@@ -51,7 +54,8 @@
     X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                      \
     X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                             \
     X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
-    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)
+    X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
+    X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 
@@ -128,6 +132,14 @@ struct proto_file {
     uint32_t write; /* 1: create/truncate for writing, 0: read */
     uint32_t mode;  /* writing: permission bits to set (at most 0777), 0 for the default */
 };
+
+/* The listener's certificate and key, read by root (the server cannot read
+ * root-only files): at start and on every SIGHUP. */
+struct proto_tls {
+    uint32_t flags; /* 0; no other value is defined */
+};
+/* A certificate chain or a key larger than this is refused. */
+#define PROTO_TLS_MAX_FILE (1 << 20)
 
 struct proto_result {
     int32_t status; /* 0 or negative errno */

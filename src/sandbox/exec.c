@@ -7,11 +7,11 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>

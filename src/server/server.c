@@ -766,32 +766,53 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     evtimer_add(srv->listen_retry, &tv);
 }
 
-static int listen_on(struct server *srv, int fd, size_t slot)
+static void on_reload(evutil_socket_t sig, short what, void *arg)
+{
+    server_tls_reload(arg);
+}
+
+static int listen_on(struct server *srv, struct evhttp *http, int fd, size_t slot)
 {
     if (fd < 0) return 0;
     struct evconnlistener *l = evconnlistener_new(
         srv->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-    if (!l || !evhttp_bind_listener(srv->http, l)) return -EIO;
+    if (!l || !evhttp_bind_listener(http, l)) return -EIO;
     evconnlistener_set_error_cb(l, on_accept_error);
     srv->listeners[slot] = l;
     return 0;
 }
 
-static int serve(struct server *srv, int tcp_fd, int unix_fd)
+/* Two evhttps, since libevent 2.1 makes every connection of one the same way:
+ * the TCP listener's speak TLS when it is configured, the unix socket's never. */
+static int make_http(struct server *srv)
 {
     srv->http = evhttp_new(srv->base);
-    if (!srv->http) return -ENOMEM;
+    srv->http_local = evhttp_new(srv->base);
+    if (!srv->http || !srv->http_local) return -ENOMEM;
+    server_tls_attach(srv, srv->http);
+    if (srv->hooks.attach_http) {
+        srv->hooks.attach_http(srv->http, srv);
+        srv->hooks.attach_http(srv->http_local, srv);
+    }
+    return 0;
+}
+
+static int serve(struct server *srv, int tcp_fd, int unix_fd)
+{
+    if (make_http(srv) < 0) return -ENOMEM;
     srv->listen_retry = evtimer_new(srv->base, on_listen_retry, srv);
-    if (!srv->listen_retry || listen_on(srv, tcp_fd, 0) < 0 || listen_on(srv, unix_fd, 1) < 0)
+    if (!srv->listen_retry || listen_on(srv, srv->http, tcp_fd, 0) < 0 ||
+        listen_on(srv, srv->http_local, unix_fd, 1) < 0)
         return -EIO;
-    if (srv->hooks.attach_http) srv->hooks.attach_http(srv->http, srv);
     struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
-                            evsignal_new(srv->base, SIGINT, on_signal, srv)};
+                            evsignal_new(srv->base, SIGINT, on_signal, srv),
+                            evsignal_new(srv->base, SIGHUP, on_reload, srv)};
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
     if (keeper_client_start(srv) < 0) return -ENOMEM;
     server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
-    log_info("serving the API on %s and its socket", srv->cfg.listen);
+    log_info("serving the API on %s%s and its socket", srv->cfg.listen,
+             srv->tls ? " over TLS" : "");
     event_base_dispatch(srv->base);
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_free(sigs[i]);
@@ -801,10 +822,13 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
 /* After the runs: their requests are answered on connections that must still be there. */
 static void unserve(struct server *srv)
 {
-    if (srv->http) evhttp_free(srv->http); /* frees the listeners it was bound to */
+    /* Each frees the listeners it was bound to, and its connections. */
+    if (srv->http) evhttp_free(srv->http);
+    if (srv->http_local) evhttp_free(srv->http_local);
     if (srv->listen_retry) event_free(srv->listen_retry);
-    srv->http = NULL;
+    srv->http = srv->http_local = NULL;
     srv->listen_retry = NULL;
+    server_tls_stop(srv);
 }
 
 static void on_egress_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)
@@ -913,6 +937,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
+    if (r == 0) r = server_tls_start(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
     if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);

@@ -32,6 +32,8 @@ struct server_config {
     uint8_t secrets_key[32];          /* sealing key, read by root from STATE/secrets.key */
     struct meter_rates rates;         /* --price-* */
     int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
+    bool tls;                         /* --listen speaks TLS (the keeper reads the files) */
+    char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
 };
 
 /* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */
@@ -77,7 +79,8 @@ struct policy;
 /* What the API and the gateway add to a sandbox's life, filled in by the daemon.
  * Every hook may be NULL (nothing to add). */
 struct server_hooks {
-    /* The routes of the API and the gateway, on the server's HTTP listener. */
+    /* The routes of the API and the gateway, on each of the server's HTTP
+     * listeners (TCP, maybe TLS, and the unix socket): called once for each. */
     void (*attach_http)(struct evhttp *http, struct server *srv);
     /* A sandbox was re-adopted after a restart: bring back what hangs off it. */
     int (*restored)(struct server *srv, struct sbx *sb, err_t *err);

@@ -23,7 +23,9 @@ struct server {
     struct server_config cfg;
     struct server_hooks hooks;
     struct event_base *base;
-    struct evhttp *http;
+    struct evhttp *http;       /* --listen: TLS when configured */
+    struct evhttp *http_local; /* the unix socket: plain (local, root only) */
+    struct ssl_ctx_st *tls;    /* for new TLS connections; NULL without TLS */
     struct store *store;
     struct store_writer *writer; /* events, usage and sandbox rows, on a thread of its own */
     struct event *writer_done;   /* the writer finished writes someone waits for */
@@ -67,6 +69,13 @@ void keeper_client_stop(struct server *srv);
 
 /* accounts.c: at start, the removals a stop cut short. */
 void server_accounts_resume(struct server *srv);
+
+/* tls.c: the listener's certificate, from the keeper; reloaded on SIGHUP (a
+ * failure keeps the one in place and is logged). */
+int server_tls_start(struct server *srv, err_t *err);
+void server_tls_reload(struct server *srv);
+void server_tls_attach(struct server *srv, struct evhttp *http); /* TLS for its connections */
+void server_tls_stop(struct server *srv);
 
 /* activity.c */
 #define SERVER_TICK_MS 1000

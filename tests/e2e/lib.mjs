@@ -7,6 +7,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -217,10 +218,12 @@ export class Daemon {
     this.proc = null;
     this.exited = null; // {code, signal} once the keeper has exited
     this.sandboxes = new Set(); // ids created by tests, removed at the end
+    this.extraArgs = []; // more options for runtimed (a later --listen wins over ours)
+    this.tls = null; // {ca: PEM}: the daemon serves https, and api() trusts only this CA
   }
 
   get url() {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   get key() {
@@ -235,7 +238,7 @@ export class Daemon {
     // A dead loopback port as the nameserver: no test ever makes the daemon ask
     // the host's resolver (an address off this machine) about anything.
     return ['--state-dir', this.stateDir, '--listen', `127.0.0.1:${this.port}`, '--socket', this.socket,
-      '--nameserver', '127.0.0.1:9'];
+      '--nameserver', '127.0.0.1:9', ...this.extraArgs];
   }
 
   /** Spawns the daemon; resolves once the API answers an authorised request. */
@@ -340,6 +343,9 @@ export class Daemon {
   /** The HTTP API over TCP: {status, body (parsed JSON or null), text, headers}. */
   async api(method, p, body, { key, raw, headers = {}, timeoutMs = 120000 } = {}) {
     const req = this.apiRequest(body, { key, raw, headers });
+    if (this.tls) {
+      return httpsCall(this.url + p, { method, headers: req.headers, body: req.payload, ca: this.tls.ca, timeoutMs });
+    }
     const res = await fetch(this.url + p, {
       method, headers: req.headers, body: req.payload, signal: AbortSignal.timeout(timeoutMs),
     });
@@ -448,6 +454,60 @@ export class Daemon {
     if (!keepDir && !process.env.RUNTIME_E2E_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
     if (leaks) throw new Error(`runtimed leaked memory (LeakSanitizer):\n${leaks}`);
   }
+}
+
+/**
+ * One request over https trusting only `ca` (global fetch cannot be given a CA):
+ * the API answer, plus the socket's local port and the server certificate's serial
+ * (to tell connections and certificates apart). `agent` keeps a connection open
+ * across calls.
+ */
+export function httpsCall(url, { method = 'GET', headers = {}, body, ca, agent, timeoutMs = 120000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method, headers, ca, agent, timeout: timeoutMs }, (res) => {
+      const chunks = [];
+      const serial = res.socket.getPeerCertificate?.()?.serialNumber ?? null;
+      const localPort = res.socket.localPort;
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+        resolve({ ...apiAnswer(res.statusCode, Buffer.concat(chunks), h), serial, localPort,
+          reused: req.reusedSocket });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * A test CA in dir (openssl) and a way to issue server certificates for 127.0.0.1
+ * and localhost from it: {caFile, ca (PEM), issue(serial, certFile, keyFile)}. Each
+ * issue makes a new key; serial is hex (it names the certificate in tests).
+ */
+export function testCa(dir, name = 'ca') {
+  const caKey = path.join(dir, `${name}.key`), caFile = path.join(dir, `${name}.crt`);
+  const openssl = (args) => {
+    const r = spawnSync('openssl', args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  openssl(['req', '-x509', ...ec, '-keyout', caKey, '-out', caFile, '-days', '2', '-subj', `/CN=runtime test ${name}`]);
+  const ext = path.join(dir, `${name}-server.ext`);
+  fs.writeFileSync(ext, 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n' +
+    'keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n');
+  const issue = (serial, certFile, keyFile) => {
+    const csr = `${certFile}.csr`;
+    openssl(['req', ...ec, '-keyout', keyFile, '-out', csr, '-subj', '/CN=localhost']);
+    openssl(['x509', '-req', '-in', csr, '-CA', caFile, '-CAkey', caKey, '-set_serial', `0x${serial}`,
+      '-days', '1', '-extfile', ext, '-out', certFile]);
+    fs.chmodSync(keyFile, 0o600); // root only: the keeper reads it, the server cannot
+    fs.rmSync(csr);
+  };
+  return { caFile, ca: fs.readFileSync(caFile, 'utf8'), issue };
 }
 
 /** LeakSanitizer's reports in a daemon log (a sanitized build run with

@@ -14,6 +14,8 @@
  *     PROTO_PATH_LEN;
  *   - sweep only for a valid id that is not live;
  *   - every sandbox is freed exactly once, all of them by the time it returns;
+ *   - TLS_FILES answers with two sealed memfds holding exactly the bytes of
+ *     the two files it was given (and -ENOENT when it was given none);
  * and what it promises the server: one RESULT per request, in order, echoing
  * the request id, carrying 4 fds after a successful exec, 1 after open, 3
  * after net_sockets, 1 after create/adopt (when the driver has a watch fd),
@@ -22,7 +24,8 @@
  * leaks. A new driver op needs a fake here, or the target calls NULL.
  *
  * Input:
- *   byte 0     flags: 0x01 send a HELLO first (the keeper requires it)
+ *   byte 0     flags: 0x01 send a HELLO first (the keeper requires it),
+ *              0x02 start the keeper without TLS files
  *   bytes 1-2  driver ops that fail, a bit per enum op below (little-endian)
  *   byte 3     which errno they fail with (index into fail_errnos)
  *   then up to MAX_RECORDS records, each
@@ -39,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -77,6 +81,11 @@ struct sandbox {
 #define SB_MAGIC 0x5a5b0c0du
 
 static struct sandbox_host g_host;
+/* The TLS files TLS_FILES copies (nothing parses them: any bytes do). */
+static const char TLS_CERT_BYTES[] = "-----BEGIN CERTIFICATE-----\nfuzz\n";
+static const char TLS_KEY_BYTES[] = "-----BEGIN PRIVATE KEY-----\nfuzz\n";
+static char g_tls_cert[160], g_tls_key[160];
+static struct keeper_files g_files = {g_tls_cert, g_tls_key};
 static int g_err = 2; /* our stderr, kept when libFuzzer closes fd 2 */
 static int g_devnull = -1;
 
@@ -156,6 +165,19 @@ static void check_reply(const struct proto_hdr *hdr, const struct proto_result *
     g.replies++;
 }
 
+/* A TLS_FILES descriptor: sealed against any change, holding exactly want. */
+static void check_tls_fd(int fd, const char *want)
+{
+    char got[128];
+    ssize_t n = pread(fd, got, sizeof got, 0);
+    int seals = fcntl(fd, F_GET_SEALS);
+    int all = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+    if (n != (ssize_t)strlen(want) || memcmp(got, want, (size_t)n) != 0)
+        fail("TLS_FILES: a descriptor holds %zd bytes that are not the file's", n);
+    if (seals < 0 || (seals & all) != all)
+        fail("TLS_FILES: a descriptor is not sealed (%d)", seals);
+}
+
 /* Reads every reply queued so far; the keeper answers before it reads the next
  * request, so the count tells which request is being handled. */
 static void drain_replies(void)
@@ -174,17 +196,22 @@ static void drain_replies(void)
         if (n < 0 && (errno == EINTR || errno == ECONNRESET)) continue; /* reported once */
         if (n <= 0) return;
         unsigned nfds = 0;
+        int fds[8];
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
             if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
             size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t j = 0; j < k; j++, nfds++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c) + j * sizeof fd, sizeof fd);
-                close(fd);
-            }
+            for (size_t j = 0; j < k && nfds < 8; j++, nfds++)
+                memcpy(&fds[nfds], CMSG_DATA(c) + j * sizeof(int), sizeof(int));
         }
         if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) fail("reply truncated");
+        uint16_t t = g.replies < g.nsent ? g.sent[g.replies].type : 0;
         check_reply(&hdr, &res, n, nfds);
+        if (t == PROTO_TLS_FILES && res.status == 0) {
+            check_tls_fd(fds[0], TLS_CERT_BYTES);
+            check_tls_fd(fds[1], TLS_KEY_BYTES);
+        }
+        for (unsigned j = 0; j < nfds; j++)
+            close(fds[j]);
     }
 }
 
@@ -422,6 +449,16 @@ static void mkdir_in(const char *rel)
     }
 }
 
+static void write_in(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+        dprintf(g_err, "fuzz_keeper: write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    close(fd);
+}
+
 static void find_tree(void)
 {
     char exe[256];
@@ -465,6 +502,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(g_host.state_dir, sizeof g_host.state_dir, "%s/state", g_tree);
     snprintf(g_host.ca_bundle, sizeof g_host.ca_bundle, "%s/ca.pem", g_tree);
     snprintf(g_host.instance, sizeof g_host.instance, "f0220001");
+    snprintf(g_tls_cert, sizeof g_tls_cert, "%s/tls.crt", g_tree);
+    snprintf(g_tls_key, sizeof g_tls_key, "%s/tls.key", g_tree);
+    write_in(g_tls_cert, TLS_CERT_BYTES);
+    write_in(g_tls_key, TLS_KEY_BYTES);
     char cg[128];
     snprintf(cg, sizeof cg, "%s/cgroup", g_tree);
     cgi_set_root(cg, 2, 0);
@@ -597,7 +638,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     shutdown(sp[0], SHUT_WR);
 
-    int status = keeper_main(sp[1], &g_host, &fake_driver);
+    int status = keeper_main(sp[1], &g_host, &fake_driver, data[0] & 2 ? NULL : &g_files);
     drain_replies(); /* before closing its end, which would flag ours ECONNRESET */
     close(sp[1]);
     close(sp[0]);

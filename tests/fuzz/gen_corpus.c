@@ -18,6 +18,7 @@
 
 /* fuzz_keeper's header byte and driver ops (enum op there). */
 #define K_HELLO 1
+#define K_NO_TLS 2 /* the keeper is given no TLS files */
 enum {
     OP_CREATE,
     OP_ADOPT,
@@ -303,6 +304,25 @@ static void keeper_corpus(void)
     create("alpha", 1);
     ref(PROTO_NET_SOCKETS, "alpha", 0);
     save("keeper", "net-sockets-fails", &s);
+
+    struct proto_tls tls = {0};
+    session(K_HELLO, 0, 0);
+    rec(0, PROTO_TLS_FILES, &tls, sizeof tls);
+    rec(0, PROTO_TLS_FILES, &tls, sizeof tls);
+    save("keeper", "tls-files", &s);
+
+    session(K_HELLO | K_NO_TLS, 0, 0);
+    rec(0, PROTO_TLS_FILES, &tls, sizeof tls);
+    save("keeper", "tls-files-none", &s);
+
+    session(0, 0, 0);
+    rec(0, PROTO_TLS_FILES, &tls, sizeof tls);
+    save("keeper", "tls-files-before-hello", &s);
+
+    session(K_HELLO, 0, 0);
+    tls.flags = 1;
+    rec(0, PROTO_TLS_FILES, &tls, sizeof tls);
+    save("keeper", "tls-files-bad-flags", &s);
 
     session(K_HELLO, 0, 0);
     create("alpha", 1);

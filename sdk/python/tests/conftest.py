@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -55,18 +56,20 @@ def free_port() -> int:
 class Daemon:
     """One runtimed in its own temp dir."""
 
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="runtime-py-"))
+    def __init__(self, prefix: str = "runtime-py-") -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix))
         self.dir.chmod(0o711)  # the unprivileged server must traverse it to STATE/db
         self.state_dir = self.dir / "state"
         self.socket = self.dir / "api.sock"
         self.log_file = self.dir / "runtimed.log"
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.extra_args: list[str] = []  # more options for runtimed
+        self.ca: Path | None = None  # set: the daemon serves https with a certificate from this CA
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ca else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def key(self) -> str:
@@ -81,7 +84,7 @@ class Daemon:
     def args(self) -> list[str]:
         return [str(RUNTIMED), "--state-dir", str(self.state_dir), "--listen",
                 f"127.0.0.1:{self.port}", "--socket", str(self.socket),
-                "--nameserver", "127.0.0.1:9"]
+                "--nameserver", "127.0.0.1:9", *self.extra_args]
 
     def start(self) -> Daemon:
         with open(self.log_file, "ab") as log:
@@ -99,13 +102,16 @@ class Daemon:
             return False
         req = urllib.request.Request(self.url + "/v1/sandboxes",
                                      headers={"Authorization": f"Bearer {self.key}"})
+        context = ssl.create_default_context(cafile=str(self.ca)) if self.ca else None
         try:
-            with urllib.request.urlopen(req, timeout=1) as r:
+            with urllib.request.urlopen(req, timeout=1, context=context) as r:
                 return bool(r.status == 200)
         except (OSError, urllib.error.URLError):
             return False
 
     def runtime(self, **kw: object) -> Runtime:
+        if self.ca and "ca" not in kw and "ssl_context" not in kw:
+            kw["ca"] = self.ca
         return Runtime(api_url=self.url, api_key=self.key, **kw)  # type: ignore[arg-type]
 
     def remove_sandboxes(self) -> None:

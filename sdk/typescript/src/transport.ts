@@ -179,9 +179,19 @@ function refused(e: unknown, depth = 0): boolean {
   return refused(o.cause, depth + 1);
 }
 
+/** A certificate Node did not trust, anywhere in the cause chain (codes as OpenSSL's). */
+function untrusted(e: unknown, depth = 0): boolean {
+  if (!e || typeof e !== 'object' || depth > 5) return false;
+  const o = e as { code?: unknown; cause?: unknown };
+  if (typeof o.code === 'string' && /CERT|UNABLE_TO_VERIFY|SELF_SIGNED/.test(o.code)) return true;
+  return untrusted(o.cause, depth + 1);
+}
+
 function connectionError(apiUrl: string, req: Request, e: unknown): ConnectionError {
   if (e instanceof RuntimeError && !(e instanceof ConnectionError)) return e as ConnectionError;
   const why = refused(e) ? 'connection refused (is runtimed running? RUNTIME_API_URL names it)'
+    : untrusted(e) ? `${describe(e)}; this process does not trust the daemon's TLS certificate: ` +
+      'set NODE_EXTRA_CA_CERTS to the CA that issued it, or pass { fetch } with one that trusts it'
     : describe(e);
   return new ConnectionError(`${req.method} ${apiUrl}${req.path}: ${why}`, { code: 'connection_failed', cause: e });
 }

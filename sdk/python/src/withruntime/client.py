@@ -7,6 +7,7 @@ import dataclasses
 import email.utils
 import json
 import os
+import ssl
 import time
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -74,6 +75,11 @@ class Runtime:
             the connection failed before anything was sent, and for GET, PUT
             and DELETE when the daemon answered 429 or 503 (after its
             Retry-After, when that is at most 10 s and within the call's time).
+        ca: for an ``https://`` api_url, a PEM file of the CA certificates to
+            trust instead of the system's (a daemon whose certificate comes
+            from a private CA); default ``RUNTIME_CA_FILE``.
+        ssl_context: for ``https://``, an :class:`ssl.SSLContext` to use as
+            is (instead of ``ca``).
         transport: how requests are sent (tests pass their own).
 
     Use it as a context manager, or call :meth:`close`, to drop its connections.
@@ -81,6 +87,8 @@ class Runtime:
 
     def __init__(self, api_url: str | None = None, api_key: str | None = None, *,
                  timeout_ms: int = 60_000, max_retries: int = 2,
+                 ca: str | os.PathLike[str] | None = None,
+                 ssl_context: ssl.SSLContext | None = None,
                  transport: Transport | None = None) -> None:
         from .sandbox import Sandboxes  # the sandbox module builds on this one
 
@@ -89,7 +97,10 @@ class Runtime:
             os.environ.get("RUNTIME_STATE_DIR"))
         self.timeout_ms = timeout_ms
         self.max_retries = max_retries
-        self.transport: Transport = transport or HTTPTransport(self.api_url)
+        if ca is None and ssl_context is None and self.api_url.startswith("https://"):
+            ca = os.environ.get("RUNTIME_CA_FILE") or None
+        self.transport: Transport = transport or HTTPTransport(self.api_url, ca=ca,
+                                                               ssl_context=ssl_context)
         self.sandboxes: Sandboxes = Sandboxes(self)
         self.secrets = Secrets(self)
         self.mcp = Catalog(self)

@@ -10,8 +10,10 @@ client above it, so a test can swap in a transport that counts or fails calls.
 from __future__ import annotations
 
 import http.client
+import os
 import select
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Mapping
@@ -61,13 +63,28 @@ class HTTPTransport:
     Idle connections are kept in a small pool, so a program making many calls
     opens few connections, and a long poll in one thread does not hold up
     calls from others.
+
+    For ``https://``, the daemon's certificate is checked against the system's
+    CA certificates, or against ``ca`` (a PEM file, e.g. a private CA's
+    certificate) instead; ``ssl_context`` replaces both for anything else
+    (client certificates, pinning).
     """
 
-    def __init__(self, base_url: str, *, max_idle: int = 4) -> None:
+    def __init__(self, base_url: str, *, max_idle: int = 4,
+                 ca: str | os.PathLike[str] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"api_url must be http://HOST:PORT or https://..., not {base_url!r}")
+        if (ca is not None or ssl_context is not None) and url.scheme != "https":
+            raise ValueError(f"ca and ssl_context are for an https:// api_url, not {base_url!r}")
+        if ca is not None and ssl_context is not None:
+            raise ValueError("give ca or ssl_context, not both")
         self._https = url.scheme == "https"
+        self._ca = os.fspath(ca) if ca is not None else None
+        # Made once (loading CA files is slow); a missing ca file fails here, at once.
+        self._ssl = ssl_context or (ssl.create_default_context(cafile=self._ca) if self._https
+                                    else None)
         self._host = url.hostname
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path.rstrip("/")  # a daemon behind a proxy at a sub-path
@@ -121,10 +138,16 @@ class HTTPTransport:
             conn.close()  # the daemon closed it while idle: never send on it
 
     def _connect(self, timeout: float) -> http.client.HTTPConnection:
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=timeout)
+        conn = (http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._ssl)
+                if self._https else http.client.HTTPConnection(self._host, self._port, timeout=timeout))
         try:
             conn.connect()
+        except ssl.SSLCertVerificationError as e:
+            conn.close()
+            trusted = f"the CA in {self._ca}" if self._ca else "the system's CA certificates"
+            raise ConnectionError(f"cannot connect to {self._where()}: its TLS certificate is not "
+                                  f"trusted by {trusted} ({e.verify_message}); pass "
+                                  f"Runtime(ca=FILE) with the CA that issued it", sent=False) from e
         except socket.timeout as e:
             conn.close()
             raise ConnectionError(f"cannot connect to {self._where()}: timed out after "
