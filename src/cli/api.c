@@ -13,10 +13,12 @@ void print_clean(FILE *f, const char *s, size_t max)
     }
 }
 
-static void print_hint(const struct cli *c, long status)
+static void print_hint(const struct cli *c, long status, const char *code)
 {
     if (status == 401)
         fprintf(stderr, "; check the API key, which came from %s", c->key_source);
+    else if (status == 403 && code && strcmp(code, "forbidden") == 0)
+        fprintf(stderr, "; the API key came from %s", c->key_source); /* an account's, likely */
     else if (status == 503)
         fputs("; try again in a moment", stderr);
 }
@@ -35,7 +37,7 @@ static int api_error(const struct cli *c, const struct http_resp *r)
         fprintf(stderr, "the daemon answered HTTP %ld", r->status);
         if (r->body && r->len) fputs(": ", stderr), print_clean(stderr, r->body, 200);
     }
-    print_hint(c, r->status);
+    print_hint(c, r->status, code);
     fputc('\n', stderr);
     json_decref(j);
     return EXIT_FAIL;
