@@ -175,16 +175,16 @@ static long long int_of(json_t *acct, const char *key)
     return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
-/* "5 sandboxes, 4096 MiB", one of them, or "none". */
+/* "5 sandboxes, 4096MiB", one of them, or "none" (MiB as in `sandbox list`). */
 static void limits_text(json_t *acct, char *out, size_t size)
 {
     long long sb = int_of(acct, "maxSandboxes"), mem = int_of(acct, "maxMemoryMiB");
     if (sb > 0 && mem > 0)
-        snprintf(out, size, "%lld sandbox%s, %lld MiB", sb, sb == 1 ? "" : "es", mem);
+        snprintf(out, size, "%lld sandbox%s, %lldMiB", sb, sb == 1 ? "" : "es", mem);
     else if (sb > 0)
         snprintf(out, size, "%lld sandbox%s", sb, sb == 1 ? "" : "es");
     else if (mem > 0)
-        snprintf(out, size, "%lld MiB", mem);
+        snprintf(out, size, "%lldMiB", mem);
     else
         snprintf(out, size, "none");
 }
@@ -200,7 +200,7 @@ static void cell(json_t *acct, int col, char *out, size_t size)
         snprintf(out, size, "%lld", int_of(acct, "sandboxes"));
         break;
     case 2:
-        snprintf(out, size, "%lld MiB", int_of(acct, "memoryMiB"));
+        snprintf(out, size, "%lldMiB", int_of(acct, "memoryMiB"));
         break;
     case 3:
         limits_text(acct, out, size);
