@@ -268,6 +268,9 @@ static int cmd_rm(struct cli *c, int argc, char **argv)
     args_init(&a, argc, argv, "account rm", no_opts);
     int r = scan_name(&a, &name, &json);
     if (r) return r < 0 ? EXIT_OK : r;
+    if (strcmp(name, "default") == 0) /* the daemon refuses it too, with a 403 */
+        return cli_usage_error(a.cmd, "the account default is the admin's own (the admin key "
+                                      "acts as it); it cannot be removed");
     char *path = account_path(name, "");
     if (!path) return cli_error("out of memory");
     r = api_json(c, "DELETE", path, NULL, NULL);

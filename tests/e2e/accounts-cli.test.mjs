@@ -135,7 +135,7 @@ test('an account\'s key cannot manage accounts or read /metrics: 403', async () 
     const r = await as(acmeKey, args);
     assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, /^runtime: accounts are managed with the admin key \(STATE\/admin\.key\) \(forbidden, HTTP 403\); the API key came from RUNTIME_API_KEY\n$/);
+    assert.match(r.stderr, /^runtime: accounts are managed with the admin key \(STATE\/admin\.key\) \(forbidden, HTTP 403\); the key used came from RUNTIME_API_KEY\n$/);
   }
   const m = await d.api('GET', '/metrics', undefined, { key: acmeKey });
   assert.equal(m.status, 403);
@@ -187,6 +187,7 @@ test('usage errors exit 2 with one line naming the fix; --help exits 0', async (
     [['account', 'key'], /missing the account NAME/],
     [['account', 'rm'], /missing the account NAME/],
     [['account', 'rm', 'a', '--json'], /unknown option '--json'/],
+    [['account', 'rm', 'default'], /the account default is the admin's own/],
   ];
   for (const [args, re] of cases) {
     const r = await d.cli(args);
