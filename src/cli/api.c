@@ -13,15 +13,24 @@ void print_clean(FILE *f, const char *s, size_t max)
     }
 }
 
-static void print_hint(const struct cli *c, long status)
+/* Calls only the admin key may make: a 403 there means an account's key was used. */
+static bool admin_only(const char *path)
+{
+    return strncmp(path, "/v1/accounts", 12) == 0 || strcmp(path, "/metrics") == 0;
+}
+
+static void print_hint(const struct cli *c, const struct http_req *req, long status,
+                       const char *code)
 {
     if (status == 401)
         fprintf(stderr, "; check the API key, which came from %s", c->key_source);
+    else if (status == 403 && code && strcmp(code, "forbidden") == 0 && admin_only(req->path))
+        fprintf(stderr, "; the key used came from %s", c->key_source);
     else if (status == 503)
         fputs("; try again in a moment", stderr);
 }
 
-static int api_error(const struct cli *c, const struct http_resp *r)
+static int api_error(const struct cli *c, const struct http_req *req, const struct http_resp *r)
 {
     json_t *j = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     json_t *err = json_object_get(j, "error");
@@ -35,7 +44,7 @@ static int api_error(const struct cli *c, const struct http_resp *r)
         fprintf(stderr, "the daemon answered HTTP %ld", r->status);
         if (r->body && r->len) fputs(": ", stderr), print_clean(stderr, r->body, 200);
     }
-    print_hint(c, r->status);
+    print_hint(c, req, r->status, code);
     fputc('\n', stderr);
     json_decref(j);
     return EXIT_FAIL;
@@ -47,7 +56,7 @@ int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp)
     if (http_do(c, req, resp)) return EXIT_FAIL;
     if (resp->status >= 200 && resp->status < 300) return 0;
     if (req->accept_status && resp->status == req->accept_status) return 0;
-    api_error(c, resp);
+    api_error(c, req, resp);
     http_resp_free(resp);
     return EXIT_FAIL;
 }

@@ -136,6 +136,7 @@ int cmd_secret(struct cli *c, int argc, char **argv);          /* secret.c */
 int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c */
 int cmd_mcp(struct cli *c, int argc, char **argv);             /* mcp.c */
 int cmd_usage(struct cli *c, int argc, char **argv);           /* usage_cmd.c */
+int cmd_account(struct cli *c, int argc, char **argv);         /* account.c */
 
 /* sandbox_mcp.c: the usage of "sandbox mcp", "sandbox mcp catalog", "sandbox mcp ID start" and
  * "sandbox mcp ID stop"; NULL for another command. */

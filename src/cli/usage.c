@@ -7,7 +7,8 @@
 static const char top_usage[] =
     "Usage: runtime [--api-url URL | --socket PATH] [--state-dir DIR] COMMAND ...\n"
     "\n"
-    "The command line client of runtimed: sandboxes, their MCP servers, secrets.\n"
+    "The command line client of runtimed: sandboxes, their MCP servers, secrets,\n"
+    "accounts.\n"
     "\n"
     "Sandboxes (ID is a sandbox id or name):\n"
     "  sandbox create [OPTIONS]                create a sandbox, print its id\n"
@@ -41,6 +42,13 @@ static const char top_usage[] =
     "  mcp review OLD NEW                      what changed, and suspicious text\n"
     "  usage [--json]                          what each sandbox used and what it cost\n"
     "  usage --estimate [OPTIONS]              a month's cost of a fleet of sandboxes\n"
+    "\n"
+    "Accounts (admin key only; each account has its own API key and sees only its own):\n"
+    "  account create NAME [--max-sandboxes N] [--max-memory MiB] [--json]\n"
+    "                                          create an account, print its API key once\n"
+    "  account list [--json]                   list accounts, what they hold, their limits\n"
+    "  account key NAME [--json]               a new API key for it (rotation)\n"
+    "  account rm NAME                         remove it with its sandboxes and secrets\n"
     "\n"
     "Global options:\n"
     "  --api-url URL    the daemon's HTTP API, e.g. http://127.0.0.1:7070\n"
@@ -344,6 +352,66 @@ static const char usage_usage[] =
     "\n"
     "The daemon takes its prices from the same variables (or its --price-* options).\n";
 
+static const char account_usage[] =
+    "Usage: runtime account COMMAND ...\n"
+    "\n"
+    "Accounts, managed with the admin key (STATE/admin.key), which acts as the\n"
+    "account default. Every sandbox and secret belongs to an account; an account's\n"
+    "API key sees and changes only what is its own (anything else is not found).\n"
+    "One account per customer, each with its own key and limits.\n"
+    "\n"
+    "Commands:\n"
+    "  create NAME [--max-sandboxes N] [--max-memory MiB] [--json]\n"
+    "                                          create an account, print its API key once\n"
+    "  list [--json]                           list accounts, what they hold, their limits\n"
+    "  key NAME [--json]                       a new API key for it (rotation)\n"
+    "  rm NAME                                 remove it with its sandboxes and secrets\n"
+    "\n"
+    "Run 'runtime account COMMAND --help' for a command's options.\n";
+
+static const char account_create_usage[] =
+    "Usage: runtime account create NAME [--max-sandboxes N] [--max-memory MiB] [--json]\n"
+    "\n"
+    "Creates the account NAME (1-63 of a-z, 0-9, '-', '_', '.', starting with a\n"
+    "letter or digit) and prints its API key on stdout, alone on its line. The key\n"
+    "is shown only this once (the daemon keeps only its hash): keep it, e.g.\n"
+    "  runtime account create acme > acme.key\n"
+    "The account's programs give it as RUNTIME_API_KEY (the SDKs: apiKey/api_key):\n"
+    "  RUNTIME_API_KEY=\"$(cat acme.key)\" runtime sandbox create --name customer-42\n"
+    "A create past a limit is refused (HTTP 429) with a message naming the limit.\n"
+    "\n"
+    "Options:\n"
+    "  --max-sandboxes N     at most N sandboxes at a time (default: no limit)\n"
+    "  --max-memory MiB      at most this much memory (memoryMiB) over all its\n"
+    "                        sandboxes (default: no limit)\n"
+    "  --json                print the API's JSON (with apiKey) instead\n";
+
+static const char account_list_usage[] =
+    "Usage: runtime account list [--json]\n"
+    "\n"
+    "Lists accounts: NAME SANDBOXES MEMORY (what its sandboxes hold now) LIMITS\n"
+    "CREATED. Keys are never shown.\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON\n";
+
+static const char account_key_usage[] =
+    "Usage: runtime account key NAME [--json]\n"
+    "\n"
+    "Makes a new API key for the account NAME and prints it on stdout, shown only\n"
+    "this once. The key before it keeps working until the next rotation, so that\n"
+    "the account's programs can move to the new one; older keys stop working.\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON ({name, apiKey}) instead\n";
+
+static const char account_rm_usage[] =
+    "Usage: runtime account rm NAME\n"
+    "\n"
+    "Removes the account NAME: its sandboxes (and everything in them), its secrets\n"
+    "and its usage first, then its keys. If a sandbox cannot be removed, the account\n"
+    "stays (marked removing) and the error says why; run it again.\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -371,6 +439,11 @@ static const struct usage_entry entries[] = {
     {"mcp fingerprint", mcp_fingerprint_usage},
     {"mcp review", mcp_review_usage},
     {"usage", usage_usage},
+    {"account", account_usage},
+    {"account create", account_create_usage},
+    {"account list", account_list_usage},
+    {"account key", account_key_usage},
+    {"account rm", account_rm_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)

@@ -602,9 +602,50 @@ test('secrets: put, replace, list without values, delete, errors', { skip }, asy
   await callError('DELETE', '/v1/secrets/{name}', 404, 'not_found', { params: { name } });
 });
 
+test('accounts: create, list, rotate, limits, an account\'s key, remove, errors', { skip }, async () => {
+  const name = token('oa-acct').slice(0, 20);
+  const c = await call('POST', '/v1/accounts', { body: { name, maxSandboxes: 1 }, expect: 201 });
+  assert.equal(c.body.name, name);
+  assert.equal(c.body.maxMemoryMiB, null);
+  await callError('POST', '/v1/accounts', 409, 'conflict', { body: { name }, reqValid: true });
+  await callError('POST', '/v1/accounts', 409, 'conflict', { body: { name: 'default' }, reqValid: true });
+  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'Bad Name' }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'x', maxSandboxes: 0 }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'x', colour: 'red' }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'bad_json', { raw: '{' });
+  const l = await call('GET', '/v1/accounts', { expect: 200 });
+  const row = l.body.find((a) => a.name === name);
+  assert.deepEqual({ ...row, createdAt: undefined }, { name, createdAt: undefined, removing: false,
+    maxSandboxes: 1, maxMemoryMiB: null, sandboxes: 0, memoryMiB: 0 });
+  const k = await call('POST', '/v1/accounts/{name}/keys', { params: { name }, expect: 201 });
+  assert.notEqual(k.body.apiKey, c.body.apiKey);
+  await callError('POST', '/v1/accounts/{name}/keys', 404, 'not_found', { params: { name: 'no-such-account' } });
+
+  // The account's key: its own sandbox and usage, its limit, nothing of the admin's.
+  const key = k.body.apiKey;
+  const own = await call('POST', '/v1/sandboxes', { key, body: { memoryMiB: 256 }, expect: 201 });
+  const over = await callError('POST', '/v1/sandboxes', 429, 'limit_reached', { key, body: { memoryMiB: 256 }, reqValid: true });
+  assert.match(over.body.error.message, /maxSandboxes=1/);
+  await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { key, params: { id: sb.id } });
+  const u = await call('GET', '/v1/usage', { key, expect: 200 });
+  assert.deepEqual(u.body.sandboxes.map((r) => [r.sandbox, r.account]), [[own.body.id, name]]);
+  assert.deepEqual(u.body.accounts.map((a) => a.account), [name]);
+  await callError('GET', '/v1/accounts', 403, 'forbidden', { key });
+  await callError('POST', '/v1/accounts', 403, 'forbidden', { key, body: { name: 'sneaky' } });
+  await callError('POST', '/v1/accounts/{name}/keys', 403, 'forbidden', { key, params: { name } });
+  await callError('DELETE', '/v1/accounts/{name}', 403, 'forbidden', { key, params: { name } });
+  await callError('GET', '/metrics', 403, 'forbidden', { key });
+
+  await callError('DELETE', '/v1/accounts/{name}', 403, 'forbidden', { params: { name: 'default' } });
+  await call('DELETE', '/v1/accounts/{name}', { params: { name }, expect: 204 });
+  await callError('DELETE', '/v1/accounts/{name}', 404, 'not_found', { params: { name } });
+  await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key });
+});
+
 test('usage and metrics', { skip }, async () => {
   const u = await call('GET', '/v1/usage', { expect: 200 });
-  assert.ok(u.body.sandboxes.some((r) => r.sandbox === sb.id));
+  assert.ok(u.body.sandboxes.some((r) => r.sandbox === sb.id && r.account === 'default'));
+  assert.ok(u.body.accounts.some((a) => a.account === 'default'), JSON.stringify(u.body.accounts));
   const m = await call('GET', '/metrics', { expect: 200 });
   assert.match(m.text, /^# (HELP|TYPE) runtime_/m);
 });

@@ -300,6 +300,8 @@ export interface Cost {
 export interface UsageRow {
   /** the sandbox's id */
   sandbox: string;
+  /** the account it belongs to (default for the admin's) */
+  account: string;
   name: string | null;
   status: 'creating' | 'running' | 'paused' | 'stopped' | 'failed' | 'removed';
   cpuSeconds: number;
@@ -315,8 +317,17 @@ export interface UsageRow {
 
 export interface Usage {
   sandboxes: UsageRow[];
+  /** the totals of each account that has rows (the admin sees all, an account its own) */
+  accounts: AccountUsage[];
   total: UsageTotal;
   rates: UsageRates;
+  [more: string]: unknown;
+}
+
+export interface UsageRates {
+  vcpuHour: number;
+  gibHour: number;
+  gbMonth: number;
   [more: string]: unknown;
 }
 
@@ -330,10 +341,55 @@ export interface UsageTotal {
   [more: string]: unknown;
 }
 
-export interface UsageRates {
-  vcpuHour: number;
-  gibHour: number;
-  gbMonth: number;
+export interface AccountUsage {
+  account: string;
+  total: UsageTotal;
+  [more: string]: unknown;
+}
+
+export interface AccountOptions {
+  /** 1-63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit; not default */
+  name: string;
+  /** at most this many sandboxes at a time; left out or null, no limit but the daemon's */
+  maxSandboxes?: number | null;
+  /** at most this much memoryMiB over all its sandboxes; left out or null, no limit */
+  maxMemoryMiB?: number | null;
+}
+
+export interface Account {
+  name: string;
+  createdAt: Time;
+  /** its removal is under way (or was cut short; remove it again) */
+  removing: boolean;
+  /** its limit; null: none */
+  maxSandboxes: number | null;
+  /** its limit; null: none */
+  maxMemoryMiB: number | null;
+  /** how many sandboxes it has now */
+  sandboxes: number;
+  /** the memoryMiB of its sandboxes together */
+  memoryMiB: number;
+  [more: string]: unknown;
+}
+
+/** an Account and its API key, shown only in this answer */
+export interface AccountCreated {
+  name: string;
+  createdAt: Time;
+  removing: boolean;
+  maxSandboxes: number | null;
+  maxMemoryMiB: number | null;
+  sandboxes: number;
+  memoryMiB: number;
+  /** the account's API key; the daemon keeps only its hash */
+  apiKey: string;
+  [more: string]: unknown;
+}
+
+export interface AccountKey {
+  name: string;
+  /** the new key, shown only in this answer */
+  apiKey: string;
   [more: string]: unknown;
 }
 

@@ -7,7 +7,7 @@ import { apiKeyFromEnv, apiUrlFromEnv } from './config.js';
 import { CommandError, McpServerError, NotFoundError, RuntimeError, TimeoutError } from './errors.js';
 import { Transport, type CallOptions, type FetchLike, type Request } from './transport.js';
 import type {
-  AccountInfo, AccountOptions, CatalogEntry, ExecResult, McpGateway, McpServerSpec, NetworkPolicy,
+  AccountCreated, AccountInfo, AccountKey, AccountOptions, CatalogEntry, ExecResult, McpGateway, McpServerSpec, NetworkPolicy,
   SandboxEvent, SandboxInfo, SandboxOptions, SecretInfo, SecretOptions, Usage,
 } from './types.js';
 
@@ -373,21 +373,49 @@ export class Secrets {
   }
 }
 
-/** `runtime.accounts` (admin key only): accounts, each with its own key and limits. */
+/**
+ * `runtime.accounts` (admin key only; an account's key gets ForbiddenError): accounts,
+ * each with its own API key and limits. A Runtime made with an account's key
+ * (`new Runtime({ apiKey })`) sees and changes only that account's sandboxes and secrets.
+ */
 export class Accounts {
   constructor(private readonly transport: Transport) {}
 
-  /** Creates an account; the answer's `apiKey` is shown only this once. */
-  create(account: AccountOptions, call: CallOptions = {}): Promise<AccountInfo> {
+  /**
+   * Creates an account; the answer's `apiKey` is shown only this once. A taken name
+   * throws ConflictError. Limits left out are none.
+   */
+  create(account: AccountOptions, call: CallOptions = {}): Promise<AccountCreated> {
     return this.transport.json({ method: 'POST', path: '/v1/accounts', json: account, ...call });
   }
 
+  /** Every account (the admin's own, default, aside), oldest first; never a key. */
   list(call: CallOptions = {}): Promise<AccountInfo[]> {
     return this.transport.json({ method: 'GET', path: '/v1/accounts', ...call });
   }
 
-  /** Removes the account with its sandboxes and secrets. */
-  async delete(name: string, call: CallOptions = {}): Promise<void> {
-    await this.transport.send({ method: 'DELETE', path: `/v1/accounts/${enc(name)}`, ...call });
+  /**
+   * A new API key for the account, shown only this once. The key before it keeps working
+   * until the next rotation; older ones stop now.
+   */
+  rotateKey(name: string, call: CallOptions = {}): Promise<AccountKey> {
+    return this.transport.json({ method: 'POST', path: `/v1/accounts/${enc(name)}/keys`, ...call });
+  }
+
+  /**
+   * Removes the account with its sandboxes, secrets and usage, then its keys; resolves
+   * once they are gone. `missingOk` makes a 404 count as done.
+   */
+  async delete(name: string, options: CallOptions & { missingOk?: boolean } = {}): Promise<void> {
+    const { missingOk, ...call } = options;
+    try {
+      // Removal waits for every sandbox of the account: allow what a create may take.
+      await this.transport.send({
+        method: 'DELETE', path: `/v1/accounts/${enc(name)}`,
+        ...call, timeoutMs: call.timeoutMs ?? Math.max(this.transport.config.timeoutMs, 120_000),
+      });
+    } catch (e) {
+      if (!(missingOk && e instanceof NotFoundError)) throw e;
+    }
   }
 }

@@ -30,6 +30,8 @@ export class RuntimeError extends Error {
 export class BadRequestError extends RuntimeError {}
 /** 401: missing or wrong API key. */
 export class UnauthorizedError extends RuntimeError {}
+/** 403: the key may not make this call (an account's key on an admin call: accounts, metrics). */
+export class ForbiddenError extends RuntimeError {}
 /** 404: no such sandbox, secret, server or path (or not the caller's account). */
 export class NotFoundError extends RuntimeError {}
 /** 409: the name is taken, or the sandbox is not in a state that allows the call. */
@@ -84,7 +86,7 @@ export class McpServerError extends RuntimeError {
 }
 
 const byStatus: Record<number, typeof RuntimeError> = {
-  400: BadRequestError, 401: UnauthorizedError, 404: NotFoundError, 409: ConflictError,
+  400: BadRequestError, 401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError,
   413: BadRequestError, 422: BadRequestError, 429: LimitError, 503: UnavailableError,
 };
 

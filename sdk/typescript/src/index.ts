@@ -11,7 +11,7 @@ export { Runtime, Sandboxes, Sandbox, Files, Network, Mcp, Catalog, Secrets, Acc
 export type { RuntimeOptions, ExecOptions, ReadyOptions } from './client.js';
 export type { CallOptions, FetchLike } from './transport.js';
 export {
-  RuntimeError, BadRequestError, UnauthorizedError, NotFoundError, ConflictError, LimitError,
+  RuntimeError, BadRequestError, UnauthorizedError, ForbiddenError, NotFoundError, ConflictError, LimitError,
   UnavailableError, ConnectionError, TimeoutError, CommandError, McpServerError,
 } from './errors.js';
 export type { RuntimeErrorInit } from './errors.js';

@@ -67,20 +67,20 @@ export type UsageEntry = api.UsageRow;
 /** `GET /v1/usage`. */
 export type Usage = api.Usage;
 
-// The accounts calls are not in api/openapi.yaml: the daemon does not serve them yet
-// (they answer 404). These follow SPEC.md "HTTP API" until the document has them.
+/** An account's totals in `usage().accounts`. */
+export type AccountUsage = api.AccountUsage;
 
-export interface AccountOptions {
-  name: string;
-  maxSandboxes?: number;
-  maxMemoryMiB?: number;
-}
+/**
+ * What `accounts.create()` takes: a name and optional limits (left out: none).
+ * Closed, as the daemon refuses unknown fields.
+ */
+export type AccountOptions = api.AccountOptions;
 
-export interface AccountInfo {
-  name: string;
-  /** Only in the answer of create: the key is shown once. */
-  apiKey?: string;
-  maxSandboxes?: number;
-  maxMemoryMiB?: number;
-  [more: string]: unknown;
-}
+/** An account as listed: its limits (`null`: none) and what its sandboxes hold now; never a key. */
+export type AccountInfo = api.Account;
+
+/** The answer of `accounts.create()`: the account and its `apiKey`, shown only this once. */
+export type AccountCreated = api.AccountCreated;
+
+/** The answer of `accounts.rotateKey()`: the new `apiKey`, shown only this once. */
+export type AccountKey = api.AccountKey;

@@ -53,3 +53,10 @@ test('examples/mcp-gateway.ts', { skip }, async () => {
 test('examples/errors.ts', { skip }, async () => {
   assert.equal(await example('errors.js'), 'not found (404 not_found)\ntaken (name_taken)\nunauthorized\n');
 });
+
+test('examples/accounts.ts', { skip }, async () => {
+  assert.equal(await example('accounts.js'), 'acme sees: customer-42\nrefused: limit_reached (429)\n' +
+    'acme-example: 1 sandbox, 256 MiB, limit 1\nsame sandbox: true\n');
+  const left = await d.api('GET', '/v1/accounts');
+  assert.deepEqual(left.body, [], 'the example removed its account');
+});

@@ -42,8 +42,13 @@ __all__ = [
     "Cost",
     "UsageRow",
     "Usage",
-    "UsageTotal",
     "UsageRates",
+    "UsageTotal",
+    "AccountUsage",
+    "AccountOptions",
+    "Account",
+    "AccountCreated",
+    "AccountKey",
     "EventSeq",
     "EventKind",
     "EgressRefusedEvent",
@@ -358,6 +363,8 @@ class Cost(TypedDict):
 class UsageRow(TypedDict):
     #: the sandbox's id
     sandbox: str
+    #: the account it belongs to (default for the admin's)
+    account: str
     name: str | None
     status: Literal["creating", "running", "paused", "stopped", "failed", "removed"]
     cpuSeconds: float
@@ -372,8 +379,16 @@ class UsageRow(TypedDict):
 
 class Usage(TypedDict):
     sandboxes: list[UsageRow]
+    #: the totals of each account that has rows (the admin sees all, an account its own)
+    accounts: list[AccountUsage]
     total: UsageTotal
     rates: UsageRates
+
+
+class UsageRates(TypedDict):
+    vcpuHour: float
+    gibHour: float
+    gbMonth: float
 
 
 class UsageTotal(TypedDict):
@@ -385,10 +400,56 @@ class UsageTotal(TypedDict):
     cost: Cost
 
 
-class UsageRates(TypedDict):
-    vcpuHour: float
-    gibHour: float
-    gbMonth: float
+class AccountUsage(TypedDict):
+    account: str
+    total: UsageTotal
+
+
+class _AccountOptionsRequired(TypedDict):
+    #: 1-63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit; not default
+    name: str
+
+
+class AccountOptions(_AccountOptionsRequired, total=False):
+    #: at most this many sandboxes at a time; left out or null, no limit but the daemon's
+    maxSandboxes: int | None
+    #: at most this much memoryMiB over all its sandboxes; left out or null, no limit
+    maxMemoryMiB: int | None
+
+
+class Account(TypedDict):
+    name: str
+    createdAt: Time
+    #: its removal is under way (or was cut short; remove it again)
+    removing: bool
+    #: its limit; null: none
+    maxSandboxes: int | None
+    #: its limit; null: none
+    maxMemoryMiB: int | None
+    #: how many sandboxes it has now
+    sandboxes: int
+    #: the memoryMiB of its sandboxes together
+    memoryMiB: int
+
+
+class AccountCreated(TypedDict):
+    """an Account and its API key, shown only in this answer"""
+
+    name: str
+    createdAt: Time
+    removing: bool
+    maxSandboxes: int | None
+    maxMemoryMiB: int | None
+    sandboxes: int
+    memoryMiB: int
+    #: the account's API key; the daemon keeps only its hash
+    apiKey: str
+
+
+class AccountKey(TypedDict):
+    name: str
+    #: the new key, shown only in this answer
+    apiKey: str
 
 
 EventSeq: TypeAlias = int

@@ -13,8 +13,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConnectionError, RuntimeError, error_for_status
-from .models import Account, CatalogEntry, SecretInfo, Usage
+from .errors import ConnectionError, NotFoundError, RuntimeError, error_for_status
+from .models import Account, AccountCreated, AccountKey, CatalogEntry, SecretInfo, Usage
 from .transport import HTTPTransport, Request, Response, Transport
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ DEFAULT_STATE_DIR = "/var/lib/runtime"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 _RETRY_STATUS = frozenset({429, 503})
 _MAX_RETRY_WAIT = 10.0  # seconds; a longer Retry-After is the caller's decision, not ours
+_REMOVE_MIN_MS = 120_000  # an account's removal removes its sandboxes first
 
 Query = Mapping[str, "str | int | Sequence[str] | None"]
 
@@ -240,14 +241,22 @@ class Catalog:
 
 
 class Accounts:
-    """``runtime.accounts``: accounts and their limits (admin key only)."""
+    """``runtime.accounts``: accounts, each with its own API key and limits.
+
+    Admin key only: an account's key gets :class:`~withruntime.ForbiddenError`. A
+    ``Runtime(api_key=...)`` made with an account's key sees and changes only that
+    account's sandboxes and secrets.
+    """
 
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
 
     def create(self, name: str, *, max_sandboxes: int | None = None,
-               max_memory_mib: int | None = None, timeout_ms: int | None = None) -> Account:
-        """Creates an account; the answer's ``apiKey`` is shown this once."""
+               max_memory_mib: int | None = None, timeout_ms: int | None = None) -> AccountCreated:
+        """Creates an account; the answer's ``apiKey`` is shown only this once.
+
+        A limit left out is none. A taken name raises ConflictError.
+        """
         body: dict[str, Any] = {"name": name}
         if max_sandboxes is not None:
             body["maxSandboxes"] = max_sandboxes
@@ -256,12 +265,29 @@ class Accounts:
         return self._rt.call("POST", "/v1/accounts", json_body=body, timeout_ms=timeout_ms)  # type: ignore[no-any-return]
 
     def list(self, *, timeout_ms: int | None = None) -> builtins.list[Account]:
-        """Every account (without keys)."""
+        """Every account (the admin's own, default, aside), oldest first; never a key."""
         return self._rt.call("GET", "/v1/accounts", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
 
-    def delete(self, name: str, *, timeout_ms: int | None = None) -> None:
-        """Removes an account with its sandboxes and secrets."""
-        self._rt.call("DELETE", f"/v1/accounts/{quote(name)}", timeout_ms=timeout_ms)
+    def rotate_key(self, name: str, *, timeout_ms: int | None = None) -> AccountKey:
+        """A new API key for the account, shown only this once.
+
+        The key before it keeps working until the next rotation; older ones stop now.
+        """
+        return self._rt.call("POST", f"/v1/accounts/{quote(name)}/keys",  # type: ignore[no-any-return]
+                             timeout_ms=timeout_ms)
+
+    def delete(self, name: str, *, missing_ok: bool = False, timeout_ms: int | None = None) -> None:
+        """Removes the account with its sandboxes, secrets and usage, then its keys.
+
+        Returns once they are gone; a 404 raises NotFoundError unless ``missing_ok``.
+        """
+        # The removal waits for every sandbox of the account: allow what a create may take.
+        wait = timeout_ms if timeout_ms is not None else max(self._rt.timeout_ms, _REMOVE_MIN_MS)
+        try:
+            self._rt.call("DELETE", f"/v1/accounts/{quote(name)}", timeout_ms=wait)
+        except NotFoundError:
+            if not missing_ok:
+                raise
 
 
 _default: Runtime | None = None

@@ -19,6 +19,7 @@ __all__ = [
     "NotFoundError",
     "ConflictError",
     "UnauthorizedError",
+    "ForbiddenError",
     "BadRequestError",
     "LimitError",
     "UnavailableError",
@@ -60,6 +61,10 @@ class ConflictError(RuntimeError):
 
 class UnauthorizedError(RuntimeError):
     """401: the API key is missing or wrong."""
+
+
+class ForbiddenError(RuntimeError):
+    """403: the key may not make this call (an account's key on an admin call: accounts, metrics)."""
 
 
 class BadRequestError(RuntimeError):
@@ -142,6 +147,7 @@ class McpServerError(RuntimeError):
 _BY_STATUS: dict[int, type[RuntimeError]] = {
     400: BadRequestError,
     401: UnauthorizedError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     413: BadRequestError,

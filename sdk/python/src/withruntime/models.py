@@ -11,7 +11,7 @@ comment says why the SDK's type is not the wire type.
 
 from __future__ import annotations
 
-from typing import TypeAlias, TypedDict
+from typing import TypeAlias
 
 from . import _api_types as api
 
@@ -32,6 +32,10 @@ __all__ = [
     "CatalogEntry",
     "SecretInfo",
     "Account",
+    "AccountCreated",
+    "AccountKey",
+    "AccountOptions",
+    "AccountUsage",
     "Usage",
 ]
 
@@ -69,14 +73,14 @@ CatalogEntry: TypeAlias = api.CatalogEntry
 SecretInfo: TypeAlias = api.Secret
 #: ``GET /v1/usage``: a row per sandbox, the totals and the rates.
 Usage: TypeAlias = api.Usage
+#: An account's totals in ``usage()["accounts"]``.
+AccountUsage: TypeAlias = api.AccountUsage
 
-
-# The accounts calls are not in api/openapi.yaml: the daemon does not serve them yet
-# (they answer 404). This follows SPEC.md "HTTP API" until the document has them.
-class Account(TypedDict, total=False):
-    """An account; ``apiKey`` is only in the answer that created it."""
-
-    name: str
-    apiKey: str
-    maxSandboxes: int
-    maxMemoryMiB: int
+#: What ``POST /v1/accounts`` takes (``accounts.create`` builds it from its arguments).
+AccountOptions: TypeAlias = api.AccountOptions
+#: An account as listed: its limits (``None``: none) and what its sandboxes hold now; never a key.
+Account: TypeAlias = api.Account
+#: The answer of ``accounts.create``: the account and its ``apiKey``, shown only this once.
+AccountCreated: TypeAlias = api.AccountCreated
+#: The answer of ``accounts.rotate_key``: the new ``apiKey``, shown only this once.
+AccountKey: TypeAlias = api.AccountKey
