@@ -50,8 +50,9 @@ void mcp_sandbox_removed(struct sbx *sb)
 void mcp_metrics_write(struct sbx *sb, FILE *f)
 {
     for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next) {
-        char labels[160];
-        snprintf(labels, sizeof labels, "sandbox=\"%s\",server=\"%s\"", sb->id, ms->name);
+        char labels[240];
+        snprintf(labels, sizeof labels, "account=\"%s\",sandbox=\"%s\",server=\"%s\"", sb->account,
+                 sb->id, ms->name);
         fprintf(f, "runtime_gateway_requests_total{%s} %llu\n", labels,
                 (unsigned long long)ms->requests);
         meter_histogram_write(f, "runtime_gateway_request_seconds", labels, &ms->latency);

@@ -280,6 +280,17 @@ test('usage per account: each sees its own; the admin sees all, grouped, adding 
   assert.ok(Math.abs(sum - all.body.total.cost.total) < 1e-5, `${sum} vs ${all.body.total.cost.total}`);
 });
 
+test('the admin\'s /metrics carries the account of sandboxes and gateway requests', {
+  skip: !isRoot() && 'needs root',
+}, async () => {
+  const r = await d.api('GET', '/metrics');
+  assert.equal(r.status, 200, r.text);
+  const line = (prefix) => r.text.split('\n').find((l) => l.startsWith(prefix));
+  assert.match(line('runtime_account_sandboxes{account="acme",status="running"}') ?? '', / [1-9]\d*$/, r.text);
+  const gw = line(`runtime_gateway_requests_total{account="acme",sandbox="${boxA.id}",server="hello"}`);
+  assert.match(gw ?? '', / \d+$/, r.text);
+});
+
 test('key rotation: the new key works, the one before it still does, the one before that is refused', {
   skip: !isRoot() && 'needs root',
 }, async () => {

@@ -549,7 +549,7 @@ describe('idle pause and wake', { skip: skipReason() }, () => {
     assert.equal(m.get('runtime_wake_seconds_count'), m.get('runtime_wakes_total'));
     for (const [name, server] of [['idle-wake', 'hello'], ['idle-mcp', 'slow']]) {
       const id = (await sandbox(d, name)).id;
-      const v = m.get(`runtime_gateway_requests_total{sandbox="${id}",server="${server}"}`);
+      const v = m.get(`runtime_gateway_requests_total{account="default",sandbox="${id}",server="${server}"}`);
       assert.ok(v > 0, `gateway requests of ${name}/${server}: ${v}`);
     }
     const noKey = await d.api('GET', '/metrics', undefined, { key: null });

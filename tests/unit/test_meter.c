@@ -55,6 +55,37 @@ TEST(meter_100_customers_cost_108_67_a_month)
     CHECK(cents(m.total, 108.67));
 }
 
+/* The same 100 customers, each an account of its own (issue 14): each account's
+ * month priced as GET /v1/usage prices it (meter_cost of its usage), and the
+ * 100 bills add up to the fleet's estimate. */
+TEST(meter_100_accounts_add_up_to_the_fleet)
+{
+    struct meter_rates r;
+    meter_default_rates(&r);
+    double sum = 0;
+    struct meter_usage fleet = {0};
+    for (int account = 0; account < 100; account++) {
+        struct meter_usage u = {0};
+        for (int day = 0; day < 30; day++) {
+            meter_add_running(&u, 2.0, 2.0 * 3600 * 0.1, 2.0); /* 2 h at 0.1 vCPU, 2 GiB */
+            meter_add_paused(&u, 22.0, 0.5);                   /* the rest paused, 0.5 GB */
+        }
+        struct meter_cost c;
+        meter_cost(&u, &r, &c);
+        CHECK(cents(c.total, 1.0867));
+        sum += c.total;
+        fleet.cpu_seconds += u.cpu_seconds;
+        fleet.running_hours += u.running_hours;
+        fleet.memory_gib_hours += u.memory_gib_hours;
+        fleet.paused_hours += u.paused_hours;
+        fleet.paused_gb_hours += u.paused_gb_hours;
+    }
+    struct meter_cost all;
+    meter_cost(&fleet, &r, &all);
+    CHECK(cents(sum, 108.67));
+    CHECK(fabs(sum - all.total) < 1e-9);
+}
+
 TEST(meter_cpu_above_the_floor_is_billed_as_used)
 {
     struct meter_rates r;
