@@ -148,6 +148,9 @@ static void set_options(CURL *h, struct cli *c, struct xfer *x, char *errbuf)
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     if (!c->api_url) curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+    /* A daemon serving TLS with a certificate of a private CA (runtimed --tls-cert). */
+    const char *ca = getenv("RUNTIME_CA_FILE");
+    if (ca && *ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
 }
 
 static int report_failure(struct cli *c, struct xfer *x, CURLcode rc, const char *errbuf)
@@ -169,6 +172,10 @@ static int report_failure(struct cli *c, struct xfer *x, CURLcode rc, const char
         rc == CURLE_OPERATION_TIMEDOUT)
         return cli_error("cannot reach the daemon at %s: %s; is runtimed running? set "
                          "RUNTIME_API_URL or --socket",
+                         conn_where(c), why);
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
+        return cli_error("the daemon at %s has a certificate this machine does not trust: %s; "
+                         "set RUNTIME_CA_FILE to the CA's PEM file",
                          conn_where(c), why);
     if (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT)
         return cli_error("bad API URL '%s'; give it as http://HOST:PORT", c->api_url);

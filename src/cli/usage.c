@@ -60,7 +60,8 @@ static const char top_usage[] =
     "  --version        show the version\n"
     "\n"
     "The API key is $RUNTIME_API_KEY, else STATE/admin.key where STATE is\n"
-    "--state-dir, $RUNTIME_STATE_DIR or /var/lib/runtime.\n";
+    "--state-dir, $RUNTIME_STATE_DIR or /var/lib/runtime. A daemon serving TLS\n"
+    "with a private CA's certificate: set $RUNTIME_CA_FILE to the CA's PEM file.\n";
 
 static const char sandbox_usage[] =
     "Usage: runtime sandbox COMMAND ...\n"

@@ -63,6 +63,16 @@ describe('TLS on the API listener', { skip }, () => {
     await stopDaemon(d);
   });
 
+  test('the runtime CLI trusts the CA given as RUNTIME_CA_FILE, and says what to do without it', async () => {
+    const env = { RUNTIME_API_URL: d.url, RUNTIME_API_KEY: d.key };
+    const ok = await d.cli(['sandbox', 'list', '--json'], { env: { ...env, RUNTIME_CA_FILE: d.pki.caFile } });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.ok(Array.isArray(JSON.parse(ok.stdout)));
+    const refused = await d.cli(['sandbox', 'list'], { env: { ...env, RUNTIME_CA_FILE: undefined } });
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /does not trust.*RUNTIME_CA_FILE/, refused.stderr);
+  });
+
   test('curl trusting the test CA is answered; curl that does not is refused', async () => {
     const auth = `Authorization: Bearer ${d.key}`;
     const ok = await run('curl', ['-sS', '--cacert', d.pki.caFile, '-H', auth, `${d.url}/v1/sandboxes`,
