@@ -22,7 +22,8 @@
 static const char mcp_usage[] =
     "Usage: runtime sandbox mcp catalog [--json]\n"
     "       runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
-    "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
+    "                           [--fingerprint SERVER=HASH]... [--tools SERVER=TOOL,...]...\n"
+    "                           [--wait SECONDS]\n"
     "       runtime sandbox mcp ID [--json]\n"
     "       runtime sandbox mcp ID stop SERVER\n"
     "\n"
@@ -70,7 +71,8 @@ static const char catalog_usage[] =
 
 static const char start_usage[] =
     "Usage: runtime sandbox mcp ID start SERVER... [--secret SERVER.ENV=SECRET]...\n"
-    "                           [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
+    "                           [--fingerprint SERVER=HASH]... [--tools SERVER=TOOL,...]...\n"
+    "                           [--wait SECONDS]\n"
     "\n"
     "Starts MCP servers in the sandbox ID, waits until they are ready and prints\n"
     "what 'runtime sandbox mcp ID' prints. A SERVER is\n"
@@ -95,6 +97,8 @@ static const char start_usage[] =
     "  --fingerprint SERVER=HASH    the fingerprint of SERVER's reviewed tools\n"
     "                               ('runtime mcp fingerprint'); the server is\n"
     "                               refused if its tools differ; repeatable\n"
+    "  --tools SERVER=TOOL,...      the only tools of SERVER that clients see and\n"
+    "                               may call (the others are refused); repeatable\n"
     "  --wait SECONDS               wait this long for the servers to be ready\n"
     "                               (default 300; 0: do not wait)\n"
     "\n"
@@ -126,11 +130,11 @@ const char *sandbox_mcp_usage(const char *cmd)
 
 /* ---- the command line ---- */
 
-enum { M_JSON, M_SECRET, M_FINGERPRINT, M_WAIT };
+enum { M_JSON, M_SECRET, M_FINGERPRINT, M_TOOLS, M_WAIT };
 
 static const struct opt_spec specs[] = {
-    {"json", false, M_JSON}, {"secret", true, M_SECRET}, {"fingerprint", true, M_FINGERPRINT},
-    {"wait", true, M_WAIT},  {NULL, false, 0},
+    {"json", false, M_JSON},  {"secret", true, M_SECRET}, {"fingerprint", true, M_FINGERPRINT},
+    {"tools", true, M_TOOLS}, {"wait", true, M_WAIT},     {NULL, false, 0},
 };
 
 /* Where each option goes, for the message when it is given elsewhere. */
@@ -138,6 +142,7 @@ static const char *const opt_where[] = {
     [M_JSON] = "'sandbox mcp catalog' and 'sandbox mcp ID'",
     [M_SECRET] = "'sandbox mcp ID start'",
     [M_FINGERPRINT] = "'sandbox mcp ID start'",
+    [M_TOOLS] = "'sandbox mcp ID start'",
     [M_WAIT] = "'sandbox mcp ID start'",
 };
 
@@ -154,7 +159,7 @@ static const char *const form_cmd[] = {
 static const unsigned form_opts[F_BAD + 1] = {
     [F_CATALOG] = 1u << M_JSON,
     [F_SHOW] = 1u << M_JSON,
-    [F_START] = 1u << M_SECRET | 1u << M_FINGERPRINT | 1u << M_WAIT,
+    [F_START] = 1u << M_SECRET | 1u << M_FINGERPRINT | 1u << M_TOOLS | 1u << M_WAIT,
 };
 
 struct item {
@@ -414,6 +419,32 @@ static int set_fingerprint(const char *cmd, json_t *list, const char *val)
     return 0;
 }
 
+/* --tools SERVER=a,b: the only tools of SERVER that clients may see and call. */
+static int set_tools(const char *cmd, json_t *list, const char *val)
+{
+    const char *eq = strchr(val, '=');
+    json_t *srv = eq ? find_server(list, val, (size_t)(eq - val)) : NULL;
+    if (!srv || !eq[1])
+        return cli_usage_error(cmd,
+                               "bad value '%s' for --tools: expected SERVER=TOOL[,TOOL...], "
+                               "SERVER one of the servers to start",
+                               val);
+    if (json_object_get(srv, "tools"))
+        return cli_usage_error(cmd, "--tools is given twice for server '%s'", server_key(srv));
+    json_t *tools = json_array();
+    for (const char *p = eq + 1; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 0) {
+            json_decref(tools);
+            return cli_usage_error(cmd, "an empty tool name in --tools %s", val);
+        }
+        json_array_append_new(tools, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
+    json_object_set_new(srv, "tools", tools);
+    return 0;
+}
+
 static int build_start(const struct mcp *m, json_t *list, json_int_t *wait)
 {
     const char *cmd = form_cmd[F_START];
@@ -426,6 +457,8 @@ static int build_start(const struct mcp *m, json_t *list, json_int_t *wait)
             r = add_secret(cmd, list, o->val);
         else if (o->id == M_FINGERPRINT)
             r = set_fingerprint(cmd, list, o->val);
+        else if (o->id == M_TOOLS)
+            r = set_tools(cmd, list, o->val);
         else
             r = parse_count(cmd, "wait", o->val, wait);
     }

@@ -87,7 +87,34 @@ static const struct mcp_tool *find(const struct mcp_toolset *t, const char *name
     return NULL;
 }
 
-/* Serves the approved tools that fresh (NULL: all of them) still has unchanged. */
+bool mcp_tool_exposed(const struct mcp_server *ms, const char *tool)
+{
+    const struct model_strings *only = &ms->config.tools;
+    for (size_t i = 0; i < only->n; i++)
+        if (strcmp(only->v[i], tool) == 0) return true;
+    return only->n == 0;
+}
+
+/* A tools option naming a tool the approved list does not have: said once. */
+static void warn_missing(struct mcp_server *ms)
+{
+    const struct model_strings *only = &ms->config.tools;
+    for (size_t i = 0; i < only->n; i++) {
+        if (find(&ms->approved, only->v[i])) continue;
+        char text[300];
+        snprintf(text, sizeof text, "tools lists %.128s, which the server does not offer",
+                 only->v[i]);
+        size_t j;
+        json_t *w;
+        bool dup = false;
+        json_array_foreach(ms->warnings, j, w) dup = dup || strcmp(json_string_value(w), text) == 0;
+        if (!dup) json_array_append_new(ms->warnings, json_string(text));
+    }
+}
+
+/* Serves the approved tools that fresh (NULL: all of them) still has unchanged,
+ * and of those only the ones the server's tools option exposes. The gate judges
+ * the whole list the server offers all the same. */
 static size_t serve(struct mcp_server *ms, const struct mcp_toolset *fresh)
 {
     const struct mcp_toolset *a = &ms->approved;
@@ -103,6 +130,7 @@ static size_t serve(struct mcp_server *ms, const struct mcp_toolset *fresh)
     for (size_t i = 0; i < a->n; i++) {
         const struct mcp_tool *now = fresh ? find(fresh, a->v[i].name) : &a->v[i];
         if (!now || strcmp(now->canon, a->v[i].canon) != 0) continue;
+        if (!mcp_tool_exposed(ms, a->v[i].name)) continue;
         if (kept++) *p++ = ',';
         p = stpcpy(p, a->v[i].canon);
         json_array_append_new(ms->served_names, json_string(a->v[i].name));
@@ -111,6 +139,7 @@ static size_t serve(struct mcp_server *ms, const struct mcp_toolset *fresh)
     *p = '\0';
     json_decref(ms->served_json);
     ms->served_json = json_loads(ms->served, JSON_DECODE_ANY, NULL);
+    warn_missing(ms);
     return kept;
 }
 

@@ -192,6 +192,8 @@ void mcp_server_halt(struct mcp_server *ms);
 void mcp_server_process_lost(struct mcp_backend *be, const char *why);
 
 /* gate.c */
+/* Whether the server's tools option lets clients see and call tool (no option: all). */
+bool mcp_tool_exposed(const struct mcp_server *ms, const char *tool);
 int mcp_toolset_from_pages(char **pages, const size_t *lens, size_t n, struct mcp_toolset *out,
                            err_t *err);
 int mcp_toolset_from_canon(const char *canon, struct mcp_toolset *out, err_t *err);

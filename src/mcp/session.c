@@ -257,6 +257,16 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
     if (strcmp(method, "tools/call") == 0) {
         const char *tool =
             json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+        if (tool && !mcp_tool_exposed(ms, tool)) {
+            char text[300];
+            snprintf(text, sizeof text,
+                     "tool %.100s is not available here: this server's gateway exposes only "
+                     "the tools its tools option lists",
+                     tool);
+            mcp_event(ms, "mcp.refused",
+                      json_pack("{s:s,s:s}", "tool", tool, "reason", "not in the tools option"));
+            return answer(st, mcp_error_msg(id, -32602, text));
+        }
         if (!tool || !mcp_gate_allows(ms, tool)) {
             char text[300];
             snprintf(text, sizeof text,

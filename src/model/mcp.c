@@ -96,6 +96,24 @@ static int parse_identity(json_t *in, struct model_mcp_server *s, err_t *err)
     return 0;
 }
 
+/* tools: a non-empty list of names, each once. */
+static int parse_tools(json_t *v, struct model_mcp_server *s, err_t *err)
+{
+    if (!v || json_is_null(v)) return 0;
+    bool ok = json_is_array(v) && json_array_size(v) > 0 && json_array_size(v) <= MODEL_TOOLS_MAX &&
+              parse_strings(v, &s->tools);
+    for (size_t i = 0; ok && i < s->tools.n; i++) {
+        ok = s->tools.v[i][0] != '\0' && strlen(s->tools.v[i]) <= 128;
+        for (size_t j = 0; ok && j < i; j++)
+            ok = strcmp(s->tools.v[i], s->tools.v[j]) != 0;
+    }
+    if (ok) return 0;
+    return err_set(err, -EINVAL,
+                   "server %s: tools must list 1 to %d tool names, each once (the only tools "
+                   "clients may see and call)",
+                   s->name, MODEL_TOOLS_MAX);
+}
+
 static int parse_options(json_t *in, struct model_mcp_server *s, err_t *err)
 {
     json_t *fp = json_object_get(in, "fingerprint");
@@ -120,7 +138,7 @@ static int parse_options(json_t *in, struct model_mcp_server *s, err_t *err)
                        "fingerprint` prints it",
                        s->name);
     if (f) str_copy(s->fingerprint, sizeof s->fingerprint, f);
-    return 0;
+    return parse_tools(json_object_get(in, "tools"), s, err);
 }
 
 int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err)
@@ -147,6 +165,7 @@ json_t *model_mcp_server_json(const struct model_mcp_server *s)
     else
         json_object_set_new(v, "command", strings_json(&s->command));
     if (s->fingerprint[0]) json_object_set_new(v, "fingerprint", json_string(s->fingerprint));
+    if (s->tools.n) json_object_set_new(v, "tools", strings_json(&s->tools));
     return v;
 }
 
@@ -163,6 +182,7 @@ void model_mcp_server_clear(struct model_mcp_server *s)
 {
     strings_clear(&s->command);
     strings_clear(&s->args);
+    strings_clear(&s->tools);
     model_map_clear(&s->env);
     model_map_clear(&s->secrets);
     s->name[0] = s->id[0] = s->fingerprint[0] = '\0';

@@ -82,11 +82,13 @@ struct model_mcp_server {
     struct model_map secrets; /* variable name -> secret name */
     char fingerprint[65];     /* "": none given */
     enum model_isolation isolation;
+    struct model_strings tools; /* the only tools clients see and call; n 0: all */
 };
+#define MODEL_TOOLS_MAX 256
 /* One entry of a start call's servers[] (or a stored one). The shape only: that
  * the id is in the catalog and its settings are met is the gateway's to check. */
 int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err);
-/* {name, env, secrets, args, isolation, id | command, fingerprint?} */
+/* {name, env, secrets, args, isolation, id | command, fingerprint?, tools?} */
 json_t *model_mcp_server_json(const struct model_mcp_server *s);
 bool model_mcp_server_equal(const struct model_mcp_server *a, const struct model_mcp_server *b);
 void model_mcp_server_clear(struct model_mcp_server *s);

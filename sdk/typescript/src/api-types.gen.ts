@@ -173,7 +173,15 @@ export interface McpCatalogServerStart {
   args?: string[];
   fingerprint?: Fingerprint | null;
   isolation?: McpIsolation;
+  tools?: McpTools;
 }
+
+/**
+ * the only tools of the server that clients see (tools/list) and may call; a call
+ * to any other is refused (mcp.refused). Absent: all of them. The fingerprint
+ * gate judges the whole list the server offers either way.
+ */
+export type McpTools = string[];
 
 export interface McpCustomServerStart {
   name: string;
@@ -187,6 +195,7 @@ export interface McpCustomServerStart {
   args?: string[];
   fingerprint?: Fingerprint | null;
   isolation?: McpIsolation;
+  tools?: McpTools;
 }
 
 export interface McpStartRequest {
@@ -506,19 +515,22 @@ export interface McpFailedEvent {
 
 /**
  * the server's tool list is not the approved one: at start (fingerprint, error), or
- * while it ran (fingerprint, approved, blocked, hidden, changes)
+ * while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
+ * a tool its tools option does not expose (tool, reason)
  */
 export interface McpRefusedEvent {
   seq: EventSeq;
   time: Time;
   kind: 'mcp.refused';
   server: string;
-  fingerprint: string;
+  fingerprint?: string;
   error?: string;
   approved?: string;
   blocked?: string[];
   hidden?: string[];
   changes?: string;
+  tool?: string;
+  reason?: string;
   [more: string]: unknown;
 }
 

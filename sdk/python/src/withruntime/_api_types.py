@@ -29,6 +29,7 @@ __all__ = [
     "Fingerprint",
     "McpIsolation",
     "McpCatalogServerStart",
+    "McpTools",
     "McpCustomServerStart",
     "McpStartRequest",
     "McpServerStatus",
@@ -228,6 +229,13 @@ class McpCatalogServerStart(_McpCatalogServerStartRequired, total=False):
     args: list[str]
     fingerprint: Fingerprint | None
     isolation: McpIsolation
+    tools: McpTools
+
+
+#: the only tools of the server that clients see (tools/list) and may call; a call
+#: to any other is refused (mcp.refused). Absent: all of them. The fingerprint
+#: gate judges the whole list the server offers either way.
+McpTools: TypeAlias = list[str]
 
 
 class _McpCustomServerStartRequired(TypedDict):
@@ -245,6 +253,7 @@ class McpCustomServerStart(_McpCustomServerStartRequired, total=False):
     args: list[str]
     fingerprint: Fingerprint | None
     isolation: McpIsolation
+    tools: McpTools
 
 
 class McpStartRequest(TypedDict):
@@ -552,19 +561,22 @@ class _McpRefusedEventRequired(TypedDict):
     time: Time
     kind: Literal["mcp.refused"]
     server: str
-    fingerprint: str
 
 
 class McpRefusedEvent(_McpRefusedEventRequired, total=False):
     """the server's tool list is not the approved one: at start (fingerprint, error), or
-    while it ran (fingerprint, approved, blocked, hidden, changes)
+    while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
+    a tool its tools option does not expose (tool, reason)
     """
 
+    fingerprint: str
     error: str
     approved: str
     blocked: list[str]
     hidden: list[str]
     changes: str
+    tool: str
+    reason: str
 
 
 class McpExitedEvent(TypedDict):
