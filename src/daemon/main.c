@@ -659,17 +659,20 @@ static int child_pidfd(pid_t pid)
 
 /* Waits up to 10 s for a child to exit (its pidfd becomes readable), then kills
  * it; reaps it unless the keeper has. */
-static void stop_child(int pfd, const char *what)
+/* Stops a child and reaps it: its wait status (0 when the keeper reaped it). */
+static int stop_child(int pfd, const char *what)
 {
-    if (pfd < 0) return;
+    if (pfd < 0) return 0;
     struct pollfd p = {.fd = pfd, .events = POLLIN};
     if (poll(&p, 1, 10000) == 0) {
         log_error("the %s did not stop within 10 s; killing it", what);
         syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
     }
-    siginfo_t si;
-    waitid(P_PIDFD, (id_t)pfd, &si, WEXITED);
+    siginfo_t si = {0};
+    int r = waitid(P_PIDFD, (id_t)pfd, &si, WEXITED);
     close(pfd);
+    if (r < 0) return 0;
+    return si.si_code == CLD_EXITED ? si.si_status << 8 : si.si_status & 0x7f;
 }
 
 static void forward_stop(int sig)
@@ -772,6 +775,7 @@ int main(int argc, char **argv)
     log_info("runtimed started: API on %s%s and %s, state in %s", o.listen,
              o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
+    keeper_watch(server);
     int status = keeper_main(sp[0], &host, drv, &files);
     /* Closing our end ends any keeper call the server is blocked in, so it stops
      * at once; a server that does not is killed. The signer stops when the
@@ -779,7 +783,9 @@ int main(int argc, char **argv)
      * three again and the sandboxes are re-adopted. */
     close(sp[0]);
     kill(server, SIGTERM);
-    stop_child(server_pfd, "server");
+    int server_status = stop_child(server_pfd, "server") | keeper_watched_status();
     stop_child(signer_pfd, "signer");
-    return status;
+    /* A server that could not start (a bad certificate, say) says so in the log;
+     * the exit status says it to the supervisor. */
+    return status ? status : server_status != 0;
 }

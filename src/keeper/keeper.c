@@ -387,10 +387,26 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
     return s;
 }
 
+/* The server's pid, whose end the keeper may reap with the others: its status
+ * is kept, so that runtimed's own tells a supervisor that the server failed. */
+static pid_t watched = -1;
+static int watched_status;
+
+void keeper_watch(pid_t pid)
+{
+    watched = pid;
+}
+
+int keeper_watched_status(void)
+{
+    return watched_status;
+}
+
 static void reap_children(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0) {
-    }
+    int st;
+    for (pid_t pid; (pid = waitpid(-1, &st, WNOHANG)) > 0;)
+        if (pid == watched) watched_status = st;
 }
 
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,

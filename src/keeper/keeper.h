@@ -19,6 +19,11 @@ struct keeper_files {
     const char *tls_key;  /* --tls-key */
 };
 
+/* The server's pid (watch), and how it ended if the keeper reaped it (a wait
+ * status; 0 while it runs or when it ended well). */
+void keeper_watch(pid_t pid);
+int keeper_watched_status(void);
+
 /* Serves requests on sock until the server hangs up; returns the exit status. */
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
                 const struct keeper_files *files);

@@ -248,9 +248,11 @@ describe('starting with TLS options, and without them off loopback', { skip }, (
     fs.writeFileSync(junk, 'junk\n');
     r = await mustNotStart(dir, [...listen, '--tls-cert', junk, '--tls-key', ok[3]]);
     assert.match(r.stderr, new RegExp(`--tls-cert ${junk}: .*PEM.*\\(want a PEM certificate`));
+    assert.notEqual(r.code, 0, 'a supervisor sees the failed start in the exit status');
 
     pki.issue('5005', path.join(dir, 'b.crt'), path.join(dir, 'b.key'));
     r = await mustNotStart(dir, [...listen, '--tls-cert', ok[1], '--tls-key', path.join(dir, 'b.key')]);
     assert.match(r.stderr, /--tls-key .*b\.key is not the key of the certificate in --tls-cert .*ok\.crt/);
+    assert.notEqual(r.code, 0);
   });
 });
