@@ -119,6 +119,18 @@ int api_show(struct cli *c, const struct http_req *req, bool json,
              int (*show)(json_t *answer, void *arg), void *arg);
 /* GETs a list: --json prints it as received, else table() prints it; what
  * names the items for the error when the answer is not a list. */
+/* A table of a JSON list: a column per head, cell fills a row's text for a column
+ * (cleaned of terminal escapes by the caller), under (may be NULL) prints lines
+ * under a row. Widths are the widest cell of each column. */
+#define CLI_TABLE_COLS_MAX 8
+struct cli_table {
+    const char *const *heads;
+    int cols;
+    void (*cell)(json_t *row, int col, char *out, size_t size);
+    void (*under)(json_t *row);
+};
+void cli_table_print(const struct cli_table *t, json_t *list); /* show.c */
+
 int api_print_list(struct cli *c, const char *path, bool json, void (*table)(json_t *list),
                    const char *what);
 int parse_json_body(const struct http_resp *r, json_t **out);

@@ -467,45 +467,6 @@ static int build_start(const struct mcp *m, json_t *list, json_int_t *wait)
 
 /* ---- output ---- */
 
-struct table {
-    const char *const *heads;
-    int cols;
-    void (*cell)(json_t *row, int col, char *out, size_t size);
-    void (*under)(json_t *row); /* lines under a row, or NULL */
-};
-
-/* Two passes over the cells, widths then print, like `sandbox list`. */
-static void print_table(const struct table *t, json_t *list)
-{
-    int width[8];
-    char buf[2048];
-    size_t i;
-    json_t *row;
-    for (int c = 0; c < t->cols; c++)
-        width[c] = (int)strlen(t->heads[c]);
-    json_array_foreach(list, i, row)
-    {
-        for (int c = 0; c < t->cols - 1; c++) {
-            t->cell(row, c, buf, sizeof buf);
-            if ((int)strlen(buf) > width[c]) width[c] = (int)strlen(buf);
-        }
-    }
-    for (int c = 0; c < t->cols - 1; c++)
-        printf("%-*s  ", width[c], t->heads[c]);
-    printf("%s\n", t->heads[t->cols - 1]);
-    json_array_foreach(list, i, row)
-    {
-        for (int c = 0; c < t->cols; c++) {
-            t->cell(row, c, buf, sizeof buf);
-            if (c < t->cols - 1)
-                printf("%-*s  ", width[c], buf);
-            else
-                printf("%s\n", buf);
-        }
-        if (t->under) t->under(row);
-    }
-}
-
 /* The string member key of obj, cleaned for a terminal; "-" when missing or empty. */
 static void str_cell(json_t *obj, const char *key, char *out, size_t size)
 {
@@ -546,7 +507,7 @@ static void catalog_cell(json_t *e, int col, char *out, size_t size)
 static void catalog_table(json_t *list)
 {
     static const char *const heads[] = {"ID", "VERSION", "LICENSE", "SECRETS"};
-    print_table(&(struct table){heads, 4, catalog_cell, NULL}, list);
+    cli_table_print(&(struct cli_table){heads, 4, catalog_cell, NULL}, list);
 }
 
 static void status_cell(json_t *srv, int col, char *out, size_t size)
@@ -641,7 +602,7 @@ static int print_state(const char *sid, json_t *ans)
     if (!json_is_array(servers))
         return cli_error("the daemon's answer has no list of MCP servers; is that runtimed?");
     if (json_array_size(servers))
-        print_table(&(struct table){heads, 3, status_cell, status_under}, servers);
+        cli_table_print(&(struct cli_table){heads, 3, status_cell, status_under}, servers);
     else
         printf("no MCP servers in %s; start one with 'runtime sandbox mcp %s start SERVER'\n", sid,
                sid);

@@ -56,35 +56,9 @@ static void cell(json_t *s, int col, char *out, size_t size)
     }
 }
 
-/* Two passes over the cells, widths then print, like `sandbox list`. */
 static void secret_table(json_t *list)
 {
-    int width[COLS];
-    char buf[2048];
-    size_t i;
-    json_t *s;
-    for (int c = 0; c < COLS; c++)
-        width[c] = (int)strlen(heads[c]);
-    json_array_foreach(list, i, s)
-    {
-        for (int c = 0; c < COLS - 1; c++) {
-            cell(s, c, buf, sizeof buf);
-            if ((int)strlen(buf) > width[c]) width[c] = (int)strlen(buf);
-        }
-    }
-    for (int c = 0; c < COLS - 1; c++)
-        printf("%-*s  ", width[c], heads[c]);
-    printf("%s\n", heads[COLS - 1]);
-    json_array_foreach(list, i, s)
-    {
-        for (int c = 0; c < COLS; c++) {
-            cell(s, c, buf, sizeof buf);
-            if (c < COLS - 1)
-                printf("%-*s  ", width[c], buf);
-            else
-                printf("%s\n", buf);
-        }
-    }
+    cli_table_print(&(struct cli_table){heads, COLS, cell, NULL}, list);
 }
 
 static int cmd_list(struct cli *c, int argc, char **argv)

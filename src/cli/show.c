@@ -96,34 +96,40 @@ static void cell(json_t *sb, int col, char *out, size_t size)
 }
 
 /* Two passes over the cells (widths, then print) rather than holding them all. */
-void show_table(json_t *list)
+void cli_table_print(const struct cli_table *t, json_t *list)
 {
-    int width[COLS];
-    char buf[1024];
+    int width[CLI_TABLE_COLS_MAX];
+    char buf[2048];
     size_t i;
-    json_t *sb;
-    for (int c = 0; c < COLS; c++)
-        width[c] = (int)strlen(heads[c]);
-    json_array_foreach(list, i, sb)
+    json_t *row;
+    for (int c = 0; c < t->cols; c++)
+        width[c] = (int)strlen(t->heads[c]);
+    json_array_foreach(list, i, row)
     {
-        for (int c = 0; c < COLS - 1; c++) {
-            cell(sb, c, buf, sizeof buf);
+        for (int c = 0; c < t->cols - 1; c++) {
+            t->cell(row, c, buf, sizeof buf);
             if ((int)strlen(buf) > width[c]) width[c] = (int)strlen(buf);
         }
     }
-    for (int c = 0; c < COLS - 1; c++)
-        printf("%-*s  ", width[c], heads[c]);
-    printf("%s\n", heads[COLS - 1]);
-    json_array_foreach(list, i, sb)
+    for (int c = 0; c < t->cols - 1; c++)
+        printf("%-*s  ", width[c], t->heads[c]);
+    printf("%s\n", t->heads[t->cols - 1]);
+    json_array_foreach(list, i, row)
     {
-        for (int c = 0; c < COLS; c++) {
-            cell(sb, c, buf, sizeof buf);
-            if (c < COLS - 1)
+        for (int c = 0; c < t->cols; c++) {
+            t->cell(row, c, buf, sizeof buf);
+            if (c < t->cols - 1)
                 printf("%-*s  ", width[c], buf);
             else
                 printf("%s\n", buf);
         }
+        if (t->under) t->under(row);
     }
+}
+
+void show_table(json_t *list)
+{
+    cli_table_print(&(struct cli_table){heads, COLS, cell, NULL}, list);
 }
 
 static void line(const char *label, const char *text)
