@@ -218,18 +218,8 @@ static void account_table(json_t *list)
 
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    struct args a;
-    bool json = false;
-    int id;
-    args_init(&a, argc, argv, "account list", json_opts);
-    while ((id = args_next(&a)) != ARG_END) {
-        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
-        if (id == ARG_BAD) return EXIT_USAGE;
-        if (id != A_JSON)
-            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
-        json = true;
-    }
-    return api_print_list(c, "/v1/accounts", json, account_table, "accounts");
+    return api_list_command(c, argc, argv, "account list", "/v1/accounts", account_table,
+                            "accounts");
 }
 
 /* ---- rm ---- */

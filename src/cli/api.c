@@ -179,3 +179,22 @@ int api_print_list(struct cli *c, const char *path, bool json, void (*table)(jso
     struct list_show l = {table, what};
     return api_show(c, &req, json, show_list, &l);
 }
+
+int api_list_command(struct cli *c, int argc, char **argv, const char *cmd, const char *path,
+                     void (*table)(json_t *list), const char *what)
+{
+    enum { L_JSON };
+    static const struct opt_spec opts[] = {{"json", false, L_JSON}, {NULL, false, 0}};
+    struct args a;
+    bool json = false;
+    int id;
+    args_init(&a, argc, argv, cmd, opts);
+    while ((id = args_next(&a)) != ARG_END) {
+        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
+        if (id == ARG_BAD) return EXIT_USAGE;
+        if (id != L_JSON)
+            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
+        json = true;
+    }
+    return api_print_list(c, path, json, table, what);
+}

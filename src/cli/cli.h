@@ -133,6 +133,9 @@ void cli_table_print(const struct cli_table *t, json_t *list); /* show.c */
 
 int api_print_list(struct cli *c, const char *path, bool json, void (*table)(json_t *list),
                    const char *what);
+/* A `... list [--json]` command: its options parsed, then api_print_list. */
+int api_list_command(struct cli *c, int argc, char **argv, const char *cmd, const char *path,
+                     void (*table)(json_t *list), const char *what);
 int parse_json_body(const struct http_resp *r, json_t **out);
 
 /* ---- commands ---- */

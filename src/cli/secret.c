@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { O_JSON };
-
-static const struct opt_spec json_opts[] = {{"json", false, O_JSON}, {NULL, false, 0}};
 static const struct opt_spec no_opts[] = {{NULL, false, 0}};
 
 void secret_rules_text(json_t *list, const char *sep, char *out, size_t size)
@@ -63,18 +60,7 @@ static void secret_table(json_t *list)
 
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    struct args a;
-    bool json = false;
-    int id;
-    args_init(&a, argc, argv, "secret list", json_opts);
-    while ((id = args_next(&a)) != ARG_END) {
-        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
-        if (id == ARG_BAD) return EXIT_USAGE;
-        if (id != O_JSON)
-            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
-        json = true;
-    }
-    return api_print_list(c, "/v1/secrets", json, secret_table, "secrets");
+    return api_list_command(c, argc, argv, "secret list", "/v1/secrets", secret_table, "secrets");
 }
 
 /* ---- rm ---- */

@@ -23,6 +23,15 @@ void meter_add_paused(struct meter_usage *u, double hours, double gb)
     u->paused_gb_hours += gb * hours;
 }
 
+void meter_usage_add(struct meter_usage *sum, const struct meter_usage *u)
+{
+    sum->cpu_seconds += u->cpu_seconds;
+    sum->running_hours += u->running_hours;
+    sum->memory_gib_hours += u->memory_gib_hours;
+    sum->paused_hours += u->paused_hours;
+    sum->paused_gb_hours += u->paused_gb_hours;
+}
+
 void meter_cost(const struct meter_usage *u, const struct meter_rates *r, struct meter_cost *c)
 {
     double used = u->cpu_seconds / 3600.0, floor = METER_VCPU_FLOOR * u->running_hours;

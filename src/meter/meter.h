@@ -34,6 +34,8 @@ struct meter_usage {
 /* Adds an interval in one state. gib: configured memory; gb: stored bytes / 1e9. */
 void meter_add_running(struct meter_usage *u, double hours, double cpu_seconds, double gib);
 void meter_add_paused(struct meter_usage *u, double hours, double gb);
+/* Adds u to sum (an account's total, the fleet's). */
+void meter_usage_add(struct meter_usage *sum, const struct meter_usage *u);
 
 struct meter_cost {
     double vcpu_hours;                 /* billed: max(used, floor x running hours) */

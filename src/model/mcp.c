@@ -57,21 +57,9 @@ static void strings_clear(struct model_strings *s)
     *s = (struct model_strings){0};
 }
 
-/* {string: string} with non-empty keys (NULL/null: empty). */
-static bool parse_map(json_t *v, struct model_map *out)
+static bool nonempty(const char *key)
 {
-    if (!v || json_is_null(v)) return true;
-    if (!json_is_object(v) || !(out->v = calloc(json_object_size(v) + 1, sizeof *out->v)))
-        return false;
-    const char *k;
-    json_t *x;
-    json_object_foreach(v, k, x)
-    {
-        if (!json_is_string(x) || !*k) return false;
-        struct model_pair *p = &out->v[out->n++];
-        if (!(p->key = strdup(k)) || !(p->value = strdup(json_string_value(x)))) return false;
-    }
-    return true;
+    return *key != '\0';
 }
 
 /* id or name and command: which server this is. */
@@ -119,8 +107,10 @@ static int parse_options(json_t *in, struct model_mcp_server *s, err_t *err)
     json_t *fp = json_object_get(in, "fingerprint");
     json_t *iso_v = json_object_get(in, "isolation");
     const char *iso = json_string_value(iso_v);
-    if (!parse_map(json_object_get(in, "env"), &s->env) ||
-        !parse_map(json_object_get(in, "secrets"), &s->secrets) ||
+    /* One message for every shape error of these (err NULL: it is made below). */
+    if (model_map_parse(json_object_get(in, "env"), "env", nonempty, "a name", &s->env, NULL) < 0 ||
+        model_map_parse(json_object_get(in, "secrets"), "secrets", nonempty, "a name", &s->secrets,
+                        NULL) < 0 ||
         !parse_strings(json_object_get(in, "args"), &s->args) ||
         (fp && !json_is_null(fp) && !json_is_string(fp)) ||
         (iso_v && !json_is_null(iso_v) && !iso) ||

@@ -24,6 +24,11 @@ struct model_map {
     size_t n;
 };
 /* The value of key, or NULL. */
+/* v: {string: string} (NULL/null: empty), at most MODEL_MAP_MAX entries, keys
+ * checked by key_ok; err names field and says a bad key is not `what`. On
+ * failure *out may hold some entries: model_map_clear it. */
+int model_map_parse(json_t *v, const char *field, bool (*key_ok)(const char *), const char *what,
+                    struct model_map *out, err_t *err);
 const char *model_map_get(const struct model_map *m, const char *key);
 json_t *model_map_json(const struct model_map *m);
 void model_map_clear(struct model_map *m);

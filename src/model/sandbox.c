@@ -55,11 +55,9 @@ void model_map_clear(struct model_map *m)
     *m = (struct model_map){0};
 }
 
-/* A {string: string} object, keys checked by key_ok (NULL/null: empty). */
-static int parse_map(json_t *body, const char *field, bool (*key_ok)(const char *),
-                     const char *what, struct model_map *out, err_t *err)
+int model_map_parse(json_t *v, const char *field, bool (*key_ok)(const char *), const char *what,
+                    struct model_map *out, err_t *err)
 {
-    json_t *v = json_object_get(body, field);
     if (!v || json_is_null(v)) return 0;
     if (!json_is_object(v)) return err_set(err, -EINVAL, "%s must be an object of strings", field);
     if (json_object_size(v) > MODEL_MAP_MAX)
@@ -157,8 +155,12 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
     if (r == 0) r = parse_cpus(body, &s->cpus, err);
     if (r == 0) r = parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, err);
     if (r == 0) r = parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, err);
-    if (r == 0) r = parse_map(body, "labels", valid_label_key, "a label key", &s->labels, err);
-    if (r == 0) r = parse_map(body, "env", valid_env_key, "an environment name", &s->env, err);
+    if (r == 0)
+        r = model_map_parse(json_object_get(body, "labels"), "labels", valid_label_key,
+                            "a label key", &s->labels, err);
+    if (r == 0)
+        r = model_map_parse(json_object_get(body, "env"), "env", valid_env_key,
+                            "an environment name", &s->env, err);
     if (r == 0) r = model_network_parse(json_object_get(body, "network"), &s->network, err);
     if (r < 0) model_sandbox_clear(s);
     return r;

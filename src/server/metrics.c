@@ -95,25 +95,27 @@ static void sandboxes(FILE *f, struct server *srv)
     }
 }
 
-/* The same per account: each account that holds a sandbox, each status it has. */
+/* One account's sandboxes by status (the statuses it has). */
+static void account_lines(FILE *f, struct server *srv, const char *account)
+{
+    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
+        int n = 0;
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+            n += sb->status == (enum sbx_status)s && strcmp(sb->account, account) == 0;
+        if (n)
+            fprintf(f, "runtime_account_sandboxes{account=\"%s\",status=\"%s\"} %d\n", account,
+                    sbx_status_name(s), n);
+    }
+}
+
 static void account_sandboxes(FILE *f, struct server *srv)
 {
     fputs("# HELP runtime_account_sandboxes Sandboxes by account and status.\n"
           "# TYPE runtime_account_sandboxes gauge\n",
           f);
-    for (struct sbx *first = srv->sandboxes; first; first = first->next) {
-        bool seen = false; /* its account was written at an earlier sandbox */
-        for (struct sbx *sb = srv->sandboxes; sb != first && !seen; sb = sb->next)
-            seen = strcmp(sb->account, first->account) == 0;
-        for (int s = 0; s < SBX_STATUS_COUNT && !seen; s++) {
-            int n = 0;
-            for (struct sbx *sb = first; sb; sb = sb->next)
-                n += sb->status == (enum sbx_status)s && strcmp(sb->account, first->account) == 0;
-            if (n)
-                fprintf(f, "runtime_account_sandboxes{account=\"%s\",status=\"%s\"} %d\n",
-                        first->account, sbx_status_name(s), n);
-        }
-    }
+    account_lines(f, srv, ACCOUNT_DEFAULT);
+    for (const struct account *a = accounts_first(srv->accounts); a; a = a->next)
+        account_lines(f, srv, a->name);
 }
 
 static void idle(FILE *f, const struct metrics *m)

@@ -193,19 +193,10 @@ struct account_sum {
     struct meter_usage usage;
 };
 
-static void add_up(struct meter_usage *sum, const struct meter_usage *u)
-{
-    sum->cpu_seconds += u->cpu_seconds;
-    sum->running_hours += u->running_hours;
-    sum->memory_gib_hours += u->memory_gib_hours;
-    sum->paused_hours += u->paused_hours;
-    sum->paused_gb_hours += u->paused_gb_hours;
-}
-
 static void add_account(struct listing *l, const char *account, const struct meter_usage *u)
 {
     for (size_t i = 0; i < l->n_sums; i++)
-        if (strcmp(l->sums[i].account, account) == 0) return add_up(&l->sums[i].usage, u);
+        if (strcmp(l->sums[i].account, account) == 0) return meter_usage_add(&l->sums[i].usage, u);
     struct account_sum *grown = realloc(l->sums, (l->n_sums + 1) * sizeof *grown);
     if (!grown) return; /* the per-account totals miss it; the fleet's does not */
     l->sums = grown;
@@ -233,7 +224,7 @@ static void add_row(const char *sandbox, const char *text, void *arg)
     };
     struct meter_cost c;
     meter_cost(&u, &l->srv->cfg.rates, &c);
-    add_up(&l->total, &u);
+    meter_usage_add(&l->total, &u);
     add_account(l, account, &u);
     bool deleted = json_is_true(json_object_get(row, "deleted"));
     json_array_append_new(l->list, json_pack(

@@ -74,11 +74,7 @@ TEST(meter_100_accounts_add_up_to_the_fleet)
         meter_cost(&u, &r, &c);
         CHECK(cents(c.total, 1.0867));
         sum += c.total;
-        fleet.cpu_seconds += u.cpu_seconds;
-        fleet.running_hours += u.running_hours;
-        fleet.memory_gib_hours += u.memory_gib_hours;
-        fleet.paused_hours += u.paused_hours;
-        fleet.paused_gb_hours += u.paused_gb_hours;
+        meter_usage_add(&fleet, &u); /* as GET /v1/usage sums the fleet */
     }
     struct meter_cost all;
     meter_cost(&fleet, &r, &all);
