@@ -158,7 +158,10 @@ if [ -n "$BASELINE" ]; then
         let section = null;
         lines.forEach((raw, i) => {
             const line = raw.replace(/(^|\s)#.*$/, "").trimEnd();
-            const bad = (why) => { throw new Error(`${file}:${i + 1}: ${why}: ${raw}`); };
+            const bad = (why) => {
+                console.error(`conformance.sh: ${file}:${i + 1}: ${why}: ${raw.trim()}`);
+                process.exit(1);
+            };
             if (!line.trim()) return;
             if (/^[a-z]+:$/.test(line)) return void (section = line.slice(0, -1));
             const m = /^\s+- ([^\s:]+)(?::(\S+))?$/.exec(line);
