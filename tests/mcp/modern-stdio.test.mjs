@@ -1,4 +1,4 @@
-// A stdio server that speaks only 2026-07-28 (fixtures/modern-server.mjs: the official
+// A stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs: the official
 // TypeScript server SDK 2.4.0 with legacy "reject") behind the gateway: it refuses the
 // 2025 initialize, so the gateway discovers it and speaks 2026-07-28 on its stdio. Both
 // eras of clients reach it: a 2026-07-28 client gets its input_required results as they
@@ -38,7 +38,7 @@ describe('a 2026-07-28-only stdio server behind the gateway', { skip }, () => {
     sb = await d.create({ name: 'modern-stdio' });
     const closure = [...new Set([...dependencyClosure('@modelcontextprotocol/server'), 'node_modules/zod'])];
     await copyTreeTar(d, sb.id, HERE, closure, DIR);
-    await d.putFile(sb.id, `${DIR}/server.mjs`, fs.readFileSync(path.join(FIXTURES, 'modern-server.mjs')));
+    await d.putFile(sb.id, `${DIR}/server.mjs`, fs.readFileSync(path.join(FIXTURES, 'only-2026-server.mjs')));
     const got = await d.mcpReady(sb.id, [{ name: 'modern', command: ['node', `${DIR}/server.mjs`] }]);
     server = got.servers.modern;
     auth = got.status.headers.Authorization;
