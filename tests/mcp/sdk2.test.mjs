@@ -1,0 +1,797 @@
+// The official TypeScript client v2 (@modelcontextprotocol/client, pinned in
+// tests/mcp/package.json) through the gateway, in each of its three version
+// negotiation modes (docs/protocol-2026-07-28.md §5.4):
+//
+//   pinned   versionNegotiation {mode: {pin: '2026-07-28'}}: server/discover at
+//            connect, then stateless requests with the per-request _meta envelope;
+//            sampling and elicitation come back as input_required results that the
+//            client fulfils through its handlers and retries (MRTR).
+//   auto     probes with server/discover and must land modern against our gateway;
+//            falls back to initialize where a server speaks legacy only.
+//   legacy   the 2025 initialize handshake, sessions, server->client requests.
+//
+// Against server-everything (copied into the sandbox from tests/mcp, no network)
+// shared by all clients, the same program under isolation "session" (legacy only:
+// a modern request there is 404 -32601, so auto falls back and a pin fails), and
+// the catalog's memory server (installed from the npm registry; skipped offline).
+//
+// Every client records its own HTTP exchanges (a fetch wrapper handed to the
+// transport), so the tests judge what went over the wire as well as what the
+// client returns. Nothing here sleeps for synchronisation.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+
+import {
+  ACCEPT_BOTH, fingerprint, httpCall, installEverything, npmRegistry, registryEnv, resultText, skipReason,
+  startMcpDaemon, token, waitFor,
+} from './lib.mjs';
+import { stopDaemon } from '../e2e/lib.mjs';
+
+const MODERN = '2026-07-28';
+const PV = 'io.modelcontextprotocol/protocolVersion';
+const CAPS = 'io.modelcontextprotocol/clientCapabilities';
+const SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
+const MODES = ['pinned', 'auto', 'legacy'];
+const MODERN_MODES = new Set(['pinned', 'auto']);
+
+/** The client option for a test mode. */
+function negotiation(mode) {
+  if (mode === 'pinned') return { mode: { pin: MODERN } };
+  if (mode === 'auto') return { mode: 'auto' };
+  if (mode === 'legacy') return { mode: 'legacy' };
+  throw new Error(`unknown mode ${mode}`);
+}
+
+// ---------------------------------------------------------------- the wire
+
+/** JSON-RPC messages in an SSE body (data fields joined per event). */
+function sseMessages(text) {
+  const out = [];
+  for (const block of text.split(/\r\n\r\n|\n\n|\r\r/)) {
+    const data = block.split(/\r\n|\n|\r/).filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''));
+    if (!data.length) continue;
+    try {
+      out.push(JSON.parse(data.join('\n')));
+    } catch {}
+  }
+  return out;
+}
+
+/**
+ * What one client sent and got: a fetch for the transport that records each
+ * exchange {method, headers (lower-case), body (parsed), status, resHeaders, text
+ * (what the client read of the answer so far), messages (its JSON-RPC messages,
+ * JSON or SSE)}. The answer's body is passed through as the client reads it, so a
+ * client that stops reading or cancels does exactly that to the connection.
+ */
+class Wire {
+  constructor() {
+    this.log = [];
+    this.fetch = this.fetch.bind(this);
+  }
+
+  async fetch(url, init = {}) {
+    const headers = {};
+    for (const [k, v] of new Headers(init.headers ?? {})) headers[k.toLowerCase()] = v;
+    let body;
+    if (typeof init.body === 'string') {
+      try {
+        body = JSON.parse(init.body);
+      } catch {
+        body = init.body;
+      }
+    }
+    const e = {
+      url: String(url), method: init.method ?? 'GET', headers, body, status: null, resHeaders: {}, text: '',
+      ended: false,
+      get messages() {
+        if (/text\/event-stream/i.test(this.resHeaders['content-type'] ?? '')) return sseMessages(this.text);
+        try {
+          const j = JSON.parse(this.text);
+          return Array.isArray(j) ? j : [j];
+        } catch {
+          return [];
+        }
+      },
+    };
+    let finished;
+    e.done = new Promise((r) => {
+      finished = r;
+    });
+    const finish = (err) => {
+      if (e.ended) return;
+      e.ended = true;
+      if (err) e.readError = String(err?.message ?? err);
+      finished();
+    };
+    this.log.push(e);
+    let res;
+    try {
+      res = await fetch(url, init);
+    } catch (err) {
+      e.error = String(err?.message ?? err);
+      finish();
+      throw err;
+    }
+    e.status = res.status;
+    for (const [k, v] of res.headers) e.resHeaders[k.toLowerCase()] = v;
+    if (!res.body || [204, 205, 304].includes(res.status)) {
+      finish();
+      return res;
+    }
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    const tapped = new ReadableStream({
+      async pull(ctl) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            e.text += dec.decode();
+            finish();
+            ctl.close();
+          } else {
+            e.text += dec.decode(value, { stream: true });
+            ctl.enqueue(value);
+          }
+        } catch (err) {
+          finish(err);
+          ctl.error(err);
+        }
+      },
+      cancel(reason) {
+        finish(new Error('the client cancelled the body'));
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(tapped, { status: res.status, statusText: res.statusText, headers: res.headers });
+  }
+
+  /** Waits (a little, bounded) for the POST answers to be read to their end: the
+   * client has read what it returned already; this is for the rest of a stream. */
+  async settled(ms = 3000) {
+    let timer;
+    await Promise.race([
+      Promise.all(this.posts().map((e) => e.done)),
+      new Promise((r) => {
+        timer = setTimeout(r, ms);
+      }),
+    ]);
+    clearTimeout(timer);
+    return this.log;
+  }
+
+  posts() {
+    return this.log.filter((e) => e.method === 'POST');
+  }
+
+  /** POSTed requests of this method: [{e, body}] in order. */
+  requests(method) {
+    return this.posts().filter((e) => e.body && !Array.isArray(e.body) && e.body.method === method);
+  }
+
+  /** The answer to a request exchange (the response with its id). */
+  static answer(e) {
+    return e.messages.find((m) => m.id === e.body.id && !m.method && (m.result || m.error));
+  }
+
+  /** A short transcript for assertion messages. */
+  dump(max = 6000) {
+    return JSON.stringify(this.log.map((e) => ({
+      method: e.method, reqHeaders: pick(e.headers, ['mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name']),
+      body: e.body, status: e.status, resHeaders: pick(e.resHeaders, ['content-type', 'mcp-session-id']),
+      messages: e.messages, error: e.error ?? e.readError,
+    })), null, 1).slice(0, max);
+  }
+}
+
+function pick(o, keys) {
+  return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+}
+
+/**
+ * What every 2026-07-28 exchange must look like (docs/protocol-2026-07-28.md §2):
+ * POSTs only, never a session id either way, MCP-Protocol-Version and Mcp-Method
+ * on every POST equal to the body, Mcp-Name on tools/call, the envelope in _meta,
+ * no initialize, a 202 for a notification, and for each request a response with
+ * its id whose result carries resultType; no JSON-RPC request on any stream.
+ */
+async function assertModernWire(wire, what) {
+  const log = await wire.settled();
+  const t = () => `${what}\n${wire.dump()}`;
+  assert.ok(log.length > 0, `${what}: nothing was sent`);
+  for (const e of log) {
+    assert.equal(e.method, 'POST', `a modern client sends only POSTs (W-27): ${e.method} ${t()}`);
+    assert.equal(e.headers['mcp-session-id'], undefined, `no request carries Mcp-Session-Id (W-27): ${t()}`);
+    assert.equal(e.resHeaders['mcp-session-id'], undefined, `no answer sets Mcp-Session-Id (W-27): ${t()}`);
+    const m = e.body;
+    assert.ok(m && typeof m === 'object' && !Array.isArray(m), `one JSON-RPC message per POST (W-1): ${t()}`);
+    assert.notEqual(m.method, 'initialize', `no initialize on the modern path: ${t()}`);
+    if (m.id === undefined) {
+      // A notification (the client's own cancel, say): accepted with 202, no body.
+      if (e.status !== null) assert.equal(e.status, 202, `a notification POST gets 202 (W-4): ${t()}`);
+      continue;
+    }
+    assert.equal(e.headers['mcp-protocol-version'], MODERN, `MCP-Protocol-Version on every request (W-21): ${t()}`);
+    assert.equal(e.headers['mcp-method'], m.method, `Mcp-Method = method (W-22): ${t()}`);
+    assert.equal(m.params?._meta?.[PV], MODERN, `the envelope names the version (W-5): ${t()}`);
+    assert.equal(typeof m.params?._meta?.[CAPS], 'object', `the envelope carries clientCapabilities (W-5): ${t()}`);
+    if (m.method === 'tools/call') assert.equal(e.headers['mcp-name'], m.params.name, `Mcp-Name on tools/call (W-22): ${t()}`);
+    if (e.error || e.readError || e.status === null) continue; // aborted by the client (cancellation)
+    assert.equal(e.status, 200, `request ${m.method} id ${JSON.stringify(m.id)} answered 200: ${t()}`);
+    for (const x of e.messages) {
+      assert.ok(!(x.method && x.id !== undefined),
+        `the server sends no JSON-RPC request on a stream (W-3, W-30): ${JSON.stringify(x)}\n${t()}`);
+    }
+    const a = Wire.answer(e);
+    assert.ok(a, `request ${m.method} id ${JSON.stringify(m.id)} has a response with its id: ${t()}`);
+    if (a.result) {
+      assert.ok(['complete', 'input_required'].includes(a.result.resultType),
+        `every result has resultType (W-11): ${JSON.stringify(a.result).slice(0, 500)}\n${t()}`);
+    }
+  }
+}
+
+/** What every legacy exchange looks like: initialize first, then the session id on
+ * every later request, and no server/discover unless auto probed first. */
+async function assertLegacyWire(wire, what, { probed = false } = {}) {
+  const log = await wire.settled();
+  const t = () => `${what}\n${wire.dump()}`;
+  const posts = wire.posts();
+  let i = 0;
+  if (probed) {
+    assert.equal(posts[0]?.body?.method, 'server/discover', `auto probes with server/discover first: ${t()}`);
+    i = 1;
+  } else {
+    assert.equal(wire.requests('server/discover').length, 0, `legacy mode sends no server/discover: ${t()}`);
+  }
+  const init = posts[i];
+  assert.equal(init?.body?.method, 'initialize', `then initialize: ${t()}`);
+  assert.equal(init.status, 200, t());
+  const sid = init.resHeaders['mcp-session-id'];
+  assert.ok(sid, `initialize hands out Mcp-Session-Id: ${t()}`);
+  for (const e of log.slice(log.indexOf(init) + 1)) {
+    assert.equal(e.headers['mcp-session-id'], sid, `every later request carries the session id: ${t()}`);
+    assert.equal(e.body?.params?._meta?.[PV], undefined, `no modern envelope on the legacy path: ${t()}`);
+  }
+  return sid;
+}
+
+/** The tools/list answers a client got, concatenated, exactly as sent. */
+async function wireTools(wire) {
+  await wire.settled();
+  const tools = [];
+  for (const e of wire.requests('tools/list')) tools.push(...(Wire.answer(e)?.result?.tools ?? []));
+  return tools;
+}
+
+/** The input_required rounds of a client's tools/call: [{call, answer, retry}]. */
+async function mrtrRounds(wire) {
+  await wire.settled();
+  const calls = wire.requests('tools/call');
+  const rounds = [];
+  for (const [i, e] of calls.entries()) {
+    const a = Wire.answer(e);
+    if (a?.result?.resultType !== 'input_required') continue;
+    const retry = calls.slice(i + 1).find((r) => r.body.params?.name === e.body.params.name &&
+      r.body.params?.inputResponses !== undefined);
+    rounds.push({ call: e, answer: a.result, retry });
+  }
+  return rounds;
+}
+
+/**
+ * The MRTR round a sampling or elicitation call must have made (M, W-30, W-31):
+ * an input_required answer whose inputRequests hold exactly one request of this
+ * method, then a retry of the same tool with the same arguments, on a new id,
+ * with inputResponses under the same key and the requestState echoed; the retry's
+ * answer is complete. Returns {key, request, response, final}.
+ */
+async function assertOneRound(wire, method, what) {
+  const rounds = await mrtrRounds(wire);
+  const t = () => `${what}\n${wire.dump(12000)}`;
+  assert.equal(rounds.length, 1, `one input_required round for ${method}: ${t()}`);
+  const { call, answer, retry } = rounds[0];
+  const keys = Object.keys(answer.inputRequests ?? {});
+  assert.equal(keys.length, 1, `one input request: ${t()}`);
+  const [key] = keys;
+  const ir = answer.inputRequests[key];
+  assert.equal(ir.method, method, `the input request is ${method}: ${t()}`);
+  assert.equal(ir.id, undefined, `an input request is method + params, no id (W-30): ${t()}`);
+  assert.equal(answer.ttlMs, undefined, `input_required carries no cache hints (W-13): ${t()}`);
+  assert.ok(retry, `the client retried the call with inputResponses: ${t()}`);
+  assert.notDeepEqual(retry.body.id, call.body.id, `the retry has a new JSON-RPC id (W-31): ${t()}`);
+  assert.deepEqual(retry.body.params.arguments, call.body.params.arguments, `same arguments (W-31): ${t()}`);
+  assert.ok(retry.body.params.inputResponses[key], `the answer is under the server's key ${key}: ${t()}`);
+  if (answer.requestState !== undefined) {
+    assert.equal(retry.body.params.requestState, answer.requestState, `requestState echoed exactly (W-31): ${t()}`);
+  }
+  const final = Wire.answer(retry);
+  assert.equal(final?.result?.resultType, 'complete', `the retry completes: ${t()}`);
+  return { key, request: ir, response: retry.body.params.inputResponses[key], final: final.result };
+}
+
+// ---------------------------------------------------------------- clients
+
+/**
+ * A v2 Client in `mode`, connected through the gateway, recording into wire.
+ * handlers: sampling/elicitation answer the server (the client announces both
+ * capabilities either way, as sdk.test.mjs's clients do).
+ */
+async function connect2(url, authorization, {
+  mode, wire = new Wire(), name = `sdk2-${mode}`, capabilities = { sampling: {}, elicitation: {} },
+  sampling, elicitation, timeout = 30000,
+} = {}) {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities, versionNegotiation: negotiation(mode) });
+  if (sampling) client.setRequestHandler('sampling/createMessage', sampling);
+  if (elicitation) client.setRequestHandler('elicitation/create', elicitation);
+  client.errors = [];
+  client.onerror = (e) => client.errors.push(e);
+  client.wire = wire;
+  const headers = authorization ? { Authorization: authorization } : {};
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: wire.fetch });
+  await client.connect(transport, { timeout });
+  return client;
+}
+
+/** Ends a legacy session (DELETE) and closes the client; never throws. */
+async function close2(client) {
+  if (!client) return;
+  try {
+    if (client.transport?.sessionId) await client.transport.terminateSession();
+  } catch {}
+  try {
+    await client.close();
+  } catch {}
+}
+
+/** A tool of the list whose name fits, preferring the exact expected one. */
+function pickTool(tools, exact, re) {
+  const names = tools.map((t) => t.name);
+  return names.includes(exact) ? exact : names.find((n) => re.test(n) && !/async/.test(n));
+}
+
+/** A raw modern server/discover POST (the envelope and headers, no SDK). */
+function rawDiscover(url, authorization, id = 'raw-discover-1') {
+  return httpCall(url, {
+    method: 'POST',
+    headers: {
+      Accept: ACCEPT_BOTH, 'Content-Type': 'application/json', Authorization: authorization,
+      'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'server/discover',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0', id, method: 'server/discover',
+      params: { _meta: { [PV]: MODERN, [CAPS]: {}, 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' } } },
+    }),
+  });
+}
+
+const sortNames = (tools) => tools.map((t) => t.name).sort();
+
+// ---------------------------------------------------------------- server-everything
+
+describe('TypeScript client v2 through the gateway to server-everything', { skip: skipReason() }, () => {
+  let d, sb, everything, solo, auth;
+
+  before(async () => {
+    d = await startMcpDaemon({ prefix: 'runtime-sdk2-' });
+    sb = await d.create({ name: 'mcp-sdk2' });
+    const cmd = await installEverything(d, sb.id);
+    const got = await d.mcpReady(sb.id, [
+      { name: 'everything', command: cmd },
+      { name: 'everything-solo', command: [...cmd, 'solo'], isolation: 'session' },
+    ], { timeoutMs: 90000 });
+    everything = got.servers.everything;
+    solo = got.servers['everything-solo'];
+    auth = got.status.headers.Authorization;
+  });
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  for (const mode of MODES) {
+    const modern = MODERN_MODES.has(mode);
+
+    describe(`mode ${mode}`, () => {
+      test('connect: the era the mode asks for, and what the client exposes of it', async () => {
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        try {
+          if (modern) {
+            assert.equal(c.getProtocolEra(), 'modern', `${mode} lands modern against our gateway\n${wire.dump()}`);
+            assert.equal(c.getNegotiatedProtocolVersion(), MODERN);
+            const disc = c.getDiscoverResult();
+            assert.ok(disc, 'the client exposes the discover result');
+            assert.ok(disc.supportedVersions.includes(MODERN), JSON.stringify(disc));
+            assert.equal(typeof disc.capabilities?.tools, 'object', `discover names the tools capability: ${JSON.stringify(disc)}`);
+            // What went over the wire: the probe and its answer (W-12, W-13, W-16).
+            await wire.settled();
+            const [probe] = wire.requests('server/discover');
+            assert.ok(probe, `connect sent server/discover\n${wire.dump()}`);
+            assert.equal(wire.posts()[0], probe, 'server/discover is the first request');
+            const r = Wire.answer(probe)?.result;
+            assert.ok(r, `server/discover has a result\n${wire.dump()}`);
+            assert.equal(r.resultType, 'complete');
+            assert.ok(Number.isInteger(r.ttlMs) && r.ttlMs >= 0, `ttlMs is an integer >= 0 (W-13): ${JSON.stringify(r)}`);
+            assert.ok(['public', 'private'].includes(r.cacheScope), `cacheScope (W-13): ${JSON.stringify(r)}`);
+            assert.deepEqual(r.supportedVersions, disc.supportedVersions);
+            // The same server as a legacy client sees: same identity, same capabilities
+            // (less the experimental and tasks ones, §4.4).
+            const legacy = await connect2(everything.url, auth, { mode: 'legacy' });
+            try {
+              assert.deepEqual(r._meta?.[SERVER_INFO], legacy.getServerVersion(),
+                `serverInfo in the discover result's _meta is the server's (W-12): ${JSON.stringify(r)}`);
+              assert.deepEqual(c.getServerVersion(), legacy.getServerVersion());
+              const lc = { ...legacy.getServerCapabilities() };
+              delete lc.experimental;
+              delete lc.tasks;
+              const dc = { ...disc.capabilities };
+              delete dc.experimental;
+              delete dc.tasks;
+              assert.deepEqual(dc, lc, 'discover capabilities = the initialize result\'s');
+            } finally {
+              await close2(legacy);
+            }
+            await assertModernWire(wire, 'connect');
+          } else {
+            assert.equal(c.getProtocolEra(), 'legacy');
+            assert.equal(c.getDiscoverResult(), undefined, 'no discover result on the legacy path');
+            assert.match(c.getNegotiatedProtocolVersion(), /^\d{4}-\d{2}-\d{2}$/);
+            assert.ok(c.getServerVersion()?.name, 'initialize named the server');
+            await assertLegacyWire(wire, 'connect');
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('listTools equals the approved list (the status), as the gateway sends it', async () => {
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        try {
+          const tools = (await c.listTools()).tools;
+          assert.deepEqual(sortNames(tools), [...everything.tools].sort(), 'the status lists the same tools');
+          const exact = await wireTools(wire);
+          assert.deepEqual(sortNames(exact), [...everything.tools].sort(), wire.dump());
+          assert.equal(fingerprint(exact).short, everything.fingerprint,
+            'what the client got is the approved list (its fingerprint is the status\'s)');
+          if (modern) {
+            const [e] = wire.requests('tools/list');
+            const r = Wire.answer(e).result;
+            assert.ok(Number.isInteger(r.ttlMs) && r.ttlMs >= 0, `tools/list has ttlMs (W-13): ${JSON.stringify(r).slice(0, 300)}`);
+            assert.ok(['public', 'private'].includes(r.cacheScope), 'tools/list has cacheScope (W-13)');
+            await assertModernWire(wire, 'listTools');
+          } else {
+            await assertLegacyWire(wire, 'listTools', { probed: false });
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('callTool: echo and get-sum', async () => {
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        try {
+          const msg = token('echo');
+          assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+          const sum = await c.callTool({ name: 'get-sum', arguments: { a: 19, b: 23 } });
+          assert.match(resultText(sum), /\b42\b/);
+          const u = `héllo ✓ 𝄞 ${msg}`;
+          assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: u } })), `Echo: ${u}`);
+          if (modern) {
+            await assertModernWire(wire, 'callTool');
+            for (const e of wire.requests('tools/call')) {
+              assert.ok(Wire.answer(e).result._meta?.[SERVER_INFO]?.name,
+                `a tools/call result names the server in _meta (W-12): ${JSON.stringify(Wire.answer(e))}`);
+            }
+          } else {
+            await assertLegacyWire(wire, 'callTool');
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('sampling: the server asks for a completion, the client\'s handler answers it', async () => {
+        const answer = token('sampled');
+        const asked = [];
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, {
+          mode, wire,
+          sampling: async (req) => {
+            asked.push(req.params);
+            return { model: 'test-model', role: 'assistant', content: { type: 'text', text: answer } };
+          },
+        });
+        try {
+          const tools = (await c.listTools()).tools;
+          const name = pickTool(tools, 'trigger-sampling-request', /sampl/i);
+          assert.ok(name, `no sampling tool: ${tools.map((t) => t.name).join(', ')}`);
+          const prompt = token('prompt');
+          const r = await c.callTool({ name, arguments: { prompt, maxTokens: 20 } }, { timeout: 30000 });
+          assert.equal(asked.length, 1, 'exactly one sampling request reached the handler');
+          assert.ok(JSON.stringify(asked[0].messages).includes(prompt), `the handler got the server's params: ${JSON.stringify(asked[0])}`);
+          assert.ok(resultText(r).includes(answer), `the tool result carries the handler's answer: ${resultText(r)}`);
+          if (modern) {
+            const round = await assertOneRound(wire, 'sampling/createMessage', 'sampling');
+            assert.deepEqual(round.request.params.messages, asked[0].messages, 'the input request holds the server\'s messages');
+            assert.equal(round.response.content.text, answer);
+            await assertModernWire(wire, 'sampling');
+          } else {
+            await assertLegacyWire(wire, 'sampling');
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('elicitation: the server asks for input, the client\'s handler gives it', async () => {
+        const who = token('name');
+        const asked = [];
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, {
+          mode, wire,
+          elicitation: async (req) => {
+            asked.push(req.params);
+            return { action: 'accept', content: { name: who, check: true } };
+          },
+        });
+        try {
+          const tools = (await c.listTools()).tools;
+          const tool = pickTool(tools, 'trigger-elicitation-request', /elicit/i);
+          assert.ok(tool, `no elicitation tool: ${tools.map((t) => t.name).join(', ')}`);
+          const r = await c.callTool({ name: tool, arguments: {} }, { timeout: 30000 });
+          assert.equal(asked.length, 1, 'exactly one elicitation reached the handler');
+          assert.ok(asked[0].requestedSchema?.properties?.name, `the handler got the server's schema: ${JSON.stringify(asked[0])}`);
+          assert.ok(resultText(r).includes(who), `the result carries what the handler entered: ${resultText(r)}`);
+          assert.match(resultText(r), /accept/);
+          if (modern) {
+            const round = await assertOneRound(wire, 'elicitation/create', 'elicitation');
+            assert.deepEqual(round.request.params.requestedSchema, asked[0].requestedSchema);
+            assert.equal(round.response.action, 'accept');
+            await assertModernWire(wire, 'elicitation');
+          } else {
+            await assertLegacyWire(wire, 'elicitation');
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('progress: a long-running tool reports progress to the caller', async () => {
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        try {
+          const progress = [];
+          const r = await c.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 4 } },
+            { onprogress: (p) => progress.push(p), timeout: 30000 });
+          assert.match(resultText(r), /completed/i);
+          assert.deepEqual(progress.map((p) => p.progress), [1, 2, 3, 4], wire.dump());
+          assert.ok(progress.every((p) => p.total === 4));
+          if (modern) {
+            await assertModernWire(wire, 'progress');
+            const [e] = wire.requests('tools/call');
+            assert.ok(e.body.params._meta.progressToken !== undefined, 'the call asked for progress');
+            const notes = e.messages.filter((m) => m.method === 'notifications/progress');
+            assert.equal(notes.length, 4, `the progress came on the call's own stream (W-43): ${wire.dump()}`);
+            assert.ok(notes.every((n) => n.params.progressToken === e.body.params._meta.progressToken),
+              'with the client\'s own token');
+          } else {
+            await assertLegacyWire(wire, 'progress');
+          }
+        } finally {
+          await close2(c);
+        }
+      });
+
+      test('cancellation: an aborted call ends at once, and the gateway serves on', async () => {
+        const wire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        const other = await connect2(everything.url, auth, { mode });
+        try {
+          const ac = new AbortController();
+          const started = Date.now();
+          const durationMs = 3000;
+          const call = c.callTool({ name: 'trigger-long-running-operation', arguments: { duration: durationMs / 1000, steps: 6 } }, {
+            signal: ac.signal, timeout: 30000,
+            onprogress: (p) => {
+              if (p.progress === 1) ac.abort(new Error('cancelled by the test'));
+            },
+          });
+          await assert.rejects(call, 'the aborted call rejects');
+          assert.ok(Date.now() - started < durationMs, 'it ends when aborted, not when the operation would have');
+          // Until well past the operation's natural end both clients keep getting
+          // their answers, and no late answer to the cancelled call turns up.
+          let n = 0;
+          await waitFor(async () => {
+            const who = n++ % 2 ? other : c;
+            const msg = token('after-cancel');
+            try {
+              const r = await who.callTool({ name: 'echo', arguments: { message: msg } });
+              assert.equal(resultText(r), `Echo: ${msg}`);
+            } catch (e) {
+              throw Object.assign(e, { fatal: true });
+            }
+            return Date.now() - started > durationMs + 1000;
+          }, { timeoutMs: durationMs + 10000, intervalMs: 100, what: 'calls after the cancel' });
+          const stray = c.errors.filter((e) => /unknown message ID|unknown request|unexpected response/i.test(String(e?.message ?? e)));
+          assert.deepEqual(stray.map(String), [], 'no response to the cancelled request reached the client');
+          if (modern) await assertModernWire(wire, 'cancellation');
+          else await assertLegacyWire(wire, 'cancellation');
+        } finally {
+          await close2(c);
+          await close2(other);
+        }
+      });
+
+      test('8 clients at once each get their own answers', async () => {
+        const wires = Array.from({ length: 8 }, () => new Wire());
+        const clients = await Promise.all(wires.map((wire, i) =>
+          connect2(everything.url, auth, { mode, wire, name: `sdk2-${mode}-${i}` })));
+        try {
+          // Every client numbers its requests from the same start, so the gateway
+          // sees the same JSON-RPC ids from all of them at once.
+          const jobs = [];
+          clients.forEach((c, i) => {
+            for (let k = 0; k < 3; k++) {
+              const msg = `client-${i}-call-${k}-${token('m')}`;
+              jobs.push(c.callTool({ name: 'echo', arguments: { message: msg } }).then((r) => [msg, resultText(r)]));
+            }
+          });
+          for (const [msg, got] of await Promise.all(jobs)) assert.equal(got, `Echo: ${msg}`);
+          for (const [i, w] of wires.entries()) {
+            if (modern) await assertModernWire(w, `client ${i}`);
+            else await assertLegacyWire(w, `client ${i}`);
+          }
+          if (!modern) {
+            const sids = new Set(clients.map((c) => c.transport.sessionId));
+            assert.equal(sids.size, 8, 'eight sessions');
+          }
+        } finally {
+          await Promise.all(clients.map(close2));
+        }
+      });
+    });
+  }
+
+  test('mixed: a pinned and a legacy client at once on the same server', async () => {
+    const wm = new Wire(), wl = new Wire();
+    const answers = { m: token('answer-m'), l: token('answer-l') };
+    const sampler = (who) => async () => ({ model: 'm', role: 'assistant', content: { type: 'text', text: answers[who] } });
+    const m = await connect2(everything.url, auth, { mode: 'pinned', wire: wm, sampling: sampler('m') });
+    const l = await connect2(everything.url, auth, { mode: 'legacy', wire: wl, sampling: sampler('l') });
+    try {
+      assert.equal(m.getProtocolEra(), 'modern');
+      assert.equal(l.getProtocolEra(), 'legacy');
+      const [tm, tl] = await Promise.all([m.listTools(), l.listTools()]);
+      assert.deepEqual(sortNames(tm.tools), sortNames(tl.tools), 'both eras see the same approved list');
+      assert.deepEqual(sortNames(tm.tools), [...everything.tools].sort());
+      // Both run a long operation at the same time, each with its own progress.
+      const pm = [], pl = [];
+      const op = { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 4 } };
+      const [rm, rl] = await Promise.all([
+        m.callTool(op, { onprogress: (p) => pm.push(p.progress), timeout: 30000 }),
+        l.callTool(op, { onprogress: (p) => pl.push(p.progress), timeout: 30000 }),
+      ]);
+      assert.match(resultText(rm), /completed/i);
+      assert.match(resultText(rl), /completed/i);
+      assert.deepEqual(pm, [1, 2, 3, 4], 'the pinned client got its own progress');
+      assert.deepEqual(pl, [1, 2, 3, 4], 'the legacy client got its own progress');
+      // Interleaved calls, each answered to its own caller.
+      const jobs = [];
+      for (let k = 0; k < 5; k++) {
+        for (const [who, c] of [['m', m], ['l', l]]) {
+          const msg = `${who}-${k}-${token('x')}`;
+          jobs.push(c.callTool({ name: 'echo', arguments: { message: msg } }).then((r) => [msg, resultText(r)]));
+        }
+      }
+      for (const [msg, got] of await Promise.all(jobs)) assert.equal(got, `Echo: ${msg}`);
+      // One after the other (one process: the gateway refuses a server request
+      // while two callers wait), each era's sampling reaches its own handler.
+      const name = pickTool(tm.tools, 'trigger-sampling-request', /sampl/i);
+      for (const [who, c] of [['m', m], ['l', l]]) {
+        const r = await c.callTool({ name, arguments: { prompt: token('p'), maxTokens: 5 } }, { timeout: 30000 });
+        assert.ok(resultText(r).includes(answers[who]), `${who} got: ${resultText(r)}`);
+      }
+      await assertModernWire(wm, 'mixed, pinned');
+      await assertLegacyWire(wl, 'mixed, legacy');
+    } finally {
+      await close2(m);
+      await close2(l);
+    }
+  });
+
+  describe('isolation "session": legacy only', () => {
+    test('a modern server/discover is 404 with -32601 and the request id', async () => {
+      const r = await rawDiscover(solo.url, auth, 'solo-probe-1');
+      assert.equal(r.status, 404, `${r.status} ${r.text}`);
+      assert.equal(r.json?.error?.code, -32601, r.text);
+      assert.equal(r.json?.id, 'solo-probe-1', `the error carries the request id (W-10): ${r.text}`);
+      assert.equal(r.headers['mcp-session-id'], undefined, 'no session is made');
+    });
+
+    test('auto falls back to legacy there and works', async () => {
+      const wire = new Wire();
+      const c = await connect2(solo.url, auth, { mode: 'auto', wire });
+      try {
+        assert.equal(c.getProtocolEra(), 'legacy', wire.dump());
+        assert.equal(c.getDiscoverResult(), undefined);
+        const msg = token('solo');
+        assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+        assert.deepEqual(sortNames((await c.listTools()).tools), [...solo.tools].sort());
+        await assertLegacyWire(wire, 'auto on isolation session', { probed: true });
+        const [probe] = wire.requests('server/discover');
+        assert.equal(probe.status, 404, wire.dump());
+        assert.equal(Wire.answer(probe)?.error?.code, -32601, wire.dump());
+      } finally {
+        await close2(c);
+      }
+    });
+
+    test('a pin fails with a clear error, and makes no session', async () => {
+      const wire = new Wire();
+      const err = await connect2(solo.url, auth, { mode: 'pinned', wire }).then(
+        (c) => {
+          close2(c);
+          return null;
+        }, (e) => e);
+      assert.ok(err, `a pinned client must not connect to a legacy-only server\n${wire.dump()}`);
+      assert.equal(err.code, 'ERA_NEGOTIATION_FAILED', `${err.code}: ${err.message}`);
+      assert.match(err.message, /2026-07-28/, err.message);
+      await wire.settled();
+      assert.deepEqual(wire.log.map((e) => e.body?.method), ['server/discover'], `only the probe went out\n${wire.dump()}`);
+      assert.equal(wire.log[0].status, 404, wire.dump());
+    });
+  });
+});
+
+// ---------------------------------------------------------------- the catalog's memory server
+
+describe('TypeScript client v2 through the gateway to the catalog memory server',
+  { skip: skipReason({ online: true }) }, () => {
+    let d, sb, memory, auth;
+
+    before(async () => {
+      d = await startMcpDaemon({ online: true, prefix: 'runtime-sdk2-cat-' });
+      const { host } = npmRegistry();
+      sb = await d.create({ name: 'mcp-sdk2-catalog', network: { internet: true, allow: [host] }, env: registryEnv() });
+      const got = await d.mcpReady(sb.id, [{ id: 'memory' }], { timeoutMs: 300000 });
+      memory = got.servers.memory;
+      auth = got.status.headers.Authorization;
+    });
+    after(async () => {
+      await stopDaemon(d);
+    });
+
+    for (const mode of MODES) {
+      test(`mode ${mode}: list, create_entities, then read_graph returns them`, async () => {
+        const wire = new Wire();
+        const c = await connect2(memory.url, auth, { mode, wire });
+        try {
+          assert.equal(c.getProtocolEra(), MODERN_MODES.has(mode) ? 'modern' : 'legacy', wire.dump());
+          const tools = (await c.listTools()).tools;
+          assert.deepEqual(sortNames(tools), [...memory.tools].sort(), 'the approved list');
+          assert.equal(fingerprint(await wireTools(wire)).short, memory.fingerprint);
+          const who = token(`entity-${mode}`);
+          const entities = [
+            { name: who, entityType: 'person', observations: ['writes tests'] },
+            { name: `${who}-pet`, entityType: 'cat', observations: ['sleeps'] },
+          ];
+          const made = await c.callTool({ name: 'create_entities', arguments: { entities } });
+          assert.ok(!made.isError, resultText(made));
+          const graph = await c.callTool({ name: 'read_graph', arguments: {} });
+          assert.ok(!graph.isError, resultText(graph));
+          const g = graph.structuredContent ?? JSON.parse(resultText(graph));
+          for (const e of entities) assert.deepEqual(g.entities.find((x) => x.name === e.name), e, `read_graph returns ${e.name}`);
+          if (MODERN_MODES.has(mode)) await assertModernWire(wire, `memory ${mode}`);
+          else await assertLegacyWire(wire, `memory ${mode}`);
+        } finally {
+          await close2(c);
+        }
+      });
+    }
+  });
