@@ -697,6 +697,63 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
         });
       }
 
+      // server-everything sends notifications/resources/updated for the URIs it was
+      // asked to watch, once at once when toggle-subscriber-updates turns updates on.
+      test('resource updates reach the client that subscribed to the URI, and no other', async () => {
+        const wire = new Wire(), owire = new Wire();
+        const c = await connect2(everything.url, auth, { mode, wire });
+        const other = await connect2(everything.url, auth, { mode, wire: owire });
+        const updates = [], otherUpdates = [];
+        c.setNotificationHandler('notifications/resources/updated', (n) => updates.push(n.params.uri));
+        other.setNotificationHandler('notifications/resources/updated', (n) => otherUpdates.push(n.params.uri));
+        const subs = [];
+        let toggled = false;
+        try {
+          const resources = (await c.listResources()).resources.map((r) => r.uri);
+          assert.ok(resources.length >= 2, `server-everything lists resources: ${resources}`);
+          const [mine, theirs] = resources;
+          if (modern) {
+            const sub = await c.listen({ resourceSubscriptions: [mine] }, { timeout: 15000 });
+            subs.push(sub);
+            assert.deepEqual(sub.honoredFilter, { resourceSubscriptions: [mine] }, wire.dump());
+            const osub = await other.listen({ resourceSubscriptions: [theirs] }, { timeout: 15000 });
+            subs.push(osub);
+          } else {
+            await c.subscribeResource({ uri: mine });
+            await other.subscribeResource({ uri: theirs });
+          }
+          // Turn the updates on (the server sends one round at once), see ours, turn them off.
+          await c.callTool({ name: 'toggle-subscriber-updates', arguments: {} });
+          toggled = true;
+          await waitFor(() => updates.includes(mine), { timeoutMs: 10000,
+            what: `resources/updated for ${mine} (got ${JSON.stringify(updates)})\n${wire.dump()}` });
+          await waitFor(() => otherUpdates.includes(theirs), { timeoutMs: 10000,
+            what: `resources/updated for ${theirs} to the other client (got ${JSON.stringify(otherUpdates)})` });
+          assert.ok(updates.every((u) => u === mine), `only the URI this client watches: ${JSON.stringify(updates)}`);
+          assert.ok(otherUpdates.every((u) => u === theirs), `only the other's URI: ${JSON.stringify(otherUpdates)}`);
+          if (modern) {
+            for (const [w, uri] of [[wire, mine], [owire, theirs]]) {
+              const [e] = w.requests('subscriptions/listen');
+              const upd = e.messages.filter((x) => x.method === 'notifications/resources/updated');
+              assert.ok(upd.length >= 1 && upd.every((x) => x.params.uri === uri), w.dump());
+              assert.ok(e.messages.every((x) => JSON.stringify(x.params?._meta?.['io.modelcontextprotocol/subscriptionId']) ===
+                JSON.stringify(e.body.id)), `every frame names the subscription (W-42): ${w.dump()}`);
+            }
+          }
+        } finally {
+          if (toggled) await c.callTool({ name: 'toggle-subscriber-updates', arguments: {} }).catch(() => {});
+          for (const sub of subs) await sub.close().catch(() => {});
+          await close2(c);
+          await close2(other);
+        }
+        if (modern) {
+          await assertModernWire(wire, 'resource updates');
+          await assertModernWire(owire, 'resource updates, other');
+        } else {
+          await assertLegacyWire(wire, 'resource updates');
+        }
+      });
+
       test('8 clients at once each get their own answers', async () => {
         const wires = Array.from({ length: 8 }, () => new Wire());
         const clients = await Promise.all(wires.map((wire, i) =>
