@@ -183,11 +183,18 @@ class Wire {
   /** A short transcript for assertion messages. */
   dump(max = 6000) {
     return JSON.stringify(this.log.map((e) => ({
-      method: e.method, reqHeaders: pick(e.headers, ['mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name']),
+      method: e.method, reqHeaders: pick(e.headers, ['mcp-session-id', 'mcp-protocol-version', 'mcp-method', 'mcp-name',
+        ...Object.keys(e.headers).filter((k) => k.startsWith('mcp-param-'))]),
       body: e.body, status: e.status, resHeaders: pick(e.resHeaders, ['content-type', 'mcp-session-id']),
       messages: e.messages, error: e.error ?? e.readError,
     })), null, 1).slice(0, max);
   }
+}
+
+/** A standard header's value as the spec reads it: =?base64?…?= decoded (T §Value Encoding). */
+function headerValue(v) {
+  const m = /^=\?base64\?(.*)\?=$/i.exec(v ?? '');
+  return m ? Buffer.from(m[1], 'base64').toString('utf8') : v;
 }
 
 function pick(o, keys) {
@@ -221,7 +228,9 @@ async function assertModernWire(wire, what) {
     assert.equal(e.headers['mcp-method'], m.method, `Mcp-Method = method (W-22): ${t()}`);
     assert.equal(m.params?._meta?.[PV], MODERN, `the envelope names the version (W-5): ${t()}`);
     assert.equal(typeof m.params?._meta?.[CAPS], 'object', `the envelope carries clientCapabilities (W-5): ${t()}`);
-    if (m.method === 'tools/call') assert.equal(e.headers['mcp-name'], m.params.name, `Mcp-Name on tools/call (W-22): ${t()}`);
+    if (m.method === 'tools/call') {
+      assert.equal(headerValue(e.headers['mcp-name']), m.params.name, `Mcp-Name on tools/call (W-22): ${t()}`);
+    }
     for (const x of e.messages) {
       assert.ok(!(x.method && x.id !== undefined),
         `the server sends no JSON-RPC request on a stream (W-3, W-30): ${JSON.stringify(x)}\n${t()}`);
@@ -918,6 +927,65 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
       } finally {
         for (const c of [m, o, l]) await close2(c);
         await d.mcpStop(sb.id, 'rug').catch(() => {});
+      }
+    });
+
+  // What the client must carry in headers for a modern tools/call (W-22, W-23): the
+  // tool's name as Mcp-Name (base64-wrapped when it is not plain ASCII) and, for
+  // properties marked x-mcp-header, the argument as Mcp-Param-*. The gateway must
+  // decode and accept them and the call must reach the server unchanged.
+  test('tools whose name or arguments go in headers as base64: the gateway decodes them and serves the call',
+    async () => {
+      const tools = [
+        { name: 'météo', description: 'Weather for a city.',
+          inputSchema: { type: 'object', properties: { city: { type: 'string', 'x-mcp-header': 'City' },
+            days: { type: 'integer', 'x-mcp-header': 'Days' } }, required: ['city'] } },
+        { name: 'plain', description: 'Echoes its argument.',
+          inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } } },
+      ];
+      await d.mustExec(sb.id, ['mkdir', '-p', '/workspace/hdr']);
+      await d.putFile(sb.id, '/workspace/hdr/rugpull-server.mjs', fs.readFileSync(path.join(FIXTURES, 'rugpull-server.mjs')));
+      await d.replaceFile(sb.id, '/workspace/hdr/tools.json', JSON.stringify(tools));
+      const got = await d.mcpReady(sb.id, [{ name: 'headers', command: ['node', '/workspace/hdr/rugpull-server.mjs',
+        '/workspace/hdr/tools.json', '/workspace/hdr/calls.jsonl'] }]);
+      const srv = got.servers.headers;
+      const calls = async () => (await d.getFile(sb.id, '/workspace/hdr/calls.jsonl')).toString('utf8')
+        .split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const cases = [
+        ['météo', { city: 'Zürich', days: 3 }],
+        ['météo', { city: 'Oslo' }],
+        ['plain', { region: 'eu-west-1' }],
+        ['plain', { region: ' padded ' }],
+      ];
+      try {
+        for (const mode of MODES) {
+          const wire = new Wire();
+          const c = await connect2(srv.url, auth, { mode, wire });
+          try {
+            assert.deepEqual((await c.listTools()).tools.map((t) => t.name).sort(), ['météo', 'plain']);
+            for (const [name, args] of cases) {
+              const r = await c.callTool({ name, arguments: args }).catch((e) => ({ thrown: String(e) }));
+              assert.equal(resultText(r), `${name} called with ${JSON.stringify(args)}`,
+                `${mode}: ${name} ${JSON.stringify(args)}: ${JSON.stringify(r)}\n${wire.dump()}`);
+            }
+            if (MODERN_MODES.has(mode)) {
+              await assertModernWire(wire, `headers, ${mode}`);
+              const sent = wire.requests('tools/call').map((e) => e.headers);
+              const b64 = (v) => `=?base64?${Buffer.from(v, 'utf8').toString('base64')}?=`;
+              assert.equal(sent[0]['mcp-name'], b64('météo'), 'the client wrapped the non-ASCII name');
+              assert.equal(sent[0]['mcp-param-city'], b64('Zürich'), 'and the non-ASCII argument');
+              assert.equal(sent[0]['mcp-param-days'], '3');
+              assert.equal(sent[2]['mcp-param-region'], 'eu-west-1');
+              assert.equal(sent[3]['mcp-param-region'], b64(' padded '), 'padding is wrapped, not trimmed');
+            }
+          } finally {
+            await close2(c);
+          }
+        }
+        assert.deepEqual(await calls(), MODES.flatMap(() => cases.map(([name, args]) => ({ name, arguments: args }))),
+          'every call reached the server with its arguments unchanged');
+      } finally {
+        await d.mcpStop(sb.id, 'headers').catch(() => {});
       }
     });
 
