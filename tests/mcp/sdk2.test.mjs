@@ -12,8 +12,9 @@
 //
 // Against server-everything (copied into the sandbox from tests/mcp, no network)
 // shared by all clients, the same program under isolation "session" (legacy only:
-// a modern request there is 404 -32601, so auto falls back and a pin fails), and
-// the catalog's memory server (installed from the npm registry; skipped offline).
+// a modern request there is 404 -32601, so auto falls back and a pin fails), a
+// stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs), and the
+// catalog's memory server (installed from the npm registry; skipped offline).
 //
 // Every client records its own HTTP exchanges (a fetch wrapper handed to the
 // transport), so the tests judge what went over the wire as well as what the
@@ -27,8 +28,8 @@ import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import {
-  ACCEPT_BOTH, FIXTURES, fingerprint, httpCall, installEverything, npmRegistry, registryEnv, resultText, skipReason,
-  startMcpDaemon, token, waitFor,
+  ACCEPT_BOTH, FIXTURES, HERE, copyTreeTar, dependencyClosure, fingerprint, httpCall, installEverything, npmRegistry,
+  registryEnv, resultText, skipReason, startMcpDaemon, token, waitFor,
 } from './lib.mjs';
 import { stopDaemon } from '../e2e/lib.mjs';
 
@@ -1032,6 +1033,121 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
     });
   });
 });
+
+// ---------------------------------------------------------------- a server that speaks only 2026-07-28
+
+// fixtures/only-2026-server.mjs (the TypeScript server SDK with legacy "reject"): the
+// gateway talks 2026-07-28 on its stdio. Its input requests are input_required
+// results: a modern client gets them as they are; a legacy session is asked them as
+// ordinary server requests on its own POST stream, so routing is exact and callers
+// waiting at once never block each other (unlike a 2025 process shared by all).
+describe('TypeScript client v2 through the gateway to a stdio server that speaks only 2026-07-28',
+  { skip: skipReason() }, () => {
+    const DIR = '/workspace/modern';
+    let d, sb, srv, auth;
+
+    before(async () => {
+      d = await startMcpDaemon({ prefix: 'runtime-sdk2-only2026-' });
+      sb = await d.create({ name: 'mcp-sdk2-only-2026' });
+      const closure = [...new Set([...dependencyClosure('@modelcontextprotocol/server'), 'node_modules/zod'])];
+      await copyTreeTar(d, sb.id, HERE, closure, DIR);
+      await d.putFile(sb.id, `${DIR}/server.mjs`, fs.readFileSync(path.join(FIXTURES, 'only-2026-server.mjs')));
+      const got = await d.mcpReady(sb.id, [{ name: 'modern', command: ['node', `${DIR}/server.mjs`] }]);
+      srv = got.servers.modern;
+      auth = got.status.headers.Authorization;
+    });
+    after(async () => {
+      await stopDaemon(d);
+    });
+
+    for (const mode of MODES) {
+      const modern = MODERN_MODES.has(mode);
+      test(`mode ${mode}: list, call, elicitation, sampling and progress`, async () => {
+        const asked = [];
+        const wire = new Wire();
+        const who = token('name'), said = token('said');
+        const c = await connect2(srv.url, auth, {
+          mode, wire,
+          elicitation: async (req) => {
+            asked.push(['elicitation', req.params]);
+            return { action: 'accept', content: { name: who } };
+          },
+          sampling: async (req) => {
+            asked.push(['sampling', req.params]);
+            return { model: 'm', role: 'assistant', content: { type: 'text', text: said } };
+          },
+        });
+        try {
+          assert.equal(c.getProtocolEra(), modern ? 'modern' : 'legacy', wire.dump());
+          assert.equal(c.getServerVersion()?.name, 'modern-only', 'the server\'s own identity');
+          assert.deepEqual(sortNames((await c.listTools()).tools), [...srv.tools].sort());
+          const msg = token('echo');
+          assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { text: msg } })), `echo: ${msg}`);
+
+          assert.equal(resultText(await c.callTool({ name: 'greet', arguments: {} }, { timeout: 30000 })), `Hello, ${who}!`);
+          assert.equal(asked.length, 1);
+          assert.equal(asked[0][0], 'elicitation');
+          assert.equal(asked[0][1].message, 'What is your name?', JSON.stringify(asked[0]));
+          if (modern) {
+            const round = await assertOneRound(wire, 'elicitation/create', 'greet');
+            assert.equal(round.key, 'user_name', 'the server\'s own key passes through');
+          }
+
+          const text = token('text');
+          assert.equal(resultText(await c.callTool({ name: 'summarize', arguments: { text } }, { timeout: 30000 })),
+            `summary: ${said}`);
+          assert.equal(asked.length, 2);
+          assert.equal(asked[1][0], 'sampling');
+          assert.ok(JSON.stringify(asked[1][1].messages).includes(`Summarize: ${text}`), JSON.stringify(asked[1]));
+
+          const progress = [];
+          const counted = await c.callTool({ name: 'count', arguments: { n: 4 } },
+            { onprogress: (p) => progress.push(p.progress), timeout: 30000 });
+          assert.equal(resultText(counted), 'counted 4');
+          assert.deepEqual(progress, [1, 2, 3, 4], wire.dump());
+          if (modern) await assertModernWire(wire, `only-2026, ${mode}`);
+          else await assertLegacyWire(wire, `only-2026, ${mode}`);
+        } finally {
+          await close2(c);
+        }
+      });
+    }
+
+    test('six clients of all three modes eliciting at once each get their own answer', async () => {
+      const names = [];
+      const clients = await Promise.all(Array.from({ length: 6 }, (_, i) => {
+        const name = token(`name-${i}`);
+        names.push(name);
+        return connect2(srv.url, auth, {
+          mode: MODES[i % 3], name: `greeter-${i}`,
+          elicitation: async () => ({ action: 'accept', content: { name } }),
+        });
+      }));
+      try {
+        const results = await Promise.all(clients.map((c) => c.callTool({ name: 'greet', arguments: {} }, { timeout: 30000 })));
+        results.forEach((r, i) => assert.equal(resultText(r), `Hello, ${names[i]}!`, `client ${i} (${MODES[i % 3]})`));
+      } finally {
+        await Promise.all(clients.map(close2));
+      }
+    });
+
+    test('8 clients at once each get their own answers', async () => {
+      const clients = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        connect2(srv.url, auth, { mode: MODES[i % 3], name: `only-${i}` })));
+      try {
+        const jobs = [];
+        clients.forEach((c, i) => {
+          for (let k = 0; k < 3; k++) {
+            const msg = `client-${i}-call-${k}-${token('m')}`;
+            jobs.push(c.callTool({ name: 'echo', arguments: { text: msg } }).then((r) => [msg, resultText(r)]));
+          }
+        });
+        for (const [msg, got] of await Promise.all(jobs)) assert.equal(got, `echo: ${msg}`);
+      } finally {
+        await Promise.all(clients.map(close2));
+      }
+    });
+  });
 
 // ---------------------------------------------------------------- the catalog's memory server
 
