@@ -8,9 +8,10 @@
 // modern era they arrive as input_required results the client fulfils), progress,
 // log messages, and the HTTP exchanges it made (recorded by httpx event hooks).
 //
-// Servers: server-everything (copied in from tests/mcp) and the conformance fixture
-// (tests/mcp/fixtures/conformance-server.mjs, for its deterministic log tool), in
-// one sandbox, shared by all clients.
+// Servers: server-everything (copied in from tests/mcp), the conformance fixture
+// (tests/mcp/fixtures/conformance-server.mjs, for its deterministic log tool) and a
+// stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs), in one
+// sandbox, shared by all clients.
 //
 // The SDKs come from PyPI into venvs made with /usr/bin/python3 -m venv, cached
 // under build/py-clients/mcp-<version> (reused when complete); skipped offline
@@ -131,7 +132,7 @@ function assertLegacyWire(wire, dump, { probed = false } = {}) {
 }
 
 describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () => {
-  let d, sb, everything, fixture, auth, py2, py1;
+  let d, sb, everything, fixture, only2026, auth, py2, py1;
 
   before(async () => {
     // The venvs first (slow only the first time), then the daemon.
@@ -143,12 +144,17 @@ describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () =>
     await copyTreeTar(d, sb.id, HERE, dependencyClosure('@modelcontextprotocol/sdk'), '/workspace/conf');
     await d.putFile(sb.id, '/workspace/conf/conformance-server.mjs',
       fs.readFileSync(path.join(FIXTURES, 'conformance-server.mjs')));
+    const closure = [...new Set([...dependencyClosure('@modelcontextprotocol/server'), 'node_modules/zod'])];
+    await copyTreeTar(d, sb.id, HERE, closure, '/workspace/modern');
+    await d.putFile(sb.id, '/workspace/modern/server.mjs', fs.readFileSync(path.join(FIXTURES, 'only-2026-server.mjs')));
     const got = await d.mcpReady(sb.id, [
       { name: 'everything', command: cmd },
       { name: 'fixture', command: ['node', '/workspace/conf/conformance-server.mjs'] },
+      { name: 'only2026', command: ['node', '/workspace/modern/server.mjs'] },
     ], { timeoutMs: 90000 });
     everything = got.servers.everything;
     fixture = got.servers.fixture;
+    only2026 = got.servers.only2026;
     auth = got.status.headers.Authorization;
   }, { timeout: 900000 });
   after(async () => {
@@ -222,5 +228,40 @@ describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () =>
           assertLegacyWire(wire, dump, { probed: mode === 'auto' });
         }
       });
+
+    // The same clients against a stdio server that speaks only 2026-07-28: its
+    // input_required results pass through to a modern client and become ordinary
+    // requests for a legacy one (docs/gateway.md).
+    test(`mcp ${sdk === 2 ? V2 : V1} mode ${mode} against a 2026-07-28-only server: lands ${era}; list, call, ` +
+      'elicitation, sampling, progress', { timeout: 240000 }, async () => {
+      const prompt = token('prompt'), answer = token('answer'), who = token('name'), msg = token('echo');
+      const { steps, dump } = await pyClient(sdk === 2 ? py2 : py1, [
+        '--url', only2026.url, '--profile', 'only2026', '--token', auth.replace(/^Bearer /, ''),
+        '--sdk', String(sdk), '--mode', mode, '--prompt', prompt, '--answer', answer, '--name', who, '--message', msg,
+      ]);
+      const s = (k) => {
+        assert.ok(steps[k], `no step ${k}:\n${dump}`);
+        return steps[k];
+      };
+      assert.equal(s('connect').era, era, `mode ${mode} lands ${era}:\n${dump}`);
+      if (mode !== MODERN) assert.equal(s('connect').serverInfo?.name, 'modern-only', `the server's own identity:\n${dump}`);
+      assert.deepEqual(sorted(s('tools').names), sorted(only2026.tools), `the approved list:\n${dump}`);
+      assert.equal(s('echo').text, `echo: ${msg}`, dump);
+      assert.equal(s('elicitation').asked.length, 1, dump);
+      assert.equal(s('elicitation').asked[0].message, 'What is your name?', dump);
+      assert.equal(s('elicitation').text, `Hello, ${who}!`, dump);
+      assert.equal(s('sampling').asked.length, 1, dump);
+      assert.ok(JSON.stringify(s('sampling').asked[0].messages).includes(`Summarize: ${prompt}`), dump);
+      assert.equal(s('sampling').text, `summary: ${answer}`, dump);
+      assert.deepEqual(s('progress').progress.map((p) => p[0]), [1, 2, 3, 4], `progress:\n${dump}`);
+      assert.equal(s('progress').text, 'counted 4', dump);
+      if (era === 'modern') {
+        assertModernWire(s('wire'), dump);
+        assert.ok(s('wire').exchanges.some((x) => x.body_method === 'tools/call' && x.input_responses),
+          `a tools/call retried with inputResponses:\n${dump}`);
+      } else {
+        assertLegacyWire(s('wire'), dump, { probed: mode === 'auto' });
+      }
+    });
   }
 });
