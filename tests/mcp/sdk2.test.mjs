@@ -574,6 +574,24 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
         }
       });
 
+      test('elicitation declined and cancelled: the server hears exactly that', async () => {
+        for (const [action, re] of [['decline', /declined/], ['cancel', /cancelled/]]) {
+          const wire = new Wire();
+          const c = await connect2(everything.url, auth, { mode, wire, elicitation: async () => ({ action }) });
+          try {
+            const r = await c.callTool({ name: 'trigger-elicitation-request', arguments: {} }, { timeout: 30000 });
+            assert.match(resultText(r), re, `${action}: ${resultText(r)}`);
+            if (modern) {
+              const round = await assertOneRound(wire, 'elicitation/create', action);
+              assert.equal(round.response.action, action);
+              await assertModernWire(wire, `elicitation ${action}`);
+            }
+          } finally {
+            await close2(c);
+          }
+        }
+      });
+
       test('progress: a long-running tool reports progress to the caller', async () => {
         const wire = new Wire();
         const c = await connect2(everything.url, auth, { mode, wire });
@@ -793,6 +811,61 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
       });
     });
   }
+
+  test('without the token every mode fails with 401, and auto does not fall back to legacy', async () => {
+    for (const mode of MODES) {
+      const wire = new Wire();
+      const err = await connect2(everything.url, null, { mode, wire }).then((c) => {
+        close2(c);
+        return null;
+      }, (e) => e);
+      assert.ok(err, `${mode}: connected without a token`);
+      assert.ok(err.code === 'CLIENT_HTTP_AUTHENTICATION' || err.code === 401 || /401|Unauthorized/i.test(err.message),
+        `${mode}: ${err.code} ${err.message}`);
+      await wire.settled();
+      assert.ok(wire.log.length >= 1 && wire.log.every((e) => e.status === 401), `${mode}: only 401s\n${wire.dump()}`);
+      assert.equal(wire.requests('initialize').length, mode === 'legacy' ? 1 : 0,
+        `${mode}: a probe answered 401 is an error, not a legacy signal (W-19)\n${wire.dump()}`);
+    }
+  });
+
+  // A server that is still starting answers 503 with Retry-After: a probing client
+  // must get a typed error then (W-19: >= 500 is never a legacy signal), and the
+  // modern era once the server is ready.
+  test('a server still starting: auto and pin fail with the 503, and land modern once it is ready', async () => {
+    const cmd = await installEverything(d, sb.id, '/workspace/everything-slow');
+    const r = await d.mcpStart(sb.id, [{ name: 'slow', command: ['sh', '-c', `sleep 4; exec ${cmd.join(' ')}`] }]);
+    const slow = r.servers.find((x) => x.name === 'slow');
+    assert.ok(slow?.url, JSON.stringify(r));
+    try {
+      for (const mode of ['auto', 'pinned']) {
+        const st = (await d.mcpStatus(sb.id)).servers.find((x) => x.name === 'slow');
+        assert.equal(st.status, 'starting', `the server sleeps 4 s before it starts: ${JSON.stringify(st)}`);
+        const wire = new Wire();
+        const err = await connect2(slow.url, auth, { mode, wire }).then((c) => {
+          close2(c);
+          return null;
+        }, (e) => e);
+        assert.ok(err, `${mode} connected to a starting server\n${wire.dump()}`);
+        await wire.settled();
+        assert.deepEqual(wire.log.map((e) => [e.body?.method, e.status]), [['server/discover', 503]], wire.dump());
+        assert.equal(wire.log[0].resHeaders['retry-after'], '2', wire.dump());
+        assert.equal(err.code, 'ERA_NEGOTIATION_FAILED', `${err.code}: ${err.message}`);
+        assert.match(err.message, /503/);
+      }
+      await d.mcpSettle(sb.id, ['slow'], { timeoutMs: 60000 });
+      const c = await connect2(slow.url, auth, { mode: 'auto' });
+      try {
+        assert.equal(c.getProtocolEra(), 'modern');
+        const msg = token('slow');
+        assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+      } finally {
+        await close2(c);
+      }
+    } finally {
+      await d.mcpStop(sb.id, 'slow').catch(() => {});
+    }
+  });
 
   test('mixed: a pinned and a legacy client at once on the same server', async () => {
     const wm = new Wire(), wl = new Wire();
