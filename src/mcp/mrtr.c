@@ -164,15 +164,6 @@ void mcp_park_free(struct mcp_session *ctx)
     ctx->modern->park = NULL;
 }
 
-bool mcp_park_waiting(struct mcp_session *ctx)
-{
-    struct mcp_park *park = ctx->modern ? ctx->modern->park : NULL;
-    if (!park || park->gathering) return false;
-    for (size_t i = 0; i < park->n_asks; i++)
-        if (!park->asks[i].done) return true;
-    return false;
-}
-
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg)
 {
     struct mcp_park *park = ctx->modern->park;
