@@ -224,6 +224,8 @@ describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () =>
 
         const wire = s('wire');
         if (era === 'modern') {
+          // server-everything announces both list changes: both are honoured (W-41).
+          assert.deepEqual(s('listen').honored, { toolsListChanged: true, promptsListChanged: true }, dump);
           assertModernWire(wire, dump);
           assertModernWire(s('wire-logs'), dump);
           // The per-request opt-in went out on the logged call, and only there.
@@ -267,6 +269,9 @@ describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () =>
       assert.deepEqual(s('progress').progress.map((p) => p[0]), [1, 2, 3, 4], `progress:\n${dump}`);
       assert.equal(s('progress').text, 'counted 4', dump);
       if (era === 'modern') {
+        // It has tools and no prompts: the gateway honours tools changes (it relists and
+        // gates on the server's own) and leaves out prompts (design §4.6, W-41).
+        assert.deepEqual(s('listen').honored, { toolsListChanged: true }, dump);
         assertModernWire(s('wire'), dump);
         assert.ok(s('wire').exchanges.some((x) => x.body_method === 'tools/call' && x.input_responses),
           `a tools/call retried with inputResponses:\n${dump}`);
