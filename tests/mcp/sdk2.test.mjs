@@ -460,6 +460,27 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
         }
       });
 
+      if (modern) {
+        // ping is gone in 2026-07-28 (W-26): the client refuses it, or, if it sends it,
+        // the gateway answers 404 with -32601.
+        test('ping is not part of the modern era', async () => {
+          const wire = new Wire();
+          const c = await connect2(everything.url, auth, { mode, wire });
+          try {
+            await assert.rejects(c.ping({ timeout: 10000 }));
+            await wire.settled();
+            for (const e of wire.requests('ping')) {
+              assert.equal(e.status, 404, wire.dump());
+              assert.equal(Wire.answer(e)?.error?.code, -32601, wire.dump());
+            }
+            const msg = token('after-ping');
+            assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+          } finally {
+            await close2(c);
+          }
+        });
+      }
+
       test('listTools equals the approved list (the status), as the gateway sends it', async () => {
         const wire = new Wire();
         const c = await connect2(everything.url, auth, { mode, wire });
