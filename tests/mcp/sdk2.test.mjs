@@ -1084,6 +1084,76 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
       }
     });
 
+  // A modern client has no session to lose: when the server's process dies and the
+  // gateway restarts it, the same client goes on, a call in flight ends with an error
+  // rather than hanging, and a listen stream opened before keeps delivering (the
+  // gateway subscribes the new process again), as the legacy session's GET stream does.
+  test('the server process dies and is restarted: both eras go on, and resource updates still arrive', async () => {
+    const cmd = [...(await installEverything(d, sb.id)), 'crashy'];
+    const got = await d.mcpReady(sb.id, [{ name: 'crashy', command: cmd }]);
+    const crashy = got.servers.crashy;
+    const findPid = async () => {
+      const r = await d.exec(sb.id, ['node', '-e', `
+        const fs = require('fs');
+        for (const p of fs.readdirSync('/proc').filter((x) => /^\\d+$/.test(x) && Number(x) !== process.pid)) {
+          try {
+            const a = fs.readFileSync('/proc/' + p + '/cmdline', 'utf8').split('\\0');
+            if (a.includes('crashy') && a.some((x) => x.endsWith('server-everything/dist/index.js'))) console.log(p);
+          } catch {}
+        }`]);
+      return r.stdout.trim().split('\n').filter(Boolean);
+    };
+    const wm = new Wire();
+    const m = await connect2(crashy.url, auth, { mode: 'pinned', wire: wm });
+    const l = await connect2(crashy.url, auth, { mode: 'legacy' });
+    const updates = { m: [], l: [] };
+    m.setNotificationHandler('notifications/resources/updated', (n) => updates.m.push(n.params.uri));
+    l.setNotificationHandler('notifications/resources/updated', (n) => updates.l.push(n.params.uri));
+    let sub, toggled = false;
+    try {
+      const [uri] = (await m.listResources()).resources.map((r) => r.uri);
+      sub = await m.listen({ resourceSubscriptions: [uri] }, { timeout: 15000 });
+      await l.subscribeResource({ uri });
+      const pids = await findPid();
+      assert.equal(pids.length, 1, `one process: ${pids}`);
+
+      // A call in flight when the process dies.
+      const inflight = m.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 10, steps: 10 } },
+        { timeout: 30000, onprogress: () => {} }).then((r) => ({ r }), (e) => ({ e }));
+      await waitFor(() => wm.requests('tools/call').some((e) => e.messages.some((x) => x.method === 'notifications/progress')),
+        { timeoutMs: 10000, what: 'the long call to be running' });
+      const started = Date.now();
+      await d.mustExec(sb.id, ['kill', '-9', pids[0]]);
+      const res = await inflight;
+      assert.ok(res.e || res.r?.isError, `the call in flight ends with an error: ${JSON.stringify(res.r)}`);
+      assert.ok(Date.now() - started < 9000, 'at once, not when the operation would have ended');
+      assert.match(String(res.e?.message ?? resultText(res.r)), /ended|restart|lost|closed/i, String(res.e ?? resultText(res.r)));
+
+      await waitFor(async () => {
+        const now = await findPid();
+        const st = (await d.mcpStatus(sb.id)).servers.find((x) => x.name === 'crashy');
+        return now.length === 1 && now[0] !== pids[0] && st.status === 'ready';
+      }, { timeoutMs: 30000, what: 'the gateway to restart the server' });
+
+      for (const [who, c] of [['pinned', m], ['legacy', l]]) {
+        const msg = token(`after-restart-${who}`);
+        assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`,
+          `the ${who} client goes on with the new process`);
+      }
+      await m.callTool({ name: 'toggle-subscriber-updates', arguments: {} });
+      toggled = true;
+      await waitFor(() => updates.m.includes(uri) && updates.l.includes(uri), { timeoutMs: 10000,
+        what: `resources/updated for ${uri} after the restart (pinned: ${updates.m}, legacy: ${updates.l})\n${wm.dump()}` });
+      assert.equal(wm.requests('subscriptions/listen').length, 1, 'on the stream opened before the restart');
+    } finally {
+      if (toggled) await m.callTool({ name: 'toggle-subscriber-updates', arguments: {} }).catch(() => {});
+      await sub?.close().catch(() => {});
+      await close2(m);
+      await close2(l);
+      await d.mcpStop(sb.id, 'crashy').catch(() => {});
+    }
+  });
+
   describe('isolation "session": legacy only', () => {
     test('a modern server/discover is 404 with -32601 and the request id', async () => {
       const r = await rawDiscover(solo.url, auth, 'solo-probe-1');
