@@ -1198,6 +1198,129 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
   });
 });
 
+// ---------------------------------------------------------------- several inputs in one call
+
+// A 2025 stdio server (plain node, written into the sandbox from here) whose tools ask
+// the client for more than one thing in one call: "both" sends a sampling and an
+// elicitation request at once and waits for both; "twice" asks one question, then,
+// with the answer, a second. String request ids name the inputs (the gateway's
+// convention for input keys, docs/gateway.md). A modern client must get them as one
+// input_required with two requests, resp. two rounds with fresh state (W-30, W-38);
+// a legacy client as server requests on its POST stream.
+const ASKING_SERVER = String.raw`
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+const waiting = new Map();
+const ask = (id, method, params) => new Promise((resolve) => { waiting.set(id, resolve); send({ jsonrpc: '2.0', id, method, params }); });
+const elicit = (id, message) => ask(id, 'elicitation/create', { message,
+  requestedSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] } });
+const said = (r) => r.result ? (r.result.content?.answer ?? r.result.content?.text ?? JSON.stringify(r.result)) : 'error ' + JSON.stringify(r.error);
+const tools = [
+  { name: 'both', description: 'Asks a model and the user at once.', inputSchema: { type: 'object', properties: {} } },
+  { name: 'twice', description: 'Asks the user two questions in turn.', inputSchema: { type: 'object', properties: {} } },
+];
+let n = 0;
+async function call(id, name) {
+  const k = ++n;
+  if (name === 'both') {
+    const [s, e] = await Promise.all([
+      ask('model_' + k, 'sampling/createMessage', { messages: [{ role: 'user', content: { type: 'text', text: 'Say something' } }], maxTokens: 5 }),
+      elicit('user_' + k, 'Your answer?'),
+    ]);
+    return send({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'model: ' + said(s) + '; user: ' + said(e) }] } });
+  }
+  const a = await elicit('first_' + k, 'First question?');
+  const b = await elicit('second_' + k, 'Second question, after ' + said(a) + '?');
+  send({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'first: ' + said(a) + '; second: ' + said(b) }] } });
+}
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (d) => {
+  buf += d;
+  for (let i; (i = buf.indexOf('\n')) >= 0;) {
+    const m = JSON.parse(buf.slice(0, i));
+    buf = buf.slice(i + 1);
+    if (!m.method && waiting.has(m.id)) { const r = waiting.get(m.id); waiting.delete(m.id); r(m); continue; }
+    if (m.method === 'initialize') send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25',
+      capabilities: { tools: {} }, serverInfo: { name: 'asking', version: '1.0.0' } } });
+    else if (m.method === 'tools/list') send({ jsonrpc: '2.0', id: m.id, result: { tools } });
+    else if (m.method === 'tools/call') call(m.id, m.params.name);
+    else if (m.method === 'ping') send({ jsonrpc: '2.0', id: m.id, result: {} });
+    else if (m.id !== undefined) send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no ' + m.method } });
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+`;
+
+describe('TypeScript client v2 and a server that asks for several inputs in one call', { skip: skipReason() }, () => {
+  let d, sb, srv, auth;
+
+  before(async () => {
+    d = await startMcpDaemon({ prefix: 'runtime-sdk2-asking-' });
+    sb = await d.create({ name: 'mcp-sdk2-asking' });
+    await d.putFile(sb.id, '/workspace/asking.mjs', ASKING_SERVER);
+    const got = await d.mcpReady(sb.id, [{ name: 'asking', command: ['node', '/workspace/asking.mjs'] }]);
+    srv = got.servers.asking;
+    auth = got.status.headers.Authorization;
+  });
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  for (const mode of MODES) {
+    const modern = MODERN_MODES.has(mode);
+    test(`mode ${mode}: a sampling and an elicitation at once, then two questions in turn`, async () => {
+      const asked = [];
+      const wire = new Wire();
+      const c = await connect2(srv.url, auth, {
+        mode, wire,
+        sampling: async (req) => {
+          asked.push(['sampling', req.params.messages[0].content.text]);
+          return { model: 'm', role: 'assistant', content: { type: 'text', text: 'hello' } };
+        },
+        elicitation: async (req) => {
+          asked.push(['elicitation', req.params.message]);
+          return { action: 'accept', content: { answer: req.params.message.startsWith('Second') ? 'two' : 'one' } };
+        },
+      });
+      try {
+        const both = await c.callTool({ name: 'both', arguments: {} }, { timeout: 30000 });
+        assert.equal(resultText(both), 'model: hello; user: one', wire.dump());
+        assert.deepEqual(asked.map((x) => x[0]).sort(), ['elicitation', 'sampling']);
+        if (modern) {
+          const rounds = await mrtrRounds(wire);
+          assert.equal(rounds.length, 1, `both inputs in one input_required (W-30): ${wire.dump(12000)}`);
+          const reqs = rounds[0].answer.inputRequests;
+          assert.deepEqual(Object.values(reqs).map((r) => r.method).sort(), ['elicitation/create', 'sampling/createMessage']);
+          for (const [key, r] of Object.entries(reqs)) {
+            assert.match(key, r.method === 'sampling/createMessage' ? /^model_\d+$/ : /^user_\d+$/,
+              `the keys are the server's string ids: ${JSON.stringify(reqs)}`);
+          }
+          assert.deepEqual(Object.keys(rounds[0].retry.body.params.inputResponses).sort(), Object.keys(reqs).sort(),
+            'the retry answers both');
+        }
+
+        asked.length = 0;
+        const twice = await c.callTool({ name: 'twice', arguments: {} }, { timeout: 30000 });
+        assert.equal(resultText(twice), 'first: one; second: two', wire.dump());
+        assert.deepEqual(asked, [['elicitation', 'First question?'], ['elicitation', 'Second question, after one?']]);
+        if (modern) {
+          const rounds = (await mrtrRounds(wire)).slice(1);
+          assert.equal(rounds.length, 2, `two rounds for two questions in turn (W-38): ${wire.dump(12000)}`);
+          assert.ok(rounds[0].answer.requestState, 'the first round has a requestState');
+          assert.notEqual(rounds[1].answer.requestState, rounds[0].answer.requestState,
+            'each round has its own requestState (W-38)');
+          assert.equal(rounds[1].call, rounds[0].retry, 'the second round answers the first retry');
+          await assertModernWire(wire, `asking, ${mode}`);
+        } else {
+          await assertLegacyWire(wire, `asking, ${mode}`);
+        }
+      } finally {
+        await close2(c);
+      }
+    });
+  }
+});
+
 // ---------------------------------------------------------------- a server that speaks only 2026-07-28
 
 // fixtures/only-2026-server.mjs (the TypeScript server SDK with legacy "reject"): the
