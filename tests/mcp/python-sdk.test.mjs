@@ -6,16 +6,18 @@
 // prints one JSON line per step: the era, the tool list, echo and get-sum, a
 // sampling and an elicitation request answered by the client's callbacks (in the
 // modern era they arrive as input_required results the client fulfils), progress,
-// log messages, and the HTTP exchanges it made (recorded by httpx event hooks).
+// log messages, a listen stream's honoured filter (modern), and the HTTP exchanges
+// it made (recorded by httpx event hooks).
 //
 // Servers: server-everything (copied in from tests/mcp), the conformance fixture
 // (tests/mcp/fixtures/conformance-server.mjs, for its deterministic log tool) and a
 // stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs), in one
 // sandbox, shared by all clients.
 //
-// The SDKs come from PyPI into venvs made with /usr/bin/python3 -m venv, cached
-// under build/py-clients/mcp-<version> (reused when complete); skipped offline
-// (RUNTIME_E2E_OFFLINE) or where python3 cannot make a venv.
+// The SDKs come from PyPI (wheels only) into venvs made with /usr/bin/python3 -m venv,
+// cached under build/py-clients/mcp-<version> (reused when complete); skipped offline
+// (RUNTIME_E2E_OFFLINE) or where python3 cannot make a venv (a failure instead under
+// RUNTIME_REQUIRE_ALL, as in CI).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
