@@ -28,10 +28,10 @@ import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import {
-  ACCEPT_BOTH, FIXTURES, HERE, copyTreeTar, dependencyClosure, fingerprint, httpCall, installEverything, npmRegistry,
-  registryEnv, resultText, skipReason, startMcpDaemon, token, waitFor,
+  ACCEPT_BOTH, FIXTURES, HERE, McpDaemon, copyTreeTar, dependencyClosure, fingerprint, httpCall, installEverything,
+  npmRegistry, registryEnv, resultText, skipReason, startMcpDaemon, token, waitFor,
 } from './lib.mjs';
-import { stopDaemon } from '../e2e/lib.mjs';
+import { startDaemon, stopDaemon } from '../e2e/lib.mjs';
 
 const MODERN = '2026-07-28';
 const PV = 'io.modelcontextprotocol/protocolVersion';
@@ -1319,6 +1319,66 @@ describe('TypeScript client v2 and a server that asks for several inputs in one 
       }
     });
   }
+});
+
+// ---------------------------------------------------------------- a client slower than the input wait
+
+// runtimed --mcp-input-wait S bounds how long a call parked on input_required waits
+// for its retry. A client whose user answers later gets a clear error on the retry
+// (a requestState that expired is refused with -32602, W-34), and the server is free
+// for the next caller at once (the parked call was answered and let go).
+describe('TypeScript client v2 and an answer later than --mcp-input-wait', { skip: skipReason() }, () => {
+  let d, sb, everything, auth;
+
+  before(async () => {
+    d = await startDaemon({ prefix: 'runtime-sdk2-wait-', make: (dir) => {
+      const x = new McpDaemon(dir);
+      x.extraArgs.push('--mcp-input-wait', '1');
+      return x;
+    } });
+    sb = await d.create({ name: 'mcp-sdk2-wait' });
+    const cmd = await installEverything(d, sb.id);
+    const got = await d.mcpReady(sb.id, [{ name: 'everything', command: cmd }], { timeoutMs: 90000 });
+    everything = got.servers.everything;
+    auth = got.status.headers.Authorization;
+  });
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  test('the late retry is refused with a clear error, and the next caller is served', async (t) => {
+    const wire = new Wire();
+    let answered;
+    const slow = await connect2(everything.url, auth, {
+      mode: 'pinned', wire,
+      // The user takes 2.5 s to answer, past the 1 s the gateway waits.
+      elicitation: () => new Promise((resolve) => {
+        answered = Date.now();
+        setTimeout(() => resolve({ action: 'accept', content: { name: 'late', check: true } }), 2500);
+      }),
+    });
+    const next = await connect2(everything.url, auth, { mode: 'pinned',
+      elicitation: async () => ({ action: 'accept', content: { name: 'prompt', check: true } }) });
+    try {
+      const err = await slow.callTool({ name: 'trigger-elicitation-request', arguments: {} }, { timeout: 30000 })
+        .then((r) => ({ result: r }), (e) => e);
+      assert.ok(err instanceof Error, `the late retry must not succeed: ${JSON.stringify(err.result)}\n${wire.dump()}`);
+      t.diagnostic(`the client's error: ${err.message}`);
+      assert.match(err.message, /requestState|expired|again/i, err.message);
+      await wire.settled();
+      const [first, retry] = wire.requests('tools/call');
+      assert.equal(Wire.answer(first)?.result?.resultType, 'input_required', wire.dump());
+      assert.ok(retry?.body?.params?.requestState, `the client retried with the state\n${wire.dump()}`);
+      const refusal = Wire.answer(retry)?.error;
+      assert.equal(refusal?.code, -32602, `an expired requestState is refused with -32602 (W-34)\n${wire.dump()}`);
+      assert.ok(answered, 'the handler was asked');
+      const r = await next.callTool({ name: 'trigger-elicitation-request', arguments: {} }, { timeout: 30000 });
+      assert.ok(resultText(r).includes('prompt'), `the next caller is served: ${resultText(r)}`);
+    } finally {
+      await close2(slow);
+      await close2(next);
+    }
+  });
 });
 
 // ---------------------------------------------------------------- a server that speaks only 2026-07-28
