@@ -888,6 +888,44 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
     }
   });
 
+  // The one-waiter rule across eras: a parked modern call counts as waiting, so a
+  // server request while a legacy session also waits is refused, never handed to the
+  // wrong caller (the raw-wire tests found that hole; here with the official clients).
+  test('mixed: a pinned and a legacy client sampling at once, ten times: never the other\'s prompt', async () => {
+    const seen = { m: [], l: [] };
+    const handler = (who) => async (req) => {
+      seen[who].push(JSON.stringify(req.params.messages));
+      return { model: 'm', role: 'assistant', content: { type: 'text', text: `answer-of-${who}` } };
+    };
+    const m = await connect2(everything.url, auth, { mode: 'pinned', sampling: handler('m') });
+    const l = await connect2(everything.url, auth, { mode: 'legacy', sampling: handler('l') });
+    try {
+      for (let round = 0; round < 10; round++) {
+        const prompts = { m: token(`m-${round}`), l: token(`l-${round}`) };
+        const results = await Promise.allSettled([['m', m], ['l', l]].map(([who, c]) => c.callTool(
+          { name: 'trigger-sampling-request', arguments: { prompt: prompts[who], maxTokens: 5 } }, { timeout: 30000 })));
+        for (const [i, who] of ['m', 'l'].entries()) {
+          const other = who === 'm' ? 'l' : 'm';
+          assert.ok(!seen[who].some((x) => x.includes(prompts[other])), `round ${round}: ${who} was sent ${other}'s prompt`);
+          const r = results[i];
+          if (r.status === 'fulfilled' && !r.value.isError) {
+            assert.ok(resultText(r.value).includes(`answer-of-${who}`), `round ${round}: ${who} got ${resultText(r.value)}`);
+            assert.ok(!resultText(r.value).includes(`answer-of-${other}`));
+          }
+        }
+      }
+      // Alone, each is served.
+      for (const [who, c] of [['m', m], ['l', l]]) {
+        const r = await c.callTool({ name: 'trigger-sampling-request', arguments: { prompt: token('alone'), maxTokens: 5 } },
+          { timeout: 30000 });
+        assert.ok(resultText(r).includes(`answer-of-${who}`), `${who} alone got: ${resultText(r)}`);
+      }
+    } finally {
+      await close2(m);
+      await close2(l);
+    }
+  });
+
   test('mixed: a pinned and a legacy client at once on the same server', async () => {
     const wm = new Wire(), wl = new Wire();
     const answers = { m: token('answer-m'), l: token('answer-l') };
