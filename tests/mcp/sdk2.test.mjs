@@ -12,9 +12,12 @@
 //
 // Against server-everything (copied into the sandbox from tests/mcp, no network)
 // shared by all clients, the same program under isolation "session" (legacy only:
-// a modern request there is 404 -32601, so auto falls back and a pin fails), a
-// stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs), and the
-// catalog's memory server (installed from the npm registry; skipped offline).
+// a modern request there is 404 -32601, so auto falls back and a pin fails),
+// fixtures/rugpull-server.mjs (a rug pull; tools whose name and arguments travel
+// base64-wrapped in headers), a small 2025 server written here that asks for several
+// inputs in one call, a daemon with a short --mcp-input-wait, a stdio server that
+// speaks only 2026-07-28 (fixtures/only-2026-server.mjs), and the catalog's memory
+// server (installed from the npm registry; skipped offline).
 //
 // Every client records its own HTTP exchanges (a fetch wrapper handed to the
 // transport), so the tests judge what went over the wire as well as what the
