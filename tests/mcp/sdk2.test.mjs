@@ -1195,6 +1195,42 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
     }
   });
 
+  // The tools option (a per-tool allow list) is the same gate for both eras: only the
+  // listed tools are seen, and a call to another is refused before it reaches the server.
+  test('a tools option: every mode sees and may call only the listed tools', async () => {
+    const cmd = [...(await installEverything(d, sb.id)), 'limited'];
+    const got = await d.mcpReady(sb.id, [{ name: 'limited', command: cmd, tools: ['echo', 'get-sum'] }]);
+    const limited = got.servers.limited;
+    try {
+      assert.deepEqual([...limited.tools].sort(), ['echo', 'get-sum']);
+      for (const mode of MODES) {
+        const wire = new Wire();
+        const c = await connect2(limited.url, auth, { mode, wire });
+        try {
+          assert.deepEqual(sortNames((await c.listTools()).tools), ['echo', 'get-sum'], `${mode}\n${wire.dump()}`);
+          const mark = await d.eventMark(sb.id);
+          await assert.rejects(c.callTool({ name: 'get-tiny-image', arguments: {} }),
+            /get-tiny-image is not available here.*tools option/, mode);
+          const ev = await d.waitEvent(sb.id, (e) => e.kind === 'mcp.refused' && e.tool === 'get-tiny-image',
+            { after: mark, what: `mcp.refused for get-tiny-image (${mode})` });
+          assert.equal(ev.server, 'limited');
+          assert.equal(ev.reason, 'not in the tools option');
+          const msg = token(`limited-${mode}`);
+          assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+          if (MODERN_MODES.has(mode)) {
+            const [refused] = wire.requests('tools/call');
+            assert.equal(refused.status, 200, `a refused call is an in-band error, HTTP 200 (§2.8: 400 is for envelope errors)\n${wire.dump()}`);
+            assert.ok(Wire.answer(refused)?.error, wire.dump());
+          }
+        } finally {
+          await close2(c);
+        }
+      }
+    } finally {
+      await d.mcpStop(sb.id, 'limited').catch(() => {});
+    }
+  });
+
   describe('isolation "session": legacy only', () => {
     test('a modern server/discover is 404 with -32601 and the request id', async () => {
       const r = await rawDiscover(solo.url, auth, 'solo-probe-1');
