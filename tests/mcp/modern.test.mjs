@@ -1,0 +1,920 @@
+// The gateway's 2026-07-28 (stateless) front end, on the wire: fetch with every header
+// explicit, no SDK (docs/protocol-2026-07-28.md §5.3). The classifier ladder (§4.2) case by
+// case, each asserting HTTP status, JSON-RPC error code and the echoed id; server/discover
+// against the legacy initialize of the same URL; tools/list and tools/call with their
+// result decoration; per-request logging and progress on the request's own stream;
+// cancellation by closing the connection; MRTR (an elicitation round trip, tampered,
+// replayed and misapplied requestState); subscriptions/listen and the fingerprint gate with
+// the rug-pull fixture; GET/DELETE without a session; a legacy session beside it all; and a
+// server with isolation "session", which does not speak 2026-07-28.
+//
+// The servers behind the gateway are legacy stdio servers: fixtures/modern-server.mjs (SDK
+// 1.32.2 server code, records what reaches the process), fixtures/rugpull-server.mjs and
+// fixtures/hello-server.mjs. Gateway decisions this file assumes, besides the design
+// document: discover's supportedVersions is SUPPORTED below; an inputRequests key is the
+// process's request id when that is a string matching ^[A-Za-z0-9_.-]{1,64}$; a server with
+// isolation "session" answers every modern request 404 / -32601 with a message that says to
+// connect in legacy mode.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  ACCEPT_BOTH, FIXTURES, HERE, RawSession, httpSend, isType, readBody, skipReason, startMcpDaemon, vectors, waitFor,
+} from './lib.mjs';
+import { stopDaemon } from '../e2e/lib.mjs';
+
+const V = '2026-07-28';
+const SUPPORTED = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
+const K = {
+  version: 'io.modelcontextprotocol/protocolVersion',
+  caps: 'io.modelcontextprotocol/clientCapabilities',
+  info: 'io.modelcontextprotocol/clientInfo',
+  level: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  sub: 'io.modelcontextprotocol/subscriptionId',
+};
+const CLIENT_INFO = { name: 'runtime-modern-test', version: '1.0.0' };
+const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+const NAME_SCHEMA = {
+  type: 'object', properties: { name: { type: 'string', description: 'Your name' } }, required: ['name'],
+};
+// What modern-server.mjs imports, with its dependencies (the conformance fixture's closure).
+const PACKAGES = ['@modelcontextprotocol/sdk', 'zod', 'zod-to-json-schema', 'ajv', 'ajv-formats',
+  'fast-deep-equal', 'fast-uri', 'json-schema-traverse', 'require-from-string'];
+const RECORD = '/workspace/modern.record';
+
+// The rug pull (as in rugpull.test.mjs): the approved list, and the change.
+const WEATHER = JSON.parse(vectors()['weather-reviewed'].tools_json);
+const POISONED = JSON.parse(vectors()['weather-today'].tools_json);
+const A = [
+  WEATHER[0],
+  {
+    name: 'get_time', description: 'Current time in a time zone.',
+    inputSchema: { type: 'object', properties: { tz: { type: 'string' } }, required: ['tz'] },
+  },
+];
+const clone = (v) => JSON.parse(JSON.stringify(v));
+
+// ---------------------------------------------------------------- the modern wire
+
+let seq = 0;
+/** A fresh JSON-RPC id: strings and numbers alternate, so both kinds are echoed. */
+const newId = (p = 'm') => (++seq % 2 ? `${p}-${seq}` : 100000 + seq);
+
+/** The per-request _meta envelope (W-5); extra keys are laid over it, undefined removes one. */
+function envelope(extra = {}) {
+  const m = { [K.version]: V, [K.caps]: {}, [K.info]: CLIENT_INFO };
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete m[k];
+    else m[k] = v;
+  }
+  return m;
+}
+
+/** A modern request body. meta: laid over the envelope; caps: clientCapabilities. */
+function rpc(method, params = {}, { id = newId(), meta = {}, caps } = {}) {
+  const m = caps === undefined ? meta : { [K.caps]: caps, ...meta };
+  return { jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...envelope(m), ...(params._meta ?? {}) } } };
+}
+
+const NAMED = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+/** The headers of a well-behaved 2026-07-28 client for this body (W-21, W-22). */
+function modernHeaders(auth, body, extra = {}) {
+  const h = { Authorization: auth, Accept: ACCEPT_BOTH, 'Content-Type': 'application/json' };
+  if (body && !Array.isArray(body) && typeof body.method === 'string') {
+    h['MCP-Protocol-Version'] = body.params?._meta?.[K.version] ?? V;
+    h['Mcp-Method'] = body.method;
+    const field = NAMED[body.method];
+    if (field && typeof body.params?.[field] === 'string') h['Mcp-Name'] = body.params[field];
+  }
+  for (const [k, v] of Object.entries(extra)) {
+    for (const o of Object.keys(h)) if (o.toLowerCase() === k.toLowerCase()) delete h[o];
+    if (v !== undefined) h[k] = v;
+  }
+  return h;
+}
+
+/** SSE events off a fetch body, parsed as the HTML standard says, raw lines kept. */
+class FetchSse {
+  constructor(res, controller) {
+    this.res = res;
+    this.controller = controller;
+    this.events = [];
+    this.lines = [];
+    this.ended = false;
+    this.error = null;
+    this.waiters = new Set();
+    this.buf = '';
+    this.cur = { data: [] };
+    this.done = this.pump();
+  }
+
+  async pump() {
+    const dec = new TextDecoder();
+    try {
+      for await (const chunk of this.res.body) {
+        this.buf += dec.decode(chunk, { stream: true });
+        for (;;) {
+          const m = /\r\n|\r|\n/.exec(this.buf);
+          if (!m || (m[0] === '\r' && m.index === this.buf.length - 1)) break;
+          const line = this.buf.slice(0, m.index);
+          this.buf = this.buf.slice(m.index + m[0].length);
+          this.line(line);
+        }
+      }
+    } catch (e) {
+      this.error = e;
+    }
+    this.ended = true;
+    this.wake();
+  }
+
+  line(line) {
+    this.lines.push(line);
+    if (line === '') return this.dispatch();
+    if (line.startsWith(':')) return;
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    let value = i < 0 ? '' : line.slice(i + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') this.cur.data.push(value);
+    else if (field === 'id') this.cur.id = value;
+    else if (field === 'event') this.cur.event = value;
+  }
+
+  dispatch() {
+    const c = this.cur;
+    this.cur = { data: [] };
+    if (!c.data.length && c.id === undefined && c.event === undefined) return;
+    const ev = { id: c.id, event: c.event, data: c.data.join('\n') };
+    try {
+      ev.message = ev.data ? JSON.parse(ev.data) : undefined;
+    } catch {
+      ev.message = undefined;
+    }
+    this.events.push(ev);
+    this.wake();
+  }
+
+  wake() {
+    for (const w of [...this.waiters]) w();
+  }
+
+  messages() {
+    return this.events.filter((e) => e.message !== undefined).map((e) => e.message);
+  }
+
+  /** Waits for an event pred accepts; null when the stream ended first; throws at the deadline. */
+  next(pred, { timeoutMs = 15000, what = 'an SSE event' } = {}) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const ev = this.events.find(pred);
+        if (ev || this.ended) {
+          this.waiters.delete(check);
+          clearTimeout(timer);
+          resolve(ev ?? null);
+        }
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ` +
+          JSON.stringify(this.events).slice(0, 2000)));
+      }, timeoutMs);
+      this.waiters.add(check);
+      check();
+    });
+  }
+
+  /** Waits (timeoutMs at most) for the server to end the stream; true when it did. */
+  async end(timeoutMs) {
+    if (this.ended) return true;
+    let timer;
+    await Promise.race([this.done, new Promise((r) => { timer = setTimeout(r, timeoutMs); })]);
+    clearTimeout(timer);
+    return this.ended;
+  }
+
+  /** Closes the connection (fetch abort: undici destroys the socket mid-body). */
+  close() {
+    this.controller.abort();
+  }
+}
+
+/**
+ * One POST with fetch. Returns {status, headers (a Headers), contentType, text, json,
+ * sse (a FetchSse when the answer is SSE), messages, response}. For an SSE answer it reads
+ * until the response to the body's id arrives (or the stream ends), then gives the server
+ * 3 s to end the stream (ended tells), and closes it. stream: true returns at the head with
+ * the SSE reader open (the caller closes it).
+ */
+async function post(url, auth, body, { headers = {}, raw, timeoutMs = 30000, stream = false } = {}) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+  let res;
+  try {
+    res = await fetch(url, {
+      method: 'POST', headers: modernHeaders(auth, body, headers), body: raw ?? JSON.stringify(body),
+      signal: controller.signal,
+    });
+  } catch (e) {
+    clearTimeout(timer);
+    throw new Error(`POST ${JSON.stringify(body).slice(0, 200)}: ${e.message}`);
+  }
+  const out = { status: res.status, headers: res.headers, contentType: res.headers.get('content-type') };
+  if (isType(out.contentType, 'text/event-stream')) {
+    const sse = new FetchSse(res, controller);
+    out.sse = sse;
+    if (stream) {
+      clearTimeout(timer);
+      return out;
+    }
+    const id = body && !Array.isArray(body) ? body.id : undefined;
+    try {
+      await sse.next((e) => e.message && e.message.id === id && !e.message.method,
+        { timeoutMs, what: `the response to ${JSON.stringify(id)}` });
+      out.ended = await sse.end(3000);
+    } finally {
+      clearTimeout(timer);
+      sse.close();
+    }
+    out.messages = sse.messages();
+    out.response = out.messages.find((m) => m.id === id && !m.method) ?? null;
+    const ev = sse.events.find((e) => e.message === out.response);
+    out.text = ev ? ev.data : '';
+    return out;
+  }
+  try {
+    out.text = await res.text();
+  } finally {
+    clearTimeout(timer);
+  }
+  try {
+    out.json = out.text ? JSON.parse(out.text) : null;
+  } catch {
+    out.json = null;
+  }
+  out.messages = out.json && !Array.isArray(out.json) ? [out.json] : out.json ?? [];
+  out.response = out.json && !Array.isArray(out.json) ? out.json : null;
+  return out;
+}
+
+/** What a failed assertion should show of an answer. */
+const show = (r) => `HTTP ${r.status} ${r.contentType ?? ''} ${(r.text ?? '').slice(0, 800)}` +
+  (r.sse ? ` events ${JSON.stringify(r.sse.events).slice(0, 800)}` : '');
+
+/** The answer is a JSON-RPC error with this HTTP status and code, under the request's id. */
+function assertError(r, status, code, id, what) {
+  assert.equal(r.status, status, `${what}: HTTP status; ${show(r)}`);
+  assert.ok(r.response, `${what}: a JSON-RPC response body; ${show(r)}`);
+  assert.equal(r.response.jsonrpc, '2.0', `${what}: jsonrpc; ${show(r)}`);
+  assert.equal(r.response.error?.code, code, `${what}: error code; ${show(r)}`);
+  assert.equal(typeof r.response.error?.message, 'string', `${what}: error message; ${show(r)}`);
+  assert.deepEqual(r.response.id, id, `${what}: the request's id echoed (W-10); ${show(r)}`);
+  assert.equal(r.response.result, undefined, `${what}: no result beside the error; ${show(r)}`);
+  assert.equal(r.headers.get('mcp-session-id'), null, `${what}: no Mcp-Session-Id; ${show(r)}`);
+  return r.response.error;
+}
+
+/** The answer is a result (HTTP 200) under the request's id; returns the result. */
+function assertResult(r, id, what) {
+  assert.equal(r.status, 200, `${what}: HTTP status; ${show(r)}`);
+  assert.ok(r.response, `${what}: a JSON-RPC response; ${show(r)}`);
+  assert.deepEqual(r.response.id, id, `${what}: the request's id echoed; ${show(r)}`);
+  assert.equal(r.response.error, undefined, `${what}: no error; ${show(r)}`);
+  assert.ok(r.response.result && typeof r.response.result === 'object', `${what}: a result; ${show(r)}`);
+  assert.equal(r.headers.get('mcp-session-id'), null, `${what}: a modern answer sets no Mcp-Session-Id; ${show(r)}`);
+  return r.response.result;
+}
+
+/** A complete result: resultType "complete" (W-11) and serverInfo in _meta (W-12). */
+function assertComplete(r, id, what, serverInfo) {
+  const res = assertResult(r, id, what);
+  assert.equal(res.resultType, 'complete', `${what}: resultType; ${show(r)}`);
+  if (serverInfo) assert.deepEqual(res._meta?.[K.serverInfo], serverInfo, `${what}: _meta serverInfo; ${show(r)}`);
+  return res;
+}
+
+/** Cache hints on a cacheable result (W-13; Q-5: always "private" here). */
+function assertHints(res, what) {
+  assert.ok(Number.isInteger(res.ttlMs) && res.ttlMs >= 0, `${what}: ttlMs an integer >= 0: ${JSON.stringify(res.ttlMs)}`);
+  assert.equal(res.cacheScope, 'private', `${what}: cacheScope (the link and token are an authorization context)`);
+}
+
+/**
+ * The raw text of the value at path (object keys) in a JSON text: to compare what two
+ * answers carry byte for byte, not after a parse.
+ */
+function rawMember(text, keys) {
+  let i = 0;
+  const ws = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++; };
+  const fail = (why) => { throw new Error(`rawMember ${keys.join('.')}: ${why} at ${i} of ${text.slice(0, 200)}`); };
+  const str = () => {
+    if (text[i] !== '"') fail('string expected');
+    for (i++; text[i] !== '"'; i++) {
+      if (i >= text.length) fail('unterminated string');
+      if (text[i] === '\\') i++;
+    }
+    i++;
+  };
+  const value = () => {
+    ws();
+    const c = text[i];
+    if (c === '"') return str();
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      i++;
+      ws();
+      if (text[i] === close) { i++; return undefined; }
+      for (;;) {
+        if (c === '{') { ws(); str(); ws(); if (text[i++] !== ':') fail('colon expected'); }
+        value();
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === close) { i++; return undefined; }
+        fail('comma or close expected');
+      }
+    }
+    while (i < text.length && !',}] \t\r\n'.includes(text[i])) i++;
+    return undefined;
+  };
+  for (const key of keys) {
+    ws();
+    if (text[i] !== '{') fail('object expected');
+    i++;
+    let found = false;
+    for (;;) {
+      ws();
+      if (text[i] === '}') break;
+      const ks = i;
+      str();
+      const k = JSON.parse(text.slice(ks, i));
+      ws();
+      if (text[i++] !== ':') fail('colon expected');
+      ws();
+      if (k === key) { found = true; break; }
+      value();
+      ws();
+      if (text[i] === ',') i++;
+    }
+    if (!found) return undefined;
+  }
+  ws();
+  const start = i;
+  value();
+  return text.slice(start, i);
+}
+
+/** One legacy request on a RawSession; returns {message, text} (the raw JSON of its answer). */
+async function legacyRaw(s, method, params) {
+  const id = s.nextId++;
+  const r = await s.post({ jsonrpc: '2.0', id, method, params });
+  assert.equal(r.status, 200, `legacy ${method}: ${r.status} ${r.text}`);
+  if (r.text) return { message: JSON.parse(r.text), text: r.text };
+  const ev = r.events.find((e) => e.message?.id === id && !e.message.method);
+  assert.ok(ev, `legacy ${method}: no response in ${JSON.stringify(r.events)}`);
+  return { message: ev.message, text: ev.data };
+}
+
+// ---------------------------------------------------------------- the suite
+
+describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }, () => {
+  let d, sb, tmp, url, rugUrl, soloUrl, auth, legacyInit;
+
+  before(async () => {
+    d = await startMcpDaemon({ prefix: 'runtime-mcp-modern-' });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-modern-'));
+    const tgz = path.join(tmp, 'modules.tgz');
+    const tar = spawnSync('tar', ['czf', tgz, '-C', HERE, ...PACKAGES.map((p) => `node_modules/${p}`)]);
+    assert.equal(tar.status, 0, String(tar.stderr));
+    sb = await d.create({ name: 'mcp-modern', memoryMiB: 1024 });
+    await d.mustExec(sb.id, ['mkdir', '-p', '/workspace/modern']);
+    await d.putFile(sb.id, '/workspace/modern/modules.tgz', fs.readFileSync(tgz));
+    await d.mustExec(sb.id, ['tar', 'xzf', '/workspace/modern/modules.tgz', '-C', '/workspace/modern'],
+      { timeoutMs: 120000 });
+    for (const f of ['modern-server.mjs', 'rugpull-server.mjs', 'hello-server.mjs']) {
+      const dir = f === 'modern-server.mjs' ? '/workspace/modern' : '/workspace';
+      await d.putFile(sb.id, `${dir}/${f}`, fs.readFileSync(path.join(FIXTURES, f)));
+    }
+    await d.replaceFile(sb.id, '/workspace/rug.json', JSON.stringify(A, null, 2));
+    const got = await d.mcpReady(sb.id, [
+      { name: 'modern', command: ['node', '/workspace/modern/modern-server.mjs', '--record', RECORD] },
+      { name: 'rug', command: ['node', '/workspace/rugpull-server.mjs', '/workspace/rug.json', '/workspace/rug.calls'] },
+      { name: 'solo', command: ['node', '/workspace/hello-server.mjs'], isolation: 'session' },
+    ], { timeoutMs: 90000 });
+    url = got.servers.modern.url;
+    rugUrl = got.servers.rug.url;
+    soloUrl = got.servers.solo.url;
+    auth = got.status.headers.Authorization;
+    const s = new RawSession(url, auth, { version: '2025-11-25' });
+    legacyInit = await s.initialize();
+    await s.close();
+  });
+  after(async () => {
+    if (d) await stopDaemon(d);
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  /** What the fixture recorded at the process so far (see modern-server.mjs). */
+  async function records() {
+    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=${encodeURIComponent(RECORD)}`);
+    if (r.status === 404) return [];
+    assert.equal(r.status, 200, r.text);
+    return r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  const call = (name, args = {}, opts = {}) => rpc('tools/call', { name, arguments: args }, opts);
+
+  // ------------------------------------------------------------ the ladder (§4.2, §5.3)
+
+  describe('the classifier ladder: status, code and id of every rung', () => {
+    const cases = [];
+    const rung = (what, status, code, make, headers = {}) => cases.push({ what, status, code, make, headers });
+    const toolsList = (params = {}, opts) => rpc('tools/list', params, opts);
+
+    // Envelope (W-5, W-6): a missing required field is -32602 and HTTP 400.
+    rung('no params at all, modern header', 400, -32602, () => ({ jsonrpc: '2.0', id: newId(), method: 'tools/list' }));
+    rung('params without _meta, modern header', 400, -32602,
+      () => ({ jsonrpc: '2.0', id: newId(), method: 'tools/list', params: {} }));
+    rung('_meta without protocolVersion, modern header', 400, -32602,
+      () => toolsList({}, { meta: { [K.version]: undefined } }));
+    rung('_meta without clientCapabilities', 400, -32602, () => toolsList({}, { meta: { [K.caps]: undefined } }));
+    rung('clientCapabilities not an object', 400, -32602, () => toolsList({}, { meta: { [K.caps]: 'all' } }));
+    rung('logLevel not a level', 400, -32602, () => toolsList({}, { meta: { [K.level]: 'loud' } }));
+    // Headers against the body (W-21): the mismatch comes before the version check.
+    rung('MCP-Protocol-Version 2026-07-28, _meta claims v999.0.0', 400, -32020,
+      () => toolsList({}, { meta: { [K.version]: 'v999.0.0' } }), { 'MCP-Protocol-Version': V });
+    rung('MCP-Protocol-Version 2025-11-25, _meta claims 2026-07-28', 400, -32020,
+      () => toolsList(), { 'MCP-Protocol-Version': '2025-11-25' });
+    rung('no MCP-Protocol-Version header', 400, -32020, () => toolsList(), { 'MCP-Protocol-Version': undefined });
+    rung('no Mcp-Method header', 400, -32020, () => toolsList(), { 'Mcp-Method': undefined });
+    rung('Mcp-Method TOOLS/LIST (values are case-sensitive)', 400, -32020, () => toolsList(),
+      { 'Mcp-Method': 'TOOLS/LIST' });
+    rung('Mcp-Method tools/call on a tools/list body', 400, -32020, () => toolsList(), { 'Mcp-Method': 'tools/call' });
+    rung('tools/call without Mcp-Name', 400, -32020, () => call('echo', { message: 'ladder-no-name' }),
+      { 'Mcp-Name': undefined });
+    rung('tools/call with an Mcp-Name of another tool', 400, -32020, () => call('echo', { message: 'ladder-wrong-name' }),
+      { 'Mcp-Name': 'echo_meta' });
+    rung('tools/call with an invalid base64 sentinel in Mcp-Name', 400, -32020,
+      () => call('echo', { message: 'ladder-bad-sentinel' }), { 'Mcp-Name': '=?base64?!!not-base64!!?=' });
+    // Versions (W-17): unknown, or known and not served statelessly.
+    rung('_meta and header claim v999.0.0', 400, -32022, () => toolsList({}, { meta: { [K.version]: 'v999.0.0' } }));
+    rung('_meta and header claim 2025-11-25', 400, -32022, () => toolsList({}, { meta: { [K.version]: '2025-11-25' } }));
+    // Methods (W-20, W-25, W-26): 404 and -32601.
+    rung('initialize with a valid modern claim', 404, -32601, () => rpc('initialize', {
+      protocolVersion: '2025-11-25', capabilities: {}, clientInfo: CLIENT_INFO }));
+    for (const m of ['ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe', 'unknown/method']) {
+      const params = m === 'logging/setLevel' ? { level: 'info' } : m.startsWith('resources/') ? { uri: 'test://x' } : {};
+      rung(`${m} with a valid modern claim`, 404, -32601, () => rpc(m, params));
+    }
+    // initialize naming 2026 in the header but not in the body (row 4).
+    rung('legacy initialize with MCP-Protocol-Version 2026-07-28', 400, -32020, () => ({
+      jsonrpc: '2.0', id: newId(), method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: CLIENT_INFO },
+    }), { 'MCP-Protocol-Version': V, 'Mcp-Method': 'initialize' });
+
+    for (const c of cases) {
+      test(`${c.what}: HTTP ${c.status}, ${c.code}`, async () => {
+        const body = c.make();
+        const r = await post(url, auth, body, { headers: c.headers });
+        const err = assertError(r, c.status, c.code, body.id, c.what);
+        if (c.code === -32022) {
+          // W-17: data.supported (a subset of discover's list) and data.requested as sent.
+          assert.deepEqual(err.data?.supported, SUPPORTED, `data.supported: ${show(r)}`);
+          assert.equal(err.data?.requested, body.params._meta[K.version], `data.requested: ${show(r)}`);
+        }
+      });
+    }
+
+    test('a batch holding a modern request: HTTP 400, -32600', async () => {
+      const body = [rpc('tools/list'), rpc('tools/call', { name: 'echo', arguments: { message: 'ladder-batch' } })];
+      const r = await post(url, auth, body, { headers: { 'MCP-Protocol-Version': V, 'Mcp-Method': 'tools/list' } });
+      assert.equal(r.status, 400, show(r));
+      assert.ok(r.json && !Array.isArray(r.json), `one error object: ${show(r)}`);
+      assert.equal(r.json.error?.code, -32600, show(r));
+      assert.equal(r.json.id ?? null, null, `no single id to echo for a batch: ${show(r)}`);
+    });
+
+    test('a modern notification: 202 with no body', async () => {
+      const body = { jsonrpc: '2.0', method: 'notifications/roots/list_changed', params: { _meta: envelope() } };
+      const r = await post(url, auth, body);
+      assert.equal(r.status, 202, show(r));
+      assert.equal(r.text, '', `no body: ${show(r)}`);
+    });
+
+    test('without clientInfo the request is served (W-7)', async () => {
+      const body = rpc('tools/list', {}, { meta: { [K.info]: undefined } });
+      const res = assertComplete(await post(url, auth, body), body.id, 'no clientInfo');
+      assert.ok(Array.isArray(res.tools), JSON.stringify(res));
+    });
+
+    test('Mcp-Name: surrounding whitespace is stripped, a base64 sentinel decoded (W-22)', async () => {
+      // fetch strips OWS from header values itself, so this one goes out with node:http.
+      const body = call('echo', { message: 'ows' });
+      const h = modernHeaders(auth, body, { 'Mcp-Name': ' \techo \t' });
+      const r = await httpSend(url, { method: 'POST', headers: h, body: JSON.stringify(body) });
+      const text = (await readBody(r.res)).toString('utf8');
+      assert.equal(r.status, 200, `OWS around Mcp-Name: ${r.status} ${text}`);
+      const ok = isType(r.headers['content-type'], 'application/json') ? JSON.parse(text)
+        : JSON.parse(text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).pop());
+      assert.deepEqual(ok.id, body.id);
+      assert.equal(ok.result?.content?.[0]?.text, 'ows', text);
+
+      const b64 = call('echo', { message: 'sentinel' });
+      const r2 = await post(url, auth, b64, { headers: { 'Mcp-Name': `=?base64?${Buffer.from('echo').toString('base64')}?=` } });
+      assert.equal(assertComplete(r2, b64.id, 'base64 sentinel').content?.[0]?.text, 'sentinel');
+    });
+
+    test('an Mcp-Session-Id on a modern request is ignored, and none is handed out', async () => {
+      const body = rpc('tools/list');
+      const r = await post(url, auth, body, { headers: { 'Mcp-Session-Id': 'no-such-session-0123456789abcdef' } });
+      assertComplete(r, body.id, 'modern tools/list with a stray Mcp-Session-Id');
+    });
+
+    test('no rung forwarded its tools/call to the process', async () => {
+      const reached = (await records()).filter((e) => e.event === 'call' && /^ladder-/.test(e.arguments?.message ?? ''));
+      assert.deepEqual(reached, [], 'refused on the ladder means never forwarded');
+    });
+  });
+
+  // ------------------------------------------------------------ discover, list, call
+
+  test('server/discover: versions, the legacy capabilities, serverInfo in _meta, cache hints, no session', async () => {
+    const body = rpc('server/discover');
+    const r = await post(url, auth, body);
+    const res = assertComplete(r, body.id, 'server/discover', legacyInit.serverInfo);
+    assert.ok(res.supportedVersions.includes(V), JSON.stringify(res));
+    assert.deepEqual(res.supportedVersions, SUPPORTED);
+    assert.deepEqual(res.capabilities, legacyInit.capabilities, 'the capabilities a legacy initialize gets');
+    assert.equal(res.instructions, legacyInit.instructions, 'the server\'s instructions');
+    assert.equal(res.serverInfo, undefined, 'serverInfo moved into _meta (W-12)');
+    assert.equal(res.protocolVersion, undefined, 'no negotiated version: there is no handshake');
+    assertHints(res, 'server/discover');
+    assert.equal(r.headers.get('mcp-session-id'), null);
+    assert.deepEqual(legacyInit.serverInfo, { name: 'modern-fixture', version: '1.2.3' }, 'the fixture as legacy sees it');
+  });
+
+  test('tools/list: decorated, and the same tools text a legacy session gets', async () => {
+    const body = rpc('tools/list');
+    const r = await post(url, auth, body);
+    const res = assertComplete(r, body.id, 'tools/list', legacyInit.serverInfo);
+    assertHints(res, 'tools/list');
+    assert.equal(res.nextCursor, undefined, 'one page');
+    const s = new RawSession(url, auth, { version: '2025-11-25' });
+    await s.initialize();
+    try {
+      const legacy = await legacyRaw(s, 'tools/list', {});
+      assert.deepEqual(res.tools, legacy.message.result.tools);
+      assert.equal(rawMember(r.text, ['result', 'tools']), rawMember(legacy.text, ['result', 'tools']),
+        'byte for byte the same tools text');
+      const names = res.tools.map((t) => t.name);
+      assert.deepEqual(names, [...names].sort(), 'sorted by name (W-14)');
+      assert.ok(names.includes('elicit_name') && names.includes('echo'), names.join());
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('tools/call: forwarded, resultType added, io.modelcontextprotocol/* stripped before the process', async () => {
+    const body = call('echo', { message: 'hi from 2026' });
+    const res = assertComplete(await post(url, auth, body), body.id, 'tools/call echo', legacyInit.serverInfo);
+    assert.deepEqual(res.content, [{ type: 'text', text: 'hi from 2026' }]);
+    const s = new RawSession(url, auth, { version: '2025-11-25' });
+    await s.initialize();
+    try {
+      const legacy = await s.request('tools/call', { name: 'echo', arguments: { message: 'hi from 2026' } });
+      assert.deepEqual(res.content, legacy.content, 'the same content as a legacy session\'s call');
+    } finally {
+      await s.close();
+    }
+    // What the process saw: no modern keys (a dual-era stdio server would take them for a claim).
+    const m = call('echo_meta', {}, { meta: { progressToken: 'meta-tok', [K.level]: 'info' } });
+    const seen = assertComplete(await post(url, auth, m), m.id, 'tools/call echo_meta');
+    const params = JSON.parse(seen.content[0].text);
+    assert.ok(params, `the process saw the call: ${seen.content[0].text}`);
+    assert.equal(params.name, 'echo_meta');
+    const keys = Object.keys(params._meta ?? {});
+    assert.deepEqual(keys.filter((k) => k.startsWith('io.modelcontextprotocol/')), [],
+      `stripped before forwarding: ${JSON.stringify(params)}`);
+    assert.ok(keys.includes('progressToken'), `the progress token is forwarded (mapped): ${JSON.stringify(params)}`);
+    assert.equal(params.inputResponses, undefined);
+    assert.equal(params.requestState, undefined);
+  });
+
+  // ------------------------------------------------------------ request-scoped notifications
+
+  test('logging: only with _meta logLevel, and only at or above it (W-29)', async () => {
+    const levels = (r) => r.messages.filter((m) => m.method === 'notifications/message').map((m) => m.params.level);
+    const none = call('log_levels');
+    const r0 = await post(url, auth, none);
+    assert.equal(assertComplete(r0, none.id, 'no logLevel').content[0].text, 'logged');
+    assert.deepEqual(levels(r0), [], `no logLevel, no notifications/message: ${show(r0)}`);
+
+    const warn = call('log_levels', {}, { meta: { [K.level]: 'warning' } });
+    const r1 = await post(url, auth, warn);
+    assertComplete(r1, warn.id, 'logLevel warning');
+    assert.deepEqual(levels(r1), LEVELS.slice(LEVELS.indexOf('warning')), `warning and above: ${show(r1)}`);
+
+    const all = call('log_levels', {}, { meta: { [K.level]: 'debug' } });
+    const r2 = await post(url, auth, all);
+    assertComplete(r2, all.id, 'logLevel debug');
+    assert.deepEqual(levels(r2), LEVELS, `every level: ${show(r2)}`);
+    for (const m of r2.messages.filter((x) => x.method)) assert.equal(m.id, undefined, 'no requests on the stream (W-3)');
+  });
+
+  test('progress: on the request\'s own SSE stream, before the answer, with no "id:" lines (W-28)', async (t) => {
+    const body = call('progress', { count: 3 }, { meta: { progressToken: 'p-tok' } });
+    const r = await post(url, auth, body);
+    assert.ok(isType(r.contentType, 'text/event-stream'), `progress turns the answer into SSE: ${show(r)}`);
+    assertComplete(r, body.id, 'progress');
+    const prog = r.messages.filter((m) => m.method === 'notifications/progress');
+    assert.deepEqual(prog.map((m) => [m.params.progressToken, m.params.progress]), [['p-tok', 1], ['p-tok', 2], ['p-tok', 3]],
+      'the client\'s own token, in order');
+    const last = r.messages.findIndex((m) => m.id === body.id);
+    assert.equal(last, r.messages.length - 1, 'the answer comes last');
+    assert.deepEqual(r.sse.lines.filter((l) => /^id:/.test(l)), [], 'no event ids: nothing to resume');
+    assert.deepEqual(r.sse.events.filter((e) => e.id !== undefined), []);
+    assert.equal(r.headers.get('x-accel-buffering'), 'no', 'SSE answers say X-Accel-Buffering: no (W-44)');
+    assert.equal(r.headers.get('mcp-session-id'), null);
+    t.diagnostic(`stream ended by the server after the answer: ${r.ended}`);
+    // Numeric tokens come back as numbers.
+    const num = call('progress', { count: 1 }, { meta: { progressToken: 4242 } });
+    const rn = await post(url, auth, num);
+    assertComplete(rn, num.id, 'numeric progress token');
+    assert.deepEqual(rn.messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progressToken), [4242]);
+  });
+
+  test('closing the connection mid-call cancels it at the process (W-4)', async () => {
+    const body = call('wait_for_cancel', {}, { meta: { progressToken: 'cancel-tok' } });
+    const r = await post(url, auth, body, { stream: true });
+    assert.equal(r.status, 200);
+    assert.ok(r.sse, `the call's progress makes an SSE answer: ${r.contentType}`);
+    const started = await r.sse.next((e) => e.message?.method === 'notifications/progress',
+      { timeoutMs: 15000, what: 'the "started" progress of wait_for_cancel' });
+    assert.ok(started, `the stream ended before the call started: ${JSON.stringify(r.sse.events)}`);
+    assert.equal(started.message.params.progressToken, 'cancel-tok');
+    const processId = JSON.parse(started.message.params.message.replace(/^started /, ''));
+    r.sse.close(); // the client goes away: on HTTP that is the cancellation
+    const seen = await waitFor(async () => {
+      const ev = await records();
+      const c = ev.find((e) => e.event === 'cancelled' && JSON.stringify(e.params?.requestId) === JSON.stringify(processId));
+      return c && ev.some((e) => e.event === 'aborted' && JSON.stringify(e.id) === JSON.stringify(processId)) ? ev : null;
+    }, { timeoutMs: 10000, intervalMs: 100,
+      what: `notifications/cancelled for process request ${JSON.stringify(processId)}` });
+    assert.ok(seen);
+    // The server works on.
+    const after1 = call('echo', { message: 'after cancel' });
+    assert.equal(assertComplete(await post(url, auth, after1), after1.id, 'after cancel').content[0].text, 'after cancel');
+  });
+
+  // ------------------------------------------------------------ MRTR (§4.5)
+
+  describe('MRTR: the process\'s elicitation becomes input_required', () => {
+    const ELICIT = { elicitation: {} };
+
+    /** Round 1 of an eliciting call: asserts the input_required shape; returns {body, res}. */
+    async function round1(name, args = {}, key = 'user_name') {
+      const body = call(name, args, { caps: ELICIT });
+      const r = await post(url, auth, body);
+      const res = assertResult(r, body.id, `${name} round 1`);
+      assert.equal(res.resultType, 'input_required', `${name} round 1: ${show(r)}`);
+      assert.ok(res.inputRequests && typeof res.inputRequests === 'object', show(r));
+      assert.deepEqual(Object.keys(res.inputRequests), [key], `the key is the process's string id: ${show(r)}`);
+      assert.equal(res.inputRequests[key].method, 'elicitation/create', show(r));
+      assert.equal(res.inputRequests[key].jsonrpc, undefined, 'an input request has no jsonrpc');
+      assert.equal(res.inputRequests[key].id, undefined, 'and no id');
+      assert.equal(typeof res.requestState, 'string', show(r));
+      assert.ok(res.requestState.length > 0);
+      assert.equal(res.ttlMs, undefined, 'no cache hints on input_required (W-13)');
+      assert.equal(res.cacheScope, undefined);
+      return { body, res };
+    }
+
+    /** The retry (W-31): the original params, a new id, inputResponses and requestState. */
+    function retry(body, inputResponses, requestState, caps = ELICIT) {
+      const params = { ...body.params, inputResponses, _meta: envelope({ [K.caps]: caps }) };
+      if (requestState !== undefined) params.requestState = requestState;
+      return { jsonrpc: '2.0', id: newId('retry'), method: body.method, params };
+    }
+
+    const accept = (content) => ({ action: 'accept', content });
+
+    test('an elicitation round trip: input_required, then a retry under a new id gets the answer', async () => {
+      const { body, res } = await round1('elicit_name');
+      assert.deepEqual(res.inputRequests.user_name.params,
+        { message: 'What is your name?', requestedSchema: NAME_SCHEMA }, 'the process\'s params, as it sent them');
+      const again = retry(body, { user_name: accept({ name: 'Ada' }) }, res.requestState);
+      assert.notDeepEqual(again.id, body.id);
+      const r = await post(url, auth, again);
+      const done = assertComplete(r, again.id, 'retry', legacyInit.serverInfo);
+      assert.deepEqual(done.content, [{ type: 'text', text: 'Hello, Ada!' }]);
+      const ans = (await records()).filter((e) => e.event === 'answer' && e.key === 'user_name').pop();
+      assert.deepEqual(ans?.result, accept({ name: 'Ada' }), 'the process got the client\'s answer as its result');
+    });
+
+    test('a tampered requestState is a JSON-RPC error -32602; the untouched one still works (W-34)', async () => {
+      const { body, res } = await round1('elicit_name');
+      const bad = retry(body, { user_name: accept({ name: 'Mallory' }) }, `${res.requestState}-TAMPERED`);
+      const r = await post(url, auth, bad);
+      assertError(r, 200, -32602, bad.id, 'tampered requestState');
+      const flipped = res.requestState.slice(0, -2) + (res.requestState.at(-2) === 'A' ? 'B' : 'A') + res.requestState.at(-1);
+      const bad2 = retry(body, { user_name: accept({ name: 'Mallory' }) }, flipped);
+      assertError(await post(url, auth, bad2), 200, -32602, bad2.id, 'requestState with one character changed');
+      const good = retry(body, { user_name: accept({ name: 'Grace' }) }, res.requestState);
+      const done = assertComplete(await post(url, auth, good), good.id, 'retry with the real state');
+      assert.deepEqual(done.content, [{ type: 'text', text: 'Hello, Grace!' }]);
+    });
+
+    test('a requestState is single use: replayed after it was used it is -32602', async () => {
+      const { body, res } = await round1('elicit_name');
+      const first = retry(body, { user_name: accept({ name: 'Lin' }) }, res.requestState);
+      assertComplete(await post(url, auth, first), first.id, 'first use');
+      const replay = retry(body, { user_name: accept({ name: 'Eve' }) }, res.requestState);
+      assertError(await post(url, auth, replay), 200, -32602, replay.id, 'replayed requestState');
+    });
+
+    test('multi-round: a new state each round; the round-1 state replayed in round 2 is -32602 (W-38)', async () => {
+      const { body, res } = await round1('two_step', {}, 'step1');
+      const r2 = retry(body, { step1: accept({ answer: 'one' }) }, res.requestState);
+      const mid = assertResult(await post(url, auth, r2), r2.id, 'two_step round 2');
+      assert.equal(mid.resultType, 'input_required', JSON.stringify(mid));
+      assert.deepEqual(Object.keys(mid.inputRequests ?? {}), ['step2'], JSON.stringify(mid));
+      assert.notEqual(mid.requestState, res.requestState, 'a different requestState for the new round');
+      const stale = retry(body, { step1: accept({ answer: 'again' }) }, res.requestState);
+      assertError(await post(url, auth, stale), 200, -32602, stale.id, 'round-1 state in round 2');
+      const r3 = retry(body, { step2: accept({ answer: 'two' }) }, mid.requestState);
+      const done = assertComplete(await post(url, auth, r3), r3.id, 'two_step final');
+      assert.deepEqual(done.content, [{ type: 'text', text: 'steps: one, two' }]);
+      const replay = retry(body, { step2: accept({ answer: 'three' }) }, mid.requestState);
+      assertError(await post(url, auth, replay), 200, -32602, replay.id, 'round-2 state after the end');
+    });
+
+    test('a requestState presented for another tool call is -32602', async () => {
+      const { body, res } = await round1('elicit_name');
+      const other = call('elicit_color', {}, { caps: ELICIT });
+      other.params.inputResponses = { user_name: accept({ name: 'Ada' }) };
+      other.params.requestState = res.requestState;
+      const r = await post(url, auth, other);
+      assertError(r, 200, -32602, other.id, 'state of elicit_name on elicit_color');
+      // Same tool, other arguments: another request as well (the state binds the digest).
+      const otherArgs = retry({ ...body, params: { ...body.params, arguments: { greeting: 'Hi' } } },
+        { user_name: accept({ name: 'Ada' }) }, res.requestState);
+      assertError(await post(url, auth, otherArgs), 200, -32602, otherArgs.id, 'state of elicit_name {} on {greeting}');
+      assert.ok(!(await records()).some((e) => e.event === 'call' && e.name === 'elicit_color'),
+        'the misapplied state forwarded nothing');
+      // The park is untouched: its own retry completes it (and frees the process for the next test).
+      const good = retry(body, { user_name: accept({ name: 'Ada' }) }, res.requestState);
+      assert.deepEqual(assertComplete(await post(url, auth, good), good.id, 'own retry').content,
+        [{ type: 'text', text: 'Hello, Ada!' }]);
+    });
+
+    test('a call that needs elicitation from a client that did not declare it: 400, -32021 (W-9)', async () => {
+      const body = call('elicit_name', {}, { caps: {} });
+      const r = await post(url, auth, body);
+      const err = assertError(r, 400, -32021, body.id, 'undeclared elicitation');
+      assert.deepEqual(err.data?.requiredCapabilities, { elicitation: {} }, show(r));
+      await waitFor(async () => (await records()).some((e) => e.event === 'answer' && e.key === 'user_name' && e.error),
+        { timeoutMs: 10000, intervalMs: 100, what: 'the process to get an error for its elicitation' });
+    });
+  });
+
+  // ------------------------------------------------------------ listen and the gate (rug pull)
+
+  test('subscriptions/listen and the gate across a rug pull: ack, list_changed, the approved list only', async (t) => {
+    const s = new RawSession(rugUrl, auth, { version: '2025-11-25' });
+    await s.initialize();
+    const streams = [];
+    try {
+      const rugCalls = async () => {
+        const r = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=${encodeURIComponent('/workspace/rug.calls')}`);
+        return r.status === 404 ? [] : r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      };
+      // Before: the approved list, byte for byte the legacy session's.
+      const l0 = rpc('tools/list');
+      const r0 = await post(rugUrl, auth, l0);
+      assert.deepEqual(assertComplete(r0, l0.id, 'tools/list before').tools, A);
+      const legacy0 = await legacyRaw(s, 'tools/list', {});
+      assert.equal(rawMember(r0.text, ['result', 'tools']), rawMember(legacy0.text, ['result', 'tools']));
+      const c0 = call('get_forecast', { city: 'Oslo' });
+      assert.match(assertComplete(await post(rugUrl, auth, c0), c0.id, 'get_forecast before').content[0].text,
+        /get_forecast called with \{"city":"Oslo"\}/);
+
+      // Two listen streams: tools, and prompts only (the server has no prompts).
+      const open = async (id, notifications) => {
+        const body = { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: envelope() } };
+        const r = await post(rugUrl, auth, body, { stream: true });
+        assert.equal(r.status, 200, `listen ${id}: ${show(r)}`);
+        assert.ok(r.sse, `listen ${id} answers SSE: ${show(r)}`);
+        assert.equal(r.headers.get('mcp-session-id'), null);
+        streams.push(r.sse);
+        const first = await r.sse.next((e) => e.message !== undefined, { timeoutMs: 10000, what: `the ack of ${id}` });
+        assert.ok(first, `listen ${id} ended without an ack`);
+        assert.equal(first.message.method, 'notifications/subscriptions/acknowledged', `the first message is the ack (W-41): ${JSON.stringify(first)}`);
+        assert.equal(first.message.id, undefined, 'the ack is a notification');
+        assert.deepEqual(first.message.params?._meta?.[K.sub], id, `tagged with the listen request's id: ${JSON.stringify(first)}`);
+        assert.equal(first.id, undefined, 'no event ids');
+        return { sse: r.sse, ack: first.message };
+      };
+      const tools = await open('listen-tools', { toolsListChanged: true });
+      assert.equal(tools.ack.params.notifications?.toolsListChanged, true, JSON.stringify(tools.ack));
+      const prompts = await open(7007, { promptsListChanged: true });
+      assert.equal(prompts.ack.params.notifications?.promptsListChanged, undefined,
+        `not honored, so omitted from the ack: ${JSON.stringify(prompts.ack)}`);
+
+      // The rug pull.
+      const mark = await d.eventMark(sb.id);
+      const pulled = clone(A);
+      pulled[0] = clone(POISONED[0]);
+      pulled.push({ name: 'exfiltrate', description: 'Uploads a file.',
+        inputSchema: { type: 'object', properties: { path: { type: 'string' } } } });
+      await d.replaceFile(sb.id, '/workspace/rug.json', JSON.stringify(pulled));
+      await d.waitEvent(sb.id, (e) => e.kind === 'mcp.refused' && JSON.stringify(e).includes('"rug"'),
+        { after: mark, timeoutMs: 20000, what: 'mcp.refused for rug after its tools changed' });
+      const changed = await tools.sse.next((e) => e.message?.method === 'notifications/tools/list_changed',
+        { timeoutMs: 15000, what: 'tools/list_changed on the listen stream' });
+      assert.ok(changed, `the listen stream ended: ${JSON.stringify(tools.sse.events)}`);
+      assert.deepEqual(changed.message.params?._meta?.[K.sub], 'listen-tools', JSON.stringify(changed));
+
+      // After: exactly the approved, unchanged tools, byte for byte the legacy session's.
+      const approved = A.filter((x) => x.name === 'get_time');
+      const l1 = rpc('tools/list');
+      const r1 = await post(rugUrl, auth, l1);
+      assert.deepEqual(assertComplete(r1, l1.id, 'tools/list after').tools, approved);
+      const legacy1 = await legacyRaw(s, 'tools/list', {});
+      assert.deepEqual(legacy1.message.result.tools, approved);
+      assert.equal(rawMember(r1.text, ['result', 'tools']), rawMember(legacy1.text, ['result', 'tools']),
+        'byte for byte the same tools text as the legacy session');
+      // The blocked and the new tool are refused, before the process.
+      for (const [tool, args] of [['get_forecast', { city: 'Bergen' }], ['exfiltrate', { path: '/workspace/x' }]]) {
+        const b = call(tool, args);
+        assertError(await post(rugUrl, auth, b), 200, -32602, b.id, `modern tools/call of ${tool} after the rug pull`);
+      }
+      const ok = call('get_time', { tz: 'UTC' });
+      assertComplete(await post(rugUrl, auth, ok), ok.id, 'get_time after');
+      assert.deepEqual((await rugCalls()).map((x) => x.name), ['get_forecast', 'get_time'],
+        'only the call before the change and the unchanged tool reached the server');
+
+      // Every frame on the tools stream is tagged; the prompts stream got nothing but its ack
+      // (checked after two more round trips through the gateway).
+      for (const m of tools.sse.messages()) assert.deepEqual(m.params?._meta?.[K.sub], 'listen-tools', JSON.stringify(m));
+      for (const m of tools.sse.messages()) assert.equal(m.id, undefined, `no requests or responses on a listen stream: ${JSON.stringify(m)}`);
+      assert.deepEqual(prompts.sse.messages().map((m) => m.method), ['notifications/subscriptions/acknowledged'],
+        'a stream that asked for prompts only gets no tools/list_changed (W-40)');
+      t.diagnostic(`tools stream: ${tools.sse.messages().map((m) => m.method).join(', ')}`);
+    } finally {
+      for (const x of streams) x.close();
+      await s.close().catch(() => {});
+    }
+  });
+
+  // ------------------------------------------------------------ the rest of the transport
+
+  test('GET and DELETE without Mcp-Session-Id: 405 with Allow (W-27, D-1)', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const headers = { Authorization: auth, Accept: method === 'GET' ? 'text/event-stream' : ACCEPT_BOTH,
+        'MCP-Protocol-Version': V };
+      const r = await fetch(url, { method, headers, signal: AbortSignal.timeout(10000) });
+      const text = await r.text();
+      assert.equal(r.status, 405, `${method}: ${r.status} ${text}`);
+      assert.match(r.headers.get('allow') ?? '', /\bPOST\b/, `${method}: a 405 names what is allowed`);
+    }
+    const g = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(10000),
+      headers: { Authorization: auth, Accept: 'text/event-stream', 'Last-Event-ID': '1-1' } });
+    assert.equal(g.status, 405, `GET with Last-Event-ID and no session: ${g.status} ${await g.text()}`);
+  });
+
+  test('a legacy initialize on the same URL still gets a session, and it works', async () => {
+    const s = new RawSession(url, auth, { version: '2025-06-18' });
+    const init = await s.initialize();
+    assert.equal(init.protocolVersion, '2025-06-18');
+    assert.match(s.sessionId, /^[\x21-\x7e]{16,}$/);
+    assert.deepEqual(init.serverInfo, legacyInit.serverInfo);
+    assert.equal(init.resultType, undefined, 'a legacy answer is not decorated');
+    assert.deepEqual(await s.request('ping', {}), {});
+    const res = await s.request('tools/call', { name: 'echo', arguments: { message: 'legacy' } });
+    assert.deepEqual(res.content, [{ type: 'text', text: 'legacy' }]);
+    assert.equal(res.resultType, undefined, 'a legacy answer is not decorated');
+    const g = await s.openGet();
+    assert.equal(g.status, 200, 'the legacy GET stream with a session');
+    g.sse.close();
+    assert.ok([200, 202, 204].includes(await s.close()));
+  });
+
+  test('isolation "session": every modern request is 404 -32601 saying to connect in legacy mode', async () => {
+    for (const body of [rpc('server/discover'), rpc('tools/list'), call('hello', { name: 'x' })]) {
+      const r = await post(soloUrl, auth, body);
+      const err = assertError(r, 404, -32601, body.id, `${body.method} to an isolation "session" server`);
+      assert.match(err.message, /legacy/i, `the message says to connect in legacy mode: ${err.message}`);
+    }
+    const s = new RawSession(soloUrl, auth, { version: '2025-11-25' });
+    await s.initialize();
+    const res = await s.request('tools/call', { name: 'hello', arguments: { name: 'solo' } });
+    assert.equal(res.content[0].text, 'hello, solo', 'legacy sessions are served as before');
+    await s.close();
+  });
+});
