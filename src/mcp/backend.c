@@ -633,6 +633,9 @@ void mcp_server_halt(struct mcp_server *ms)
         event_free(ms->restart_timer);
         ms->restart_timer = NULL;
     }
+    mcp_listen_close_all(ms);
+    while (ms->contexts)
+        mcp_modern_free(ms->contexts);
     while (ms->sessions)
         mcp_session_free(ms->sessions);
     if (ms->shared) mcp_backend_free(ms->shared);

@@ -134,6 +134,7 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
     box->sb = sb;
     random_hex(box->link, 16);
     random_hex(box->token, 32);
+    random_bytes(box->state_key, sizeof box->state_key);
     box->keepalive = event_new(server_base(srv), -1, EV_PERSIST, keepalive_tick, box);
     struct timeval tv = {MCP_KEEPALIVE_MS / 1000, 0};
     event_add(box->keepalive, &tv);

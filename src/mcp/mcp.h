@@ -28,6 +28,14 @@
 #define MCP_INSTALL_TIMEOUT_MS (15 * 60 * 1000)
 #define MCP_START_TIMEOUT_MS (60 * 1000) /* from spawn to a fingerprinted tool list */
 #define MCP_KEEPALIVE_MS (15 * 1000)
+/* 2026-07-28 (modern.c, mrtr.c, listen.c) */
+#define MCP_MAX_PARKS 256               /* calls waiting on their clients' input, per server */
+#define MCP_MAX_INPUTS 16               /* input requests in one input_required result */
+#define MCP_PARK_TTL_MS (5 * 60 * 1000) /* how long a parked call waits for its retry */
+#define MCP_INPUT_GATHER_MS 20          /* requests this close go into one result... */
+#define MCP_INPUT_GATHER_MAX_MS 200     /* ... for at most this long */
+#define MCP_MAX_LISTENS 256             /* subscriptions/listen streams per server */
+#define MCP_MAX_LISTEN_URIS 64          /* resources one listen stream subscribes to */
 
 struct server;
 struct sbx;

@@ -22,6 +22,8 @@
 #define MCP_SERVER_BACKLOG (16u << 20) /* unsent bytes to a process before requests fail */
 #define MCP_NAME_MAX MODEL_MCP_NAME_MAX
 #define MCP_VERSION_LATEST "2025-11-25"
+#define MCP_VERSION_MODERN "2026-07-28"     /* stateless: no initialize, _meta per request */
+#define MCP_META "io.modelcontextprotocol/" /* the prefix of the revision's _meta keys */
 
 enum mcp_status { MCP_INSTALLING, MCP_STARTING, MCP_READY, MCP_FAILED, MCP_REFUSED, MCP_STOPPED };
 
@@ -44,9 +46,10 @@ struct mcp_box {
     char token[65]; /* 256 random bits */
     struct mcp_server *servers;
     struct mcp_waiter *waiters;
-    int installing;      /* installs running now */
-    char registry[256];  /* host of the package registry, once known */
-    char pip_index[512]; /* URL of pip's index, once known */
+    int installing;        /* installs running now */
+    uint8_t state_key[32]; /* signs requestState (mrtr.c); memory only */
+    char registry[256];    /* host of the package registry, once known */
+    char pip_index[512];   /* URL of pip's index, once known */
     struct event *keepalive;
 };
 
@@ -69,6 +72,10 @@ struct mcp_server {
     struct mcp_backend *shared; /* the one process (isolation "shared") */
     struct mcp_session *sessions;
     size_t n_sessions;
+    struct mcp_session *contexts; /* 2026-07-28 requests in flight (modern.c) */
+    size_t n_parks;               /* ... of them waiting on the client for input */
+    struct mcp_listen *listens;   /* subscriptions/listen streams (listen.c) */
+    size_t n_listens;
     struct server_run *install;
     struct event *restart_timer;
     unsigned restarts;
@@ -122,6 +129,7 @@ struct mcp_stream {
     bool sse;            /* answering with text/event-stream */
     int waiting;         /* answers still due (POST) */
     bool batch;          /* the client sent an array (2025-03-26) */
+    int status;          /* JSON mode: the HTTP status of the answer (0: 200) */
     json_t *answers;     /* JSON mode: answers collected */
     uint64_t started_ns; /* for the latency metric */
     struct mcp_stream *next;
@@ -132,8 +140,21 @@ struct mcp_event {
     char *data;
 };
 
+/* What a 2026-07-28 request declared: each request says it all, nothing carries over. */
+struct mcp_modern {
+    char method[32];
+    json_t *caps;          /* clientCapabilities */
+    int log_level;         /* the lowest level of notifications/message it wants; -1: none */
+    json_t *preanswers;    /* inputResponses of a call that carried no requestState */
+    char digest[65];       /* what a requestState must be for: method, name or uri, arguments */
+    struct mcp_park *park; /* while the process waits on the client for input (mrtr.c) */
+};
+
+/* A client session (2025 revisions), or the context of one 2026-07-28 request (modern
+ * set: not in ms->sessions, no id, no history; freed with its answer). */
 struct mcp_session {
     struct mcp_server *server;
+    struct mcp_modern *modern;
     struct mcp_backend *be; /* the shared process, or its own */
     char id[33];
     char version[16];
@@ -142,7 +163,7 @@ struct mcp_session {
     struct mcp_stream *streams;
     struct mcp_stream *get; /* the standalone GET stream, or NULL */
     unsigned next_stream;
-    struct mcp_event history[MCP_HISTORY];
+    struct mcp_event *history; /* MCP_HISTORY of them; NULL for modern contexts */
     size_t history_next, history_bytes;
     json_t *subscriptions; /* resource uris */
     json_t *asks;          /* our id (string) -> the process's id for its requests to us */
@@ -228,8 +249,70 @@ void mcp_http_json(struct evhttp_request *req, int status, const char *session_i
 void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code, const char *fmt,
                     ...) __attribute__((format(printf, 5, 6)));
 void mcp_keepalive(struct mcp_box *box);
+void mcp_sse_comment(struct evhttp_request *req, const char *text); /* ": text" */
+
+/* session.c, shared with the 2026-07-28 path */
+/* The capabilities clients are told, from the process's initialize result. */
+json_t *mcp_client_capabilities(json_t *server_result);
+/* The gate's answer to a tools/call that may not run (a JSON-RPC error), or NULL. */
+json_t *mcp_call_refusal(struct mcp_server *ms, json_t *msg);
+/* Sends a client's request to the session's process; the answer goes to st. */
+void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg);
+/* The pending request of s at its process (a modern context has at most one). */
+struct mcp_pending *mcp_session_pending(struct mcp_session *s);
+
+/* modern.c: 2026-07-28 requests. */
+enum mcp_era { MCP_ERA_LEGACY, MCP_ERA_MODERN, MCP_ERA_NOTIFICATION, MCP_ERA_REJECT };
+struct mcp_headers {
+    const char *version, *method, *name; /* MCP-Protocol-Version, Mcp-Method, Mcp-Name */
+};
+struct mcp_verdict {
+    enum mcp_era era;
+    int status, code; /* MCP_ERA_REJECT: HTTP status and JSON-RPC error */
+    char message[300];
+    json_t *data; /* error data, or NULL (owned) */
+};
+/* Which revision a POST body speaks, and whether its envelope and headers hold
+ * (pure: no I/O). The caller frees v->data. */
+void mcp_modern_classify(json_t *body, const struct mcp_headers *h, struct mcp_verdict *v);
+/* Mcp-Name's value as compared: OWS trimmed, =?base64?...?= decoded; -EINVAL if bad. */
+int mcp_name_decode(const char *raw, char *out, size_t size);
+void mcp_modern_post(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+/* The process answered a modern context's request (msg taken, its id the client's). */
+void mcp_modern_answered(struct mcp_session *ctx, struct mcp_stream *st, json_t *msg);
+/* The client of a modern request left before its answer: the call is cancelled. */
+void mcp_modern_gone(struct mcp_session *ctx);
+void mcp_modern_free(struct mcp_session *ctx);
+/* Tells the process the context's call is off (its answer would have nowhere to go). */
+void mcp_modern_cancel(struct mcp_session *ctx, const char *reason);
+/* Whether a notifications/message of level (its name) goes to ctx. */
+bool mcp_modern_wants_log(struct mcp_session *ctx, const char *level);
+json_t *mcp_modern_error(json_t *id, int code, const char *message, json_t *data);
+
+/* mrtr.c: the process's sampling and elicitation requests as input_required results. */
+void mcp_mrtr_ask(struct mcp_session *ctx, json_t *msg);
+/* A retry carrying requestState: resumes the parked call. */
+void mcp_mrtr_resume(struct mcp_server *ms, struct evhttp_request *req, json_t *msg,
+                     const char *state);
+/* The digest a requestState is bound to, of a tools/call, prompts/get or resources/read. */
+void mcp_mrtr_digest(json_t *msg, char out[65]);
+void mcp_park_free(struct mcp_session *ctx);
+/* Parked and waiting on its client's answers: it cannot be asking anything new. */
+bool mcp_park_waiting(struct mcp_session *ctx);
+/* The parked call's final answer came while no retry held it. */
+void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg);
+
+/* listen.c: subscriptions/listen streams. */
+void mcp_listen_open(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+/* A list_changed or resources/updated notification for the streams that asked for it. */
+void mcp_listen_notify(struct mcp_server *ms, json_t *msg);
+void mcp_listen_close_all(struct mcp_server *ms);
+void mcp_listen_keepalive(struct mcp_server *ms);
+/* Whether any session or listen stream still wants updates of uri. */
+bool mcp_resource_wanted(struct mcp_server *ms, json_t *uri);
 
 /* jsonrpc helpers */
 json_t *mcp_error_msg(json_t *id, int code, const char *message);
+json_t *mcp_result_msg(json_t *id, json_t *result); /* result taken */
 
 #endif

@@ -23,7 +23,7 @@ json_t *mcp_error_msg(json_t *id, int code, const char *message)
                      "error", "code", code, "message", message);
 }
 
-static json_t *result_msg(json_t *id, json_t *result)
+json_t *mcp_result_msg(json_t *id, json_t *result)
 {
     return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
@@ -61,8 +61,9 @@ void mcp_session_free(struct mcp_session *s)
     if (s->init_req) mcp_http_error(s->init_req, 503, s->init_id, -32000, "the session ended");
     while (s->streams)
         mcp_stream_free(s->streams);
-    for (size_t i = 0; i < MCP_HISTORY; i++)
+    for (size_t i = 0; s->history && i < MCP_HISTORY; i++)
         free(s->history[i].data);
+    free(s->history);
     json_decref(s->init_id);
     json_decref(s->client_info);
     json_decref(s->subscriptions);
@@ -82,7 +83,7 @@ void mcp_sessions_expire(struct mcp_server *ms)
 
 /* ---- initialize ---- */
 
-static json_t *init_result(struct mcp_session *s, json_t *server_result)
+json_t *mcp_client_capabilities(json_t *server_result)
 {
     json_t *caps = json_deep_copy(json_object_get(server_result, "capabilities"));
     if (!json_is_object(caps)) {
@@ -92,6 +93,12 @@ static json_t *init_result(struct mcp_session *s, json_t *server_result)
     /* The gateway tells clients when the tools it serves change (a blocked tool). */
     if (json_object_get(caps, "tools"))
         json_object_set_new(caps, "tools", json_pack("{s:b}", "listChanged", 1));
+    return caps;
+}
+
+static json_t *init_result(struct mcp_session *s, json_t *server_result)
+{
+    json_t *caps = mcp_client_capabilities(server_result);
     json_t *r =
         json_pack("{s:s,s:o,s:O}", "protocolVersion", s->version, "capabilities", caps,
                   "serverInfo", json_object_get(server_result, "serverInfo") ?: json_null());
@@ -103,7 +110,7 @@ static json_t *init_result(struct mcp_session *s, json_t *server_result)
 static void answer_initialize(struct mcp_session *s, struct evhttp_request *req, json_t *id)
 {
     struct mcp_backend *be = mcp_session_backend(s);
-    json_t *msg = result_msg(id, init_result(s, be->init_result));
+    json_t *msg = mcp_result_msg(id, init_result(s, be->init_result));
     mcp_http_json(req, 200, s->id, msg);
 }
 
@@ -165,6 +172,11 @@ void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, j
                               MCP_MAX_SESSION_PROCESSES);
     struct mcp_session *s = calloc(1, sizeof *s);
     if (!s) return mcp_http_error(req, 503, id, -32603, "out of memory");
+    s->history = calloc(MCP_HISTORY, sizeof *s->history);
+    if (!s->history) {
+        free(s);
+        return mcp_http_error(req, 503, id, -32603, "out of memory");
+    }
     s->server = ms;
     random_hex(s->id, 16);
     s->subscriptions = json_array();
@@ -192,7 +204,7 @@ static void answer(struct mcp_stream *st, json_t *msg)
     mcp_stream_send(st, msg, true);
 }
 
-static void forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
+void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     struct mcp_backend *be = mcp_session_backend(s);
@@ -241,6 +253,28 @@ static void subscription(struct mcp_session *s, json_t *msg, bool add)
     if (add && json_array_size(s->subscriptions) < 1024) json_array_append(s->subscriptions, uri);
 }
 
+json_t *mcp_call_refusal(struct mcp_server *ms, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    char text[300];
+    if (tool && !mcp_tool_exposed(ms, tool)) {
+        snprintf(text, sizeof text,
+                 "tool %.100s is not available here: this server's gateway exposes only "
+                 "the tools its tools option lists",
+                 tool);
+        mcp_event(ms, "mcp.refused",
+                  json_pack("{s:s,s:s}", "tool", tool, "reason", "not in the tools option"));
+        return mcp_error_msg(id, -32602, text);
+    }
+    if (tool && mcp_gate_allows(ms, tool)) return NULL;
+    snprintf(text, sizeof text,
+             "tool %.100s is not available: it is not in the tool list "
+             "approved for this server (runtime blocks tools that changed since review)",
+             tool ? tool : "(no name)");
+    return mcp_error_msg(id, -32602, text);
+}
+
 static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
 {
     struct mcp_server *ms = s->server;
@@ -248,37 +282,30 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (strcmp(method, "initialize") == 0)
         return answer(st, mcp_error_msg(id, -32600, "this session is initialized already"));
-    if (strcmp(method, "ping") == 0) return answer(st, result_msg(id, json_object()));
+    if (strcmp(method, "ping") == 0) return answer(st, mcp_result_msg(id, json_object()));
     if (strcmp(method, "tools/list") == 0 && !ms->served_json)
         return answer(st,
                       mcp_error_msg(id, -32603, "the approved tool list cannot be sent as JSON"));
     if (strcmp(method, "tools/list") == 0)
-        return answer(st, result_msg(id, json_pack("{s:O}", "tools", ms->served_json)));
-    if (strcmp(method, "tools/call") == 0) {
-        const char *tool =
-            json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
-        if (tool && !mcp_tool_exposed(ms, tool)) {
-            char text[300];
-            snprintf(text, sizeof text,
-                     "tool %.100s is not available here: this server's gateway exposes only "
-                     "the tools its tools option lists",
-                     tool);
-            mcp_event(ms, "mcp.refused",
-                      json_pack("{s:s,s:s}", "tool", tool, "reason", "not in the tools option"));
-            return answer(st, mcp_error_msg(id, -32602, text));
-        }
-        if (!tool || !mcp_gate_allows(ms, tool)) {
-            char text[300];
-            snprintf(text, sizeof text,
-                     "tool %.100s is not available: it is not in the tool list "
-                     "approved for this server (runtime blocks tools that changed since review)",
-                     tool ? tool : "(no name)");
-            return answer(st, mcp_error_msg(id, -32602, text));
-        }
-    }
+        return answer(st, mcp_result_msg(id, json_pack("{s:O}", "tools", ms->served_json)));
+    json_t *refusal = strcmp(method, "tools/call") == 0 ? mcp_call_refusal(ms, msg) : NULL;
+    if (refusal) return answer(st, refusal);
     if (strcmp(method, "resources/subscribe") == 0) subscription(s, msg, true);
-    if (strcmp(method, "resources/unsubscribe") == 0) subscription(s, msg, false);
-    forward(s, st, msg);
+    if (strcmp(method, "resources/unsubscribe") == 0) {
+        subscription(s, msg, false);
+        /* Another session or a listen stream still wants its updates. */
+        if (mcp_resource_wanted(ms, json_object_get(json_object_get(msg, "params"), "uri")))
+            return answer(st, mcp_result_msg(id, json_object()));
+    }
+    mcp_forward(s, st, msg);
+}
+
+struct mcp_pending *mcp_session_pending(struct mcp_session *s)
+{
+    struct mcp_backend *be = mcp_session_backend(s);
+    for (size_t i = 0; be && s->pending && i < MCP_PENDING_SLOTS; i++)
+        if (be->pend[i].id && be->pend[i].session == s) return &be->pend[i];
+    return NULL;
 }
 
 static struct mcp_pending *pending_of(struct mcp_backend *be, struct mcp_session *s, json_t *id)
@@ -387,6 +414,8 @@ static struct mcp_stream *stream_for(struct mcp_session *s)
 
 static void deliver(struct mcp_session *s, json_t *msg)
 {
+    const char *level = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
+    if (s->modern && !mcp_modern_wants_log(s, level)) return json_decref(msg);
     struct mcp_stream *st = stream_for(s);
     if (st)
         mcp_stream_send(st, msg, false);
@@ -398,6 +427,7 @@ void mcp_broadcast(struct mcp_server *ms, json_t *msg)
 {
     for (struct mcp_session *s = ms->sessions; s; s = s->next)
         if (s->get) mcp_stream_send(s->get, json_incref(msg), false);
+    mcp_listen_notify(ms, msg);
     json_decref(msg);
 }
 
@@ -408,14 +438,16 @@ static struct mcp_session *session_for_request(struct mcp_backend *be, bool *sev
     *several = false;
     if (be->owner) return be->owner;
     struct mcp_session *found = NULL;
-    for (struct mcp_session *s = be->server->sessions; s; s = s->next) {
-        if (!s->pending) continue;
-        if (found) {
-            *several = true;
-            return NULL;
+    struct mcp_session *lists[] = {be->server->sessions, be->server->contexts};
+    for (size_t i = 0; i < ARRAY_LEN(lists); i++)
+        for (struct mcp_session *s = lists[i]; s; s = s->next) {
+            if (!s->pending || mcp_park_waiting(s)) continue;
+            if (found) {
+                *several = true;
+                return NULL;
+            }
+            found = s;
         }
-        found = s;
-    }
     return found;
 }
 
@@ -423,11 +455,11 @@ static void server_request(struct mcp_backend *be, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     const char *method = json_string_value(json_object_get(msg, "method"));
-    if (strcmp(method, "ping") == 0) return mcp_backend_send(be, result_msg(id, json_object()));
+    if (strcmp(method, "ping") == 0) return mcp_backend_send(be, mcp_result_msg(id, json_object()));
     if (strcmp(method, "roots/list") == 0) /* the server's files are the sandbox's */
         return mcp_backend_send(
-            be, result_msg(id, json_pack("{s:[{s:s,s:s}]}", "roots", "uri", "file:///workspace",
-                                         "name", "workspace")));
+            be, mcp_result_msg(id, json_pack("{s:[{s:s,s:s}]}", "roots", "uri", "file:///workspace",
+                                             "name", "workspace")));
     bool several;
     struct mcp_session *s = session_for_request(be, &several);
     if (several)
@@ -436,6 +468,7 @@ static void server_request(struct mcp_backend *be, json_t *msg)
                                                   "this server and stdio does not say which one "
                                                   "this request is for; run the server with "
                                                   "isolation \"session\""));
+    if (s && s->modern) return mcp_mrtr_ask(s, msg);
     bool able =
         s && ((strcmp(method, "sampling/createMessage") == 0 && s->sampling) ||
               (strcmp(method, "elicitation/create") == 0 && s->elicitation) ||
@@ -463,8 +496,10 @@ static void answer_from_server(struct mcp_backend *be, json_t *msg)
     json_t *out = json_copy(msg);
     json_object_set(out, "id", p->client_id);
     struct mcp_stream *st = p->stream;
-    p->session->last_used_ms = now_ms();
+    struct mcp_session *s = p->session;
+    s->last_used_ms = now_ms();
     mcp_pending_clear(be, p);
+    if (s->modern) return mcp_modern_answered(s, st, out);
     if (st)
         mcp_stream_send(st, out, true);
     else
@@ -499,6 +534,7 @@ static void resource_updated(struct mcp_backend *be, json_t *msg)
             break;
         }
     }
+    mcp_listen_notify(be->server, msg);
 }
 
 void mcp_route_from_server(struct mcp_backend *be, json_t *msg)
@@ -536,6 +572,9 @@ void mcp_backend_lost(struct mcp_backend *be, const char *why)
         else
             json_decref(err);
     }
+    /* Parked calls died with the process: their retries find no park. */
+    while (!be->owner && be->server->contexts)
+        mcp_modern_free(be->server->contexts);
     if (be->owner) {
         struct mcp_session *s = be->owner;
         mcp_event(be->server, "mcp.exited",

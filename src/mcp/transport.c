@@ -1,6 +1,7 @@
-/* The Streamable HTTP transport of MCP (2025-03-26, 2025-06-18, 2025-11-25) at
- * {publicUrl}/mcp/{link}/{server}: checks, sessions, JSON and SSE answers, event ids
- * and resumption by Last-Event-ID, keep-alives. */
+/* The Streamable HTTP transport of MCP at {publicUrl}/mcp/{link}/{server}: checks, JSON
+ * and SSE answers, keep-alives. Both eras on one URL, chosen per POST by its body
+ * (mcp_modern_classify): 2025-03-26, 2025-06-18 and 2025-11-25 with sessions, event ids
+ * and resumption by Last-Event-ID; 2026-07-28 stateless (modern.c). */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -128,7 +129,10 @@ static void start_sse(struct mcp_stream *st)
     if (!st->req) return;
     set_header(st->req, "Content-Type", "text/event-stream");
     set_header(st->req, "Cache-Control", "no-cache");
-    set_header(st->req, "Mcp-Session-Id", st->session->id);
+    if (st->session->modern)
+        set_header(st->req, "X-Accel-Buffering", "no");
+    else
+        set_header(st->req, "Mcp-Session-Id", st->session->id);
     evhttp_send_reply_start(st->req, 200, "OK");
 }
 
@@ -172,7 +176,10 @@ static void write_event(struct mcp_stream *st, unsigned seq, const char *data)
 {
     if (!st->req || backlogged(st)) return;
     struct evbuffer *out = evbuffer_new();
-    evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
+    if (st->session->modern) /* 2026-07-28 has no resumption: no event ids */
+        evbuffer_add_printf(out, "event: message\ndata: %s\n\n", data);
+    else
+        evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
     evhttp_send_reply_chunk(st->req, out);
     evbuffer_free(out);
 }
@@ -183,7 +190,7 @@ static void send_event(struct mcp_stream *st, json_t *msg)
     json_decref(msg);
     if (!text) return;
     unsigned seq = ++st->seq;
-    remember(st->session, st->number, seq, text);
+    if (!st->session->modern) remember(st->session, st->number, seq, text);
     write_event(st, seq, text);
     free(text);
 }
@@ -196,7 +203,8 @@ static void finish(struct mcp_stream *st)
             st->batch ? json_incref(st->answers) : json_incref(json_array_get(st->answers, 0));
         detach(st);
         if (v)
-            mcp_http_json(st->req, 200, st->session->id, v);
+            mcp_http_json(st->req, st->status ? st->status : 200,
+                          st->session->modern ? NULL : st->session->id, v);
         else
             evhttp_send_reply(st->req, 202, "Accepted", NULL);
         st->req = NULL;
@@ -232,7 +240,10 @@ static void on_client_gone(struct evhttp_connection *conn, void *arg)
         evhttp_send_reply_end(req);
     else if (req)
         evhttp_request_free(req);
-    if (st->is_get) mcp_stream_free(st);
+    if (st->is_get)
+        mcp_stream_free(st);
+    else if (st->session->modern)
+        mcp_modern_gone(st->session); /* in 2026-07-28, closing is cancelling */
 }
 
 /* A GET with Last-Event-ID "STREAM-SEQ": the events of that stream after SEQ, then the
@@ -274,17 +285,29 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
     }
 }
 
+void mcp_sse_comment(struct evhttp_request *req, const char *text)
+{
+    struct evbuffer *out = evbuffer_new();
+    evbuffer_add_printf(out, ": %s\n\n", text);
+    evhttp_send_reply_chunk(req, out);
+    evbuffer_free(out);
+}
+
+static void keepalive(struct evhttp_request *req)
+{
+    mcp_sse_comment(req, "keep-alive");
+}
+
 void mcp_keepalive(struct mcp_box *box)
 {
     for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
         for (struct mcp_session *s = ms->sessions; s; s = s->next)
-            for (struct mcp_stream *st = s->streams; st; st = st->next) {
-                if (!st->req || !st->sse) continue;
-                struct evbuffer *out = evbuffer_new();
-                evbuffer_add_printf(out, ": keep-alive\n\n");
-                evhttp_send_reply_chunk(st->req, out);
-                evbuffer_free(out);
-            }
+            for (struct mcp_stream *st = s->streams; st; st = st->next)
+                if (st->req && st->sse) keepalive(st->req);
+        for (struct mcp_session *s = ms->contexts; s; s = s->next)
+            for (struct mcp_stream *st = s->streams; st; st = st->next)
+                if (st->req && st->sse) keepalive(st->req);
+        mcp_listen_keepalive(ms);
         mcp_sessions_expire(ms);
     }
 }
@@ -396,7 +419,19 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
     json_error_t jerr;
     json_t *body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &jerr);
     if (!body) return mcp_http_error(req, 400, NULL, -32700, "Parse error: %s", jerr.text);
-    if (is_initialize(body)) {
+    struct mcp_headers h = {header(req, "MCP-Protocol-Version"), header(req, "Mcp-Method"),
+                            header(req, "Mcp-Name")};
+    struct mcp_verdict v = {0};
+    mcp_modern_classify(body, &h, &v);
+    if (v.era == MCP_ERA_REJECT) {
+        mcp_http_json(req, v.status, NULL,
+                      mcp_modern_error(json_object_get(body, "id"), v.code, v.message, v.data));
+    } else if (v.era == MCP_ERA_NOTIFICATION) {
+        ms->requests++; /* none is defined over HTTP in 2026-07-28: accepted, dropped */
+        evhttp_send_reply(req, 202, "Accepted", NULL);
+    } else if (v.era == MCP_ERA_MODERN) {
+        mcp_modern_post(ms, req, body);
+    } else if (is_initialize(body)) {
         mcp_session_initialize(ms, req, body);
     } else if (!version_ok(header(req, "MCP-Protocol-Version"))) {
         mcp_http_error(req, 400, NULL, -32000,
@@ -413,11 +448,26 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
                                  "least one message, and JSON-RPC 2.0 messages"
                                : "not a JSON-RPC 2.0 request, notification or response");
     }
+    json_decref(v.data);
     json_decref(body);
+}
+
+/* 2026-07-28 has no GET stream and no session to delete; the 2025 revisions need a
+ * session for either. */
+static bool sessionless(struct evhttp_request *req)
+{
+    if (header(req, "Mcp-Session-Id")) return false;
+    set_header(req, "Allow", "POST");
+    mcp_http_error(req, 405, NULL, -32000,
+                   "Method Not Allowed: GET and DELETE need an Mcp-Session-Id (2025 "
+                   "revisions); 2026-07-28 clients POST, and listen with "
+                   "subscriptions/listen");
+    return true;
 }
 
 static void get(struct mcp_server *ms, struct evhttp_request *req)
 {
+    if (sessionless(req)) return;
     if (!accepts(header(req, "Accept"), "text/event-stream"))
         return mcp_http_error(req, 406, NULL, -32000,
                               "Not Acceptable: the GET stream is "
@@ -439,6 +489,7 @@ static void get(struct mcp_server *ms, struct evhttp_request *req)
 
 static void delete_session(struct mcp_server *ms, struct evhttp_request *req)
 {
+    if (sessionless(req)) return;
     struct mcp_session *s = session_of(ms, req);
     if (!s) return;
     mcp_session_free(s);
@@ -475,8 +526,8 @@ static void preflight(struct evhttp_request *req)
 {
     set_header(req, "Access-Control-Allow-Methods", "GET, POST, DELETE");
     set_header(req, "Access-Control-Allow-Headers",
-               "Authorization, Content-Type, Accept, "
-               "Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID");
+               "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, "
+               "Last-Event-ID, Mcp-Method, Mcp-Name");
     set_header(req, "Access-Control-Max-Age", "600");
     evhttp_send_reply(req, 204, "No Content", NULL);
 }

@@ -237,9 +237,11 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
     assert.equal(g.status, 200, g.text);
     assert.ok(isType(g.headers['content-type'], 'text/event-stream'), g.headers['content-type']);
     g.sse.close();
-    // Without a session it is 400, as for POST.
+    // Without a session it is 405: 2026-07-28 has no GET stream (its clients listen with
+    // subscriptions/listen), and a 2025 GET needs a session.
     const none = await get(s, { 'Mcp-Session-Id': undefined, 'MCP-Protocol-Version': undefined });
-    assert.equal(none.status, 400, none.text);
+    assert.equal(none.status, 405, none.text);
+    assert.equal(none.headers.allow, 'POST');
     await s.close();
   });
 

@@ -101,3 +101,105 @@ TEST(mcp_pip_index_follows_pips_own_order)
     mcp_pip_index("", url, sizeof url);
     CHECK_STR(url, "https://pypi.org/simple");
 }
+
+/* ---- 2026-07-28: which era a POST speaks, and the checks of its envelope and headers ---- */
+
+#define META_OK                                                                                    \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+static enum mcp_era classify(const char *body, const char *version, const char *method,
+                             const char *name, int *status, int *code)
+{
+    json_error_t jerr;
+    json_t *b = json_loads(body, 0, &jerr);
+    if (!b) return (enum mcp_era) - 1; /* a typo in the test's own JSON */
+    struct mcp_headers h = {version, method, name};
+    struct mcp_verdict v;
+    mcp_modern_classify(b, &h, &v);
+    *status = v.status;
+    *code = v.code;
+    json_decref(v.data);
+    json_decref(b);
+    return v.era;
+}
+
+TEST(mcp_modern_classifier_follows_the_spec_ladder)
+{
+    int st, code;
+    /* 2025 traffic stays on the session path, whatever it looks like. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}", NULL,
+                   NULL, NULL, &st, &code) == MCP_ERA_LEGACY);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", "2025-11-25", NULL,
+                   NULL, &st, &code) == MCP_ERA_LEGACY);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "2026-07-28", NULL, NULL, &st,
+                   &code) == MCP_ERA_LEGACY);
+    /* A well-formed modern request. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META_OK
+                   "}}",
+                   "2026-07-28", "tools/list", NULL, &st, &code) == MCP_ERA_MODERN);
+    /* A modern header without _meta, or _meta without capabilities: -32602, 400. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", "2026-07-28",
+                   "tools/list", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32602);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+                   "2026-07-28", "tools/list", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32602);
+    /* The header differs from _meta: -32020 comes before the version check. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/protocolVersion\":\"v999.0.0\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                   "2026-07-28", "tools/list", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32020);
+    /* Both say a version we do not speak: -32022. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/protocolVersion\":\"v999.0.0\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                   "v999.0.0", "tools/list", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32022);
+    /* Mcp-Method missing, or of another case; Mcp-Name missing or wrong on a call. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META_OK
+                   "}}",
+                   "2026-07-28", NULL, NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(code == -32020);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META_OK
+                   "}}",
+                   "2026-07-28", "TOOLS/LIST", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(code == -32020);
+    const char *call = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"echo\"," META_OK "}}";
+    CHECK(classify(call, "2026-07-28", "tools/call", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(code == -32020);
+    CHECK(classify(call, "2026-07-28", "tools/call", "other", &st, &code) == MCP_ERA_REJECT);
+    CHECK(classify(call, "2026-07-28", "tools/call", " echo\t", &st, &code) == MCP_ERA_MODERN);
+    CHECK(classify(call, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", &st, &code) ==
+          MCP_ERA_MODERN);
+    CHECK(classify(call, "2026-07-28", "tools/call", "=?base64?ZW*obw==?=", &st, &code) ==
+          MCP_ERA_REJECT);
+    /* A batch with a claim; a notification with one. */
+    CHECK(classify("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META_OK
+                   "}}]",
+                   "2026-07-28", NULL, NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32600);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{" META_OK "}}",
+                   "2026-07-28", NULL, NULL, &st, &code) == MCP_ERA_NOTIFICATION);
+    /* A bad logLevel or clientInfo is an envelope error. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                   "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                   "\"io.modelcontextprotocol/logLevel\":\"loud\"}}}",
+                   "2026-07-28", "tools/list", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32602);
+}
+
+TEST(mcp_name_header_decoding)
+{
+    char out[64];
+    CHECK(mcp_name_decode("  plain ", out, sizeof out) == 0);
+    CHECK_STR(out, "plain");
+    CHECK(mcp_name_decode("=?base64?w6lsw6h2ZQ==?=", out, sizeof out) == 0);
+    CHECK_STR(out, "\xc3\xa9l\xc3\xa8ve");                                 /* élève */
+    CHECK(mcp_name_decode("=?base64?AA==?=", out, sizeof out) == -EINVAL); /* a NUL inside */
+    CHECK(mcp_name_decode("=?base64?!!?=", out, sizeof out) == -EINVAL);
+}
