@@ -507,6 +507,27 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
       assert.equal(r.text, '', `no body: ${show(r)}`);
     });
 
+    test('initialize without a valid modern claim and no modern header is the legacy handshake (§4.2 row 4)', async () => {
+      // A claim that is not valid (no clientCapabilities), and a claim naming a 2025 revision:
+      // neither makes initialize a modern request; both get today's answer and a session.
+      const wrong = [];
+      for (const [what, meta] of [['an invalid claim', { [K.version]: V }], ['a 2025-11-25 claim', envelope({ [K.version]: '2025-11-25' })]]) {
+        const body = { jsonrpc: '2.0', id: newId('init'), method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: CLIENT_INFO, _meta: meta } };
+        const r = await post(url, auth, body, { headers: { 'MCP-Protocol-Version': undefined, 'Mcp-Method': undefined } });
+        const sid = r.headers.get('mcp-session-id');
+        if (r.status !== 200 || r.response?.result?.protocolVersion !== '2025-11-25' || !sid ||
+            JSON.stringify(r.response?.id) !== JSON.stringify(body.id)) {
+          wrong.push(`initialize with ${what} (${JSON.stringify(meta)}): wanted 200, the legacy result and a session; got ${show(r)}`);
+        }
+        if (sid) {
+          await fetch(url, { method: 'DELETE', signal: AbortSignal.timeout(10000),
+            headers: { Authorization: auth, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' } });
+        }
+      }
+      assert.deepEqual(wrong, []);
+    });
+
     test('without clientInfo the request is served (W-7)', async () => {
       const body = rpc('tools/list', {}, { meta: { [K.info]: undefined } });
       const res = assertComplete(await post(url, auth, body), body.id, 'no clientInfo');
