@@ -253,10 +253,15 @@ setup_gateway() {
     # The server's files, the same ones the other modes run: the package and its
     # dependency closure as npm installed them in tests/mcp (npm query reads the
     # local tree; nothing is downloaded), copied in and unpacked.
-    (cd "$MCP_DIR" && npm query --offline "#@modelcontextprotocol/server-everything *") >"$WORK/closure.json" ||
+    # npm query reads the tree where node_modules really is (a worktree may link it).
+    local nm_home
+    nm_home=$(dirname "$(realpath "$NM")")
+    (cd "$nm_home" && npm query --offline "#@modelcontextprotocol/server-everything *") >"$WORK/closure.json" ||
         bench_die "npm query of the server's dependencies failed"
     { echo "$EV_PKG"; jq -r '.[].location' "$WORK/closure.json"; } | sort -u >"$WORK/closure.txt"
-    tar -czf "$WORK/ev.tgz" -C "$MCP_DIR" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
+    [[ -s $WORK/closure.txt && $(wc -l <"$WORK/closure.txt") -gt 1 ]] ||
+        bench_die "npm query in $nm_home found no dependencies of the server"
+    tar -czf "$WORK/ev.tgz" -C "$nm_home" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
     "$RT" sandbox cp "$WORK/ev.tgz" "$SB:/workspace/ev.tgz" >/dev/null || bench_die "sandbox cp failed"
     "$RT" sandbox exec "$SB" -- /bin/sh -c 'mkdir -p /workspace/ev && tar -xzf /workspace/ev.tgz -C /workspace/ev && rm /workspace/ev.tgz' ||
         bench_die "unpacking the server in the sandbox failed"
@@ -517,7 +522,7 @@ erow() { printf '%-9s %-7s %8s %8s %8s %6s   %8s %8s %8s %6s   %7s %9s\n' "$@"; 
                     "$(bench_ratio "${RPS[$b]:-}" "${RPS[$a]:-}")" "$(diff_ms "${P50[$b]:-}" "${P50[$a]:-}")"
             done
         done
-        echo "tool args: $(for t in "${ERA_LIST[@]}"; do printf '%s %s; ' "$t" "${TOOL_ARGS[$t]}"; done)"
+        echo "tool args: $(for t in "${ERA_LIST[@]}"; do printf '%s %s; ' "$t" "${TOOL_ARGS[$t]}"; done | sed 's/; $//')"
         echo "2026 /2025 rps: calls/s over the 2025 session's (the design expects >= 1 on tools/call)"
     fi
     echo
