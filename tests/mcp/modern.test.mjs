@@ -24,7 +24,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  ACCEPT_BOTH, FIXTURES, HERE, RawSession, httpSend, isType, readBody, skipReason, startMcpDaemon, vectors, waitFor,
+  ACCEPT_BOTH, FIXTURES, HERE, RawSession, SseReader, httpSend, isType, readBody, skipReason, startMcpDaemon, vectors,
+  waitFor,
 } from './lib.mjs';
 import { stopDaemon } from '../e2e/lib.mjs';
 
@@ -802,6 +803,243 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
       await waitFor(async () => (await records()).some((e) => e.event === 'answer' && e.key === 'user_name' && e.error),
         { timeoutMs: 10000, intervalMs: 100, what: 'the process to get an error for its elicitation' });
     });
+
+    test('a fresh call that already carries the answer completes in one round; extra keys are ignored (W-36)', async () => {
+      const body = call('elicit_name', {}, { caps: ELICIT });
+      body.params.inputResponses = { user_name: accept({ name: 'Quick' }), unknown_extra_key: accept({ x: 1 }) };
+      const r = await post(url, auth, body);
+      const done = assertComplete(r, body.id, 'pre-answered call');
+      assert.deepEqual(done.content, [{ type: 'text', text: 'Hello, Quick!' }]);
+      const ans = (await records()).filter((e) => e.event === 'answer' && e.key === 'user_name').pop();
+      assert.deepEqual(ans?.result, accept({ name: 'Quick' }), 'the pre-answer reached the process');
+    });
+
+    test('a fresh call answering the wrong key is asked again, not failed (W-35)', async () => {
+      const body = call('elicit_name', {}, { caps: ELICIT });
+      body.params.inputResponses = { wrong_key: accept({ name: 'Nope' }) };
+      const r = await post(url, auth, body);
+      const res = assertResult(r, body.id, 'wrong key');
+      assert.equal(res.resultType, 'input_required', show(r));
+      assert.deepEqual(Object.keys(res.inputRequests ?? {}), ['user_name'], show(r));
+      const again = retry(body, { user_name: accept({ name: 'Right' }) }, res.requestState);
+      assert.deepEqual(assertComplete(await post(url, auth, again), again.id, 'retry').content,
+        [{ type: 'text', text: 'Hello, Right!' }]);
+    });
+  });
+
+  // ------------------------------------------------------------ one waiter, both eras (§4.5)
+
+  describe('one process, a legacy session and modern calls: the "one waiter" rule', () => {
+    const ELICIT = { elicitation: {} };
+
+    /** Starts a legacy tools/call on session s without waiting for its end: {id, sse}. */
+    async function legacyStart(s, name, args, progressToken) {
+      const id = s.nextId++;
+      const params = { name, arguments: args };
+      if (progressToken !== undefined) params._meta = { progressToken };
+      const r = await httpSend(url, { method: 'POST', headers: s.headers(),
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }) });
+      assert.equal(r.status, 200, `legacy ${name}: HTTP ${r.status}`);
+      assert.ok(isType(r.headers['content-type'], 'text/event-stream'),
+        `legacy ${name} answers SSE (something comes before the answer): ${r.headers['content-type']}`);
+      return { id, sse: new SseReader(r.res) };
+    }
+
+    test('alone, a legacy session gets its process\'s elicitation (the control)', async () => {
+      const s = new RawSession(url, auth, { version: '2025-11-25' });
+      await s.initialize({ capabilities: { elicitation: {} } });
+      try {
+        const { id, sse } = await legacyStart(s, 'elicit_color', {});
+        const ask = await sse.next((e) => e.message?.method === 'elicitation/create',
+          { timeoutMs: 10000, what: 'elicitation/create on the legacy stream' });
+        assert.ok(ask, `the stream ended first: ${JSON.stringify(sse.events)}`);
+        const a = await s.post({ jsonrpc: '2.0', id: ask.message.id, result: { action: 'accept', content: { color: 'teal' } } });
+        assert.equal(a.status, 202, a.text);
+        const done = await sse.next((e) => e.message?.id === id && !e.message.method, { timeoutMs: 10000, what: 'the answer' });
+        assert.equal(done?.message?.result?.content?.[0]?.text, 'Colour: teal', JSON.stringify(sse.events));
+        sse.close();
+      } finally {
+        await s.close();
+      }
+    });
+
+    test('while a legacy call waits, a modern call\'s elicitation is refused at the process; the legacy client sees no prompt', async () => {
+      const s = new RawSession(url, auth, { version: '2025-11-25' });
+      await s.initialize({ capabilities: { elicitation: {} } });
+      try {
+        const { id, sse } = await legacyStart(s, 'wait_for_cancel', {}, 'legacy-wait');
+        const started = await sse.next((e) => e.message?.method === 'notifications/progress',
+          { timeoutMs: 10000, what: 'the legacy call to start' });
+        assert.ok(started, JSON.stringify(sse.events));
+        const processId = JSON.parse(started.message.params.message.replace(/^started /, ''));
+        const before = (await records()).length;
+
+        const body = call('elicit_name', {}, { caps: ELICIT });
+        const r = await post(url, auth, body);
+        assert.equal(r.status, 200, show(r));
+        assert.deepEqual(r.response?.id, body.id, show(r));
+        assert.notEqual(r.response?.result?.resultType, 'input_required', `no input_required while two wait: ${show(r)}`);
+        assert.ok(r.response?.error || r.response?.result?.isError, `the call fails: ${show(r)}`);
+        const mine = (await records()).slice(before).filter((e) => e.event === 'answer' && e.key === 'user_name');
+        assert.equal(mine.length, 1, JSON.stringify(mine));
+        assert.ok(mine[0].error, `the process's elicitation got an error: ${JSON.stringify(mine)}`);
+        assert.deepEqual(sse.messages().filter((m) => m.method && m.id !== undefined), [],
+          'the legacy session got no request of the modern call');
+
+        const c = await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'done' } });
+        assert.equal(c.status, 202, c.text);
+        await waitFor(async () => (await records()).some((e) => e.event === 'aborted' && JSON.stringify(e.id) === JSON.stringify(processId)),
+          { timeoutMs: 10000, intervalMs: 100, what: 'the legacy call to be cancelled at the process' });
+        sse.close();
+      } finally {
+        await s.close();
+      }
+    });
+
+    test('while a modern call is parked, a legacy call\'s elicitation is refused; the park still completes', async () => {
+      const body = call('elicit_name', {}, { caps: ELICIT });
+      const r1 = await post(url, auth, body);
+      const res = assertResult(r1, body.id, 'round 1');
+      assert.equal(res.resultType, 'input_required', show(r1));
+      const s = new RawSession(url, auth, { version: '2025-11-25' });
+      await s.initialize({ capabilities: { elicitation: {} } });
+      let asked = null, answer = null, parkedDone;
+      const again = {
+        jsonrpc: '2.0', id: newId('retry'), method: 'tools/call',
+        params: { ...body.params, _meta: envelope({ [K.caps]: ELICIT }),
+          inputResponses: { user_name: { action: 'accept', content: { name: 'Parked' } } }, requestState: res.requestState },
+      };
+      try {
+        // The legacy call; its answer is JSON when nothing comes first, SSE otherwise.
+        const id = s.nextId++;
+        const h = await httpSend(url, { method: 'POST', headers: s.headers(),
+          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'elicit_color', arguments: {} } }) });
+        assert.equal(h.status, 200);
+        if (isType(h.headers['content-type'], 'text/event-stream')) {
+          const sse = new SseReader(h.res);
+          const first = await sse.next((e) => e.message?.method === 'elicitation/create' || (e.message?.id === id && !e.message.method),
+            { timeoutMs: 15000, what: 'a request or the answer on the legacy stream' });
+          if (first?.message?.method) {
+            asked = first.message; // answered, so that nothing is left waiting, then reported below
+            await s.post({ jsonrpc: '2.0', id: asked.id, result: { action: 'decline' } });
+          }
+          answer = (await sse.next((e) => e.message?.id === id && !e.message.method, { timeoutMs: 15000, what: 'the answer' }))?.message;
+          sse.close();
+        } else {
+          answer = JSON.parse((await readBody(h.res)).toString('utf8'));
+        }
+      } finally {
+        await s.close();
+        parkedDone = await post(url, auth, again); // completes the park whatever happened above
+      }
+      assert.equal(asked, null, `a parked modern call counts as waiting (§4.5), so the process's elicitation/create ` +
+        `must be refused, not handed to the legacy session: it got ${JSON.stringify(asked)}`);
+      assert.ok(answer?.error || answer?.result?.isError, `the legacy call fails: ${JSON.stringify(answer)}`);
+      assert.deepEqual(assertComplete(parkedDone, again.id, 'the parked call\'s retry').content,
+        [{ type: 'text', text: 'Hello, Parked!' }]);
+    });
+  });
+
+  // ------------------------------------------------------------ resources and prompts
+
+  test('resources and prompts: decorated, cache hints on the cacheable ones, -32002 becomes -32602 (W-13, W-15)', async () => {
+    for (const [method, params, field] of [['resources/list', {}, 'resources'], ['resources/templates/list', {}, 'resourceTemplates'],
+      ['prompts/list', {}, 'prompts'], ['resources/read', { uri: 'test://watched' }, 'contents']]) {
+      const body = rpc(method, params);
+      const res = assertComplete(await post(url, auth, body), body.id, method, legacyInit.serverInfo);
+      assertHints(res, method);
+      assert.ok(Array.isArray(res[field]) && res[field].length > 0, `${method}: ${JSON.stringify(res)}`);
+    }
+    const get = rpc('prompts/get', { name: 'greeting_prompt' });
+    const p = assertComplete(await post(url, auth, get), get.id, 'prompts/get', legacyInit.serverInfo);
+    assert.equal(p.messages?.[0]?.content?.text, 'Say hello.', JSON.stringify(p));
+
+    const missing = rpc('resources/read', { uri: 'test://missing/nothing' });
+    const r = await post(url, auth, missing);
+    assertError(r, 200, -32602, missing.id, 'resources/read of a missing resource (the process said -32002)');
+    // The legacy path is unchanged.
+    const s = new RawSession(url, auth, { version: '2025-11-25' });
+    await s.initialize();
+    try {
+      const legacy = await legacyRaw(s, 'resources/read', { uri: 'test://missing/nothing' });
+      assert.equal(legacy.message.error?.code, -32002, legacy.text);
+    } finally {
+      await s.close();
+    }
+  });
+
+  // ------------------------------------------------------------ listen: resources and prompts
+
+  test('subscriptions/listen: resource subscriptions reach the process, updates only their stream, request-scoped notifications never (W-42, W-43)', async () => {
+    const streams = [];
+    const s = new RawSession(url, auth, { version: '2025-11-25' });
+    try {
+      const open = async (id, notifications) => {
+        const body = { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: envelope() } };
+        const r = await post(url, auth, body, { stream: true });
+        assert.equal(r.status, 200, `listen ${id}: ${show(r)}`);
+        assert.ok(r.sse, `listen ${id}: ${show(r)}`);
+        streams.push(r.sse);
+        const first = await r.sse.next((e) => e.message !== undefined, { timeoutMs: 10000, what: `the ack of ${id}` });
+        assert.equal(first?.message?.method, 'notifications/subscriptions/acknowledged', JSON.stringify(first));
+        return { sse: r.sse, ack: first.message };
+      };
+      const subs = async (event, uri) => (await records()).filter((e) => e.event === event && e.uri === uri).length;
+
+      const a = await open('listen-watched', { resourceSubscriptions: ['test://watched'] });
+      assert.deepEqual(a.ack.params.notifications?.resourceSubscriptions, ['test://watched'], JSON.stringify(a.ack));
+      const b = await open('listen-other', { resourceSubscriptions: ['test://other'] });
+      const c = await open('listen-prompts', { promptsListChanged: true });
+      assert.equal(c.ack.params.notifications?.promptsListChanged, true, JSON.stringify(c.ack));
+      await waitFor(async () => (await subs('subscribe', 'test://watched')) >= 1 && (await subs('subscribe', 'test://other')) >= 1,
+        { timeoutMs: 10000, intervalMs: 100, what: 'resources/subscribe for both URIs at the process' });
+
+      // An update goes to the stream that named the URI, and no other.
+      const t1 = call('touch', { uri: 'test://watched' });
+      assertComplete(await post(url, auth, t1), t1.id, 'touch');
+      const upd = await a.sse.next((e) => e.message?.method === 'notifications/resources/updated',
+        { timeoutMs: 10000, what: 'resources/updated on the watched stream' });
+      assert.equal(upd?.message?.params?.uri, 'test://watched', JSON.stringify(upd));
+      assert.deepEqual(upd.message.params._meta?.[K.sub], 'listen-watched', JSON.stringify(upd));
+      // A prompt list change goes to the stream that asked for it, and no other.
+      const t2 = call('add_prompt');
+      assertComplete(await post(url, auth, t2), t2.id, 'add_prompt');
+      const pc = await c.sse.next((e) => e.message?.method === 'notifications/prompts/list_changed',
+        { timeoutMs: 10000, what: 'prompts/list_changed on the prompts stream' });
+      assert.deepEqual(pc?.message?.params?._meta?.[K.sub], 'listen-prompts', JSON.stringify(pc));
+      // Request-scoped notifications stay on their request's stream (W-43).
+      const logs = call('log_levels', {}, { meta: { [K.level]: 'debug' } });
+      assertComplete(await post(url, auth, logs), logs.id, 'log_levels');
+      const prog = call('progress', { count: 2 }, { meta: { progressToken: 'listen-p' } });
+      assertComplete(await post(url, auth, prog), prog.id, 'progress');
+      const methods = (x) => x.sse.messages().map((m) => m.method);
+      assert.deepEqual(methods(a), ['notifications/subscriptions/acknowledged', 'notifications/resources/updated']);
+      assert.deepEqual(methods(b), ['notifications/subscriptions/acknowledged'], 'the other URI\'s stream got nothing');
+      assert.deepEqual(methods(c), ['notifications/subscriptions/acknowledged', 'notifications/prompts/list_changed']);
+
+      // A legacy session subscribed to the same URI: the listen stream's close does not unsubscribe it.
+      await s.initialize();
+      await s.request('resources/subscribe', { uri: 'test://watched' });
+      const unsubBefore = await subs('unsubscribe', 'test://watched');
+      // Closed one after the other: by the time b's unsubscribe shows, the gateway has seen a go.
+      a.sse.close();
+      await a.sse.done;
+      b.sse.close();
+      await waitFor(async () => (await subs('unsubscribe', 'test://other')) >= 1,
+        { timeoutMs: 10000, intervalMs: 100, what: 'resources/unsubscribe for test://other once its stream closed' });
+      // The watched URI's stream closed at the same moment; a call through the process's stdin after
+      // that (FIFO) shows no unsubscribe of it before it.
+      const t3 = call('echo', { message: 'after the close' });
+      assertComplete(await post(url, auth, t3), t3.id, 'echo');
+      assert.equal(await subs('unsubscribe', 'test://watched'), unsubBefore,
+        'the legacy session still holds test://watched: no unsubscribe');
+      await s.request('resources/unsubscribe', { uri: 'test://watched' });
+      await waitFor(async () => (await subs('unsubscribe', 'test://watched')) > unsubBefore,
+        { timeoutMs: 10000, intervalMs: 100, what: 'resources/unsubscribe once nobody holds test://watched' });
+    } finally {
+      for (const x of streams) x.close();
+      await s.close().catch(() => {});
+    }
   });
 
   // ------------------------------------------------------------ listen and the gate (rug pull)
