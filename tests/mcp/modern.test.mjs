@@ -940,6 +940,64 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
     });
   });
 
+  describe('a parked call\'s later request and a legacy session', () => {
+    const ELICIT = { elicitation: {} };
+
+    test('a parked call asks again (its first ask timed out at the server): not handed to the waiting legacy session', async () => {
+      // Order: the modern call parks on "first_try"; then a legacy call starts waiting; then the
+      // process, still inside the parked call, asks "second_try" (the fixture's stand-in for an
+      // SDK request timeout). Two calls wait on the process, so the rule is to refuse (§4.5:
+      // "A parked call counts as waiting"); handing it to the legacy session shows one client
+      // another client's prompt.
+      const s = new RawSession(url, auth, { version: '2025-11-25' });
+      await s.initialize({ capabilities: { elicitation: {} } });
+      const body = call('impatient', { afterMs: 2000 }, { caps: ELICIT });
+      const before = (await records()).length;
+      let legacy = null, leaked = null, res = null, done = null, order = [];
+      try {
+        const r1 = await post(url, auth, body);
+        res = assertResult(r1, body.id, 'impatient, round 1');
+        assert.equal(res.resultType, 'input_required', show(r1));
+        assert.deepEqual(Object.keys(res.inputRequests ?? {}), ['first_try'], show(r1));
+
+        const id = s.nextId++;
+        const h = await httpSend(url, { method: 'POST', headers: s.headers(), body: JSON.stringify({
+          jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'wait_for_cancel', arguments: {}, _meta: { progressToken: 'lw' } } }) });
+        assert.ok(isType(h.headers['content-type'], 'text/event-stream'), h.headers['content-type']);
+        legacy = { id, sse: new SseReader(h.res) };
+        assert.ok(await legacy.sse.next((e) => e.message?.method === 'notifications/progress',
+          { timeoutMs: 10000, what: 'the legacy call to start' }));
+
+        await waitFor(async () => {
+          if (legacy.sse.messages().some((m) => m.method === 'elicitation/create')) return true;
+          return (await records()).slice(before).some((e) => e.event === 'answer' && e.key === 'second_try');
+        }, { timeoutMs: 15000, intervalMs: 100, what: 'second_try to be routed to a client or refused' });
+        leaked = legacy.sse.messages().find((m) => m.method === 'elicitation/create') ?? null;
+        order = (await records()).slice(before).filter((e) => e.event === 'started' || e.event === 'ask')
+          .map((e) => (e.event === 'ask' ? e.key : 'legacy started'));
+        if (leaked) await s.post({ jsonrpc: '2.0', id: leaked.id, result: { action: 'decline' } });
+      } finally {
+        if (legacy) {
+          await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: legacy.id, reason: 'done' } });
+          legacy.sse.close();
+        }
+        if (res?.requestState) {
+          const again = {
+            jsonrpc: '2.0', id: newId('retry'), method: 'tools/call',
+            params: { ...body.params, _meta: envelope({ [K.caps]: ELICIT }),
+              inputResponses: { first_try: { action: 'accept', content: { secret: 's3cret' } } }, requestState: res.requestState },
+          };
+          done = { r: await post(url, auth, again), id: again.id };
+        }
+        await s.close();
+      }
+      assert.deepEqual(order, ['first_try', 'legacy started', 'second_try'], 'the scenario happened in this order');
+      assert.equal(leaked, null, 'a request from inside the parked modern call went to the legacy session: ' +
+        JSON.stringify(leaked));
+      assert.equal(assertComplete(done.r, done.id, 'the parked call\'s retry').content?.[0]?.text, 'secret: s3cret');
+    });
+  });
+
   // ------------------------------------------------------------ resources and prompts
 
   test('resources and prompts: decorated, cache hints on the cacheable ones, -32002 becomes -32602 (W-13, W-15)', async () => {
