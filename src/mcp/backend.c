@@ -558,6 +558,7 @@ static void shared_ready(struct mcp_backend *be, int r, const char *error)
     struct mcp_server *ms = be->server;
     if (r == 0) {
         ms->started_ms = now_ms();
+        mcp_resubscribe(ms); /* after a restart: the updates clients still want */
         return mcp_server_set_status(ms, MCP_READY, NULL);
     }
     ms->shared = NULL;

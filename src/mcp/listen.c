@@ -73,6 +73,25 @@ static void tell_process(struct mcp_server *ms, const char *method, json_t *uri)
     mcp_backend_send(be, req);
 }
 
+void mcp_resubscribe(struct mcp_server *ms)
+{
+    json_t *done = json_array();
+    size_t i;
+    json_t *uri;
+    for (struct mcp_listen *l = ms->listens; l; l = l->next)
+        json_array_extend(done, l->uris);
+    for (struct mcp_session *s = ms->sessions; s; s = s->next)
+        json_array_extend(done, s->subscriptions);
+    json_t *sent = json_array();
+    json_array_foreach(done, i, uri) if (!uri_in(sent, uri))
+    {
+        tell_process(ms, "resources/subscribe", uri);
+        json_array_append(sent, uri);
+    }
+    json_decref(sent);
+    json_decref(done);
+}
+
 static void unlink_listen(struct mcp_listen *l)
 {
     struct mcp_server *ms = l->server;

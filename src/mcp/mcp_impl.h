@@ -147,6 +147,7 @@ struct mcp_modern {
     int log_level;         /* the lowest level of notifications/message it wants; -1: none */
     json_t *preanswers;    /* inputResponses of a call that carried no requestState */
     char digest[65];       /* what a requestState must be for: method, name or uri, arguments */
+    json_t *uri;           /* resources/read: the resource, for a not-found error's data */
     struct mcp_park *park; /* while the process waits on the client for input (mrtr.c) */
 };
 
@@ -310,6 +311,8 @@ void mcp_listen_close_all(struct mcp_server *ms);
 void mcp_listen_keepalive(struct mcp_server *ms);
 /* Whether any session or listen stream still wants updates of uri. */
 bool mcp_resource_wanted(struct mcp_server *ms, json_t *uri);
+/* Asks a new process for the updates sessions and listen streams want. */
+void mcp_resubscribe(struct mcp_server *ms);
 
 /* jsonrpc helpers */
 json_t *mcp_error_msg(json_t *id, int code, const char *message);

@@ -320,8 +320,13 @@ static void decorate(struct mcp_session *ctx, struct mcp_stream *st, json_t *msg
         json_decref(info);
     }
     json_t *code = json_object_get(error, "code");
-    if (json_integer_value(code) == -32002 && strcmp(ctx->modern->method, "resources/read") == 0)
+    if (json_integer_value(code) == -32002 && strcmp(ctx->modern->method, "resources/read") == 0) {
         json_object_set_new(error, "code", json_integer(-32602));
+        json_t *data = json_object_get(error, "data");
+        if (!data) json_object_set_new(error, "data", data = json_object());
+        if (json_is_object(data) && !json_object_get(data, "uri") && ctx->modern->uri)
+            json_object_set(data, "uri", ctx->modern->uri);
+    }
     if (st && json_integer_value(code) == -32601) st->status = 404;
     if (st && json_integer_value(code) == -32021) st->status = 400;
 }
@@ -361,6 +366,7 @@ void mcp_modern_free(struct mcp_session *ctx)
         mcp_stream_free(ctx->streams);
     json_decref(ctx->modern->caps);
     json_decref(ctx->modern->preanswers);
+    json_decref(ctx->modern->uri);
     json_decref(ctx->asks);
     free(ctx->modern);
     free(ctx);
@@ -401,6 +407,8 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     json_t *level = json_object_get(meta, MCP_META "logLevel");
     m->log_level = level ? level_of(json_string_value(level)) : -1;
     mcp_mrtr_digest(msg, m->digest);
+    if (strcmp(m->method, "resources/read") == 0)
+        m->uri = json_incref(json_object_get(json_object_get(msg, "params"), "uri"));
     ctx->next = ms->contexts;
     ms->contexts = ctx;
     return ctx;
