@@ -4,9 +4,11 @@
 // against the legacy initialize of the same URL; tools/list and tools/call with their
 // result decoration; per-request logging and progress on the request's own stream;
 // cancellation by closing the connection; MRTR (an elicitation round trip, tampered,
-// replayed and misapplied requestState); subscriptions/listen and the fingerprint gate with
-// the rug-pull fixture; GET/DELETE without a session; a legacy session beside it all; and a
-// server with isolation "session", which does not speak 2026-07-28.
+// replayed and misapplied requestState, -32021, pre-answers, wrong keys); the one-waiter
+// rule between a legacy session and modern calls, parked ones included; resources and
+// prompts (cache hints, -32002 as -32602); subscriptions/listen (resources, prompts, and the
+// fingerprint gate with the rug-pull fixture); GET/DELETE without a session; a legacy session
+// beside it all; and a server with isolation "session", which does not speak 2026-07-28.
 //
 // The servers behind the gateway are legacy stdio servers: fixtures/modern-server.mjs (SDK
 // 1.32.2 server code, records what reaches the process), fixtures/rugpull-server.mjs and
@@ -14,7 +16,8 @@
 // document: discover's supportedVersions is SUPPORTED below; an inputRequests key is the
 // process's request id when that is a string matching ^[A-Za-z0-9_.-]{1,64}$; a server with
 // isolation "session" answers every modern request 404 / -32601 with a message that says to
-// connect in legacy mode.
+// connect in legacy mode. Not covered: the 5-minute park expiry and MCP_MAX_PARKS (neither
+// can be lowered for a test).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
