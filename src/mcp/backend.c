@@ -237,6 +237,8 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 
 void mcp_backend_send(struct mcp_backend *be, json_t *msg)
 {
+    if (be->modern && json_object_get(msg, "method") && json_object_get(msg, "id"))
+        mcp_stdio_envelope(be, NULL, msg); /* the gateway's own requests */
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     if (!text || be->in_fd < 0) {
@@ -274,6 +276,8 @@ void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
 {
     json_decref(p->client_id);
     json_decref(p->client_token);
+    json_decref(p->request);
+    json_decref(p->inputs);
     if (p->session && p->session->pending) p->session->pending--;
     if (p->session) server_sandbox_hold(be->server->box->sb, -1);
     memset(p, 0, sizeof *p);
@@ -472,6 +476,7 @@ static void listed(struct mcp_backend *be)
     r = mcp_gate_check(be->server, &fresh, &err);
     mcp_toolset_clear(&fresh);
     be->state = r == 0 ? BE_READY : BE_DEAD;
+    if (r == 0 && be->modern) mcp_stdio_listen(be);
     ready(be, r, r == 0 ? NULL : err.msg);
 }
 
@@ -519,10 +524,12 @@ static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_
 static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line, size_t len)
 {
     json_t *result = json_object_get(msg, "result");
+    if (!be->modern && mcp_stdio_refused_2025(be, msg, on_initialized)) return;
     if (!json_is_object(result)) return fail(be, "initialize failed: %s", error_text(msg));
     be->init_result = json_incref(result);
-    mcp_backend_send(
-        be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+    if (!be->modern)
+        mcp_backend_send(
+            be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
     be->state = BE_LISTING;
     if (json_object_get(json_object_get(result, "capabilities"), "tools")) {
         request_page(be, NULL);

@@ -95,6 +95,11 @@ struct mcp_pending {
     json_t *client_token; /* the client's progress token, or NULL */
     struct mcp_stream *stream;
     mcp_internal_fn internal;
+    /* A 2026-07-28 process asking a 2025 session for input (stdio_modern.c): the
+     * request, for its retry, and the answers gathered so far. */
+    json_t *request;
+    json_t *inputs;
+    unsigned awaiting, rounds;
 };
 
 struct mcp_backend {
@@ -106,6 +111,8 @@ struct mcp_backend {
     char errtail[2048];
     size_t errtail_len;
     enum { BE_INIT, BE_LISTING, BE_READY, BE_DEAD } state;
+    bool modern;            /* the process speaks only 2026-07-28 (stdio_modern.c) */
+    mcp_internal_fn opened; /* ... what its discover answer goes on to */
     int64_t next_id;
     struct mcp_pending pend[MCP_PENDING_SLOTS];
     size_t n_pending;
@@ -165,6 +172,7 @@ struct mcp_session {
     struct mcp_stream *get; /* the standalone GET stream, or NULL */
     unsigned next_stream;
     struct mcp_event *history; /* MCP_HISTORY of them; NULL for modern contexts */
+    int log_level;             /* logging/setLevel, for a 2026-07-28 process; -1: none */
     size_t history_next, history_bytes;
     json_t *subscriptions; /* resource uris */
     json_t *asks;          /* our id (string) -> the process's id for its requests to us */
@@ -302,6 +310,25 @@ void mcp_park_free(struct mcp_session *ctx);
 bool mcp_park_waiting(struct mcp_session *ctx);
 /* The parked call's final answer came while no retry held it. */
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg);
+
+/* stdio_modern.c: a stdio server that speaks only 2026-07-28. The gateway finds out from
+ * its answer to initialize, opens with server/discover instead, puts the envelope on
+ * every request, and for 2025 sessions turns its input_required results into requests
+ * to the client and the answers into the retry. */
+/* Whether an initialize error is a 2026-07-28-only server's (-32022 naming no 2025
+ * version); then discovers, and calls done as initialize's answer would. */
+bool mcp_stdio_refused_2025(struct mcp_backend *be, json_t *msg, mcp_internal_fn done);
+/* The per-request _meta for a request to a modern process (what the session declared;
+ * s NULL: the gateway's own request). */
+void mcp_stdio_envelope(struct mcp_backend *be, struct mcp_session *s, json_t *msg);
+/* After the gate: asks the process for its list changes (subscriptions/listen). */
+void mcp_stdio_listen(struct mcp_backend *be);
+/* The process's answer for a 2025 session: input_required is asked of the client and
+ * retried (true: taken care of); a complete result loses the 2026 fields. */
+bool mcp_stdio_answer(struct mcp_backend *be, struct mcp_pending *p, json_t *msg);
+/* A 2025 client's answer to one of those asks (ask: the gateway's record of it). */
+void mcp_stdio_input(struct mcp_backend *be, json_t *ask, json_t *msg);
+int mcp_log_level(const char *name); /* 0 (debug) ... 7 (emergency); -1: not a level */
 
 /* listen.c: subscriptions/listen streams. */
 void mcp_listen_open(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);

@@ -47,7 +47,7 @@ json_t *mcp_modern_error(json_t *id, int code, const char *message, json_t *data
 
 /* ---- classifying a POST ---- */
 
-static int level_of(const char *name)
+int mcp_log_level(const char *name)
 {
     for (size_t i = 0; name && i < ARRAY_LEN(log_levels); i++)
         if (strcmp(name, log_levels[i]) == 0) return (int)i;
@@ -104,7 +104,7 @@ static bool envelope_ok(json_t *meta, struct mcp_verdict *v)
     else if (info && (!json_is_string(json_object_get(info, "name")) ||
                       !json_is_string(json_object_get(info, "version"))))
         bad = MCP_META "clientInfo must have string name and version";
-    else if (level && level_of(json_string_value(level)) < 0)
+    else if (level && mcp_log_level(json_string_value(level)) < 0)
         bad = MCP_META "logLevel must be a logging level (debug ... emergency)";
     else if (token && !json_is_string(token) && !json_is_integer(token))
         bad = "progressToken must be a string or an integer";
@@ -345,7 +345,7 @@ void mcp_modern_answered(struct mcp_session *ctx, struct mcp_stream *st, json_t 
 
 bool mcp_modern_wants_log(struct mcp_session *ctx, const char *level)
 {
-    int l = level_of(level);
+    int l = mcp_log_level(level);
     return ctx->modern->log_level >= 0 && l >= ctx->modern->log_level;
 }
 
@@ -405,7 +405,7 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     snprintf(m->method, sizeof m->method, "%s", json_string_value(json_object_get(msg, "method")));
     m->caps = json_incref(json_object_get(meta, MCP_META "clientCapabilities"));
     json_t *level = json_object_get(meta, MCP_META "logLevel");
-    m->log_level = level ? level_of(json_string_value(level)) : -1;
+    m->log_level = level ? mcp_log_level(json_string_value(level)) : -1;
     mcp_mrtr_digest(msg, m->digest);
     if (strcmp(m->method, "resources/read") == 0)
         m->uri = json_incref(json_object_get(json_object_get(msg, "params"), "uri"));
@@ -414,10 +414,12 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     return ctx;
 }
 
-/* The request as the process gets it: without what only the gateway reads. */
-static json_t *for_process(json_t *msg)
+/* The request as the process gets it: without what only the gateway reads (a process
+ * that speaks 2026-07-28 itself gets it whole). */
+static json_t *for_process(struct mcp_server *ms, json_t *msg)
 {
     json_t *out = json_deep_copy(msg);
+    if (ms->shared->modern) return out;
     json_t *params = json_object_get(out, "params"), *meta = json_object_get(params, "_meta");
     json_object_del(params, "inputResponses");
     json_object_del(params, "requestState");
@@ -442,7 +444,7 @@ static void forward(struct mcp_server *ms, struct evhttp_request *req, json_t *m
     st->waiting = 1;
     json_t *inputs = json_object_get(json_object_get(msg, "params"), "inputResponses");
     if (json_is_object(inputs)) ctx->modern->preanswers = json_incref(inputs);
-    json_t *out = for_process(msg);
+    json_t *out = for_process(ms, msg);
     mcp_forward(ctx, st, out);
     json_decref(out);
     if (!ctx->pending && !ctx->modern->park) mcp_modern_free(ctx); /* answered at once */
@@ -509,7 +511,7 @@ void mcp_modern_post(struct mcp_server *ms, struct evhttp_request *req, json_t *
     }
     json_t *params = json_object_get(msg, "params");
     json_t *state = json_object_get(params, "requestState");
-    if (state && takes_input(method))
+    if (state && takes_input(method) && !ms->shared->modern)
         return mcp_mrtr_resume(ms, req, msg, json_string_value(state) ?: "");
     forward(ms, req, msg);
 }

@@ -144,6 +144,7 @@ static void negotiate(struct mcp_session *s, json_t *params)
     s->elicitation = json_object_get(caps, "elicitation") != NULL;
     s->roots = json_object_get(caps, "roots") != NULL;
     s->client_info = json_incref(json_object_get(params, "clientInfo"));
+    s->log_level = -1;
 }
 
 /* Processes of isolation "session" servers running in the sandbox now. */
@@ -218,6 +219,7 @@ void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
         return answer(st, mcp_error_msg(id, -32000,
                                         "the server is not reading its input; "
                                         "try again later"));
+    if (be->modern) mcp_stdio_envelope(be, s, msg);
     json_t *client_id = json_incref(id);
     struct mcp_pending *p;
     if (mcp_backend_request(be, msg, &p) < 0) {
@@ -228,6 +230,7 @@ void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
     p->session = s;
     p->client_id = client_id;
     p->stream = st;
+    if (be->modern && !s->modern) p->request = json_incref(msg); /* for its input rounds */
     s->pending++;
     server_sandbox_hold(s->server->box->sb, +1); /* no idle pause while it works */
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
@@ -283,6 +286,15 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
     if (strcmp(method, "initialize") == 0)
         return answer(st, mcp_error_msg(id, -32600, "this session is initialized already"));
     if (strcmp(method, "ping") == 0) return answer(st, mcp_result_msg(id, json_object()));
+    struct mcp_backend *be = mcp_session_backend(s);
+    if (be && be->modern && strcmp(method, "logging/setLevel") == 0) {
+        /* A 2026-07-28 process takes the level per request: the session's goes on each. */
+        json_t *level = json_object_get(json_object_get(msg, "params"), "level");
+        int l = mcp_log_level(json_string_value(level));
+        if (l < 0) return answer(st, mcp_error_msg(id, -32602, "Invalid params: not a log level"));
+        s->log_level = l;
+        return answer(st, mcp_result_msg(id, json_object()));
+    }
     if (strcmp(method, "tools/list") == 0 && !ms->served_json)
         return answer(st,
                       mcp_error_msg(id, -32603, "the approved tool list cannot be sent as JSON"));
@@ -344,6 +356,11 @@ static void client_response(struct mcp_session *s, json_t *msg)
     json_t *orig = key ? json_object_get(s->asks, key) : NULL;
     struct mcp_backend *be = mcp_session_backend(s);
     if (!orig || !be) return;
+    if (json_is_object(orig)) { /* an input request of a 2026-07-28 process */
+        mcp_stdio_input(be, orig, msg);
+        json_object_del(s->asks, key);
+        return;
+    }
     json_t *out = json_copy(msg);
     json_object_set(out, "id", orig);
     json_object_del(s->asks, key);
@@ -493,6 +510,7 @@ static void answer_from_server(struct mcp_backend *be, json_t *msg)
 {
     struct mcp_pending *p = mcp_pending_find(be, json_integer_value(json_object_get(msg, "id")));
     if (!p || !p->session) return;
+    if (be->modern && !p->session->modern && mcp_stdio_answer(be, p, msg)) return;
     json_t *out = json_copy(msg);
     json_object_set(out, "id", p->client_id);
     struct mcp_stream *st = p->stream;
@@ -542,6 +560,9 @@ void mcp_route_from_server(struct mcp_backend *be, json_t *msg)
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (!method) return answer_from_server(be, msg);
     if (json_object_get(msg, "id")) return server_request(be, msg);
+    if (strcmp(method, "notifications/subscriptions/acknowledged") == 0) return; /* our listen */
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    json_object_del(meta, MCP_META "subscriptionId"); /* the gateway's listen on stdio */
     if (strcmp(method, "notifications/progress") == 0) return progress(be, msg);
     if (strcmp(method, "notifications/resources/updated") == 0) return resource_updated(be, msg);
     if (be->owner) return deliver(be->owner, json_incref(msg));
