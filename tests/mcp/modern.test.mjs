@@ -388,7 +388,7 @@ async function legacyRaw(s, method, params) {
 // ---------------------------------------------------------------- the suite
 
 describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }, () => {
-  let d, sb, tmp, url, rugUrl, soloUrl, auth, legacyInit;
+  let d, sb, tmp, url, rugUrl, soloUrl, stopUrl, auth, legacyInit;
 
   before(async () => {
     d = await startMcpDaemon({ prefix: 'runtime-mcp-modern-' });
@@ -410,10 +410,12 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
       { name: 'modern', command: ['node', '/workspace/modern/modern-server.mjs', '--record', RECORD] },
       { name: 'rug', command: ['node', '/workspace/rugpull-server.mjs', '/workspace/rug.json', '/workspace/rug.calls'] },
       { name: 'solo', command: ['node', '/workspace/hello-server.mjs'], isolation: 'session' },
+      { name: 'stopme', command: ['node', '/workspace/hello-server.mjs'] },
     ], { timeoutMs: 90000 });
     url = got.servers.modern.url;
     rugUrl = got.servers.rug.url;
     soloUrl = got.servers.solo.url;
+    stopUrl = got.servers.stopme.url;
     auth = got.status.headers.Authorization;
     const s = new RawSession(url, auth, { version: '2025-11-25' });
     legacyInit = await s.initialize();
@@ -1248,5 +1250,41 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
     const res = await s.request('tools/call', { name: 'hello', arguments: { name: 'solo' } });
     assert.equal(res.content[0].text, 'hello, solo', 'legacy sessions are served as before');
     await s.close();
+  });
+
+  test('a listen stream gets keep-alive comments (W-44)', { timeout: 40000 }, async () => {
+    const body = { jsonrpc: '2.0', id: 'listen-quiet', method: 'subscriptions/listen',
+      params: { notifications: { toolsListChanged: true }, _meta: envelope() } };
+    const r = await post(stopUrl, auth, body, { stream: true });
+    assert.ok(r.sse, show(r));
+    try {
+      // The gateway's keep-alive period is 15 s (docs/gateway.md): wait for one comment, 30 s at most.
+      await waitFor(() => r.sse.lines.some((l) => l.startsWith(':')) || r.sse.ended,
+        { timeoutMs: 30000, intervalMs: 250, what: 'an SSE comment on a quiet listen stream' });
+      assert.ok(!r.sse.ended, `the stream ended: ${JSON.stringify(r.sse.lines)}`);
+    } finally {
+      r.sse.close();
+    }
+  });
+
+  // Last: it stops a server.
+  test('stopping the server ends a listen stream with the closing response (W-44)', async () => {
+    const body = { jsonrpc: '2.0', id: 'listen-to-stop', method: 'subscriptions/listen',
+      params: { notifications: { toolsListChanged: true }, _meta: envelope() } };
+    const r = await post(stopUrl, auth, body, { stream: true });
+    assert.ok(r.sse, show(r));
+    try {
+      assert.ok(await r.sse.next((e) => e.message?.method === 'notifications/subscriptions/acknowledged',
+        { timeoutMs: 10000, what: 'the ack' }));
+      await d.mcpStop(sb.id, 'stopme');
+      const bye = await r.sse.next((e) => e.message?.id !== undefined && !e.message.method,
+        { timeoutMs: 15000, what: 'the response to the listen request' });
+      assert.ok(bye, `the stream ended without the closing response: ${JSON.stringify(r.sse.events)}`);
+      assert.deepEqual(bye.message, { jsonrpc: '2.0', id: 'listen-to-stop',
+        result: { resultType: 'complete', _meta: { [K.sub]: 'listen-to-stop' } } });
+      assert.ok(await r.sse.end(10000), 'and then the stream ends');
+    } finally {
+      r.sse.close();
+    }
   });
 });
