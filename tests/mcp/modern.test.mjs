@@ -821,6 +821,24 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
         { timeoutMs: 10000, intervalMs: 100, what: 'the process to get an error for its elicitation' });
     });
 
+    test('sampling: input_required with the process\'s createMessage, then the model\'s answer; undeclared, -32021', async () => {
+      const body = call('sample_capital', {}, { caps: { sampling: {} } });
+      const r = await post(url, auth, body);
+      const res = assertResult(r, body.id, 'sample_capital round 1');
+      assert.equal(res.resultType, 'input_required', show(r));
+      assert.deepEqual(res.inputRequests, { capital_question: { method: 'sampling/createMessage', params: {
+        messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 50 } } },
+      show(r));
+      const sample = { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'test-model', stopReason: 'endTurn' };
+      const again = retry(body, { capital_question: sample }, res.requestState, { sampling: {} });
+      assert.deepEqual(assertComplete(await post(url, auth, again), again.id, 'sample_capital retry').content,
+        [{ type: 'text', text: 'model said: Paris' }]);
+      // Declaring elicitation only is not declaring sampling (W-33: this request's capabilities).
+      const none = call('sample_capital', {}, { caps: { elicitation: {} } });
+      const e = assertError(await post(url, auth, none), 400, -32021, none.id, 'sampling not declared');
+      assert.deepEqual(e.data?.requiredCapabilities, { sampling: {} });
+    });
+
     test('a fresh call that already carries the answer completes in one round; extra keys are ignored (W-36)', async () => {
       const body = call('elicit_name', {}, { caps: ELICIT });
       body.params.inputResponses = { user_name: accept({ name: 'Quick' }), unknown_extra_key: accept({ x: 1 }) };
