@@ -49,6 +49,7 @@ struct options {
     char driver[32];
     char log_format[16];
     unsigned max_sandboxes;
+    unsigned mcp_input_wait_s;
     struct egress_pin pins[64];
     size_t n_pins;
     char upstream_ca[512];
@@ -85,6 +86,8 @@ static const char usage[] =
     "  --nameserver ADDR[:PORT]  resolve sandbox destinations with this server\n"
     "                        instead of /etc/resolv.conf\n"
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
+    "  --mcp-input-wait S    how long a 2026-07-28 call that asked its client for input\n"
+    "                        waits for the client's retry (default 300 s)\n"
     "  --rate NAME=N         a sandbox's rate a second (repeatable): dns-queries\n"
     "                        (default 500), dns-names (new names, 100), connections (100)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
@@ -192,8 +195,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     opt_default(o->public_url, sizeof o->public_url, "RUNTIME_PUBLIC_URL", "");
     opt_default(o->driver, sizeof o->driver, "RUNTIME_DRIVER", "ns");
     opt_default(o->log_format, sizeof o->log_format, "RUNTIME_LOG_FORMAT", "text");
-    char max[16];
+    char max[16], wait[16];
     opt_default(max, sizeof max, "RUNTIME_MAX_SANDBOXES", "1000");
+    opt_default(wait, sizeof wait, "RUNTIME_MCP_INPUT_WAIT", "300");
     static const struct option longs[] = {{"state-dir", 1, 0, 's'},
                                           {"listen", 1, 0, 'l'},
                                           {"socket", 1, 0, 'S'},
@@ -201,6 +205,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"driver", 1, 0, 'd'},
                                           {"log-format", 1, 0, 'f'},
                                           {"max-sandboxes", 1, 0, 'm'},
+                                          {"mcp-input-wait", 1, 0, 'W'},
                                           {"resolve", 1, 0, 'r'},
                                           {"upstream-ca", 1, 0, 'u'},
                                           {"nameserver", 1, 0, 'n'},
@@ -251,6 +256,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'm':
             snprintf(max, sizeof max, "%s", optarg);
+            break;
+        case 'W':
+            snprintf(wait, sizeof wait, "%s", optarg);
             break;
         case 'r':
             if (add_pins(o, optarg) < 0) return -EINVAL;
@@ -303,6 +311,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         return -EINVAL;
     }
     o->max_sandboxes = (unsigned)m;
+    long w = strtol(wait, &end, 10);
+    if (*end || end == wait || w < 1 || w > 86400) {
+        fprintf(stderr, "runtimed: --mcp-input-wait must be seconds from 1 to 86400\n");
+        return -EINVAL;
+    }
+    o->mcp_input_wait_s = (unsigned)w;
     double *rates[] = {&o->rates.vcpu_hour, &o->rates.gib_hour, &o->rates.gb_month};
     for (int i = 0; i < 3; i++) {
         *rates[i] = strtod(prices[i], &end);
@@ -477,8 +491,10 @@ static void __attribute__((noreturn))
 run_server(const struct options *o, const char *key, const uint8_t *sealing_key, int ksock,
            int signer, int tcp, int unx)
 {
-    struct server_config cfg = {
-        .max_sandboxes = o->max_sandboxes, .rates = o->rates, .signer_sock = signer};
+    struct server_config cfg = {.max_sandboxes = o->max_sandboxes,
+                                .mcp_input_wait_ms = o->mcp_input_wait_s * 1000u,
+                                .rates = o->rates,
+                                .signer_sock = signer};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
     snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);
     snprintf(cfg.db_path, sizeof cfg.db_path, "%s/db/runtime.db", o->state_dir);

@@ -148,7 +148,10 @@ static json_t *honoured(struct mcp_listen *l, json_t *filter, json_t *caps)
     l->uris = json_array();
     size_t i;
     json_t *uri;
-    if (offers(caps, "resources", "subscribe") && json_is_array(uris))
+    /* A process that speaks 2026-07-28 itself would need a listen of its own per URI set;
+     * the gateway does not open those, so it does not promise the updates. */
+    bool can = offers(caps, "resources", "subscribe") && !l->server->shared->modern;
+    if (can && json_is_array(uris))
         json_array_foreach(uris, i, uri) if (json_is_string(uri) &&
                                              json_array_size(l->uris) < MCP_MAX_LISTEN_URIS &&
                                              !uri_in(l->uris, uri)) json_array_append(l->uris, uri);

@@ -306,8 +306,6 @@ void mcp_mrtr_resume(struct mcp_server *ms, struct evhttp_request *req, json_t *
 /* The digest a requestState is bound to, of a tools/call, prompts/get or resources/read. */
 void mcp_mrtr_digest(json_t *msg, char out[65]);
 void mcp_park_free(struct mcp_session *ctx);
-/* Parked and waiting on its client's answers: it cannot be asking anything new. */
-bool mcp_park_waiting(struct mcp_session *ctx);
 /* The parked call's final answer came while no retry held it. */
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg);
 

@@ -162,6 +162,15 @@ static bool headers_ok(json_t *msg, const char *claim, const struct mcp_headers 
     return true;
 }
 
+/* _meta that passes the envelope checks and names a 2026-07-28-or-later version. */
+static bool valid_modern_claim(json_t *msg)
+{
+    struct mcp_verdict scratch;
+    json_t *meta = meta_of(msg);
+    const char *version = json_string_value(json_object_get(meta, MCP_META "protocolVersion"));
+    return has_claim(msg) && envelope_ok(meta, &scratch) && modern_header(version);
+}
+
 void mcp_modern_classify(json_t *body, const struct mcp_headers *h, struct mcp_verdict *v)
 {
     memset(v, 0, sizeof *v);
@@ -179,6 +188,15 @@ void mcp_modern_classify(json_t *body, const struct mcp_headers *h, struct mcp_v
     if (!json_is_object(body) || !json_object_get(body, "method")) return; /* a response */
     if (!id) {
         if (claim || modern) v->era = MCP_ERA_NOTIFICATION;
+        return;
+    }
+    if (method && strcmp(method, "initialize") == 0 && !valid_modern_claim(body)) {
+        /* The 2025 handshake, unless the request says it is a 2026-07-28 one. */
+        if (modern)
+            reject(v, 400, -32020, NULL,
+                   "Header mismatch: initialize is the 2025 handshake, and MCP-Protocol-Version "
+                   "says %.40s; 2026-07-28 clients start with server/discover",
+                   h->version);
         return;
     }
     if (!claim && modern)

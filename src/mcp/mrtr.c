@@ -38,7 +38,7 @@ struct mcp_ask {
 struct mcp_park {
     char id[33];
     uint32_t round;      /* bumped at each input_required: a state is good for one round */
-    uint64_t expires_ms; /* MCP_PARK_TTL_MS after the last input_required */
+    uint64_t expires_ms; /* --mcp-input-wait after the last input_required */
     uint64_t first_ask_ms;
     struct mcp_ask asks[MCP_MAX_INPUTS];
     size_t n_asks;
@@ -164,20 +164,18 @@ void mcp_park_free(struct mcp_session *ctx)
     ctx->modern->park = NULL;
 }
 
-bool mcp_park_waiting(struct mcp_session *ctx)
-{
-    struct mcp_park *park = ctx->modern ? ctx->modern->park : NULL;
-    if (!park || park->gathering) return false;
-    for (size_t i = 0; i < park->n_asks; i++)
-        if (!park->asks[i].done) return true;
-    return false;
-}
-
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg)
 {
     struct mcp_park *park = ctx->modern->park;
     json_decref(park->final);
     park->final = msg;
+}
+
+/* --mcp-input-wait, else MCP_PARK_TTL_MS. */
+static uint64_t park_ttl_ms(struct mcp_session *ctx)
+{
+    uint32_t ms = server_config(ctx->server->box->srv)->mcp_input_wait_ms;
+    return ms ? ms : MCP_PARK_TTL_MS;
 }
 
 static void arm(struct mcp_park *park, uint64_t ms)
@@ -209,7 +207,7 @@ static void send_input_required(struct mcp_session *ctx)
     struct mcp_stream *st = p ? p->stream : NULL;
     if (!st) return; /* no retry holds it: the asks wait for one */
     park->round++;
-    park->expires_ms = now_ms() + MCP_PARK_TTL_MS;
+    park->expires_ms = now_ms() + park_ttl_ms(ctx);
     json_t *inputs = json_object();
     for (size_t i = 0; i < park->n_asks; i++)
         if (!park->asks[i].done)
@@ -222,7 +220,7 @@ static void send_input_required(struct mcp_session *ctx)
     p->stream = NULL; /* parked: the final answer waits for a retry */
     mcp_stream_send(st, msg, true);
     park->gathering = false;
-    arm(park, MCP_PARK_TTL_MS);
+    arm(park, park_ttl_ms(ctx));
 }
 
 /* Nobody retried in time: the process's requests are answered as declined, the call

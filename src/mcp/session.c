@@ -458,7 +458,7 @@ static struct mcp_session *session_for_request(struct mcp_backend *be, bool *sev
     struct mcp_session *lists[] = {be->server->sessions, be->server->contexts};
     for (size_t i = 0; i < ARRAY_LEN(lists); i++)
         for (struct mcp_session *s = lists[i]; s; s = s->next) {
-            if (!s->pending || mcp_park_waiting(s)) continue;
+            if (!s->pending) continue; /* a parked call waits too: its process may ask again */
             if (found) {
                 *several = true;
                 return NULL;

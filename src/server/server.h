@@ -23,6 +23,7 @@ struct server_config {
     char public_url[256];
     char listen[128];
     uint32_t max_sandboxes;
+    uint32_t mcp_input_wait_ms; /* --mcp-input-wait: a parked 2026-07-28 call's (0: default) */
     struct egress_pin pins[64]; /* --resolve */
     size_t n_pins;
     char upstream_ca[512];            /* --upstream-ca, "" for none */

@@ -134,6 +134,16 @@ TEST(mcp_modern_classifier_follows_the_spec_ladder)
                    NULL, &st, &code) == MCP_ERA_LEGACY);
     CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", "2026-07-28", NULL, NULL, &st,
                    &code) == MCP_ERA_LEGACY);
+    /* initialize is the 2025 handshake unless its _meta is a valid 2026-07-28 claim. */
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"_meta\":"
+                   "{\"io.modelcontextprotocol/protocolVersion\":\"2025-11-25\"}}}",
+                   NULL, NULL, NULL, &st, &code) == MCP_ERA_LEGACY);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
+                   "2026-07-28", "initialize", NULL, &st, &code) == MCP_ERA_REJECT);
+    CHECK(st == 400 && code == -32020);
+    CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" META_OK
+                   "}}",
+                   "2026-07-28", "initialize", NULL, &st, &code) == MCP_ERA_MODERN);
     /* A well-formed modern request. */
     CHECK(classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META_OK
                    "}}",

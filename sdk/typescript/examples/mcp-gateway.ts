@@ -13,12 +13,22 @@ for (const s of gateway.servers) {
   console.log(`claude mcp add --transport http ${s.name} ${s.url} --header "Authorization: ${auth}"`);
 }
 
-// Any MCP client can use the URL; here, the first request by hand.
+// Any MCP client can use the URL, in either protocol era; here, by hand.
+const headers = { Authorization: auth, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
 const res = await fetch(gateway.servers[0]!.url, {
   method: 'POST',
-  headers: { Authorization: auth, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+  headers,
   body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
     params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'example', version: '1' } } }),
 });
 console.log('initialize:', res.status);
+// 2026-07-28 has no session: each request carries its version and capabilities.
+const discover = await fetch(gateway.servers[0]!.url, {
+  method: 'POST',
+  headers: { ...headers, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'server/discover' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'server/discover',
+    params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } }),
+});
+const { result } = (await discover.json()) as { result: { supportedVersions: string[] } };
+console.log('server/discover:', discover.status, result.supportedVersions.join(' '));
 await sbx.delete();

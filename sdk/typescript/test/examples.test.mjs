@@ -47,6 +47,7 @@ test('examples/mcp-gateway.ts', { skip }, async () => {
   assert.match(out, /^hello ready tools=hello$/m);
   assert.match(out, /^claude mcp add --transport http hello http:\/\/127\.0\.0\.1:\d+\/mcp\/\S+\/hello --header "Authorization: Bearer \S+"$/m);
   assert.match(out, /^initialize: 200$/m);
+  assert.match(out, /^server\/discover: 200 2026-07-28 2025-11-25 2025-06-18 2025-03-26$/m);
   assert.equal((await d.api('GET', '/v1/sandboxes/mcp-gateway-example')).status, 404);
 });
 
