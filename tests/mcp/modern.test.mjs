@@ -16,8 +16,9 @@
 // document: discover's supportedVersions is SUPPORTED below; an inputRequests key is the
 // process's request id when that is a string matching ^[A-Za-z0-9_.-]{1,64}$; a server with
 // isolation "session" answers every modern request 404 / -32601 with a message that says to
-// connect in legacy mode. Not covered: the 5-minute park expiry and MCP_MAX_PARKS (neither
-// can be lowered for a test).
+// connect in legacy mode. The park expiry runs in a daemon of its own with --mcp-input-wait 1.
+// Not covered: MCP_MAX_PARKS (a parked call counts as waiting, so one shared process holds at
+// most one park at a time).
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -27,10 +28,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  ACCEPT_BOTH, FIXTURES, HERE, RawSession, SseReader, httpSend, isType, readBody, skipReason, startMcpDaemon, vectors,
-  waitFor,
+  ACCEPT_BOTH, FIXTURES, HERE, McpDaemon, RawSession, SseReader, httpSend, isType, readBody, skipReason, startMcpDaemon,
+  vectors, waitFor,
 } from './lib.mjs';
-import { stopDaemon } from '../e2e/lib.mjs';
+import { startDaemon, stopDaemon } from '../e2e/lib.mjs';
 
 const V = '2026-07-28';
 const SUPPORTED = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26'];
@@ -85,6 +86,9 @@ function rpc(method, params = {}, { id = newId(), meta = {}, caps } = {}) {
   const m = caps === undefined ? meta : { [K.caps]: caps, ...meta };
   return { jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...envelope(m), ...(params._meta ?? {}) } } };
 }
+
+/** A modern tools/call body. */
+const call = (name, args = {}, opts = {}) => rpc('tools/call', { name, arguments: args }, opts);
 
 const NAMED = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
 
@@ -385,6 +389,31 @@ async function legacyRaw(s, method, params) {
   return { message: ev.message, text: ev.data };
 }
 
+/** A sandbox holding the fixtures and the SDK closure modern-server.mjs imports. */
+async function sandboxWithFixtures(d, tmp) {
+  const tgz = path.join(tmp, 'modules.tgz');
+  const tar = spawnSync('tar', ['czf', tgz, '-C', HERE, ...PACKAGES.map((p) => `node_modules/${p}`)]);
+  assert.equal(tar.status, 0, String(tar.stderr));
+  const sb = await d.create({ name: 'mcp-modern', memoryMiB: 1024 });
+  await d.mustExec(sb.id, ['mkdir', '-p', '/workspace/modern']);
+  await d.putFile(sb.id, '/workspace/modern/modules.tgz', fs.readFileSync(tgz));
+  await d.mustExec(sb.id, ['tar', 'xzf', '/workspace/modern/modules.tgz', '-C', '/workspace/modern'],
+    { timeoutMs: 120000 });
+  for (const f of ['modern-server.mjs', 'rugpull-server.mjs', 'hello-server.mjs']) {
+    const dir = f === 'modern-server.mjs' ? '/workspace/modern' : '/workspace';
+    await d.putFile(sb.id, `${dir}/${f}`, fs.readFileSync(path.join(FIXTURES, f)));
+  }
+  return sb;
+}
+
+/** What modern-server.mjs recorded at the process so far. */
+async function recordsOf(d, sb) {
+  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=${encodeURIComponent(RECORD)}`);
+  if (r.status === 404) return [];
+  assert.equal(r.status, 200, r.text);
+  return r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
 // ---------------------------------------------------------------- the suite
 
 describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }, () => {
@@ -393,18 +422,7 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
   before(async () => {
     d = await startMcpDaemon({ prefix: 'runtime-mcp-modern-' });
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-modern-'));
-    const tgz = path.join(tmp, 'modules.tgz');
-    const tar = spawnSync('tar', ['czf', tgz, '-C', HERE, ...PACKAGES.map((p) => `node_modules/${p}`)]);
-    assert.equal(tar.status, 0, String(tar.stderr));
-    sb = await d.create({ name: 'mcp-modern', memoryMiB: 1024 });
-    await d.mustExec(sb.id, ['mkdir', '-p', '/workspace/modern']);
-    await d.putFile(sb.id, '/workspace/modern/modules.tgz', fs.readFileSync(tgz));
-    await d.mustExec(sb.id, ['tar', 'xzf', '/workspace/modern/modules.tgz', '-C', '/workspace/modern'],
-      { timeoutMs: 120000 });
-    for (const f of ['modern-server.mjs', 'rugpull-server.mjs', 'hello-server.mjs']) {
-      const dir = f === 'modern-server.mjs' ? '/workspace/modern' : '/workspace';
-      await d.putFile(sb.id, `${dir}/${f}`, fs.readFileSync(path.join(FIXTURES, f)));
-    }
+    sb = await sandboxWithFixtures(d, tmp);
     await d.replaceFile(sb.id, '/workspace/rug.json', JSON.stringify(A, null, 2));
     const got = await d.mcpReady(sb.id, [
       { name: 'modern', command: ['node', '/workspace/modern/modern-server.mjs', '--record', RECORD] },
@@ -427,14 +445,8 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
   });
 
   /** What the fixture recorded at the process so far (see modern-server.mjs). */
-  async function records() {
-    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=${encodeURIComponent(RECORD)}`);
-    if (r.status === 404) return [];
-    assert.equal(r.status, 200, r.text);
-    return r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  }
+  const records = () => recordsOf(d, sb);
 
-  const call = (name, args = {}, opts = {}) => rpc('tools/call', { name, arguments: args }, opts);
 
   // ------------------------------------------------------------ the ladder (§4.2, §5.3)
 
@@ -1304,5 +1316,62 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
     } finally {
       r.sse.close();
     }
+  });
+});
+
+describe('2026-07-28: a parked call nobody retries (runtimed --mcp-input-wait 1)', { skip: skipReason() }, () => {
+  let d, sb, tmp, url, auth;
+
+  before(async () => {
+    d = await startDaemon({ prefix: 'runtime-mcp-modern-wait-', make: (dir) => {
+      const x = new McpDaemon(dir);
+      x.extraArgs.push('--mcp-input-wait', '1');
+      return x;
+    } });
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'runtime-modern-wait-'));
+    sb = await sandboxWithFixtures(d, tmp);
+    const got = await d.mcpReady(sb.id, [
+      { name: 'modern', command: ['node', '/workspace/modern/modern-server.mjs', '--record', RECORD] },
+    ], { timeoutMs: 90000 });
+    url = got.servers.modern.url;
+    auth = got.status.headers.Authorization;
+  });
+  after(async () => {
+    if (d) await stopDaemon(d);
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('expiry: the process gets {"action":"cancel"} and notifications/cancelled; the late retry is -32602', async () => {
+    const body = call('elicit_name', {}, { caps: { elicitation: {} } });
+    const r = await post(url, auth, body);
+    const res = assertResult(r, body.id, 'round 1');
+    assert.equal(res.resultType, 'input_required', show(r));
+    const processId = (await recordsOf(d, sb)).filter((e) => e.event === 'call' && e.name === 'elicit_name').pop()?.id;
+    assert.ok(processId !== undefined, 'the call reached the process');
+    const seen = await waitFor(async () => {
+      const ev = await recordsOf(d, sb);
+      const answer = ev.find((e) => e.event === 'answer' && e.key === 'user_name');
+      const cancelled = ev.find((e) => e.event === 'cancelled' && JSON.stringify(e.params?.requestId) === JSON.stringify(processId));
+      return answer && cancelled ? { answer, cancelled } : null;
+    }, { timeoutMs: 15000, intervalMs: 200, what: 'the park to expire at the process (cancel answer, notifications/cancelled)' });
+    assert.deepEqual(seen.answer.result, { action: 'cancel' }, `an expired elicitation is answered cancel: ${JSON.stringify(seen.answer)}`);
+    const late = {
+      jsonrpc: '2.0', id: newId('late'), method: 'tools/call',
+      params: { ...body.params, _meta: envelope({ [K.caps]: { elicitation: {} } }),
+        inputResponses: { user_name: { action: 'accept', content: { name: 'Late' } } }, requestState: res.requestState },
+    };
+    assertError(await post(url, auth, late), 200, -32602, late.id, 'a retry after the park expired');
+    // The process is free again: a new call parks and completes.
+    const again = call('elicit_name', {}, { caps: { elicitation: {} } });
+    const r2 = await post(url, auth, again);
+    const res2 = assertResult(r2, again.id, 'a new round 1');
+    assert.equal(res2.resultType, 'input_required', show(r2));
+    const retry2 = {
+      jsonrpc: '2.0', id: newId('retry'), method: 'tools/call',
+      params: { ...again.params, _meta: envelope({ [K.caps]: { elicitation: {} } }),
+        inputResponses: { user_name: { action: 'accept', content: { name: 'Prompt' } } }, requestState: res2.requestState },
+    };
+    assert.deepEqual(assertComplete(await post(url, auth, retry2), retry2.id, 'its retry, in time').content,
+      [{ type: 'text', text: 'Hello, Prompt!' }]);
   });
 });
