@@ -447,7 +447,6 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
   /** What the fixture recorded at the process so far (see modern-server.mjs). */
   const records = () => recordsOf(d, sb);
 
-
   // ------------------------------------------------------------ the ladder (§4.2, §5.3)
 
   describe('the classifier ladder: status, code and id of every rung', () => {
