@@ -189,6 +189,8 @@ void mcp_backend_free(struct mcp_backend *be)
     if (be->to_server) evbuffer_free(be->to_server);
     if (be->from_server) evbuffer_free(be->from_server);
     json_decref(be->init_result);
+    json_decref(be->held);
+    if (be->held_ev) event_free(be->held_ev);
     free(be);
 }
 
@@ -280,8 +282,10 @@ void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
     json_decref(p->inputs);
     if (p->session && p->session->pending) p->session->pending--;
     if (p->session) server_sandbox_hold(be->server->box->sb, -1);
+    bool waiter = p->session != NULL;
     memset(p, 0, sizeof *p);
     be->n_pending--;
+    if (waiter) mcp_held_recheck(be);
 }
 
 static void fail(struct mcp_backend *be, const char *fmt, ...)

@@ -36,7 +36,10 @@
 #define MCP_INPUT_GATHER_MAX_MS 200     /* ... for at most this long */
 #define MCP_MAX_LISTENS 256             /* subscriptions/listen streams per server */
 #define MCP_MAX_LISTEN_URIS 64          /* resources one listen stream subscribes to */
-#define MCP_MAX_INPUT_ROUNDS 10         /* a 2026 process asking a 2025 client, per request */
+/* A server request while several clients wait is held this long for one to be left. */
+#define MCP_HOLD_MS 3000
+#define MCP_MAX_HELD 64         /* ... at most this many per process */
+#define MCP_MAX_INPUT_ROUNDS 10 /* a 2026 process asking a 2025 client, per request */
 
 struct server;
 struct sbx;

@@ -111,6 +111,8 @@ struct mcp_backend {
     char errtail[2048];
     size_t errtail_len;
     enum { BE_INIT, BE_LISTING, BE_READY, BE_DEAD } state;
+    json_t *held; /* its requests while several clients wait (session.c) */
+    struct event *held_ev;
     bool modern;            /* the process speaks only 2026-07-28 (stdio_modern.c) */
     mcp_internal_fn opened; /* ... what its discover answer goes on to */
     int64_t next_id;
@@ -248,6 +250,8 @@ bool mcp_valid_message(json_t *m);
 int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body);
 void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
 void mcp_broadcast(struct mcp_server *ms, json_t *msg); /* taken */
+/* A request that waited on the process is done: held requests may be routable now. */
+void mcp_held_recheck(struct mcp_backend *be);
 
 /* transport.c: HTTP and SSE. */
 struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *req, bool get);
@@ -306,6 +310,8 @@ void mcp_mrtr_resume(struct mcp_server *ms, struct evhttp_request *req, json_t *
 /* The digest a requestState is bound to, of a tools/call, prompts/get or resources/read. */
 void mcp_mrtr_digest(json_t *msg, char out[65]);
 void mcp_park_free(struct mcp_session *ctx);
+/* The process cancelled its request process_id: if a park held it, it is asked no more. */
+bool mcp_mrtr_withdrawn(struct mcp_server *ms, json_t *process_id);
 /* The parked call's final answer came while no retry held it. */
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg);
 

@@ -164,6 +164,19 @@ void mcp_park_free(struct mcp_session *ctx)
     ctx->modern->park = NULL;
 }
 
+bool mcp_mrtr_withdrawn(struct mcp_server *ms, json_t *process_id)
+{
+    for (struct mcp_session *c = ms->contexts; c; c = c->next) {
+        struct mcp_park *park = c->modern->park;
+        for (size_t i = 0; park && i < park->n_asks; i++)
+            if (!park->asks[i].done && json_equal(park->asks[i].process_id, process_id)) {
+                park->asks[i].done = true; /* the process stopped waiting for it */
+                return true;
+            }
+    }
+    return false;
+}
+
 void mcp_park_keep_final(struct mcp_session *ctx, json_t *msg)
 {
     struct mcp_park *park = ctx->modern->park;

@@ -8,6 +8,7 @@
  * about which request a server-side request belongs to). */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,6 +469,81 @@ static struct mcp_session *session_for_request(struct mcp_backend *be, bool *sev
     return found;
 }
 
+static void route_request(struct mcp_backend *be, struct mcp_session *s, json_t *msg);
+
+static void refuse_ambiguous(struct mcp_backend *be, json_t *msg)
+{
+    mcp_backend_send(be, mcp_error_msg(json_object_get(msg, "id"), -32000,
+                                       "several clients are waiting on this server and stdio "
+                                       "does not say which one this request is for; run the "
+                                       "server with isolation \"session\""));
+}
+
+static void on_held(evutil_socket_t fd, short what, void *arg);
+
+/* While several clients wait on the process, its request waits too (a guess could hand
+ * one client's prompt to another) until one waiter is left, or MCP_HOLD_MS passed. */
+static void hold(struct mcp_backend *be, json_t *msg)
+{
+    if (!be->held) be->held = json_array();
+    if (!be->held_ev) be->held_ev = evtimer_new(server_base(be->server->box->srv), on_held, be);
+    if (!be->held || !be->held_ev || json_array_size(be->held) >= MCP_MAX_HELD)
+        return refuse_ambiguous(be, msg);
+    json_array_append_new(be->held, json_pack("{s:O,s:I}", "msg", msg, "until",
+                                              (json_int_t)(now_ms() + MCP_HOLD_MS)));
+    struct timeval tv = {MCP_HOLD_MS / 1000, (MCP_HOLD_MS % 1000) * 1000};
+    if (!evtimer_pending(be->held_ev, NULL)) evtimer_add(be->held_ev, &tv);
+}
+
+/* A waiter went away, or a hold ran out: what can be routed now is, the rest waits. */
+static void on_held(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    uint64_t now = now_ms(), next = 0;
+    for (size_t i = 0; be->state == BE_READY && i < json_array_size(be->held);) {
+        json_t *h = json_array_get(be->held, i), *msg = json_object_get(h, "msg");
+        uint64_t until = (uint64_t)json_integer_value(json_object_get(h, "until"));
+        bool several;
+        struct mcp_session *s = session_for_request(be, &several);
+        if (several && now < until) {
+            next = next && next < until ? next : until;
+            i++;
+            continue;
+        }
+        json_incref(msg);
+        json_array_remove(be->held, i);
+        if (several)
+            refuse_ambiguous(be, msg);
+        else
+            route_request(be, s, msg);
+        json_decref(msg);
+    }
+    if (!next) return;
+    uint64_t wait = next - now;
+    struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000};
+    evtimer_add(be->held_ev, &tv);
+}
+
+void mcp_held_recheck(struct mcp_backend *be)
+{
+    if (be->held_ev && json_array_size(be->held)) event_active(be->held_ev, EV_TIMEOUT, 0);
+}
+
+/* The process gave up a request of its own: if it is held, it is dropped. */
+static bool unhold(struct mcp_backend *be, json_t *request_id)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(
+        be->held, i,
+        h) if (json_equal(json_object_get(json_object_get(h, "msg"), "id"), request_id))
+    {
+        json_array_remove(be->held, i);
+        return true;
+    }
+    return false;
+}
+
 static void server_request(struct mcp_backend *be, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
@@ -479,12 +555,15 @@ static void server_request(struct mcp_backend *be, json_t *msg)
                                              "name", "workspace")));
     bool several;
     struct mcp_session *s = session_for_request(be, &several);
-    if (several)
-        return mcp_backend_send(be, mcp_error_msg(id, -32000,
-                                                  "several clients are waiting on "
-                                                  "this server and stdio does not say which one "
-                                                  "this request is for; run the server with "
-                                                  "isolation \"session\""));
+    if (several) return hold(be, msg);
+    route_request(be, s, msg);
+}
+
+/* A request of the process for the one client waiting on it (s), or for nobody. */
+static void route_request(struct mcp_backend *be, struct mcp_session *s, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    const char *method = json_string_value(json_object_get(msg, "method"));
     if (s && s->modern) return mcp_mrtr_ask(s, msg);
     bool able =
         s && ((strcmp(method, "sampling/createMessage") == 0 && s->sampling) ||
@@ -564,6 +643,10 @@ void mcp_route_from_server(struct mcp_backend *be, json_t *msg)
     json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
     json_object_del(meta, MCP_META "subscriptionId"); /* the gateway's listen on stdio */
     if (strcmp(method, "notifications/progress") == 0) return progress(be, msg);
+    json_t *cancelled = json_object_get(json_object_get(msg, "params"), "requestId");
+    if (strcmp(method, "notifications/cancelled") == 0 &&
+        (unhold(be, cancelled) || mcp_mrtr_withdrawn(be->server, cancelled)))
+        return;
     if (strcmp(method, "notifications/resources/updated") == 0) return resource_updated(be, msg);
     if (be->owner) return deliver(be->owner, json_incref(msg));
     /* A log line while one client waits belongs, as far as stdio can tell, to its request;
