@@ -1044,6 +1044,98 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
     });
   });
 
+  describe('a request held while two wait goes to the one left (docs/gateway.md: up to 3 s)', () => {
+    const ELICIT = { elicitation: {} };
+    const askedSince = async (mark, key) => (await records()).slice(mark).some((e) => e.event === 'ask' && e.key === key);
+
+    /** A legacy wait_for_file call on s, by fetch (its answer comes at the end): {id, done, abort}. */
+    async function legacyWait(s, file) {
+      const id = s.nextId++;
+      const mark = (await records()).length;
+      const controller = new AbortController();
+      const done = fetch(url, { method: 'POST', headers: s.headers(), signal: controller.signal,
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'wait_for_file', arguments: { path: file } } }) })
+        .then(async (r) => ({ status: r.status, contentType: r.headers.get('content-type'), text: await r.text() }),
+          (e) => ({ error: e }));
+      await waitFor(async () => (await records()).slice(mark).some((e) => e.event === 'call' && e.name === 'wait_for_file'),
+        { timeoutMs: 10000, intervalMs: 100, what: 'the legacy wait_for_file call at the process' });
+      return { id, done, abort: () => controller.abort() };
+    }
+
+    for (const how of ['its call ends', 'its client cancels']) {
+      test(`a modern call's elicitation, held while a legacy call waits, is its own once the legacy one goes (${how})`, async () => {
+        const s = new RawSession(url, auth, { version: '2025-11-25' });
+        await s.initialize({ capabilities: { elicitation: {} } });
+        const file = `/workspace/release-${how.includes('cancel') ? 'cancel' : 'end'}`;
+        let modern, res;
+        try {
+          const legacy = await legacyWait(s, file);
+          const mark = (await records()).length;
+          const body = call('elicit_name', {}, { caps: ELICIT });
+          modern = { body, answer: post(url, auth, body) };
+          await waitFor(() => askedSince(mark, 'user_name'),
+            { timeoutMs: 2500, intervalMs: 50, what: 'the process to ask (the gateway then holds it)' });
+          if (how.includes('cancel')) {
+            const c = await s.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: legacy.id, reason: 'done' } });
+            assert.equal(c.status, 202, c.text);
+          } else {
+            await d.putFile(sb.id, file, 'go');
+          }
+          const r = await modern.answer;
+          res = assertResult(r, body.id, 'the held call');
+          assert.equal(res.resultType, 'input_required', `the held request became the modern call's input_required: ${show(r)}`);
+          assert.deepEqual(Object.keys(res.inputRequests ?? {}), ['user_name'], show(r));
+          if (how.includes('cancel')) {
+            legacy.abort();
+          } else {
+            const l = await legacy.done;
+            assert.equal(l.status, 200, JSON.stringify(l));
+            assert.match(l.text, /file appeared/, l.text);
+            assert.doesNotMatch(l.text, /elicitation\/create/, 'the legacy session saw no prompt');
+          }
+        } finally {
+          await s.close();
+        }
+        const again = {
+          jsonrpc: '2.0', id: newId('retry'), method: 'tools/call',
+          params: { ...modern.body.params, _meta: envelope({ [K.caps]: ELICIT }),
+            inputResponses: { user_name: { action: 'accept', content: { name: 'Held' } } }, requestState: res.requestState },
+        };
+        assert.deepEqual(assertComplete(await post(url, auth, again), again.id, 'its retry').content,
+          [{ type: 'text', text: 'Hello, Held!' }]);
+      });
+    }
+
+    test('a parked input the process cancels is asked no more; the call completes with its next input', async () => {
+      const body = call('impatient', { afterMs: 300, cancelFirst: true }, { caps: ELICIT });
+      const mark = (await records()).length;
+      const r1 = await post(url, auth, body);
+      const res1 = assertResult(r1, body.id, 'round 1');
+      assert.equal(res1.resultType, 'input_required', show(r1));
+      assert.deepEqual(Object.keys(res1.inputRequests ?? {}), ['first_try'], show(r1));
+      await waitFor(() => askedSince(mark, 'second_try'), { timeoutMs: 10000, intervalMs: 100, what: 'the process to give up and ask again' });
+      // The client answers what it was asked; the process has withdrawn it and asked something else.
+      let state = res1.requestState, inputs = { first_try: { action: 'accept', content: { secret: 'one' } } }, last;
+      for (let round = 0; round < 3; round++) {
+        const again = {
+          jsonrpc: '2.0', id: newId('retry'), method: 'tools/call',
+          params: { ...body.params, _meta: envelope({ [K.caps]: ELICIT }), inputResponses: inputs, requestState: state },
+        };
+        const r = await post(url, auth, again);
+        last = assertResult(r, again.id, `retry ${round + 1}`);
+        if (last.resultType !== 'input_required') break;
+        assert.ok(!('first_try' in (last.inputRequests ?? {})), `the withdrawn input is not asked again: ${show(r)}`);
+        assert.ok('second_try' in (last.inputRequests ?? {}), show(r));
+        state = last.requestState;
+        inputs = { second_try: { action: 'accept', content: { secret: 'two' } } };
+      }
+      assert.equal(last.resultType, 'complete', JSON.stringify(last));
+      assert.deepEqual(last.content, [{ type: 'text', text: 'secret: two' }]);
+      const got = (await records()).slice(mark).filter((e) => e.event === 'answer').map((e) => e.key);
+      assert.deepEqual(got, ['second_try'], 'the process got no answer for the request it cancelled');
+    });
+  });
+
   // ------------------------------------------------------------ resources and prompts
 
   test('resources and prompts: decorated, cache hints on the cacheable ones, -32002 becomes -32602 (W-13, W-15)', async () => {
