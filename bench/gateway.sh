@@ -21,6 +21,12 @@
 # official TypeScript SDK 1.32.2, what agents run). Modes rotate over rounds.
 # Prints rps and latency per mode and the targets: gateway p50 - stdio p50
 # <= 0.3 ms, gateway rps / supergateway rps >= 5 (at 1 and 16 clients).
+# Then both protocol eras through the same gateway, side by side, for each tool
+# of ERA_TOOLS, with the lean client: 2025 (a session: initialize, then every
+# call with Mcp-Session-Id) and 2026-07-28 (stateless: no initialize, no
+# session; every POST carries the _meta envelope and the MCP-Protocol-Version,
+# Mcp-Method and Mcp-Name headers; mcp-load.mjs --era modern). Skipped, with a
+# note, when the gateway's server/discover does not list 2026-07-28.
 # Figures and how to read them: docs/benchmarks.md, "MCP gateway (issue 5)".
 #
 # Usage: sudo bench/gateway.sh [--no-gateway]   (after `make` and
@@ -28,6 +34,8 @@
 # Knobs (environment): ROUNDS=2 SECS=3 (seconds per measurement) WARMUP=400
 # (warmup calls per measurement, split over its clients, at least 25 each)
 # CLIENTS="1 16" KINDS="lean sdk" (load clients) FLOOR=1 (0 = skip the floor)
+# ERA_TOOLS="echo get-sum" (tools for the era comparison, each NAME or
+# NAME=ARGS_JSON; empty = skip it)
 # CPUS=$(nproc) (the sandbox's CPU limit: all, so no quota is measured)
 # BUDGET=400 (seconds) IDLE_WAIT=900 (seconds to wait for a quiet machine;
 # 0 = don't) SERVER_NODE=/usr/bin/node (runs the server in every mode; the
@@ -46,6 +54,7 @@ SECS=${SECS:-3}
 WARMUP=${WARMUP:-400}
 CLIENTS=${CLIENTS:-1 16}
 KINDS=${KINDS:-lean sdk}
+ERA_TOOLS=${ERA_TOOLS-echo get-sum}
 FLOOR=${FLOOR:-1}
 CPUS=${CPUS:-$(nproc)}
 BUDGET=${BUDGET:-400}
@@ -70,6 +79,19 @@ SB_EV_JS=/workspace/ev/$EV_PKG/dist/index.js # the server's copy in the sandbox
 
 bench_args --no-gateway "$@"
 GATEWAY=$((!FLAG_GIVEN))
+
+# The era comparison's tools and their arguments (server-everything's schemas).
+declare -A TOOL_ARGS=([echo]='{"message":"ping"}' [get-sum]='{"a":1,"b":2}')
+ERA_LIST=()
+for t in $ERA_TOOLS; do
+    if [[ $t == *=* ]]; then
+        TOOL_ARGS[${t%%=*}]=${t#*=}
+        t=${t%%=*}
+    fi
+    [[ -n ${TOOL_ARGS[$t]:-} ]] || bench_die "ERA_TOOLS: no arguments known for tool '$t'; give them as $t='{...}'"
+    jq -e 'type == "object"' <<<"${TOOL_ARGS[$t]}" >/dev/null 2>&1 || bench_die "ERA_TOOLS: arguments of $t are no JSON object"
+    ERA_LIST+=("$t")
+done
 
 for f in "$NODE" "$EV_JS" "$SG_JS" "$NM/@modelcontextprotocol/sdk/package.json"; do
     [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
@@ -231,10 +253,15 @@ setup_gateway() {
     # The server's files, the same ones the other modes run: the package and its
     # dependency closure as npm installed them in tests/mcp (npm query reads the
     # local tree; nothing is downloaded), copied in and unpacked.
-    (cd "$MCP_DIR" && npm query --offline "#@modelcontextprotocol/server-everything *") >"$WORK/closure.json" ||
+    # npm query reads the tree where node_modules really is (a worktree may link it).
+    local nm_home
+    nm_home=$(dirname "$(realpath "$NM")")
+    (cd "$nm_home" && npm query --offline "#@modelcontextprotocol/server-everything *") >"$WORK/closure.json" ||
         bench_die "npm query of the server's dependencies failed"
     { echo "$EV_PKG"; jq -r '.[].location' "$WORK/closure.json"; } | sort -u >"$WORK/closure.txt"
-    tar -czf "$WORK/ev.tgz" -C "$MCP_DIR" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
+    [[ -s $WORK/closure.txt && $(wc -l <"$WORK/closure.txt") -gt 1 ]] ||
+        bench_die "npm query in $nm_home found no dependencies of the server"
+    tar -czf "$WORK/ev.tgz" -C "$nm_home" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
     "$RT" sandbox cp "$WORK/ev.tgz" "$SB:/workspace/ev.tgz" >/dev/null || bench_die "sandbox cp failed"
     "$RT" sandbox exec "$SB" -- /bin/sh -c 'mkdir -p /workspace/ev && tar -xzf /workspace/ev.tgz -C /workspace/ev && rm /workspace/ev.tgz' ||
         bench_die "unpacking the server in the sandbox failed"
@@ -259,8 +286,28 @@ setup_gateway() {
     [[ -n $GW_TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization: $(cat "$WORK/mcp.json")"
 }
 
+# Does the gateway speak 2026-07-28? One stateless server/discover; sets ERA_NOTE when not.
+check_modern() {
+    local body out code
+    body='{"jsonrpc":"2.0","id":"bench-discover","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}'
+    out=$(curl -sS -X POST -H "Authorization: Bearer $GW_TOKEN" -H 'Content-Type: application/json' \
+        -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
+        -H 'Mcp-Method: server/discover' --data-binary "$body" -w '\n%{http_code}' --max-time 10 "$GW_URL" 2>&1) || out=$'curl failed\n000'
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [[ $code == 200 ]] && jq -e '.result.supportedVersions | index("2026-07-28")' <<<"$out" >/dev/null 2>&1; then
+        ERA_NOTE=
+    else
+        ERA_NOTE="not measured: the gateway's server/discover answered HTTP $code $(head -c 200 <<<"$out")"
+        bench_log "era comparison $ERA_NOTE"
+    fi
+}
+
 start_watchdog
+ERA_NOTE="not measured (--no-gateway)"
 ((GATEWAY)) && setup_gateway
+((GATEWAY)) && ((${#ERA_LIST[@]})) && check_modern
+((${#ERA_LIST[@]})) || ERA_NOTE="not measured (ERA_TOOLS is empty)"
 
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
@@ -280,18 +327,25 @@ MODES=(stdio supergateway)
 ((FLOOR)) && MODES+=(floor)
 ((GATEWAY)) && MODES+=(gateway)
 # The relaying processes whose CPU per call is reported (not the servers').
-declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID")
+declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID" [g2025]="$KPID $SPID" [g2026]="$KPID $SPID")
 declare -A TICKS=() NCALLS=()
 
-# measure KIND MODE CLIENTS ROUND: one bounded run of the load client.
+# measure KIND MODE CLIENTS ROUND [TOOL]: one bounded run of the load client. Modes g2025
+# and g2026 are the gateway in either era (the era comparison), keyed by TOOL as well.
 measure() {
-    local kind=$1 mode=$2 c=$3 r=$4 w t0 t1 tag=$1-$2-$3-$4 key=$1-$2-$3 rc=0
-    local target=()
+    local kind=$1 mode=$2 c=$3 r=$4 tool=${5:-echo} w t0 t1 rc=0
+    local tag=$1-$2-$3-$4 key=$1-$2-$3
+    local target=() what=$mode
     case $mode in
     stdio) target=(--stdio "$SERVER_NODE" "$EV_JS" stdio) ;;
     supergateway) target=(--url "$SG_URL") ;;
     floor) target=(--url "$FL_URL") ;;
     gateway) target=(--url "$GW_URL" --token "$GW_TOKEN") ;;
+    g2025 | g2026)
+        target=(--url "$GW_URL" --token "$GW_TOKEN" --tool "$tool" --args "${TOOL_ARGS[$tool]}")
+        if [[ $mode == g2026 ]]; then target+=(--era modern); else target+=(--era legacy); fi
+        tag=$kind-$mode.$tool-$c-$r key=$kind-$mode.$tool-$c what="gateway $mode, $tool"
+        ;;
     esac
     w=$((WARMUP / c))
     ((w < 25)) && w=25
@@ -307,10 +361,10 @@ measure() {
     CPID=
     # shellcheck disable=SC2086
     t1=$(cpu_of ${PROXY[$mode]:-})
-    ((rc == 0)) || bench_die "$kind client, $mode, $c clients: the load client failed: $(tail -c 600 "$WORK/err-$tag.log")"
+    ((rc == 0)) || bench_die "$kind client, $what, $c clients: the load client failed: $(tail -c 600 "$WORK/err-$tag.log")"
     [[ -n ${PROXY[$mode]:-} ]] && TICKS[$key]=$((${TICKS[$key]:-0} + t1 - t0))
     NCALLS[$key]=$((${NCALLS[$key]:-0} + $(jq '.calls + .errors' "$WORK/res-$tag.json") + w * c))
-    bench_log "  $kind client, $mode, $c clients: $(jq -r '"\(.rps) calls/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$WORK/res-$tag.json")"
+    bench_log "  $kind client, $what, $c clients: $(jq -r '"\(.rps) calls/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$WORK/res-$tag.json")"
 }
 
 bench_log "$ROUNDS rounds of: ${MODES[*]} at ${CLIENTS// /, } clients, $KINDS clients, $SECS s each (modes rotate each round)"
@@ -323,6 +377,20 @@ for ((r = 1; r <= ROUNDS; r++)); do
         done
     done
 done
+# Both eras through the same gateway, lean client only (SDK 1.32.2 has no 2026-07-28); the
+# order of the eras alternates from round to round.
+if [[ -z $ERA_NOTE ]]; then
+    bench_log "$ROUNDS rounds of: the gateway in 2025 and 2026-07-28 eras, tools ${ERA_LIST[*]}, at ${CLIENTS// /, } clients, lean client"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        bench_log "era round $r"
+        for t in "${ERA_LIST[@]}"; do
+            for c in $CLIENTS; do
+                if ((r % 2)); then eras=(g2025 g2026); else eras=(g2026 g2025); fi
+                for e in "${eras[@]}"; do measure lean "$e" "$c" "$r" "$t"; done
+            done
+        done
+    done
+fi
 TOOK=$((SECONDS - START))
 # Other work that started meanwhile shows here (the quiet check is at the start only).
 AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(bench_cpu_idle)% over 1 s"
@@ -375,6 +443,19 @@ for kind in $KINDS; do
         done
     done
 done
+if [[ -z $ERA_NOTE ]]; then
+    for t in "${ERA_LIST[@]}"; do
+        for c in $CLIENTS; do
+            for e in g2025 g2026; do
+                k=lean-$e.$t-$c
+                P50[$k]=$(p50_ms "$k")
+                RPS[$k]=$(rps "$k")
+                ERRS=$((ERRS + $(sum "$k" errors)))
+            done
+        done
+    done
+fi
+erow() { printf '%-9s %-7s %8s %8s %8s %6s   %8s %8s %8s %6s   %7s %9s\n' "$@"; }
 
 {
     echo
@@ -423,6 +504,27 @@ done
             fi
         done
     done
+    echo
+    echo "protocol eras through the gateway (lean client; 2025 = a session per client, 2026 = stateless POSTs)"
+    if [[ -n $ERA_NOTE ]]; then
+        echo "  $ERA_NOTE"
+    else
+        erow "" "" "2025" "" "" "" "2026-07-28" "" "" "" "2026" "2026"
+        erow tool clients calls/s "p50 ms" "p99 ms" "proxy" calls/s "p50 ms" "p99 ms" "proxy" "/2025" "p50-2025"
+        erow "" "" "" "" "" "us" "" "" "" "us" "rps" "ms"
+        for t in "${ERA_LIST[@]}"; do
+            for c in $CLIENTS; do
+                a=lean-g2025.$t-$c b=lean-g2026.$t-$c
+                erow "$t" "$c" "$(bench_fmt "${RPS[$a]:-}" 0)" "$(bench_fmt "${P50[$a]:-}" 3)" \
+                    "$(bench_fmt "$(pct_ms "$a" 99)" 3)" "$(proxy_us "$a")" \
+                    "$(bench_fmt "${RPS[$b]:-}" 0)" "$(bench_fmt "${P50[$b]:-}" 3)" \
+                    "$(bench_fmt "$(pct_ms "$b" 99)" 3)" "$(proxy_us "$b")" \
+                    "$(bench_ratio "${RPS[$b]:-}" "${RPS[$a]:-}")" "$(diff_ms "${P50[$b]:-}" "${P50[$a]:-}")"
+            done
+        done
+        echo "tool args: $(for t in "${ERA_LIST[@]}"; do printf '%s %s; ' "$t" "${TOOL_ARGS[$t]}"; done | sed 's/; $//')"
+        echo "2026 /2025 rps: calls/s over the 2025 session's (the design expects >= 1 on tools/call)"
+    fi
     echo
     echo "failed calls (not in the figures): $ERRS; client-side Node warnings (counted, not printed): $WARNS"
     echo "took $TOOK s of measuring"

@@ -15,6 +15,13 @@
 //   --calls M (per client) and/or --seconds S: the run ends at whichever comes first
 //       (defaults: 1000 calls, at most 120 s). --warmup K (50): calls per client first, not
 //       counted; all clients start measuring together after it.
+//   --era legacy|modern (legacy): legacy = the 2025 Streamable HTTP session (initialize, then
+//       every call with Mcp-Session-Id). modern = MCP 2026-07-28, stateless: no initialize and
+//       no session; every call is a POST of its own carrying the per-request _meta envelope
+//       (protocolVersion, clientCapabilities {}, clientInfo) and the MCP-Protocol-Version,
+//       Mcp-Method and Mcp-Name headers. Each client first asks server/discover once (not
+//       measured) to check that the server lists 2026-07-28. Only with --client lean and
+//       --url: SDK 1.32.2 speaks the 2025 revisions only.
 //   --tool NAME (echo) --args JSON ({"message":"ping"}) --timeout-ms T (10000) per call;
 //   --raw FILE writes every latency (microseconds, one a line), to pool runs.
 // Exit status: 0 when at least one call succeeded, 1 otherwise; failed calls are counted in
@@ -26,6 +33,7 @@ import { performance } from "node:perf_hooks";
 import { eachOption, sdk, usageFor } from "./lib.mjs";
 
 const PROTOCOL = "2025-11-25"; // what SDK 1.32.2 asks for; the lean client asks the same
+const MODERN = "2026-07-28"; // --era modern
 const CLIENT_INFO = { name: "runtime-bench-mcp-load", version: "1.0.0" };
 
 // The SDK gives every POST the transport's one AbortSignal, and undici keeps a listener on it
@@ -37,18 +45,19 @@ process.on("warning", () => warnings++);
 
 const usage = usageFor(
     "mcp-load",
-    "usage: node mcp-load.mjs [--client sdk|lean] [--clients N] [--calls M] [--seconds S]\n" +
-        "         [--warmup K] [--tool NAME] [--args JSON] [--timeout-ms T] [--raw FILE]\n" +
+    "usage: node mcp-load.mjs [--client sdk|lean] [--era legacy|modern] [--clients N] [--calls M]\n" +
+        "         [--seconds S] [--warmup K] [--tool NAME] [--args JSON] [--timeout-ms T] [--raw FILE]\n" +
         "         (--url URL [--token T] | --stdio CMD [ARGS...])\n"
 );
 
 function parseArgs(argv) {
-    const o = { client: "sdk", clients: 1, calls: null, seconds: null, warmup: 50, tool: "echo",
+    const o = { client: "sdk", era: "legacy", clients: 1, calls: null, seconds: null, warmup: 50, tool: "echo",
                 args: { message: "ping" }, timeoutMs: 10000, raw: null, url: null, token: null,
                 stdio: null };
     eachOption(argv, usage, (a, { val, num, json, rest }) => {
         switch (a) {
         case "--client": o.client = val(); break;
+        case "--era": o.era = val(); break;
         case "--clients": o.clients = Math.floor(num(1)); break;
         case "--calls": o.calls = Math.floor(num(1)); break;
         case "--seconds": o.seconds = num(0.001); break;
@@ -70,6 +79,9 @@ function parseArgs(argv) {
     if (!o.url === !o.stdio) usage("give exactly one of --url and --stdio");
     if (o.token && !o.url) usage("--token goes with --url");
     if (o.client !== "sdk" && o.client !== "lean") usage(`--client is sdk or lean, not '${o.client}'`);
+    if (o.era !== "legacy" && o.era !== "modern") usage(`--era is legacy or modern, not '${o.era}'`);
+    if (o.era === "modern" && (o.client !== "lean" || !o.url))
+        usage("--era modern needs --client lean and --url (SDK 1.32.2 speaks 2025 only; stdio has no era)");
     // Bounded both ways: a call count always, a time limit always.
     if (o.calls === null && o.seconds === null) o.calls = 1000;
     if (o.seconds === null) o.seconds = 120;
@@ -212,23 +224,45 @@ function sseMessages(text) {
     return out;
 }
 
+// The per-request envelope of 2026-07-28 (--era modern): params._meta on every request.
+const modernMeta = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+};
+// Mcp-Name as 2026-07-28 wants it: the name as it is when it is printable ASCII, else the
+// base64 sentinel.
+const mcpName = (v) => (/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(v) ? v
+    : `=?base64?${Buffer.from(v, "utf8").toString("base64")}?=`);
+
+// Over node:http with one keep-alive socket. legacy: initialize, then the session's id and
+// negotiated version on every POST. modern: no session; each request carries the envelope
+// and the standard headers, and the answer must be resultType "complete".
 function leanHttpSession(o) {
     const url = new URL(o.url);
     if (url.protocol !== "http:") throw new Error("the lean client speaks http:// only");
+    const modern = o.era === "modern";
     const agent = new http.Agent({ keepAlive: true });
     const r = rpc(o);
     let sid = null;
     let version = null;
-    const headers = () => {
+    const headers = (m) => {
         const h = { "content-type": "application/json", accept: "application/json, text/event-stream" };
         if (o.token) h.authorization = `Bearer ${o.token}`;
+        if (modern) {
+            h["mcp-protocol-version"] = MODERN;
+            if (m && m.method) h["mcp-method"] = m.method;
+            if (m && m.method === "tools/call") h["mcp-name"] = mcpName(m.params.name);
+            return h;
+        }
         if (sid) h["mcp-session-id"] = sid;
         if (version) h["mcp-protocol-version"] = version;
         return h;
     };
     // One HTTP exchange; the messages of its answer go to r.settle().
-    const exchange = (method, body) => new Promise((resolve, reject) => {
-        const req = http.request(url, { method, agent, headers: headers() }, (res) => {
+    const exchange = (method, m) => new Promise((resolve, reject) => {
+        const body = m === undefined ? undefined : JSON.stringify(m);
+        const req = http.request(url, { method, agent, headers: headers(m) }, (res) => {
             let text = "";
             res.setEncoding("utf8");
             res.on("data", (d) => { text += d; });
@@ -236,6 +270,10 @@ function leanHttpSession(o) {
             res.on("end", () => {
                 if (res.statusCode >= 400) {
                     reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
+                    return;
+                }
+                if (modern && res.headers["mcp-session-id"]) {
+                    reject(new Error(`a 2026-07-28 answer with Mcp-Session-Id ${res.headers["mcp-session-id"]}`));
                     return;
                 }
                 sid ??= res.headers["mcp-session-id"] ?? null;
@@ -253,18 +291,31 @@ function leanHttpSession(o) {
         req.end(body);
     });
     const send = (m) => {
-        exchange("POST", JSON.stringify(m)).then(
+        exchange("POST", m).then(
             (msgs) => { for (const x of msgs) r.settle(x); },
             (e) => r.failAll(e)); // sequential calls: the only one pending is this one
     };
-    const params = { name: o.tool, arguments: o.args };
+    const params = modern ? { name: o.tool, arguments: o.args, _meta: modernMeta } : { name: o.tool, arguments: o.args };
     return {
         async open() {
+            if (modern) {
+                const d = await r.request("server/discover", { _meta: modernMeta }, send);
+                if (!Array.isArray(d.supportedVersions) || !d.supportedVersions.includes(MODERN))
+                    throw new Error(`server/discover does not list ${MODERN}: ${JSON.stringify(d).slice(0, 300)}`);
+                return;
+            }
             const res = await r.request("initialize", initParams, send);
             version = res.protocolVersion;
-            await exchange("POST", JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
+            await exchange("POST", { jsonrpc: "2.0", method: "notifications/initialized" });
         },
-        call: () => r.request("tools/call", params, send),
+        call: modern
+            ? async () => {
+                const res = await r.request("tools/call", params, send);
+                if (res.resultType !== "complete")
+                    throw new Error(`resultType ${JSON.stringify(res.resultType)}, not "complete"`);
+                return res;
+            }
+            : () => r.request("tools/call", params, send),
         async close() {
             if (sid) await withTimeout(exchange("DELETE"), 5000, "DELETE").catch(() => {});
             agent.destroy();
@@ -292,7 +343,7 @@ try {
         Object.assign(s, { lat: [], errors: 0, firstError: null });
         sessions.push(s);
         try {
-            await withTimeout(s.open(), 30000, `session ${i}: initialize`);
+            await withTimeout(s.open(), 30000, `session ${i}: ${opt.era === "modern" ? "server/discover" : "initialize"}`);
         } catch (e) {
             throw new Error(`session ${i} did not open: ${e.message}${s.tail()}`);
         }
@@ -338,6 +389,7 @@ try {
     const out = {
         mode: opt.url ? "http" : "stdio",
         client: opt.client,
+        era: opt.url ? opt.era : null,
         clients: opt.clients,
         servers: opt.url ? 0 : opt.clients,
         calls: lat.length,
