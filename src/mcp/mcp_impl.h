@@ -157,6 +157,7 @@ struct mcp_modern {
     json_t *preanswers;    /* inputResponses of a call that carried no requestState */
     char digest[65];       /* what a requestState must be for: method, name or uri, arguments */
     json_t *uri;           /* resources/read: the resource, for a not-found error's data */
+    json_t *request;       /* the request (as forwarded), for the digest when parked */
     struct mcp_park *park; /* while the process waits on the client for input (mrtr.c) */
 };
 

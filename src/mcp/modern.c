@@ -385,6 +385,7 @@ void mcp_modern_free(struct mcp_session *ctx)
     json_decref(ctx->modern->caps);
     json_decref(ctx->modern->preanswers);
     json_decref(ctx->modern->uri);
+    json_decref(ctx->modern->request);
     json_decref(ctx->asks);
     free(ctx->modern);
     free(ctx);
@@ -424,7 +425,7 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     m->caps = json_incref(json_object_get(meta, MCP_META "clientCapabilities"));
     json_t *level = json_object_get(meta, MCP_META "logLevel");
     m->log_level = level ? mcp_log_level(json_string_value(level)) : -1;
-    mcp_mrtr_digest(msg, m->digest);
+    m->request = json_incref(msg); /* for the digest, if the call is parked */
     if (strcmp(m->method, "resources/read") == 0)
         m->uri = json_incref(json_object_get(json_object_get(msg, "params"), "uri"));
     ctx->next = ms->contexts;
@@ -432,12 +433,11 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     return ctx;
 }
 
-/* The request as the process gets it: without what only the gateway reads (a process
- * that speaks 2026-07-28 itself gets it whole). */
-static json_t *for_process(struct mcp_server *ms, json_t *msg)
+/* The request as the process gets it, in place: without what only the gateway reads (a
+ * process that speaks 2026-07-28 itself gets it whole). */
+static void for_process(struct mcp_server *ms, json_t *out)
 {
-    json_t *out = json_deep_copy(msg);
-    if (ms->shared->modern) return out;
+    if (ms->shared->modern) return;
     json_t *params = json_object_get(out, "params"), *meta = json_object_get(params, "_meta");
     json_object_del(params, "inputResponses");
     json_object_del(params, "requestState");
@@ -447,7 +447,6 @@ static json_t *for_process(struct mcp_server *ms, json_t *msg)
     json_object_foreach_safe(meta, tmp, key, v) if (strncmp(key, MCP_META, strlen(MCP_META)) == 0)
         json_object_del(meta, key);
     if (meta && json_object_size(meta) == 0) json_object_del(params, "_meta");
-    return out;
 }
 
 static void forward(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
@@ -462,9 +461,8 @@ static void forward(struct mcp_server *ms, struct evhttp_request *req, json_t *m
     st->waiting = 1;
     json_t *inputs = json_object_get(json_object_get(msg, "params"), "inputResponses");
     if (json_is_object(inputs)) ctx->modern->preanswers = json_incref(inputs);
-    json_t *out = for_process(ms, msg);
-    mcp_forward(ctx, st, out);
-    json_decref(out);
+    for_process(ms, msg);
+    mcp_forward(ctx, st, msg);
     if (!ctx->pending && !ctx->modern->park) mcp_modern_free(ctx); /* answered at once */
 }
 

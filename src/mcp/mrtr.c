@@ -137,6 +137,7 @@ static struct mcp_park *park_of(struct mcp_session *ctx)
     struct mcp_park *park = calloc(1, sizeof *park);
     if (!park) return NULL;
     random_hex(park->id, 16);
+    mcp_mrtr_digest(ctx->modern->request, ctx->modern->digest);
     park->timer = evtimer_new(server_base(ms->box->srv), on_timer, ctx);
     ctx->modern->park = park;
     ms->n_parks++;
