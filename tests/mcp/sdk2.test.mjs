@@ -339,7 +339,7 @@ async function assertOneRound(wire, method, what) {
  */
 async function connect2(url, authorization, {
   mode, wire = new Wire(), name = `sdk2-${mode}`, capabilities = { sampling: {}, elicitation: {} },
-  sampling, elicitation, timeout = 30000,
+  sampling, elicitation, timeout = 30000, prior,
 } = {}) {
   const client = new Client({ name, version: '1.0.0' }, { capabilities, versionNegotiation: negotiation(mode) });
   if (sampling) client.setRequestHandler('sampling/createMessage', sampling);
@@ -349,7 +349,7 @@ async function connect2(url, authorization, {
   client.wire = wire;
   const headers = authorization ? { Authorization: authorization } : {};
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: wire.fetch });
-  await client.connect(transport, { timeout });
+  await client.connect(transport, { timeout, ...(prior ? { prior } : {}) });
   return client;
 }
 
@@ -479,6 +479,28 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
             }
             const msg = token('after-ping');
             assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+          } finally {
+            await close2(c);
+          }
+        });
+      }
+
+      if (modern) {
+        // A host may keep a discover result and connect later without probing
+        // (ConnectOptions.prior): nothing per client is needed at the gateway.
+        test('a kept discover result: no probe, and the first request is served', async () => {
+          const first = await connect2(everything.url, auth, { mode });
+          const discover = first.getDiscoverResult();
+          await close2(first);
+          const wire = new Wire();
+          const c = await connect2(everything.url, auth, { mode, wire, prior: { kind: 'modern', discover } });
+          try {
+            assert.equal(c.getProtocolEra(), 'modern');
+            const msg = token('prior');
+            assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+            await wire.settled();
+            assert.equal(wire.requests('server/discover').length, 0, `no probe: ${wire.dump()}`);
+            await assertModernWire(wire, 'prior discover');
           } finally {
             await close2(c);
           }
