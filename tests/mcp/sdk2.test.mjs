@@ -15,7 +15,8 @@
 // a modern request there is 404 -32601, so auto falls back and a pin fails),
 // fixtures/rugpull-server.mjs (a rug pull; tools whose name and arguments travel
 // base64-wrapped in headers), a small 2025 server written here that asks for several
-// inputs in one call, a daemon with a short --mcp-input-wait, a stdio server that
+// inputs in one call, the conformance fixture's input tools (prompts/get, roots, a
+// missing capability), a daemon with a short --mcp-input-wait, a stdio server that
 // speaks only 2026-07-28 (fixtures/only-2026-server.mjs), and the catalog's memory
 // server (installed from the npm registry; skipped offline).
 //
@@ -338,7 +339,7 @@ async function assertOneRound(wire, method, what) {
  */
 async function connect2(url, authorization, {
   mode, wire = new Wire(), name = `sdk2-${mode}`, capabilities = { sampling: {}, elicitation: {} },
-  sampling, elicitation, timeout = 30000,
+  sampling, elicitation, timeout = 30000, prior,
 } = {}) {
   const client = new Client({ name, version: '1.0.0' }, { capabilities, versionNegotiation: negotiation(mode) });
   if (sampling) client.setRequestHandler('sampling/createMessage', sampling);
@@ -348,7 +349,7 @@ async function connect2(url, authorization, {
   client.wire = wire;
   const headers = authorization ? { Authorization: authorization } : {};
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: wire.fetch });
-  await client.connect(transport, { timeout });
+  await client.connect(transport, { timeout, ...(prior ? { prior } : {}) });
   return client;
 }
 
@@ -478,6 +479,28 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
             }
             const msg = token('after-ping');
             assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+          } finally {
+            await close2(c);
+          }
+        });
+      }
+
+      if (modern) {
+        // A host may keep a discover result and connect later without probing
+        // (ConnectOptions.prior): nothing per client is needed at the gateway.
+        test('a kept discover result: no probe, and the first request is served', async () => {
+          const first = await connect2(everything.url, auth, { mode });
+          const discover = first.getDiscoverResult();
+          await close2(first);
+          const wire = new Wire();
+          const c = await connect2(everything.url, auth, { mode, wire, prior: { kind: 'modern', discover } });
+          try {
+            assert.equal(c.getProtocolEra(), 'modern');
+            const msg = token('prior');
+            assert.equal(resultText(await c.callTool({ name: 'echo', arguments: { message: msg } })), `Echo: ${msg}`);
+            await wire.settled();
+            assert.equal(wire.requests('server/discover').length, 0, `no probe: ${wire.dump()}`);
+            await assertModernWire(wire, 'prior discover');
           } finally {
             await close2(c);
           }
@@ -1391,6 +1414,158 @@ describe('TypeScript client v2 and a server that asks for several inputs in one 
         } else {
           await assertLegacyWire(wire, `asking, ${mode}`);
         }
+      } finally {
+        await close2(c);
+      }
+    });
+  }
+});
+
+// ---------------------------------------------------------------- the conformance fixture's input tools
+
+// fixtures/conformance-server.mjs (a 2025 stdio server; its asks use string ids) with
+// the official client in each mode: input asked during prompts/get, three inputs at
+// once of which the gateway answers roots itself, progress before an input, and a
+// client that does not offer sampling.
+describe('TypeScript client v2 and the conformance fixture\'s input tools', { skip: skipReason() }, () => {
+  let d, sb, srv, auth;
+
+  before(async () => {
+    d = await startMcpDaemon({ prefix: 'runtime-sdk2-conf-' });
+    sb = await d.create({ name: 'mcp-sdk2-conf', memoryMiB: 1024 });
+    await copyTreeTar(d, sb.id, HERE, dependencyClosure('@modelcontextprotocol/sdk'), '/workspace/conf');
+    await d.putFile(sb.id, '/workspace/conf/conformance-server.mjs',
+      fs.readFileSync(path.join(FIXTURES, 'conformance-server.mjs')));
+    const got = await d.mcpReady(sb.id, [{ name: 'conf', command: ['node', '/workspace/conf/conformance-server.mjs'] }]);
+    srv = got.servers.conf;
+    auth = got.status.headers.Authorization;
+  });
+  after(async () => {
+    await stopDaemon(d);
+  });
+
+  for (const mode of MODES) {
+    const modern = MODERN_MODES.has(mode);
+
+    test(`mode ${mode}: input asked while a prompt is built (prompts/get)`, async () => {
+      const wire = new Wire();
+      const context = token('context');
+      const asked = [];
+      const c = await connect2(srv.url, auth, {
+        mode, wire,
+        elicitation: async (req) => {
+          asked.push(req.params);
+          return { action: 'accept', content: { context } };
+        },
+      });
+      try {
+        const p = await c.getPrompt({ name: 'test_input_required_result_prompt', arguments: {} }, { timeout: 30000 });
+        assert.equal(p.messages[0].content.text, `Context: ${context}`, wire.dump());
+        assert.equal(asked.length, 1);
+        assert.equal(asked[0].message, 'What context should the prompt use?');
+        if (modern) {
+          await wire.settled();
+          const gets = wire.requests('prompts/get');
+          assert.equal(gets.length, 2, `one input_required round on prompts/get (W-32): ${wire.dump()}`);
+          const first = Wire.answer(gets[0]).result;
+          assert.equal(first.resultType, 'input_required', wire.dump());
+          assert.deepEqual(Object.keys(first.inputRequests), ['user_context'], 'the server\'s own key');
+          assert.equal(gets[1].body.params.requestState, first.requestState);
+          assert.equal(headerValue(gets[0].headers['mcp-name']), 'test_input_required_result_prompt', 'Mcp-Name on prompts/get');
+          await assertModernWire(wire, `prompts/get, ${mode}`);
+        }
+      } finally {
+        await close2(c);
+      }
+    });
+
+    test(`mode ${mode}: three inputs at once, roots answered by the gateway, the other two by the client`, async () => {
+      const wire = new Wire();
+      const who = token('who');
+      const asked = [];
+      const c = await connect2(srv.url, auth, {
+        mode, wire, capabilities: { sampling: {}, elicitation: {}, roots: {} },
+        elicitation: async () => {
+          asked.push('elicitation');
+          return { action: 'accept', content: { name: who } };
+        },
+        sampling: async () => {
+          asked.push('sampling');
+          return { model: 'm', role: 'assistant', content: { type: 'text', text: 'Hi' } };
+        },
+      });
+      c.setRequestHandler('roots/list', async () => {
+        asked.push('roots');
+        return { roots: [{ uri: 'file:///client-side', name: 'client' }] };
+      });
+      try {
+        const r = await c.callTool({ name: 'test_input_required_result_multiple_inputs', arguments: {} }, { timeout: 30000 });
+        assert.equal(resultText(r), `Hi ${who}; roots: file:///workspace`,
+          `the roots are the sandbox's (docs/gateway.md), the rest the client's\n${wire.dump()}`);
+        assert.deepEqual(asked.sort(), ['elicitation', 'sampling'], 'the client was never asked for its roots');
+        if (modern) {
+          const rounds = await mrtrRounds(wire);
+          assert.equal(rounds.length, 1, wire.dump());
+          assert.deepEqual(Object.keys(rounds[0].answer.inputRequests).sort(), ['greeting', 'user_name'], wire.dump());
+          await assertModernWire(wire, `multiple inputs, ${mode}`);
+        }
+      } finally {
+        await close2(c);
+      }
+    });
+
+    test(`mode ${mode}: progress, then an input, in one call`, async () => {
+      const wire = new Wire();
+      const progress = [];
+      const c = await connect2(srv.url, auth, {
+        mode, wire, elicitation: async () => ({ action: 'accept', content: { name: 'streamer' } }),
+      });
+      try {
+        const r = await c.callTool({ name: 'test_streaming_elicitation', arguments: {} },
+          { onprogress: (p) => progress.push(p), timeout: 30000 });
+        assert.equal(resultText(r), 'Elicitation ended: accept', wire.dump());
+        // The client's input driver reports its own rounds through onprogress too
+        // ("Fulfilling input required by ..."); the server's progress is the "asking" one.
+        const fromServer = progress.filter((p) => !/^Fulfilling input required/.test(p.message ?? ''));
+        assert.deepEqual(fromServer.map((p) => [p.progress, p.total, p.message]), [[1, 2, 'asking']],
+          `the server's progress before the input reached the caller, once: ${JSON.stringify(progress)}`);
+        if (modern) {
+          const [round] = await mrtrRounds(wire);
+          assert.ok(round, wire.dump());
+          const msgs = round.call.messages;
+          assert.deepEqual(wire.requests('tools/call').flatMap((e) => e.messages)
+            .filter((m) => m.method === 'notifications/progress').length, 1, `one progress on the wire: ${wire.dump()}`);
+          assert.equal(msgs[0].method, 'notifications/progress', `progress first, on the call's stream: ${wire.dump()}`);
+          assert.equal(msgs.at(-1).result?.resultType, 'input_required', 'then the input_required result ends it');
+          await assertModernWire(wire, `progress then input, ${mode}`);
+        }
+      } finally {
+        await close2(c);
+      }
+    });
+
+    test(`mode ${mode}: a client that does not offer sampling is told so, and not hung`, async () => {
+      const wire = new Wire();
+      const c = await connect2(srv.url, auth, { mode, wire, capabilities: {} });
+      try {
+        const err = await c.callTool({ name: 'test_missing_capability', arguments: {} }, { timeout: 30000 })
+          .then((r) => (r.isError ? { toolError: resultText(r) } : { result: r }), (e) => e);
+        assert.ok(!err.result, `a call that needs sampling must not succeed: ${JSON.stringify(err.result)}`);
+        if (modern) {
+          // W-9: -32021 with data.requiredCapabilities naming sampling, HTTP 400.
+          assert.ok(err instanceof Error, `modern: a JSON-RPC error, not a tool result: ${JSON.stringify(err)}\n${wire.dump()}`);
+          await wire.settled();
+          const [call] = wire.requests('tools/call');
+          const e = Wire.answer(call)?.error;
+          assert.equal(e?.code, -32021, wire.dump());
+          assert.deepEqual(Object.keys(e.data?.requiredCapabilities ?? {}), ['sampling'], wire.dump());
+          assert.equal(call.status, 400, `-32021 is HTTP 400 (W-9)\n${wire.dump()}`);
+        } else {
+          const text = err instanceof Error ? err.message : err.toolError;
+          assert.match(text, /capabilit|sampling/i, text);
+        }
+        // And the client is served on.
+        assert.ok(resultText(await c.callTool({ name: 'test_simple_text', arguments: {} })).length > 0);
       } finally {
         await close2(c);
       }
