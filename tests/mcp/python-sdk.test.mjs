@@ -9,7 +9,8 @@
 // log messages, a listen stream's honoured filter (modern), and the HTTP exchanges
 // it made (recorded by httpx event hooks).
 //
-// Servers: server-everything (copied in from tests/mcp), the conformance fixture
+// Servers: server-everything (copied in from tests/mcp), the catalog's memory server
+// (installed from the npm registry, in a daemon of its own), the conformance fixture
 // (tests/mcp/fixtures/conformance-server.mjs, for its deterministic log tool) and a
 // stdio server that speaks only 2026-07-28 (fixtures/only-2026-server.mjs), in one
 // sandbox, shared by all clients.
@@ -311,3 +312,47 @@ describe('Python SDK clients through the gateway', { skip: pythonSkip() }, () =>
       assert.ok(pinned.steps.wire.exchanges.every((x) => x.status === 404 && !x.response_session_id), pinned.dump);
     });
 });
+
+// The catalog's memory server (installed from the npm registry into the sandbox, so
+// online only): the approved list, then a real task, an entity written and read back,
+// from each client.
+describe('Python SDK clients through the gateway to the catalog memory server',
+  { skip: pythonSkip() }, () => {
+    let d, memory, auth, py2, py1;
+    before(async () => {
+      py2 = await venvWith(V2);
+      py1 = await venvWith(V1);
+      d = await startMcpDaemon({ online: true, prefix: 'runtime-pysdk-memory-' });
+      const sb = await d.create({ name: 'mcp-python-memory' });
+      const got = await d.mcpReady(sb.id, [{ id: 'memory' }], { timeoutMs: 300000 });
+      memory = got.servers.memory;
+      auth = got.status.headers.Authorization;
+    }, { timeout: 900000 });
+    after(async () => {
+      await stopDaemon(d);
+    });
+
+    for (const { sdk, mode, era } of [
+      { sdk: 2, mode: MODERN, era: 'modern' },
+      { sdk: 2, mode: 'auto', era: 'modern' },
+      { sdk: 2, mode: 'legacy', era: 'legacy' },
+      { sdk: 1, mode: 'legacy', era: 'legacy' },
+    ]) {
+      test(`mcp ${sdk === 2 ? V2 : V1} mode ${mode}: lands ${era}; the approved tools, an entity written and read back`,
+        { timeout: 240000 }, async () => {
+          const who = token('person'), fact = token('fact');
+          const { steps, dump } = await pyClient(sdk === 2 ? py2 : py1, [
+            '--url', memory.url, '--profile', 'memory', '--token', auth.replace(/^Bearer /, ''),
+            '--sdk', String(sdk), '--mode', mode, '--steps', 'tools,create,read',
+            '--prompt', fact, '--answer', 'unused', '--name', 'unused', '--message', who,
+          ]);
+          assert.equal(steps.connect.era, era, dump);
+          assert.deepEqual(sorted(steps.tools.names), sorted(memory.tools), `the approved list:\n${dump}`);
+          assert.equal(steps.create.is_error, false, dump);
+          assert.ok(steps.read.text.includes(who) && steps.read.text.includes(fact),
+            `read_graph returns the entity and its observation:\n${dump}`);
+          if (era === 'modern') assertModernWire(steps.wire, dump);
+          else assertLegacyWire(steps.wire, dump, { probed: mode === 'auto' });
+        });
+    }
+  });
