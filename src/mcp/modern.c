@@ -377,11 +377,11 @@ void mcp_modern_free(struct mcp_session *ctx)
         pp = &(*pp)->next;
     if (*pp) *pp = ctx->next;
     struct mcp_backend *be = mcp_session_backend(ctx);
+    while (ctx->streams) /* first: their answers name the requests still pending */
+        mcp_stream_free(ctx->streams);
     for (struct mcp_pending *p; (p = mcp_session_pending(ctx));)
         mcp_pending_clear(be, p);
     mcp_park_free(ctx);
-    while (ctx->streams)
-        mcp_stream_free(ctx->streams);
     json_decref(ctx->modern->caps);
     json_decref(ctx->modern->preanswers);
     json_decref(ctx->modern->uri);

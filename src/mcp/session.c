@@ -57,11 +57,11 @@ void mcp_session_free(struct mcp_session *s)
         pp = &(*pp)->next;
     if (*pp) *pp = s->next;
     ms->n_sessions--;
+    while (s->streams) /* first: their answers name the requests still pending */
+        mcp_stream_free(s->streams);
     drop_pending(mcp_session_backend(s), s);
     if (s->be) mcp_backend_reap(s->be);
     if (s->init_req) mcp_http_error(s->init_req, 503, s->init_id, -32000, "the session ended");
-    while (s->streams)
-        mcp_stream_free(s->streams);
     for (size_t i = 0; s->history && i < MCP_HISTORY; i++)
         free(s->history[i].data);
     free(s->history);

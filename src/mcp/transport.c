@@ -109,15 +109,28 @@ static void unlink_stream(struct mcp_stream *st)
 }
 
 /* Ends the HTTP answer (if a client still has it) and frees the stream. */
+/* What a POST still waiting gets when its session (or the server) ends first: an error
+ * for its request, as JSON-RPC has it. An HTTP error instead would fail the client's
+ * whole connection (the Python SDK's task group) for a request it may have given up. */
+static json_t *ended_answer(struct mcp_stream *st)
+{
+    struct mcp_backend *be = st->waiting > 0 ? mcp_session_backend(st->session) : NULL;
+    json_t *id = NULL;
+    for (size_t i = 0; be && !id && i < MCP_PENDING_SLOTS; i++)
+        if (be->pend[i].id && be->pend[i].stream == st) id = be->pend[i].client_id;
+    return mcp_error_msg(id, -32000, "the session or the server ended before the answer");
+}
+
 void mcp_stream_free(struct mcp_stream *st)
 {
+    json_t *ended = st->req && !st->sse ? ended_answer(st) : NULL;
     unlink_stream(st);
     if (st->req) {
         detach(st);
         if (st->sse)
             evhttp_send_reply_end(st->req);
         else
-            mcp_http_error(st->req, 503, NULL, -32000, "the session ended");
+            mcp_http_json(st->req, 200, NULL, ended);
     }
     json_decref(st->answers);
     free(st);
