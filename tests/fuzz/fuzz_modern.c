@@ -28,7 +28,7 @@ const char catalog_json_text[] = "{}";
 #define REQUIRE(c)                                                                                 \
     do {                                                                                           \
         if (!(c)) {                                                                                \
-            fprintf(stderr, "fuzz_modern: %s failed at line %d\n", #c, __LINE__);                \
+            fprintf(stderr, "fuzz_modern: %s failed at line %d\n", #c, __LINE__);                  \
             abort();                                                                               \
         }                                                                                          \
     } while (0)
