@@ -558,8 +558,16 @@ test('gateway: preflight, initialize, wrong token, wrong link, sessions', { skip
   const lost = await gw('POST', gateway.url.replace(/\/mcp\/[0-9a-f]+\//, '/mcp/00000000000000000000000000000000/'),
     { auth: gateway.auth, headers: accept, body: { jsonrpc: '2.0', id: 3, method: 'ping' } });
   assert.equal(lost.status, 404);
+  // No session: 405 (2026-07-28 has no GET stream; a 2025 GET needs its session).
   const nosession = await gw('GET', gateway.url, { auth: gateway.auth, headers: { Accept: 'text/event-stream' } });
-  assert.equal(nosession.status, 400);
+  assert.equal(nosession.status, 405);
+  const modern = await gw('POST', gateway.url, {
+    auth: gateway.auth,
+    headers: { ...accept, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' },
+    body: { jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } } },
+  });
+  assert.equal(modern.status, 200, 'a 2026-07-28 request needs no session');
   const end = await gw('DELETE', gateway.url, { auth: gateway.auth, headers: sess });
   assert.equal(end.status, 200);
   const gone = await gw('DELETE', gateway.url, { auth: gateway.auth, headers: sess });
