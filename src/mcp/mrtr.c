@@ -11,7 +11,8 @@
  * sandbox's key, in memory only), good for one round.
  *
  * Keys of inputRequests: a stdio server names its input by sending its request with a
- * string id ([A-Za-z0-9_.-]{1,64}); otherwise the key is the method and a digest of the
+ * string id ([A-Za-z0-9_.-]{1,64}, optionally followed by "#" and anything that keeps its
+ * ids unique, e.g. "user_name#7"); otherwise the key is the method and a digest of the
  * params, the same when a call is run again, so that a fresh call that already carries
  * the answers (inputResponses, no requestState) is answered without a round. */
 #include <ctype.h>
@@ -299,12 +300,15 @@ static bool key_used(struct mcp_park *park, const char *key)
     return false;
 }
 
-/* The process's own string id, else the method and a digest of the params. */
+/* The process's own string id (before a "#"), else the method and a digest of the params. */
 static void key_for(struct mcp_park *park, json_t *msg, char *key, size_t size)
 {
     const char *sid = json_string_value(json_object_get(msg, "id"));
-    if (sid && key_ok(sid) && !key_used(park, sid)) {
-        snprintf(key, size, "%s", sid);
+    /* "KEY#TAG": the key, with a tag that keeps the server's ids unique (JSON-RPC). */
+    char named[72] = "";
+    if (sid) snprintf(named, sizeof named, "%.*s", (int)strcspn(sid, "#"), sid);
+    if (sid && strlen(sid) < 200 && key_ok(named) && !key_used(park, named)) {
+        snprintf(key, size, "%s", named);
         return;
     }
     const char *method = json_string_value(json_object_get(msg, "method"));
