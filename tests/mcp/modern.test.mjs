@@ -850,6 +850,18 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
       assert.deepEqual(e.data?.requiredCapabilities, { sampling: {} });
     });
 
+    test('a process request id KEY#TAG gives the key KEY, and the answer goes back under the whole id (068757e)', async () => {
+      const mark = (await records()).length;
+      const { body, res } = await round1('elicit_tagged');
+      const again = retry(body, { user_name: accept({ name: 'Tag' }) }, res.requestState);
+      const done = assertComplete(await post(url, auth, again), again.id, 'elicit_tagged retry');
+      assert.match(done.content?.[0]?.text ?? '', /^Hello, Tag! \(tag \d+\)$/, JSON.stringify(done));
+      const ans = (await records()).slice(mark).filter((e) => e.event === 'answer');
+      assert.equal(ans.length, 1, JSON.stringify(ans));
+      assert.match(ans[0].key, /^user_name#\d+$/, 'the process got its answer under the id it used');
+      assert.deepEqual(ans[0].result, accept({ name: 'Tag' }));
+    });
+
     test('a fresh call that already carries the answer completes in one round; extra keys are ignored (W-36)', async () => {
       const body = call('elicit_name', {}, { caps: ELICIT });
       body.params.inputResponses = { user_name: accept({ name: 'Quick' }), unknown_extra_key: accept({ x: 1 }) };
