@@ -508,14 +508,23 @@ export async function httpCall(url, opts = {}) {
  * event of 2025-11-25) is kept with data ''. `next(pred)` waits for one.
  */
 export class SseReader {
-  constructor(res) {
+  /** res: a node:http response, or a fetch Response (then controller, its AbortController,
+   * is what close() aborts). Every raw line is kept in lines. */
+  constructor(res, { controller } = {}) {
     this.res = res;
+    this.controller = controller;
     this.events = [];
+    this.lines = [];
     this.ended = false;
     this.error = null;
     this.waiters = new Set();
     this.buf = '';
     this.cur = { data: [] };
+    this.done = new Promise((resolve) => { this.resolveDone = resolve; });
+    if (typeof res.body?.getReader === 'function') {
+      this.pump(res.body);
+      return;
+    }
     res.setEncoding('utf8');
     res.on('data', (chunk) => this.feed(chunk));
     res.on('end', () => this.finish());
@@ -524,6 +533,16 @@ export class SseReader {
       this.error = e;
       this.finish();
     });
+  }
+
+  async pump(body) {
+    const dec = new TextDecoder();
+    try {
+      for await (const chunk of body) this.feed(dec.decode(chunk, { stream: true }));
+    } catch (e) {
+      this.error = e;
+    }
+    this.finish();
   }
 
   feed(chunk) {
@@ -540,6 +559,7 @@ export class SseReader {
   }
 
   line(line) {
+    this.lines.push(line);
     if (line === '') return this.dispatch();
     if (line.startsWith(':')) return; // comment (keep-alive)
     const i = line.indexOf(':');
@@ -569,6 +589,7 @@ export class SseReader {
   finish() {
     if (this.ended) return;
     this.ended = true;
+    this.resolveDone();
     this.wake();
   }
 
@@ -619,8 +640,17 @@ export class SseReader {
     return this.events;
   }
 
+  /** Waits (timeoutMs at most) for the server to end the stream; true when it did. */
+  async end(timeoutMs) {
+    let timer;
+    await Promise.race([this.done, new Promise((r) => { timer = setTimeout(r, timeoutMs); })]);
+    clearTimeout(timer);
+    return this.ended;
+  }
+
   close() {
-    this.res.destroy();
+    if (this.controller) this.controller.abort(); /* undici destroys the socket mid-body */
+    else this.res.destroy();
     this.finish();
   }
 }

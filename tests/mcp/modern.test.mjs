@@ -108,115 +108,9 @@ function modernHeaders(auth, body, extra = {}) {
   return h;
 }
 
-/** SSE events off a fetch body, parsed as the HTML standard says, raw lines kept. */
-class FetchSse {
-  constructor(res, controller) {
-    this.res = res;
-    this.controller = controller;
-    this.events = [];
-    this.lines = [];
-    this.ended = false;
-    this.error = null;
-    this.waiters = new Set();
-    this.buf = '';
-    this.cur = { data: [] };
-    this.done = this.pump();
-  }
-
-  async pump() {
-    const dec = new TextDecoder();
-    try {
-      for await (const chunk of this.res.body) {
-        this.buf += dec.decode(chunk, { stream: true });
-        for (;;) {
-          const m = /\r\n|\r|\n/.exec(this.buf);
-          if (!m || (m[0] === '\r' && m.index === this.buf.length - 1)) break;
-          const line = this.buf.slice(0, m.index);
-          this.buf = this.buf.slice(m.index + m[0].length);
-          this.line(line);
-        }
-      }
-    } catch (e) {
-      this.error = e;
-    }
-    this.ended = true;
-    this.wake();
-  }
-
-  line(line) {
-    this.lines.push(line);
-    if (line === '') return this.dispatch();
-    if (line.startsWith(':')) return;
-    const i = line.indexOf(':');
-    const field = i < 0 ? line : line.slice(0, i);
-    let value = i < 0 ? '' : line.slice(i + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') this.cur.data.push(value);
-    else if (field === 'id') this.cur.id = value;
-    else if (field === 'event') this.cur.event = value;
-  }
-
-  dispatch() {
-    const c = this.cur;
-    this.cur = { data: [] };
-    if (!c.data.length && c.id === undefined && c.event === undefined) return;
-    const ev = { id: c.id, event: c.event, data: c.data.join('\n') };
-    try {
-      ev.message = ev.data ? JSON.parse(ev.data) : undefined;
-    } catch {
-      ev.message = undefined;
-    }
-    this.events.push(ev);
-    this.wake();
-  }
-
-  wake() {
-    for (const w of [...this.waiters]) w();
-  }
-
-  messages() {
-    return this.events.filter((e) => e.message !== undefined).map((e) => e.message);
-  }
-
-  /** Waits for an event pred accepts; null when the stream ended first; throws at the deadline. */
-  next(pred, { timeoutMs = 15000, what = 'an SSE event' } = {}) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const ev = this.events.find(pred);
-        if (ev || this.ended) {
-          this.waiters.delete(check);
-          clearTimeout(timer);
-          resolve(ev ?? null);
-        }
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; got ` +
-          JSON.stringify(this.events).slice(0, 2000)));
-      }, timeoutMs);
-      this.waiters.add(check);
-      check();
-    });
-  }
-
-  /** Waits (timeoutMs at most) for the server to end the stream; true when it did. */
-  async end(timeoutMs) {
-    if (this.ended) return true;
-    let timer;
-    await Promise.race([this.done, new Promise((r) => { timer = setTimeout(r, timeoutMs); })]);
-    clearTimeout(timer);
-    return this.ended;
-  }
-
-  /** Closes the connection (fetch abort: undici destroys the socket mid-body). */
-  close() {
-    this.controller.abort();
-  }
-}
-
 /**
  * One POST with fetch. Returns {status, headers (a Headers), contentType, text, json,
- * sse (a FetchSse when the answer is SSE), messages, response}. For an SSE answer it reads
+ * sse (an SseReader when the answer is SSE), messages, response}. For an SSE answer it reads
  * until the response to the body's id arrives (or the stream ends), then gives the server
  * 3 s to end the stream (ended tells), and closes it. stream: true returns at the head with
  * the SSE reader open (the caller closes it).
@@ -236,7 +130,7 @@ async function post(url, auth, body, { headers = {}, raw, timeoutMs = 30000, str
   }
   const out = { status: res.status, headers: res.headers, contentType: res.headers.get('content-type') };
   if (isType(out.contentType, 'text/event-stream')) {
-    const sse = new FetchSse(res, controller);
+    const sse = new SseReader(res, { controller });
     out.sse = sse;
     if (stream) {
       clearTimeout(timer);
