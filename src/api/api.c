@@ -321,6 +321,15 @@ static void set_network(struct evhttp_request *req, struct server *srv, struct s
     api_json(req, 200, model_network_json(&sb->settings.network));
 }
 
+/* The answer to an API request (arg) that the server gives later: its JSON, or why not. */
+static void answer_later(struct server *srv, json_t *v, const err_t *err, void *arg)
+{
+    if (v)
+        api_json(arg, 200, json_incref(v));
+    else
+        api_fail(arg, err);
+}
+
 static void events(struct evhttp_request *req, struct server *srv, struct sbx *sb)
 {
     struct evkeyvalq q;
@@ -332,10 +341,8 @@ static void events(struct evhttp_request *req, struct server *srv, struct sbx *s
     bool bad = after && (*end || seq < 0);
     evhttp_clear_headers(&q);
     if (bad) return api_error(req, 400, "bad_request", "after must be an event seq number");
-    json_t *list = NULL;
     err_t err = {0};
-    if (server_events(srv, sb, seq, &list, &err) < 0) return api_fail(req, &err);
-    api_json(req, 200, list);
+    if (server_events(srv, sb, seq, answer_later, req, &err) < 0) return api_fail(req, &err);
 }
 
 static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx *sb,
@@ -377,6 +384,21 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
+static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err, void *req)
+{
+    if (err) return api_fail(req, err);
+    api_json(req, 200, sandbox_json(sb));
+}
+
+static void route(struct evhttp_request *req, void *arg);
+
+/* The sandbox was woken for this request: it is served as if it had just come. */
+static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *req)
+{
+    if (err) return api_fail(req, err);
+    route(req, srv);
+}
+
 static void one_sandbox(struct evhttp_request *req, struct server *srv,
                         const struct api_caller *who, const char *key, const char *action,
                         const char *sub)
@@ -400,16 +422,20 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv,
     bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0 ||
                                     (strcmp(action, "mcp") == 0 && m == EVHTTP_REQ_POST));
     if (action && m == EVHTTP_REQ_POST && strcmp(action, "pause") == 0) {
-        if (server_sandbox_pause(srv, sb, "api", &err) < 0) return api_fail(req, &err);
-        return api_json(req, 200, sandbox_json(sb));
+        if (server_sandbox_pause(srv, sb, "api", answer_sandbox, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
     }
     if (action && m == EVHTTP_REQ_POST && strcmp(action, "resume") == 0) {
-        if (server_sandbox_resume(srv, sb, "api", &err) < 0) return api_fail(req, &err);
-        return api_json(req, 200, sandbox_json(sb));
+        if (server_sandbox_resume(srv, sb, "api", answer_sandbox, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
     }
-    if (needs_running) {
-        server_sandbox_touch(sb);
-        if (server_sandbox_resume(srv, sb, action, &err) < 0) return api_fail(req, &err);
+    if (needs_running) server_sandbox_touch(sb);
+    if (needs_running && (sb->status == SBX_PAUSED || server_sandbox_changing(sb))) {
+        if (server_sandbox_resume(srv, sb, action, serve_when_awake, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
     }
     if (needs_running && sb->status != SBX_RUNNING && strcmp(action, "mcp") != 0)
         return api_error(req, 409, "not_running",
@@ -511,10 +537,7 @@ static void route(struct evhttp_request *req, void *arg)
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
                m == EVHTTP_REQ_GET) {
         err_t err = {0};
-        json_t *u = server_usage(srv, who.admin ? NULL : who.account, &err);
-        if (u)
-            api_json(req, 200, u);
-        else
+        if (server_usage(srv, who.admin ? NULL : who.account, answer_later, req, &err) < 0)
             api_fail(req, &err);
     } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == EVHTTP_REQ_GET) {
         if (who.admin)

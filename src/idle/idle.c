@@ -7,8 +7,8 @@
 static bool idle(struct sbx *sb, uint64_t now)
 {
     uint32_t secs = sb->settings.idle_pause_s;
-    return secs > 0 && sb->status == SBX_RUNNING && !sb->removing && !server_sandbox_busy(sb) &&
-           now - sb->last_active_ms >= (uint64_t)secs * 1000;
+    return secs > 0 && sb->status == SBX_RUNNING && !sb->removing && !server_sandbox_changing(sb) &&
+           !server_sandbox_busy(sb) && now - sb->last_active_ms >= (uint64_t)secs * 1000;
 }
 
 void idle_tick(struct server *srv)
@@ -16,7 +16,7 @@ void idle_tick(struct server *srv)
     uint64_t now = now_ms();
     for (struct sbx *sb = server_sandbox_first(srv); sb; sb = sb->next) {
         err_t err = {0};
-        if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", &err) < 0)
+        if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", NULL, NULL, &err) < 0)
             log_warn("idle pause: %s", err.msg);
     }
 }

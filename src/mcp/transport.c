@@ -545,6 +545,15 @@ static void preflight(struct evhttp_request *req)
     evhttp_send_reply(req, 204, "No Content", NULL);
 }
 
+/* The sandbox was woken for this request: it is served as if it had just come
+ * (its box may have gone meanwhile: it is looked up again). */
+static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+{
+    struct evhttp_request *req = arg;
+    if (err) return mcp_http_error(req, 503, NULL, -32000, "%s", err->msg);
+    mcp_gateway(srv, req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)));
+}
+
 void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw)
 {
     char *path = evhttp_uridecode(raw, 0, NULL), *link = NULL, *name = NULL;
@@ -580,8 +589,9 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
     struct mcp_server *ms = mcp_server_find(box, name);
     err_t err = {0};
     server_sandbox_touch(box->sb);
-    if (server_sandbox_resume(srv, box->sb, "gateway", &err) < 0) {
-        mcp_http_error(req, 503, NULL, -32000, "%s", err.msg);
+    if (box->sb->status == SBX_PAUSED || server_sandbox_changing(box->sb)) {
+        if (server_sandbox_resume(srv, box->sb, "gateway", serve_when_awake, req, &err) < 0)
+            mcp_http_error(req, 503, NULL, -32000, "%s", err.msg);
         goto out;
     }
     if (!ms) {

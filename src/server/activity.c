@@ -1,10 +1,12 @@
 /* A sandbox's activity (what holds off idle pause, src/idle) and pause and resume:
  * a paused sandbox is frozen with its memory and servers kept, and its open
- * connections closed; the next request thaws it before it is served. The keeper
- * call is synchronous, so requests that arrive during a wake simply queue behind it. */
+ * connections closed; the next request thaws it before it is served. The loop
+ * does not wait for the keeper: requests that arrive during a wake wait for it
+ * (server_sandbox_resume's done), everything else goes on. */
 #include <errno.h>
 #include <event2/event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,48 +24,211 @@ void server_sandbox_hold(struct sbx *sb, int delta)
     server_sandbox_touch(sb);
 }
 
-static int freeze(struct server *srv, struct sbx *sb, bool frozen, err_t *err)
+/* A pause or a resume under way: the keeper freezes or thaws the sandbox while
+ * the loop goes on, then its status is written, then everyone waiting hears.
+ * What asks meanwhile waits with them: a resume during a pause waits for the
+ * pause and then resumes, a removal runs once the change is over. */
+struct sbx_change_waiter {
+    server_sandbox_done_fn *done;
+    void *arg;
+    struct sbx_change_waiter *next;
+};
+
+struct sbx_change {
+    bool pausing; /* else resuming */
+    char reason[32];
+    struct timespec started;
+    struct sbx_change_waiter *waiters;     /* hear how this change went */
+    struct sbx_change_waiter *then_resume; /* asked for a resume during a pause */
+    char resume_reason[32];
+    server_deleted_fn *then_delete; /* a removal asked for meanwhile */
+    void *delete_arg;
+};
+
+static void free_waiters(struct sbx_change_waiter *w)
 {
-    struct proto_ref ref = {.flag = frozen ? 1 : 0};
-    struct proto_result res;
-    memcpy(ref.id, sb->id, sizeof ref.id);
-    return server_keeper_call(srv, PROTO_FREEZE, &ref, sizeof ref, &res, NULL, 0, err);
+    while (w) {
+        struct sbx_change_waiter *next = w->next;
+        free(w);
+        w = next;
+    }
 }
 
-int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason, err_t *err)
+/* At shutdown (sbx_free): the requests waiting end with the loop. */
+void server_sandbox_change_free(struct sbx *sb)
 {
-    if (sb->status == SBX_PAUSED) return 0;
-    if (sb->status != SBX_RUNNING)
-        return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
-                       sb->id, sbx_status_name(sb->status));
-    usage_checkpoint(srv, sb);
-    int r = freeze(srv, sb, true, err);
-    if (r < 0) return err_wrap(err, "cannot pause sandbox %s", sb->id);
-    if (sb->egress) egress_sandbox_close_all(sb->egress);
-    server_sandbox_set_status(srv, sb, SBX_PAUSED);
-    metrics_pause(srv);
-    json_t *f = json_pack("{s:s}", "reason", reason);
-    server_event(srv, sb->id, "sandbox.paused", f);
-    json_decref(f);
+    if (!sb->change) return;
+    free_waiters(sb->change->waiters);
+    free_waiters(sb->change->then_resume);
+    free(sb->change);
+    sb->change = NULL;
+}
+
+bool server_sandbox_changing(const struct sbx *sb)
+{
+    return sb->change != NULL;
+}
+
+static int add_waiter(struct sbx_change_waiter **list, server_sandbox_done_fn *done, void *arg,
+                      err_t *err)
+{
+    if (!done) return 0;
+    struct sbx_change_waiter *w = malloc(sizeof *w);
+    if (!w) return err_set(err, -ENOMEM, "out of memory");
+    *w = (struct sbx_change_waiter){.done = done, .arg = arg};
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
     return 0;
 }
 
-int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason, err_t *err)
+static void tell(struct server *srv, struct sbx *sb, struct sbx_change_waiter *w, const err_t *err)
 {
-    if (sb->status != SBX_PAUSED) return 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    usage_checkpoint(srv, sb);
-    int r = freeze(srv, sb, false, err);
-    if (r < 0) return err_wrap(err, "cannot resume sandbox %s", sb->id);
-    server_sandbox_set_status(srv, sb, SBX_RUNNING);
-    server_sandbox_touch(sb);
+    while (w) {
+        struct sbx_change_waiter *next = w->next;
+        w->done(srv, sb, err, w->arg);
+        free(w);
+        w = next;
+    }
+}
+
+static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
+                        struct sbx_change_waiter *waiters, err_t *err);
+
+/* The change is over (err: it failed, and the status is what it was): the
+ * waiters hear, then what was asked for meanwhile runs. */
+static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
+{
+    struct sbx_change *c = sb->change;
+    sb->change = NULL;
+    tell(srv, sb, c->waiters, err);
+    struct sbx_change_waiter *resume = c->then_resume;
+    server_deleted_fn *del = c->then_delete;
+    void *del_arg = c->delete_arg;
+    char reason[sizeof c->resume_reason];
+    memcpy(reason, c->resume_reason, sizeof reason);
+    free(c);
+    err_t e = {0};
+    /* Not paused (the pause failed, or it died): nothing to resume; they see its status. */
+    if (resume && sb->status != SBX_PAUSED)
+        tell(srv, sb, resume, NULL);
+    else if (resume && start_change(srv, sb, false, reason, resume, &e) < 0)
+        tell(srv, sb, resume, &e);
+    if (del && server_sandbox_delete(srv, sb, del, del_arg, &e) < 0) del(srv, &e, del_arg);
+}
+
+static void on_status_written(int r, const err_t *err, void *arg)
+{
+    struct sbx *sb = arg;
+    if (r == -ECANCELED) return; /* stopping: sb went with the registry */
+    end_change(sb->owner, sb, r < 0 ? err : NULL);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    metrics_wake(srv, ms / 1000.0);
-    json_t *f = json_pack("{s:s,s:f}", "reason", reason, "wakeMs", ms);
-    server_event(srv, sb->id, "sandbox.resumed", f);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* The keeper froze or thawed it (or could not): the status goes to the store,
+ * and the waiters hear once it is on disk. */
+static void on_frozen(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                      void *arg)
+{
+    struct sbx *sb = arg;
+    struct sbx_change *c = sb->change;
+    if (res->status < 0) {
+        err_t err = {0};
+        err_set(&err, res->status, "cannot %s sandbox %s: %s", c->pausing ? "pause" : "resume",
+                sb->id, res->msg);
+        return end_change(srv, sb, &err);
+    }
+    json_t *f;
+    if (c->pausing) {
+        if (sb->egress) egress_sandbox_close_all(sb->egress);
+        sb->status = SBX_PAUSED;
+        metrics_pause(srv);
+        f = json_pack("{s:s}", "reason", c->reason);
+    } else {
+        double ms = ms_since(&c->started);
+        sb->status = SBX_RUNNING;
+        server_sandbox_touch(sb);
+        metrics_wake(srv, ms / 1000.0);
+        f = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
+    }
+    server_event(srv, sb->id, c->pausing ? "sandbox.paused" : "sandbox.resumed", f);
     json_decref(f);
+    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(sb->status), on_status_written,
+                                sb);
+}
+
+/* Takes waiters (on success). The usage checkpoint's stats go first: the
+ * keeper answers in order, so they count the time before the change. */
+static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
+                        struct sbx_change_waiter *waiters, err_t *err)
+{
+    struct sbx_change *c = calloc(1, sizeof *c);
+    if (!c) return err_set(err, -ENOMEM, "out of memory");
+    *c = (struct sbx_change){.pausing = pausing, .waiters = waiters};
+    str_copy(c->reason, sizeof c->reason, reason);
+    clock_gettime(CLOCK_MONOTONIC, &c->started);
+    usage_checkpoint(srv, sb);
+    struct proto_ref ref = {.flag = pausing ? 1 : 0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    int r = server_keeper_send(srv, PROTO_FREEZE, &ref, sizeof ref, 0, on_frozen, sb, err);
+    if (r < 0) {
+        free(c);
+        return err_wrap(err, "cannot %s sandbox %s", pausing ? "pause" : "resume", sb->id);
+    }
+    sb->change = c;
+    return 0;
+}
+
+int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
+                         server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    if (sb->change && sb->change->pausing) return add_waiter(&sb->change->waiters, done, arg, err);
+    if (sb->change)
+        return err_set(err, -EBUSY, "sandbox %s is being resumed; try again in a moment", sb->id);
+    if (sb->status == SBX_PAUSED) {
+        if (done) done(srv, sb, NULL, arg);
+        return 0;
+    }
+    if (sb->status != SBX_RUNNING)
+        return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
+                       sb->id, sbx_status_name(sb->status));
+    struct sbx_change_waiter *w = NULL;
+    int r = add_waiter(&w, done, arg, err);
+    if (r == 0 && (r = start_change(srv, sb, true, reason, w, err)) < 0) free_waiters(w);
+    return r;
+}
+
+int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
+                          server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    struct sbx_change *c = sb->change;
+    if (c && c->pausing && !c->then_resume)
+        str_copy(c->resume_reason, sizeof c->resume_reason, reason);
+    if (c) return add_waiter(c->pausing ? &c->then_resume : &c->waiters, done, arg, err);
+    if (sb->status != SBX_PAUSED) {
+        if (done) done(srv, sb, NULL, arg);
+        return 0;
+    }
+    struct sbx_change_waiter *w = NULL;
+    int r = add_waiter(&w, done, arg, err);
+    if (r == 0 && (r = start_change(srv, sb, false, reason, w, err)) < 0) free_waiters(w);
+    return r;
+}
+
+/* server_sandbox_delete during a change: it runs when the change is over. */
+int server_sandbox_delete_after_change(struct sbx *sb, server_deleted_fn *done, void *arg,
+                                       err_t *err)
+{
+    if (sb->change->then_delete)
+        return err_set(err, -EBUSY, "sandbox %s is already being removed", sb->id);
+    sb->change->then_delete = done;
+    sb->change->delete_arg = arg;
     return 0;
 }
 

@@ -58,12 +58,6 @@ void events_stop(struct server *srv)
     srv->writer = NULL;
 }
 
-void events_sync(struct server *srv)
-{
-    events_flush(srv);
-    store_writer_sync(srv->writer);
-}
-
 static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
 
 /* A sandbox records at most EVENTS_PER_S events a second (bursts of 5x): a flood
@@ -124,17 +118,42 @@ static int append_event(const struct store_event *ev, void *arg)
     return 0;
 }
 
-/* Waits (on the loop) for what is queued to be written: a reader expects to see
- * the events of what it just did. */
-int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err)
+struct events_query {
+    struct server *srv;
+    char id[PROTO_ID_LEN];
+    int64_t after;
+    server_events_fn *done;
+    void *arg;
+};
+
+static void on_events_written(int r, const err_t *werr, void *arg)
 {
-    events_sync(srv);
-    json_t *arr = json_array();
-    int r = store_events_each(srv->store, sb->id, after, 1000, append_event, arr, err);
-    if (r < 0) {
-        json_decref(arr);
-        return r;
+    struct events_query *q = arg;
+    if (r == -ECANCELED) { /* stopping: its request ends with the loop */
+        free(q);
+        return;
     }
-    *out = arr;
+    err_t err = {0};
+    json_t *arr = json_array();
+    if (store_events_each(q->srv->store, q->id, q->after, 1000, append_event, arr, &err) < 0) {
+        json_decref(arr);
+        arr = NULL;
+    }
+    q->done(q->srv, arr, &err, q->arg);
+    json_decref(arr);
+    free(q);
+}
+
+/* A reader expects to see the events of what it just did: they are read once
+ * the writer has written what was queued before (the loop does not wait). */
+int server_events(struct server *srv, struct sbx *sb, int64_t after, server_events_fn *done,
+                  void *arg, err_t *err)
+{
+    struct events_query *q = malloc(sizeof *q);
+    if (!q) return err_set(err, -ENOMEM, "out of memory");
+    *q = (struct events_query){.srv = srv, .after = after, .done = done, .arg = arg};
+    memcpy(q->id, sb->id, sizeof q->id);
+    events_flush(srv);
+    store_writer_flush(srv->writer, on_events_written, q);
     return 0;
 }

@@ -19,6 +19,7 @@ struct metrics {
     uint64_t refused[MAX_REASONS];
     uint64_t secret_used, secret_misdirected;
     uint64_t keeper[PROTO_TYPE_END];
+    uint64_t keeper_waits[PROTO_TYPE_END]; /* of those, the loop waited for (after startup) */
 };
 
 int metrics_start(struct server *srv)
@@ -47,6 +48,11 @@ void metrics_wake(struct server *srv, double seconds)
 void metrics_keeper(struct server *srv, uint16_t type)
 {
     if (srv->metrics && type < PROTO_TYPE_END) srv->metrics->keeper[type]++;
+}
+
+void metrics_keeper_wait(struct server *srv, uint16_t type)
+{
+    if (srv->metrics && type < PROTO_TYPE_END) srv->metrics->keeper_waits[type]++;
 }
 
 static void count_refusal(struct metrics *m, const char *reason)
@@ -157,8 +163,18 @@ static void keeper(FILE *f, const struct metrics *m)
           f);
     for (int t = 0; t < PROTO_TYPE_END; t++)
         if (m->keeper[t])
-            fprintf(f, "runtime_keeper_calls_total{type=\"%s\"} %llu\n", proto_type_name(t),
-                    (unsigned long long)m->keeper[t]);
+            fprintf(
+                f, "runtime_keeper_calls_total{type=\"%s\"} %llu\n", proto_type_name(t),
+                (unsigned long long)m->keeper[t]); /* Should stay empty: after startup every request
+                                                      is answered while the loop goes on. */
+    fputs("# HELP runtime_keeper_loop_waits_total Keeper requests the event loop stopped for, "
+          "after startup, by type.\n"
+          "# TYPE runtime_keeper_loop_waits_total counter\n",
+          f);
+    for (int t = 0; t < PROTO_TYPE_END; t++)
+        if (m->keeper_waits[t])
+            fprintf(f, "runtime_keeper_loop_waits_total{type=\"%s\"} %llu\n", proto_type_name(t),
+                    (unsigned long long)m->keeper_waits[t]);
 }
 
 char *server_metrics_text(struct server *srv)

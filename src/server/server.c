@@ -102,6 +102,7 @@ static void sbx_free(struct sbx *sb)
     if (srv && srv->hooks.removed) srv->hooks.removed(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
+    server_sandbox_change_free(sb);
     while (sb->waiters) { /* at shutdown: their requests end with the loop */
         struct sbx_waiter *w = sb->waiters;
         sb->waiters = w->next;
@@ -159,13 +160,6 @@ static void save_status(struct server *srv, struct sbx *sb, enum sbx_status stat
 {
     sb->status = status;
     store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(status), NULL, NULL);
-}
-
-/* Pause and resume answer their client after this: it waits for the disk. */
-void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status)
-{
-    save_status(srv, sb, status);
-    store_writer_sync(srv->writer);
 }
 
 /* The settings as the store keeps them (malloc'd text, or NULL). */
@@ -565,6 +559,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
     if (sb->status == SBX_CREATING || sb->removing)
         return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
                        sb->removing ? "removed" : "created");
+    if (server_sandbox_changing(sb)) return server_sandbox_delete_after_change(sb, done, arg, err);
     struct answer *rm = malloc(sizeof *rm);
     if (!rm) return err_set(err, -ENOMEM, "out of memory");
     *rm = (struct answer){.srv = srv, .sb = sb, .deleted = done, .arg = arg};
@@ -705,7 +700,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
         log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else
         log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
-    server_sandbox_set_status(srv, sb, sb->status);
+    save_status(srv, sb, sb->status);
     return 0;
 }
 
@@ -813,7 +808,9 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
     server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
     log_info("serving the API on %s%s and its socket", srv->cfg.listen,
              srv->tls ? " over TLS" : "");
+    srv->serving = true;
     event_base_dispatch(srv->base);
+    srv->serving = false;
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_free(sigs[i]);
     return 0;

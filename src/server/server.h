@@ -63,11 +63,13 @@ struct sbx {
     int64_t mark_ms;               /* wall clock of the last checkpoint */
     uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
     uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
+    bool stats_pending;            /* a checkpoint's figures are on their way */
     struct rate_limit events_rate; /* events.c: what it may record a second */
     unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
     struct rate_limit exec_rate;   /* api/exec.c: exec starts a second */
     struct sbx_waiter *waiters;    /* for the end of its creation */
     bool removing;                 /* the keeper is destroying it */
+    struct sbx_change *change;     /* activity.c: a pause or resume under way, or NULL */
     struct server *owner;
     struct sbx *next;
 };
@@ -137,8 +139,13 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb,
 
 /* Events: recorded in memory and written to the store in batches. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
-/* The sandbox's events after seq `after`, oldest first, as the API's JSON array. */
-int server_events(struct server *srv, struct sbx *sb, int64_t after, json_t **out, err_t *err);
+/* The sandbox's events after seq `after`, oldest first, as the API's JSON array
+ * (borrowed), or NULL and why: done is called once, from the loop, when those
+ * recorded so far are written. Negative with err (done not called) when it
+ * cannot be asked. */
+typedef void server_events_fn(struct server *srv, json_t *events, const err_t *err, void *arg);
+int server_events(struct server *srv, struct sbx *sb, int64_t after, server_events_fn *done,
+                  void *arg, err_t *err);
 
 /* The secrets (secrets/secrets.h: vault_put, vault_list, ...). */
 struct vault *server_vault(struct server *srv);
@@ -169,17 +176,33 @@ void server_sandbox_touch(struct sbx *sb);
 void server_sandbox_hold(struct sbx *sb, int delta);
 /* Something is under way in it: a hold, or the gateway's hooks.busy (installs). */
 bool server_sandbox_busy(struct sbx *sb);
-/* Freezes every process of a running sandbox and closes its open connections. */
-int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason, err_t *err);
-/* Thaws a paused sandbox (no-op when it is running). */
-int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason, err_t *err);
+/* Pause freezes every process of a running sandbox and closes its open
+ * connections; resume thaws a paused one. The keeper does it while the loop goes
+ * on: done (may be NULL) is called once, from the loop, when the new status is
+ * on disk (err NULL), or with why it failed. Pausing a paused sandbox, or
+ * resuming one that is not paused, calls done at once; a resume asked for
+ * during a pause waits for it, then resumes. Negative with err (done not
+ * called) when it cannot be asked. */
+typedef void server_sandbox_done_fn(struct server *srv, struct sbx *sb, const err_t *err,
+                                    void *arg);
+int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
+                         server_sandbox_done_fn *done, void *arg, err_t *err);
+int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
+                          server_sandbox_done_fn *done, void *arg, err_t *err);
+/* A pause or resume is under way: a request must wait for it (resume). */
+bool server_sandbox_changing(const struct sbx *sb);
 
 /* /metrics in Prometheus text format (malloc'd), or NULL. */
 char *server_metrics_text(struct server *srv);
 
 /* Usage of every sandbox of the account (NULL: of every account), live and
- * removed, with its cost, and the totals per account (GET /v1/usage). */
-json_t *server_usage(struct server *srv, const char *account, err_t *err);
+ * removed, with its cost, and the totals per account (GET /v1/usage). The live
+ * ones are counted up to now first, without the loop waiting: done is called
+ * once, from the loop, with the answer (borrowed) or NULL and why. Negative
+ * with err (done not called) when it cannot be asked. */
+typedef void server_usage_fn(struct server *srv, json_t *usage, const err_t *err, void *arg);
+int server_usage(struct server *srv, const char *account, server_usage_fn *done, void *arg,
+                 err_t *err);
 
 /* A program run to its end on the loop (the exec API, MCP installs). */
 struct evbuffer;

@@ -36,6 +36,7 @@ struct server {
     struct server_run *runs;       /* programs running to their end (run.c) */
     struct event *keeper_ev;       /* the keeper's socket is readable */
     struct event *keeper_answered; /* answers read by a waiting call, to hand back */
+    bool serving;                  /* the loop runs: no call may wait (they are counted) */
     struct sbx *sandboxes;         /* newest first */
     size_t count;
     struct pending_event pending[EVENTS_PENDING_MAX];
@@ -59,6 +60,7 @@ typedef void server_keeper_done_fn(struct server *srv, const struct proto_result
                                    unsigned nfds, void *arg);
 int server_keeper_send(struct server *srv, uint16_t type, const void *payload, size_t len,
                        unsigned maxfds, server_keeper_done_fn *done, void *arg, err_t *err);
+int server_keeper_after(struct server *srv, server_keeper_done_fn *done, void *arg, err_t *err);
 int keeper_client_start(struct server *srv);
 /* run.c: at shutdown, ends every run still going; its caller gets an error. */
 void server_runs_stop(struct server *srv);
@@ -79,6 +81,10 @@ void server_tls_stop(struct server *srv);
 
 /* activity.c */
 #define SERVER_TICK_MS 1000
+void server_sandbox_change_free(struct sbx *sb); /* at shutdown: drops its waiters */
+/* A removal asked for during a pause or resume runs when it is over. */
+int server_sandbox_delete_after_change(struct sbx *sb, server_deleted_fn *done, void *arg,
+                                       err_t *err);
 int server_tick_start(struct server *srv);
 void server_tick_stop(struct server *srv);
 
@@ -86,8 +92,6 @@ void server_tick_stop(struct server *srv);
 void usage_checkpoint(struct server *srv, struct sbx *sb);
 void usage_started(struct server *srv, struct sbx *sb); /* a new sandbox, now running */
 void usage_tick(struct server *srv);
-/* Sets and saves a sandbox's status (a failed save is logged). */
-void server_sandbox_set_status(struct server *srv, struct sbx *sb, enum sbx_status status);
 void usage_restore(struct server *srv, struct sbx *sb);
 void usage_removed(struct server *srv, struct sbx *sb);
 
@@ -95,6 +99,7 @@ void usage_removed(struct server *srv, struct sbx *sb);
 void metrics_pause(struct server *srv);
 void metrics_wake(struct server *srv, double seconds);
 void metrics_keeper(struct server *srv, uint16_t type);
+void metrics_keeper_wait(struct server *srv, uint16_t type); /* the loop waited for it */
 void metrics_event(struct server *srv, const char *kind, json_t *fields);
 int metrics_start(struct server *srv);
 void metrics_stop(struct server *srv);
@@ -102,7 +107,6 @@ void metrics_stop(struct server *srv);
 /* events.c */
 int events_start(struct server *srv, err_t *err);
 void events_flush(struct server *srv); /* hands the pending events to the writer */
-void events_sync(struct server *srv);  /* and waits until the writer has written them */
 void events_stop(struct server *srv);
 
 #endif

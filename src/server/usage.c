@@ -42,7 +42,8 @@ static void save(struct server *srv, const struct sbx *sb, bool deleted)
     save_as(srv, sb, sb->status, deleted);
 }
 
-static int stats(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t *disk)
+/* At startup only (usage_restore): the loop is not serving yet. */
+static int stats_now(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint64_t *disk)
 {
     struct proto_ref ref = {0};
     struct proto_result res;
@@ -87,14 +88,39 @@ static void count(struct sbx *sb, enum sbx_status state, bool live, uint64_t cpu
 static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status state)
 {
     uint64_t cpu = 0, disk = 0;
-    bool live = is_live(state) && stats(srv, sb, &cpu, &disk) == 0;
+    bool live = is_live(state) && stats_now(srv, sb, &cpu, &disk) == 0;
     count(sb, state, live, cpu, disk);
     save(srv, sb, false);
 }
 
+/* The keeper's figures, counted in the state sb is in when they come: the
+ * keeper is serial, so a pause or resume sent after them has not landed yet. */
+static void on_stats(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                     void *arg)
+{
+    struct sbx *sb = arg;
+    sb->stats_pending = false;
+    bool live = res->status == 0 && is_live(sb->status);
+    count(sb, sb->status, live, res->values[0], res->values[4]);
+    save(srv, sb, false);
+}
+
+/* Asks the keeper for the figures without waiting; sb outlives the answer, as
+ * it goes only after its destroy is answered, which comes later. One at a time:
+ * the answer counts up to when it comes. */
 void usage_checkpoint(struct server *srv, struct sbx *sb)
 {
-    checkpoint_as(srv, sb, sb->status);
+    if (sb->stats_pending) return;
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    err_t err = {0};
+    if (is_live(sb->status) &&
+        server_keeper_send(srv, PROTO_STATS, &ref, sizeof ref, 0, on_stats, sb, &err) == 0) {
+        sb->stats_pending = true;
+        return;
+    }
+    count(sb, sb->status, false, 0, 0);
+    save(srv, sb, false);
 }
 
 /* Its cgroup is new and its counter starts at zero, as does its workspace's
@@ -252,11 +278,8 @@ static json_t *total_json(const struct meter_usage *u, const struct meter_rates 
                      round_to(u->paused_gb_hours, 1e-9), "cost", cost_json(&c));
 }
 
-json_t *server_usage(struct server *srv, const char *account, err_t *err)
+static json_t *usage_json(struct server *srv, const char *account, err_t *err)
 {
-    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        if (!sb->removing) usage_checkpoint(srv, sb);
-    store_writer_sync(srv->writer); /* the rows just queued, and those of removed sandboxes */
     struct listing l = {.srv = srv, .account = account, .list = json_array()};
     if (store_usage_each(srv->store, add_row, &l, err) < 0) {
         json_decref(l.list);
@@ -272,4 +295,48 @@ json_t *server_usage(struct server *srv, const char *account, err_t *err)
     return json_pack("{s:o,s:o,s:o,s:{s:f,s:f,s:f}}", "sandboxes", l.list, "accounts", accounts,
                      "total", total_json(&l.total, r), "rates", "vcpuHour", r->vcpu_hour, "gibHour",
                      r->gib_hour, "gbMonth", r->gb_month);
+}
+
+/* A GET /v1/usage on its way: checkpoints asked for, then their rows written,
+ * then read back. */
+struct usage_query {
+    struct server *srv;
+    char account[ACCOUNT_NAME_MAX]; /* "": every account's */
+    server_usage_fn *done;
+    void *arg;
+};
+
+static void on_rows_written(int r, const err_t *werr, void *arg)
+{
+    struct usage_query *q = arg;
+    if (r == -ECANCELED) { /* stopping: its request ends with the loop */
+        free(q);
+        return;
+    }
+    err_t err = {0};
+    json_t *u = usage_json(q->srv, q->account[0] ? q->account : NULL, &err);
+    q->done(q->srv, u, &err, q->arg);
+    json_decref(u);
+    free(q);
+}
+
+/* Every checkpoint's stats are in and its row queued: now the rows on disk. */
+static void on_checkpoints_counted(struct server *srv, const struct proto_result *res, int *fds,
+                                   unsigned nfds, void *arg)
+{
+    store_writer_flush(srv->writer, on_rows_written, arg);
+}
+
+int server_usage(struct server *srv, const char *account, server_usage_fn *done, void *arg,
+                 err_t *err)
+{
+    struct usage_query *q = calloc(1, sizeof *q);
+    if (!q) return err_set(err, -ENOMEM, "out of memory");
+    *q = (struct usage_query){.srv = srv, .done = done, .arg = arg};
+    if (account) str_copy(q->account, sizeof q->account, account);
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        if (!sb->removing) usage_checkpoint(srv, sb);
+    int r = server_keeper_after(srv, on_checkpoints_counted, q, err);
+    if (r < 0) free(q);
+    return r;
 }

@@ -156,6 +156,9 @@ void store_writer_sandbox_insert(struct store_writer *w, const struct store_sand
                                  store_done_fn *done, void *arg);
 void store_writer_sandbox_status(struct store_writer *w, const char *id, const char *status,
                                  store_done_fn *done, void *arg);
+/* done runs once every write queued before it is written (a reader on another
+ * connection then sees them), without the caller waiting. */
+void store_writer_flush(struct store_writer *w, store_done_fn *done, void *arg);
 /* Deletes the sandbox's row, its names and its MCP state, in one transaction. */
 void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_done_fn *done,
                                  void *arg);

@@ -23,7 +23,8 @@ enum job_kind {
     JOB_USAGE_PUT,
     JOB_SANDBOX_INSERT,
     JOB_SANDBOX_STATUS,
-    JOB_SANDBOX_FORGET
+    JOB_SANDBOX_FORGET,
+    JOB_FLUSH /* writes nothing: done runs once everything queued before it is written */
 };
 
 struct job {
@@ -103,6 +104,8 @@ static void job_run(struct store *st, struct job *j)
         break;
     case JOB_SANDBOX_FORGET:
         r = forget_sandbox(st, j->sandbox, &err);
+        break;
+    case JOB_FLUSH:
         break;
     }
     j->r = r;
@@ -422,4 +425,9 @@ void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_d
                                  void *arg)
 {
     enqueue(w, acked_job(JOB_SANDBOX_FORGET, id, done, arg));
+}
+
+void store_writer_flush(struct store_writer *w, store_done_fn *done, void *arg)
+{
+    enqueue(w, acked_job(JOB_FLUSH, "", done, arg));
 }
