@@ -386,15 +386,48 @@ static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
     creation_failed_as(srv, sb, true, err);
 }
 
-/* Built, but it cannot have its network: the keeper destroys it again. */
+/* A sandbox built without its network, until the keeper has destroyed it again. */
+struct unbuilt {
+    struct sbx *sb;
+    err_t err; /* what its waiters are told */
+};
+
+/* Whatever the keeper answers, the creation failed with u's reason. sb is still
+ * there: it is listed as creating, which no removal takes (at a stop, the
+ * registry frees it and this is not called). */
+static void on_unbuilt(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                       void *arg)
+{
+    struct unbuilt *u = arg;
+    creation_failed(srv, u->sb, &u->err);
+    free(u);
+}
+
+static void on_destroy_ignored(struct server *srv, const struct proto_result *res, int *fds,
+                               unsigned nfds, void *arg)
+{
+}
+
+/* Built, but it cannot have its network: the keeper destroys it again, and its
+ * waiters hear why once that is answered (the slot stays taken until then). */
 static void without_network(struct server *srv, struct sbx *sb, err_t *err)
 {
     struct proto_ref ref = {0};
-    struct proto_result ignored;
     memcpy(ref.id, sb->id, sizeof ref.id);
     unwatch_death(sb);
-    server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &ignored, NULL, 0, &(err_t){0});
     err_wrap(err, "cannot give the sandbox its network");
+    struct unbuilt *u = malloc(sizeof *u);
+    if (u) {
+        *u = (struct unbuilt){.sb = sb, .err = *err};
+        if (server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_unbuilt, u,
+                               &(err_t){0}) == 0)
+            return;
+        free(u); /* the keeper is gone: the loop stops */
+    } else {
+        /* No memory to wait with: the destroy still goes, unwaited (the keeper is serial). */
+        server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_destroy_ignored, NULL,
+                           &(err_t){0});
+    }
     creation_failed(srv, sb, err);
 }
 
