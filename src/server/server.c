@@ -677,15 +677,42 @@ int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run
     return r;
 }
 
+/* Who gets a file the keeper opens. */
+struct file_open {
+    server_file_fn *done;
+    void *arg;
+};
+
+static void on_file_opened(struct server *srv, const struct proto_result *res, int *fds,
+                           unsigned nfds, void *arg)
+{
+    struct file_open *o = arg;
+    err_t err = {0};
+    if (res->status < 0 || nfds != 1) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                res->status < 0 ? res->msg : "the keeper passed no file");
+        o->done(srv, -1, &err, o->arg);
+    } else {
+        o->done(srv, fds[0], NULL, o->arg);
+    }
+    free(o);
+}
+
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
-                     int *fd, err_t *err)
+                     server_file_fn *done, void *arg, err_t *err)
 {
     struct proto_file f = {.write = write ? 1 : 0, .mode = mode};
     memcpy(f.id, sb->id, sizeof f.id);
     if (str_copy(f.path, sizeof f.path, path) < 0)
         return err_set(err, -ENAMETOOLONG, "path too long");
-    struct proto_result res;
-    return server_keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
+    struct file_open *o = malloc(sizeof *o);
+    if (!o) return err_set(err, -ENOMEM, "out of memory");
+    *o = (struct file_open){.done = done, .arg = arg};
+    int r = server_keeper_send(srv, PROTO_OPEN_FILE, &f, sizeof f, 1, on_file_opened, o, err);
+    if (r < 0) free(o);
+    return r;
 }
 
 /* Its settings from the store; the defaults (and why) when they cannot be read. */

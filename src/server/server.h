@@ -159,9 +159,14 @@ int server_account_remove(struct server *srv, const char *name, server_account_r
 /* Keeper calls on behalf of the API. */
 int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
                 const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err);
-/* write: mode is the permission bits to give the file (0: leave them, 0644 when new). */
+/* Opens path in sb (write: mode is the permission bits to give the file, 0: leave
+ * them, 0644 when new). The keeper answers later: done is called once, from the
+ * loop, with the descriptor (done closes it) or with -1 and why; at a stop it is
+ * not called (its request ends with the loop). Negative with err (and no call of
+ * done) when it cannot even be asked for. */
+typedef void server_file_fn(struct server *srv, int fd, const err_t *err, void *arg);
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
-                     int *fd, err_t *err);
+                     server_file_fn *done, void *arg, err_t *err);
 
 /* Activity keeps a sandbox awake (src/idle): touch marks it, a hold (an exec or
  * gateway request under way) keeps it awake until released. */
