@@ -650,20 +650,6 @@ static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *c
     return (int)off;
 }
 
-int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
-                const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err)
-{
-    size_t size = PROTO_MAX_MSG - 1024;
-    char *buf = malloc(size);
-    if (!buf) return err_set(err, -ENOMEM, "out of memory");
-    int len = pack_exec(buf, size, sb, argv, env, cwd, timeout_ms, err);
-    struct proto_result res;
-    int r =
-        len < 0 ? len : server_keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
-    free(buf);
-    return r;
-}
-
 int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                      server_keeper_done_fn *done, void *arg, err_t *err)
 {
@@ -674,6 +660,40 @@ int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run
     int r =
         len < 0 ? len : server_keeper_send(srv, PROTO_EXEC, buf, (size_t)len, 4, done, arg, err);
     free(buf);
+    return r;
+}
+
+/* Who gets the pipes of a program the keeper starts. */
+struct exec_start {
+    server_exec_fn *done;
+    void *arg;
+};
+
+static void on_exec_started(struct server *srv, const struct proto_result *res, int *fds,
+                            unsigned nfds, void *arg)
+{
+    struct exec_start *x = arg;
+    err_t err = {0};
+    if (res->status < 0 || nfds != 4) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                res->status < 0 ? res->msg : "the keeper passed no pipes");
+        x->done(srv, NULL, &err, x->arg);
+    } else {
+        x->done(srv, fds, NULL, x->arg);
+    }
+    free(x);
+}
+
+int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+                server_exec_fn *done, void *arg, err_t *err)
+{
+    struct exec_start *x = malloc(sizeof *x);
+    if (!x) return err_set(err, -ENOMEM, "out of memory");
+    *x = (struct exec_start){.done = done, .arg = arg};
+    int r = server_exec_send(srv, sb, spec, on_exec_started, x, err);
+    if (r < 0) free(x);
     return r;
 }
 
@@ -869,7 +889,6 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
                             evsignal_new(srv->base, SIGHUP, on_reload, srv)};
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
-    if (keeper_client_start(srv) < 0) return -ENOMEM;
     server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
     log_info("serving the API on %s%s and its socket", srv->cfg.listen,
              srv->tls ? " over TLS" : "");
@@ -996,6 +1015,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = open_vault(&srv, &err);
     if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
+    /* Before the first request: restore already sends some (its MCP servers' starts). */
+    if (r == 0 && keeper_client_start(&srv) < 0) r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = server_tls_start(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
