@@ -144,7 +144,12 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     await d.putFile(hasty, '/workspace/life.mjs', SERVER);
     const marker = `hasty-${Date.now()}.test`; // in its argv, so its processes can be counted
     const server = life('hasty', [marker]);
+    // Another sandbox's create first keeps the keeper busy, so the start's answer is
+    // still to come when the stop or the rm arrives.
+    const others = [];
+    const busy = () => others.push(d.api('POST', '/v1/sandboxes', {}));
     for (let i = 0; i < 3; i++) {
+      busy();
       await d.mcpStart(hasty, [server]);
       const stop = await d.api('DELETE', `/v1/sandboxes/${hasty}/mcp/hasty`);
       assert.equal(stop.status, 204, stop.text);
@@ -153,11 +158,15 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     assert.equal(servers.hasty.status, 'ready', servers.hasty.error);
     await waitFor(() => processesMatching(marker).length === 1,
       { what: 'one process of the server: the stopped starts left none' });
+    busy();
     const again = await d.mcpStartRaw(hasty, [life('second', [marker])]);
     assert.equal(again.status, 202, again.text);
     assert.equal((await d.api('DELETE', `/v1/sandboxes/${hasty}`)).status, 204);
     await waitFor(() => processesMatching(marker).length === 0, { what: 'the removed sandbox\'s server processes to end' });
-    assert.equal((await d.api('GET', '/v1/sandboxes')).status, 200, 'the daemon goes on');
+    for (const made of await Promise.all(others)) {
+      assert.equal(made.status, 201, made.text);
+      assert.equal((await d.api('DELETE', `/v1/sandboxes/${made.body.id}`)).status, 204);
+    }
   });
 
   test('stop ends the process and the URL; rm leaves no server process', async () => {
