@@ -231,12 +231,34 @@ static int sandbox_path(const char *in, char *out, size_t size)
     return 0;
 }
 
-static void put_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
-                     const char *path, unsigned mode)
+/* A file request waiting for the keeper to open its file. evhttp keeps a request
+ * that was not answered alive even when its client leaves (answering it then
+ * frees it), so req is valid until the answer. */
+struct file_req {
+    struct evhttp_request *req;
+    char path[PROTO_PATH_LEN]; /* for messages */
+};
+
+static struct file_req *file_req_new(struct evhttp_request *req, const char *path)
 {
+    struct file_req *f = malloc(sizeof *f);
+    if (!f) return NULL;
+    f->req = req;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    return f;
+}
+
+/* PUT: the body (read in full already) into the file the keeper opened. */
+static void on_put_open(struct server *srv, int fd, const err_t *error, void *arg)
+{
+    struct file_req *f = arg;
+    struct evhttp_request *req = f->req;
     err_t err = {0};
-    int fd = -1;
-    if (server_open_file(srv, sb, path, 1, mode, &fd, &err) < 0) return api_fail(req, &err);
+    if (fd < 0) {
+        api_fail(req, error);
+        free(f);
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     int r = 0;
     while (r == 0 && evbuffer_get_length(in) > 0) {
@@ -246,18 +268,17 @@ static void put_file(struct evhttp_request *req, struct server *srv, struct sbx 
     if (r == 0 && fsync(fd) < 0) r = -errno;
     close(fd);
     if (r < 0) {
-        err_set(&err, r, "cannot write %s: %s", path, strerror(-r));
-        return api_fail(req, &err);
+        err_set(&err, r, "cannot write %s: %s", f->path, strerror(-r));
+        api_fail(req, &err);
+    } else {
+        evhttp_send_reply(req, 204, NULL, NULL);
     }
-    evhttp_send_reply(req, 204, NULL, NULL);
+    free(f);
 }
 
-static void get_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
-                     const char *path)
+/* GET: the file's bytes and mode. */
+static void send_file(struct evhttp_request *req, int fd, const char *path)
 {
-    err_t err = {0};
-    int fd = -1;
-    if (server_open_file(srv, sb, path, 0, 0, &fd, &err) < 0) return api_fail(req, &err);
     struct stat st;
     struct evbuffer *out = evbuffer_new();
     if (fstat(fd, &st) == 0 && st.st_size == 0)
@@ -274,6 +295,29 @@ static void get_file(struct evhttp_request *req, struct server *srv, struct sbx 
     evhttp_add_header(h, "X-File-Mode", mode); /* so that a copy can keep it */
     evhttp_send_reply(req, 200, NULL, out);
     evbuffer_free(out);
+}
+
+static void on_get_open(struct server *srv, int fd, const err_t *error, void *arg)
+{
+    struct file_req *f = arg;
+    if (fd < 0)
+        api_fail(f->req, error);
+    else
+        send_file(f->req, fd, f->path);
+    free(f);
+}
+
+/* The keeper opens the file; the answer goes out from on_put_open or on_get_open. */
+static void open_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
+                      const char *path, bool put, unsigned mode)
+{
+    err_t err = {0};
+    struct file_req *f = file_req_new(req, path);
+    if (!f) return api_error(req, 500, "internal", "out of memory");
+    if (server_open_file(srv, sb, path, put, mode, put ? on_put_open : on_get_open, f, &err) < 0) {
+        free(f);
+        api_fail(req, &err);
+    }
 }
 
 /* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
@@ -301,10 +345,7 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
         return api_error(req, 400, "bad_request",
                          "mode is for PUT only, and is permission bits "
                          "in octal such as 0755 or 0644 (at most 0777)");
-    if (put)
-        put_file(req, srv, sb, path, (unsigned)mode);
-    else
-        get_file(req, srv, sb, path);
+    open_file(req, srv, sb, path, put, (unsigned)mode);
 }
 
 static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)

@@ -113,22 +113,72 @@ static void watch(struct mcp_backend *be, int fds[4])
     be->status_fd = fds[3];
     for (int i = 0; i < 4; i++)
         nonblock(fds[i]);
-    be->to_server = evbuffer_new();
-    be->from_server = evbuffer_new();
     be->in_ev = event_new(base, be->in_fd, EV_WRITE | EV_PERSIST, on_writable, be);
     be->out_ev = event_new(base, be->out_fd, EV_READ | EV_PERSIST, on_readable, be);
     be->err_ev = event_new(base, be->err_fd, EV_READ | EV_PERSIST, on_stderr, be);
     be->status_ev = event_new(base, be->status_fd, EV_READ | EV_PERSIST, on_exit_status, be);
-    be->deadline = evtimer_new(base, on_deadline, be);
     event_add(be->out_ev, NULL);
     event_add(be->err_ev, NULL);
     event_add(be->status_ev, NULL);
-    struct timeval tv = {MCP_START_TIMEOUT_MS / 1000, 0};
-    evtimer_add(be->deadline, &tv);
 }
 
 static void send_initialize(struct mcp_backend *be);
+static void fail(struct mcp_backend *be, const char *fmt, ...);
 
+/* An exec the keeper has not answered yet. The backend may go first (its
+ * server stopped, its sandbox removed, its start timed out): be is then NULL,
+ * and the answer's pipes are closed, which stops the process. */
+struct mcp_start {
+    struct mcp_backend *be;
+};
+
+static void on_started(struct server *srv, int *fds, const err_t *err, void *arg)
+{
+    struct mcp_start *st = arg;
+    struct mcp_backend *be = st->be;
+    free(st);
+    if (!be) {
+        for (int i = 0; fds && i < 4; i++)
+            close(fds[i]);
+        return;
+    }
+    be->start = NULL;
+    if (!fds) return fail(be, "cannot start it: %s", err->msg);
+    watch(be, fds);
+    send_initialize(be);
+}
+
+/* Its start is no longer wanted: the answer, when it comes, is dropped. */
+static void drop_start(struct mcp_backend *be)
+{
+    if (be->start) be->start->be = NULL;
+    be->start = NULL;
+}
+
+static struct mcp_backend *backend_new(struct mcp_server *ms, struct mcp_session *owner,
+                                       void (*on_ready)(struct mcp_backend *be, int r,
+                                                        const char *error))
+{
+    struct mcp_backend *be = calloc(1, sizeof *be);
+    if (!be) return NULL;
+    be->server = ms;
+    be->owner = owner;
+    be->on_ready = on_ready;
+    be->next_id = 1;
+    be->exit_code = -1;
+    be->in_fd = be->out_fd = be->err_fd = be->status_fd = -1; /* until the keeper's answer */
+    be->to_server = evbuffer_new();
+    be->from_server = evbuffer_new();
+    be->deadline = evtimer_new(server_base(ms->box->srv), on_deadline, be);
+    if (!be->to_server || !be->from_server || !be->deadline) {
+        mcp_backend_free(be);
+        return NULL;
+    }
+    return be;
+}
+
+/* The keeper starts the process while the loop goes on; the start's deadline
+ * counts from now, the keeper's answer included. */
 int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
                       void (*on_ready)(struct mcp_backend *be, int r, const char *error),
                       struct mcp_backend **out, err_t *err)
@@ -137,29 +187,27 @@ int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
     if (!env) return -EIO;
     const char **argv = NULL;
     char **envp = NULL;
-    int fds[4];
-    int r = build_argv(ms, env, &argv, err);
+    struct mcp_backend *be = backend_new(ms, owner, on_ready);
+    struct mcp_start *st = be ? calloc(1, sizeof *st) : NULL;
+    int r = st ? build_argv(ms, env, &argv, err) : err_set(err, -ENOMEM, "out of memory");
     if (r == 0) r = server_env_list(env, &envp, err);
-    if (r == 0)
-        r = server_exec(ms->box->srv, ms->box->sb, argv, (const char *const *)envp, "/workspace", 0,
-                        fds, err);
+    if (r == 0) {
+        struct server_run_spec spec = {
+            .argv = argv, .envp = (const char *const *)envp, .cwd = "/workspace"};
+        st->be = be;
+        r = server_exec(ms->box->srv, ms->box->sb, &spec, on_started, st, err);
+    }
     free(argv);
     server_env_free(envp);
     json_decref(env);
-    if (r < 0) return r;
-    struct mcp_backend *be = calloc(1, sizeof *be);
-    if (!be) {
-        for (int i = 0; i < 4; i++)
-            close(fds[i]);
-        return err_set(err, -ENOMEM, "out of memory");
+    if (r < 0) {
+        free(st);
+        mcp_backend_free(be);
+        return r;
     }
-    be->server = ms;
-    be->owner = owner;
-    be->on_ready = on_ready;
-    be->next_id = 1;
-    be->exit_code = -1;
-    watch(be, fds);
-    send_initialize(be);
+    be->start = st;
+    struct timeval tv = {MCP_START_TIMEOUT_MS / 1000, 0};
+    evtimer_add(be->deadline, &tv);
     *out = be;
     return 0;
 }
@@ -175,6 +223,7 @@ static void close_fd(int *fd, struct event **ev)
 void mcp_backend_free(struct mcp_backend *be)
 {
     if (!be) return;
+    drop_start(be);
     close_fd(&be->in_fd, &be->in_ev);
     close_fd(&be->out_fd, &be->out_ev);
     close_fd(&be->err_fd, &be->err_ev);
@@ -205,6 +254,7 @@ void mcp_backend_reap(struct mcp_backend *be)
     for (size_t i = 0; i < MCP_PENDING_SLOTS && be->n_pending; i++)
         if (be->pend[i].id) mcp_pending_clear(be, &be->pend[i]);
     be->state = BE_DEAD;
+    drop_start(be);
     close_fd(&be->in_fd, &be->in_ev);
     close_fd(&be->out_fd, &be->out_ev);
     close_fd(&be->err_fd, &be->err_ev);

@@ -124,6 +124,7 @@ struct mcp_backend {
     json_t *init_result; /* the process's initialize result */
     int exit_code;
     void (*on_ready)(struct mcp_backend *be, int r, const char *error);
+    struct mcp_start *start; /* the keeper's answer to its exec, while not in */
 };
 
 /* An HTTP answer in progress. A POST's stream ends when its last answer is out; the

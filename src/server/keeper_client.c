@@ -1,10 +1,14 @@
 /* The server's side of the keeper's socket. The keeper is serial and answers in
- * order. Slow requests (create and its listeners, destroy, exec starts) and a
- * removal's last stats are sent with server_keeper_send and answered later, on
- * the loop, while every other sandbox's traffic moves; quick ones (the usage
- * checkpoints' stats, freeze, files) still wait with server_keeper_call. A call
- * that waits may read answers of requests sent before it: those are kept and
- * handed to their callers from the loop afterwards, never from inside the call. */
+ * order. On the loop, requests are sent with server_keeper_send and answered
+ * later, on the loop, while every other sandbox's traffic moves: create and its
+ * listeners, destroy (a removal's, and a create's that got no network), exec
+ * starts (the API's and the gateway's), open file, the TLS files of a SIGHUP
+ * reload, and a removal's last stats. server_keeper_call waits: it is for the
+ * startup, before the loop runs (hello, restore's adopts and net sockets, the
+ * sweep, the first TLS files), and still for freeze and the usage checkpoints'
+ * stats. A call that waits may read answers of requests sent before it (restore
+ * sends its MCP servers' starts): those are kept and handed to their callers
+ * from the loop afterwards, never from inside the call. */
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>

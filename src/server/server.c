@@ -380,15 +380,48 @@ static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
     creation_failed_as(srv, sb, true, err);
 }
 
-/* Built, but it cannot have its network: the keeper destroys it again. */
+/* A sandbox built without its network, until the keeper has destroyed it again. */
+struct unbuilt {
+    struct sbx *sb;
+    err_t err; /* what its waiters are told */
+};
+
+/* Whatever the keeper answers, the creation failed with u's reason. sb is still
+ * there: it is listed as creating, which no removal takes (at a stop, the
+ * registry frees it and this is not called). */
+static void on_unbuilt(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                       void *arg)
+{
+    struct unbuilt *u = arg;
+    creation_failed(srv, u->sb, &u->err);
+    free(u);
+}
+
+static void on_destroy_ignored(struct server *srv, const struct proto_result *res, int *fds,
+                               unsigned nfds, void *arg)
+{
+}
+
+/* Built, but it cannot have its network: the keeper destroys it again, and its
+ * waiters hear why once that is answered (the slot stays taken until then). */
 static void without_network(struct server *srv, struct sbx *sb, err_t *err)
 {
     struct proto_ref ref = {0};
-    struct proto_result ignored;
     memcpy(ref.id, sb->id, sizeof ref.id);
     unwatch_death(sb);
-    server_keeper_call(srv, PROTO_DESTROY, &ref, sizeof ref, &ignored, NULL, 0, &(err_t){0});
     err_wrap(err, "cannot give the sandbox its network");
+    struct unbuilt *u = malloc(sizeof *u);
+    if (u) {
+        *u = (struct unbuilt){.sb = sb, .err = *err};
+        if (server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_unbuilt, u,
+                               &(err_t){0}) == 0)
+            return;
+        free(u); /* the keeper is gone: the loop stops */
+    } else {
+        /* No memory to wait with: the destroy still goes, unwaited (the keeper is serial). */
+        server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_destroy_ignored, NULL,
+                           &(err_t){0});
+    }
     creation_failed(srv, sb, err);
 }
 
@@ -612,20 +645,6 @@ static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *c
     return (int)off;
 }
 
-int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
-                const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err)
-{
-    size_t size = PROTO_MAX_MSG - 1024;
-    char *buf = malloc(size);
-    if (!buf) return err_set(err, -ENOMEM, "out of memory");
-    int len = pack_exec(buf, size, sb, argv, env, cwd, timeout_ms, err);
-    struct proto_result res;
-    int r =
-        len < 0 ? len : server_keeper_call(srv, PROTO_EXEC, buf, (size_t)len, &res, fds, 4, err);
-    free(buf);
-    return r;
-}
-
 int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                      server_keeper_done_fn *done, void *arg, err_t *err)
 {
@@ -639,15 +658,76 @@ int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run
     return r;
 }
 
+/* Who gets the pipes of a program the keeper starts. */
+struct exec_start {
+    server_exec_fn *done;
+    void *arg;
+};
+
+static void on_exec_started(struct server *srv, const struct proto_result *res, int *fds,
+                            unsigned nfds, void *arg)
+{
+    struct exec_start *x = arg;
+    err_t err = {0};
+    if (res->status < 0 || nfds != 4) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                res->status < 0 ? res->msg : "the keeper passed no pipes");
+        x->done(srv, NULL, &err, x->arg);
+    } else {
+        x->done(srv, fds, NULL, x->arg);
+    }
+    free(x);
+}
+
+int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+                server_exec_fn *done, void *arg, err_t *err)
+{
+    struct exec_start *x = malloc(sizeof *x);
+    if (!x) return err_set(err, -ENOMEM, "out of memory");
+    *x = (struct exec_start){.done = done, .arg = arg};
+    int r = server_exec_send(srv, sb, spec, on_exec_started, x, err);
+    if (r < 0) free(x);
+    return r;
+}
+
+/* Who gets a file the keeper opens. */
+struct file_open {
+    server_file_fn *done;
+    void *arg;
+};
+
+static void on_file_opened(struct server *srv, const struct proto_result *res, int *fds,
+                           unsigned nfds, void *arg)
+{
+    struct file_open *o = arg;
+    err_t err = {0};
+    if (res->status < 0 || nfds != 1) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
+                res->status < 0 ? res->msg : "the keeper passed no file");
+        o->done(srv, -1, &err, o->arg);
+    } else {
+        o->done(srv, fds[0], NULL, o->arg);
+    }
+    free(o);
+}
+
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
-                     int *fd, err_t *err)
+                     server_file_fn *done, void *arg, err_t *err)
 {
     struct proto_file f = {.write = write ? 1 : 0, .mode = mode};
     memcpy(f.id, sb->id, sizeof f.id);
     if (str_copy(f.path, sizeof f.path, path) < 0)
         return err_set(err, -ENAMETOOLONG, "path too long");
-    struct proto_result res;
-    return server_keeper_call(srv, PROTO_OPEN_FILE, &f, sizeof f, &res, fd, 1, err);
+    struct file_open *o = malloc(sizeof *o);
+    if (!o) return err_set(err, -ENOMEM, "out of memory");
+    *o = (struct file_open){.done = done, .arg = arg};
+    int r = server_keeper_send(srv, PROTO_OPEN_FILE, &f, sizeof f, 1, on_file_opened, o, err);
+    if (r < 0) free(o);
+    return r;
 }
 
 /* Its settings from the store; the defaults (and why) when they cannot be read. */
@@ -804,7 +884,6 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
                             evsignal_new(srv->base, SIGHUP, on_reload, srv)};
     for (size_t i = 0; i < ARRAY_LEN(sigs); i++)
         event_add(sigs[i], NULL);
-    if (keeper_client_start(srv) < 0) return -ENOMEM;
     server_accounts_resume(srv); /* removals a stop cut short: sent to the keeper from here */
     log_info("serving the API on %s%s and its socket", srv->cfg.listen,
              srv->tls ? " over TLS" : "");
@@ -933,6 +1012,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = open_vault(&srv, &err);
     if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
+    /* Before the first request: restore already sends some (its MCP servers' starts). */
+    if (r == 0 && keeper_client_start(&srv) < 0) r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = server_tls_start(&srv, &err);
     if (r == 0) r = restore(&srv, &err);

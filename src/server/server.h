@@ -164,11 +164,14 @@ int server_account_remove(struct server *srv, const char *name, server_account_r
                           void *arg, err_t *err);
 
 /* Keeper calls on behalf of the API. */
-int server_exec(struct server *srv, struct sbx *sb, const char *const *argv, const char *const *env,
-                const char *cwd, uint32_t timeout_ms, int fds[4], err_t *err);
-/* write: mode is the permission bits to give the file (0: leave them, 0644 when new). */
+/* Opens path in sb (write: mode is the permission bits to give the file, 0: leave
+ * them, 0644 when new). The keeper answers later: done is called once, from the
+ * loop, with the descriptor (done closes it) or with -1 and why; at a stop it is
+ * not called (its request ends with the loop). Negative with err (and no call of
+ * done) when it cannot even be asked for. */
+typedef void server_file_fn(struct server *srv, int fd, const err_t *err, void *arg);
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
-                     int *fd, err_t *err);
+                     server_file_fn *done, void *arg, err_t *err);
 
 /* Activity keeps a sandbox awake (src/idle): touch marks it, a hold (an exec or
  * gateway request under way) keeps it awake until released. */
@@ -235,6 +238,16 @@ typedef void (*server_run_done)(void *arg, const struct server_run_result *res);
 int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                server_run_done done, void *arg, struct server_run **out, err_t *err);
 void server_run_cancel(struct server_run *run);
+/* Starts argv with its four pipes (stdin, stdout, stderr, its status record) for
+ * the caller, who reads them itself (the gateway's server processes; closing the
+ * status pipe stops the program). done is called once, from the loop, with the
+ * pipes (done owns them) or with NULL and why; at a stop it is not called. A
+ * caller that may go away first keeps a flag of its own for done to look at, and
+ * done then closes the pipes. Negative with err (done not called) when it cannot
+ * even be asked for. */
+typedef void server_exec_fn(struct server *srv, int *fds, const err_t *err, void *arg);
+int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
+                server_exec_fn *done, void *arg, err_t *err);
 
 /* The environment of a program in sb: defaults, the secrets' placeholders under their
  * own names, the sandbox's env, then extra (may be NULL). A new object, or NULL. */

@@ -51,9 +51,12 @@ struct server {
     struct event *listen_retry;          /* re-enables them after an accept failure */
 };
 
-/* keeper_client.c: requests to the keeper. A call waits for its answer (for the
- * quick ones); a send returns at once and done gets the answer later, from the
- * loop, with the descriptors it carries (done closes them). */
+/* keeper_client.c: requests to the keeper. A send returns at once and done gets
+ * the answer later, from the loop, with the descriptors it carries (done closes
+ * them); at a stop, requests still waiting are dropped and done is not called. A
+ * call waits for its answer: for the startup, before the loop runs (and, for
+ * now, freeze and the checkpoints' stats). keeper_client_start comes before the
+ * first of either. */
 int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
                        struct proto_result *res, int *fds, unsigned maxfds, err_t *err);
 typedef void server_keeper_done_fn(struct server *srv, const struct proto_result *res, int *fds,

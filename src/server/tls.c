@@ -1,9 +1,9 @@
 /* The API listener's TLS: the certificate and key come from the keeper (root
- * reads them; this process cannot), as sealed memfds, at start and on every
- * SIGHUP. Each reload builds a new SSL_CTX and puts it in place for the
- * connections accepted after it; an open connection's SSL holds a reference to
- * the context it was made with and keeps it to its end. A reload that fails
- * keeps the context in place. */
+ * reads them; this process cannot), as sealed memfds: at start (waiting, before
+ * the loop runs) and on every SIGHUP (answered later, on the loop). Each reload
+ * builds a new SSL_CTX and puts it in place for the connections accepted after
+ * it; an open connection's SSL holds a reference to the context it was made
+ * with and keeps it to its end. A reload that fails keeps the context in place. */
 #include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -150,16 +150,13 @@ static void log_served(SSL_CTX *ctx, const char *file)
         log_warn("TLS: the certificate in %s has expired; clients will refuse it", file);
 }
 
-/* Asks the keeper for the files and builds a context from them. */
-static int load_ctx(struct server *srv, SSL_CTX **out, err_t *err)
+/* A context from the keeper's two memfds (closed here). */
+static int ctx_from_fds(struct server *srv, const int *fds, unsigned nfds, SSL_CTX **out,
+                        err_t *err)
 {
-    struct proto_tls req = {0};
-    struct proto_result res;
-    int fds[2] = {-1, -1};
-    int r = server_keeper_call(srv, PROTO_TLS_FILES, &req, sizeof req, &res, fds, 2, err);
-    if (r < 0) return r;
     struct blob cert = {0}, key = {0};
-    if (fds[0] < 0 || fds[1] < 0)
+    int r = 0;
+    if (nfds != 2)
         r = err_set(err, -EIO, "the keeper sent no TLS files");
     else if ((r = read_memfd(fds[0], &cert)) < 0)
         err_set(err, r, "cannot read what the keeper read of %s: %s", srv->cfg.tls_cert,
@@ -167,37 +164,66 @@ static int load_ctx(struct server *srv, SSL_CTX **out, err_t *err)
     else if ((r = read_memfd(fds[1], &key)) < 0)
         err_set(err, r, "cannot read what the keeper read of %s: %s", srv->cfg.tls_key,
                 strerror(-r));
-    for (int i = 0; i < 2; i++)
-        if (fds[i] >= 0) close(fds[i]);
+    for (unsigned i = 0; i < nfds; i++)
+        close(fds[i]);
     if (r == 0) r = build_ctx(&cert, &key, &srv->cfg, out, err);
     blob_free(&cert);
     blob_free(&key);
     return r;
 }
 
+/* At start, before the loop runs: waits for the keeper. */
 int server_tls_start(struct server *srv, err_t *err)
 {
     if (!srv->cfg.tls) return 0;
-    int r = load_ctx(srv, &srv->tls, err);
+    struct proto_tls req = {0};
+    struct proto_result res;
+    int fds[2] = {-1, -1};
+    int r = server_keeper_call(srv, PROTO_TLS_FILES, &req, sizeof req, &res, fds, 2, err);
+    unsigned n = 0;
+    while (n < 2 && fds[n] >= 0)
+        n++;
+    if (r == 0) r = ctx_from_fds(srv, fds, n, &srv->tls, err);
     if (r == 0) log_served(srv->tls, srv->cfg.tls_cert);
     return r;
 }
 
-void server_tls_reload(struct server *srv)
+/* The keeper's answer to a reload: the new context in place, or the old one kept. */
+static void on_reload_files(struct server *srv, const struct proto_result *res, int *fds,
+                            unsigned nfds, void *arg)
 {
-    if (!srv->cfg.tls) {
-        log_info("SIGHUP: runtimed was started without --tls-cert; nothing to reload");
-        return;
-    }
     SSL_CTX *ctx = NULL;
     err_t err = {0};
-    if (load_ctx(srv, &ctx, &err) < 0) {
+    int r = res->status;
+    if (r < 0) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
+        err_set(&err, r, "%s", res->msg);
+    } else {
+        r = ctx_from_fds(srv, fds, nfds, &ctx, &err);
+    }
+    if (r < 0) {
         log_error("TLS: kept the certificate served so far: %s", err.msg);
         return;
     }
     SSL_CTX_free(srv->tls); /* open connections hold references of their own */
     srv->tls = ctx;
     log_served(ctx, srv->cfg.tls_cert);
+}
+
+/* SIGHUP: the keeper reads the files while the loop goes on. Two reloads close
+ * together are answered in order, so the later one's files win. */
+void server_tls_reload(struct server *srv)
+{
+    if (!srv->cfg.tls) {
+        log_info("SIGHUP: runtimed was started without --tls-cert; nothing to reload");
+        return;
+    }
+    struct proto_tls req = {0};
+    err_t err = {0};
+    if (server_keeper_send(srv, PROTO_TLS_FILES, &req, sizeof req, 2, on_reload_files, NULL, &err) <
+        0)
+        log_error("TLS: kept the certificate served so far: %s", err.msg);
 }
 
 /* A connection that must not be served: evhttp would make a plain bufferevent

@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { startDaemon, stopDaemon, token } from './lib.mjs';
@@ -103,6 +104,43 @@ test('files API: PUT raw bytes 204, GET returns them, the sandbox user owns them
   assert.equal(dir.status, 400, dir.text);
   const noPath = await d.api('GET', `/v1/sandboxes/${sb.id}/files`);
   assert.equal(noPath.status, 400, noPath.text);
+});
+
+test('files API: PUT and GET are answered while other sandboxes are created and removed', async () => {
+  // The keeper opens the file while it also builds and destroys other sandboxes:
+  // each answer still goes to its own request, with its own bytes.
+  const gone = await d.create({ name: 'files-gone' });
+  const creating = d.api('POST', '/v1/sandboxes', { name: 'files-other' });
+  const removing = d.remove(gone.id);
+  const datas = [0, 1, 2, 3].map(() => crypto.randomBytes(4096 + crypto.randomInt(4096)));
+  const puts = await Promise.all(datas.map((data, i) =>
+    d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/busy-${i}.bin`, undefined, { raw: data })));
+  for (const put of puts) assert.equal(put.status, 204, put.text);
+  const [gets, missing] = await Promise.all([
+    Promise.all(datas.map((_, i) => d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/busy-${i}.bin`))),
+    d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/busy-none`),
+  ]);
+  gets.forEach((get, i) => {
+    assert.equal(get.status, 200, get.text);
+    assert.ok(get.buf.equals(datas[i]), `busy-${i}.bin came back as it was written`);
+  });
+  assert.equal(missing.status, 404, missing.text);
+  const other = await creating;
+  assert.equal(other.status, 201, other.text);
+  d.track(other.body.id);
+  assert.equal((await removing).status, 204);
+  // A client that leaves before its answer costs nothing: the daemon goes on.
+  await new Promise((resolve) => {
+    const req = http.request({
+      host: '127.0.0.1', port: d.port, method: 'PUT', path: `/v1/sandboxes/${sb.id}/files?path=/workspace/left.bin`,
+      headers: { Authorization: `Bearer ${d.key}`, 'Content-Length': 3 },
+    });
+    req.on('error', resolve);
+    req.end('abc', () => { req.destroy(); resolve(); });
+  });
+  const still = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/busy-0.bin`);
+  assert.equal(still.status, 200, still.text);
+  assert.equal((await d.remove(other.body.id)).status, 204);
 });
 
 test('cp keeps the file mode both ways (an executable stays executable), like docker cp', async () => {

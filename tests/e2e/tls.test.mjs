@@ -200,6 +200,28 @@ describe('TLS on the API listener', { skip }, () => {
     assert.equal(await serial(), served);
     replaceFiles(d, `${good}.crt`, `${good}.key`);
   });
+
+  test('SIGHUP while a sandbox is created and a file written: the reload and both go through', async () => {
+    const sb = await d.create({ name: 'tls-busy' });
+    const next = path.join(d.dir, 'busy');
+    d.pki.issue('5005', `${next}.crt`, `${next}.key`);
+    replaceFiles(d, `${next}.crt`, `${next}.key`);
+    const creating = d.api('POST', '/v1/sandboxes', { name: 'tls-busy-2' });
+    const reloaded = reload(d, /TLS: serving .* \(serial 5005,/);
+    const put = await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/f`, undefined, { raw: 'during' });
+    assert.equal(put.status, 204, put.text);
+    await reloaded;
+    const other = await creating;
+    assert.equal(other.status, 201, other.text);
+    d.track(other.body.id);
+    const fresh = await httpsCall(`${d.url}/v1/sandboxes/${sb.id}/files?path=/workspace/f`,
+      { headers: { Authorization: `Bearer ${d.key}` }, ca: d.pki.ca, agent: false });
+    assert.equal(fresh.status, 200);
+    assert.equal(fresh.serial, '5005', 'a new connection is served the reloaded certificate');
+    assert.equal(fresh.text, 'during');
+    await d.remove(other.body.id);
+    await d.remove(sb.id);
+  });
 });
 
 describe('starting with TLS options, and without them off loopback', { skip }, () => {

@@ -134,6 +134,41 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     await c.close();
   });
 
+  test('a server stopped, or its sandbox removed, right after its start leaves no process', async () => {
+    // The keeper starts the process while the gateway goes on: a stop or an rm that
+    // comes before (or just after) that answer still ends it.
+    const r = await d.api('POST', '/v1/sandboxes', { name: 'life-hasty' });
+    assert.equal(r.status, 201, r.text);
+    const hasty = r.body.id;
+    d.track(hasty);
+    await d.putFile(hasty, '/workspace/life.mjs', SERVER);
+    const marker = `hasty-${Date.now()}.test`; // in its argv, so its processes can be counted
+    const server = life('hasty', [marker]);
+    // Another sandbox's create first keeps the keeper busy, so the start's answer is
+    // still to come when the stop or the rm arrives.
+    const others = [];
+    const busy = () => others.push(d.api('POST', '/v1/sandboxes', {}));
+    for (let i = 0; i < 3; i++) {
+      busy();
+      await d.mcpStart(hasty, [server]);
+      const stop = await d.api('DELETE', `/v1/sandboxes/${hasty}/mcp/hasty`);
+      assert.equal(stop.status, 204, stop.text);
+    }
+    const { servers } = await d.mcpReady(hasty, [server]);
+    assert.equal(servers.hasty.status, 'ready', servers.hasty.error);
+    await waitFor(() => processesMatching(marker).length === 1,
+      { what: 'one process of the server: the stopped starts left none' });
+    busy();
+    const again = await d.mcpStartRaw(hasty, [life('second', [marker])]);
+    assert.equal(again.status, 202, again.text);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${hasty}`)).status, 204);
+    await waitFor(() => processesMatching(marker).length === 0, { what: 'the removed sandbox\'s server processes to end' });
+    for (const made of await Promise.all(others)) {
+      assert.equal(made.status, 201, made.text);
+      assert.equal((await d.api('DELETE', `/v1/sandboxes/${made.body.id}`)).status, 204);
+    }
+  });
+
   test('stop ends the process and the URL; rm leaves no server process', async () => {
     const st = await d.mcpStatus(id);
     await d.mcpStop(id, 'same');
