@@ -1,14 +1,15 @@
 /* The server's side of the keeper's socket. The keeper is serial and answers in
- * order. On the loop, requests are sent with server_keeper_send and answered
+ * order. On the loop, every request is sent with server_keeper_send and answered
  * later, on the loop, while every other sandbox's traffic moves: create and its
- * listeners, destroy (a removal's, and a create's that got no network), exec
- * starts (the API's and the gateway's), open file, the TLS files of a SIGHUP
- * reload, and a removal's last stats. server_keeper_call waits: it is for the
- * startup, before the loop runs (hello, restore's adopts and net sockets, the
- * sweep, the first TLS files), and still for freeze and the usage checkpoints'
- * stats. A call that waits may read answers of requests sent before it (restore
- * sends its MCP servers' starts): those are kept and handed to their callers
- * from the loop afterwards, never from inside the call. */
+ * listeners, destroy, exec starts (the API's and the gateway's), open file,
+ * freeze and thaw, the usage checkpoints' stats and the TLS files of a SIGHUP
+ * reload; server_keeper_after runs a callback once everything sent before it is
+ * answered. server_keeper_call waits: it is for the startup, before the loop
+ * runs (hello, restore's adopts, net sockets and stats, the sweep, the first TLS
+ * files); a call made while serving is a bug, counted in /metrics. A call that
+ * waits may read answers of requests sent before it (restore sends its MCP
+ * servers' starts): those are kept and handed to their callers from the loop
+ * afterwards, never from inside the call. */
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>

@@ -54,9 +54,8 @@ struct server {
 /* keeper_client.c: requests to the keeper. A send returns at once and done gets
  * the answer later, from the loop, with the descriptors it carries (done closes
  * them); at a stop, requests still waiting are dropped and done is not called. A
- * call waits for its answer: for the startup, before the loop runs (and, for
- * now, freeze and the checkpoints' stats). keeper_client_start comes before the
- * first of either. */
+ * call waits for its answer: for the startup only, before the loop runs.
+ * keeper_client_start comes before the first of either. */
 int server_keeper_call(struct server *srv, uint16_t type, const void *payload, size_t len,
                        struct proto_result *res, int *fds, unsigned maxfds, err_t *err);
 typedef void server_keeper_done_fn(struct server *srv, const struct proto_result *res, int *fds,
