@@ -268,8 +268,6 @@ export class Daemon {
     return this;
   }
 
-  /** The keeper (the process we spawned) and the server (its child with the same
-   * command line, not a sandbox: those run as uids >= SANDBOX_UID_BASE). */
   /** The keeper and the server (the keeper's child that runs as the server's uid,
    * just below the sandbox uids; its other children are short-lived exec monitors). */
   daemonPids() {
