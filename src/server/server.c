@@ -839,14 +839,13 @@ static void on_egress_event(void *arg, const char *sandbox_id, const char *kind,
     server_event(srv, sandbox_id, kind, fields);
 }
 
-/* Written before the DNS answer leaves, so no address outlives its meaning. */
+/* Written by the writer before the DNS answer leaves (the stub waits for saved),
+ * so no address outlives its meaning. */
 static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
-                           const char *name)
+                           const char *name, egress_saved_fn *saved, void *saved_arg)
 {
     struct server *srv = arg;
-    err_t err = {0};
-    if (store_names_put(srv->store, sandbox_id, slot, seq, name, &err) < 0)
-        log_warn("name %s of sandbox %s not saved: %s", name, sandbox_id, err.msg);
+    store_writer_names_put(srv->writer, sandbox_id, slot, seq, name, saved, saved_arg);
 }
 
 /* A leaf for the egress's interception: the signer, not the keeper, holds the
