@@ -307,6 +307,14 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
         get_file(req, srv, sb, path);
 }
 
+/* The 200 goes once the settings are on disk. */
+static void network_set(struct server *srv, const struct model_network *network, const err_t *err,
+                        void *arg)
+{
+    if (!network) return api_fail(arg, err);
+    api_json(arg, 200, model_network_json(network));
+}
+
 static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)
 {
     json_t *body = api_body_json(req, false);
@@ -315,10 +323,9 @@ static void set_network(struct evhttp_request *req, struct server *srv, struct s
     struct model_network net;
     int r = model_network_parse(body, &net, &err);
     json_decref(body);
-    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, &err);
+    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, network_set, req, &err);
     model_network_clear(&net);
     if (r < 0) return api_fail(req, &err);
-    api_json(req, 200, model_network_json(&sb->settings.network));
 }
 
 static void events(struct evhttp_request *req, struct server *srv, struct sbx *sb)

@@ -270,28 +270,63 @@ static void detach_egress(struct sbx *sb)
     sb->egress = NULL;
 }
 
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
-                               err_t *err)
+/* A network change on its way to the disk; sb may be removed meanwhile. */
+struct network_change {
+    struct server *srv;
+    struct sbx *sb;
+    char id[PROTO_ID_LEN];
+    struct model_network net;
+    server_network_set_fn *done;
+    void *arg;
+};
+
+static void on_network_saved(int r, const err_t *err, void *arg)
 {
-    /* Its row may still be on the writer's queue, which this write would pass. */
+    struct network_change *c = arg;
+    struct server *srv = c->srv;
+    struct sbx *sb = r == -ECANCELED ? NULL : server_sandbox_find(srv, NULL, c->id);
+    if (r == 0 && sb == c->sb) { /* still there: in force from now on */
+        model_network_clear(&sb->settings.network);
+        sb->settings.network = c->net;
+        c->net = (struct model_network){0};
+        struct policy pol;
+        err_t e = {0};
+        if (sb->egress && sandbox_policy(srv, sb, &sb->settings.network, &pol, &e) == 0)
+            egress_sandbox_set_policy(sb->egress, &pol);
+        c->done(srv, &sb->settings.network, NULL, c->arg);
+    } else if (r == 0) { /* removed since: what was saved is the answer */
+        c->done(srv, &c->net, NULL, c->arg);
+    } else if (r != -ECANCELED) {
+        c->done(srv, NULL, err, c->arg);
+    }
+    model_network_clear(&c->net);
+    free(c);
+}
+
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
+                               server_network_set_fn *done, void *arg, err_t *err)
+{
+    /* Its settings are its create's until it runs (the same FIFO would keep a
+     * change in order, but the create's answer would not show it). */
     if (sb->status == SBX_CREATING)
         return err_set(err, -EBUSY, "sandbox %s is being created; try again in a moment", sb->id);
+    struct network_change *c = calloc(1, sizeof *c);
+    if (!c) return err_set(err, -ENOMEM, "out of memory");
+    *c = (struct network_change){.srv = srv, .sb = sb, .done = done, .arg = arg};
+    memcpy(c->id, sb->id, sizeof c->id);
+    int r = model_network_copy(&c->net, net, err);
     struct model_sandbox changed = sb->settings;
-    int r = model_network_copy(&changed.network, net, err);
-    if (r < 0) return r;
-    char *text = settings_text(&changed);
-    r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
-             : err_set(err, -ENOMEM, "out of memory");
-    free(text);
+    changed.network = c->net;
+    char *text = r == 0 ? settings_text(&changed) : NULL;
+    if (r == 0 && !text) r = err_set(err, -ENOMEM, "out of memory");
     if (r < 0) {
-        model_network_clear(&changed.network);
+        model_network_clear(&c->net);
+        free(c);
         return r;
     }
-    model_network_clear(&sb->settings.network);
-    sb->settings.network = changed.network;
-    struct policy pol;
-    if (sb->egress && sandbox_policy(srv, sb, net, &pol, err) == 0)
-        egress_sandbox_set_policy(sb->egress, &pol);
+    /* After every write of its row queued before (the FIFO). */
+    store_writer_sandbox_spec(srv->writer, sb->id, text, on_network_saved, c);
+    free(text);
     return 0;
 }
 
