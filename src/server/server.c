@@ -911,7 +911,7 @@ static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, 
 static int open_vault(struct server *srv, err_t *err)
 {
     struct vault_hooks hooks = {.arg = srv, .event = on_vault_event};
-    int r = vault_open(srv->store, srv->cfg.secrets_key, &hooks, &srv->vault, err);
+    int r = vault_open(srv->store, srv->writer, srv->cfg.secrets_key, &hooks, &srv->vault, err);
     explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
     return r;
 }
