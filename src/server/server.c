@@ -968,7 +968,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
     if (r == 0) r = open_vault(&srv, &err);
-    if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
+    if (r == 0) r = accounts_open(srv.store, srv.writer, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = server_tls_start(&srv, &err);
