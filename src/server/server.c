@@ -25,6 +25,11 @@ struct store *server_store(struct server *srv)
     return srv->store;
 }
 
+struct store_writer *server_writer(struct server *srv)
+{
+    return srv->writer;
+}
+
 json_t *server_catalog(struct server *srv)
 {
     return srv->catalog;

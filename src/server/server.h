@@ -107,8 +107,10 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
 
 struct event_base *server_base(struct server *srv);
 const struct server_config *server_config(struct server *srv);
-struct store *server_store(struct server *srv);
-json_t *server_catalog(struct server *srv); /* borrowed */
+struct store *server_store(struct server *srv); /* reads only, once started */
+struct store_writer;
+struct store_writer *server_writer(struct server *srv); /* every write */
+json_t *server_catalog(struct server *srv);             /* borrowed */
 
 /* Registry. Lookups take an id or a name (names are an account's own): a
  * sandbox of another account is not found. account NULL: any, by id only. */
