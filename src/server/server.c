@@ -978,6 +978,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = server_tls_start(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
+    /* From here every write goes through the writer: one left on the loop fails. */
+    if (r == 0) r = store_set_read_only(srv.store, &err);
     if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     /* On the way out: a second stop signal (the keeper sends one when its socket
