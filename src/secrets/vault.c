@@ -18,6 +18,7 @@ struct secret_entry {
     size_t sealed_len;
     json_t *rules; /* {hosts[], methods[], paths[]} */
     int64_t created_ms, updated_ms;
+    uint64_t version; /* the put that made its value: an undo applies only to its own */
     struct secret_entry *next;
 };
 
@@ -35,6 +36,7 @@ struct vault {
     uint8_t key[SECRETS_KEY_LEN];
     struct secret_entry *secrets;
     struct placeholder_entry *placeholders;
+    uint64_t puts; /* ever: each put's version */
 };
 
 static struct secret_entry *find_secret(const struct vault *v, const char *account,
@@ -263,7 +265,36 @@ struct vault_write {
     json_t *answer;
     bool created;
     struct secret_entry *removed; /* a delete: put back if it cannot be written */
+    struct secret_entry *before;  /* a put: what it replaced (value, rules), or its name */
+    uint64_t version;             /* a put: the secret's version it made */
 };
+
+/* A put that could not be written: the secret goes back to what its row holds,
+ * unless a later put changed it since (that one's write decides). */
+static void undo_put(struct vault *v, struct vault_write *w)
+{
+    struct secret_entry *b = w->before;
+    for (struct secret_entry **pp = &v->secrets; *pp; pp = &(*pp)->next) {
+        struct secret_entry *s = *pp;
+        if (strcmp(s->account, b->account) != 0 || strcmp(s->name, b->name) != 0) continue;
+        if (s->version != w->version) return;
+        if (w->created) { /* no row: no secret */
+            drop_placeholders(v, NULL, s->account, s->name);
+            *pp = s->next;
+            free_secret(s);
+            return;
+        }
+        uint8_t *sealed = s->sealed;
+        json_t *rules = s->rules;
+        s->sealed = b->sealed;
+        s->sealed_len = b->sealed_len;
+        s->rules = b->rules;
+        s->updated_ms = b->updated_ms;
+        b->sealed = sealed; /* freed with b */
+        b->rules = rules;
+        return;
+    }
+}
 
 static void on_written(int r, const err_t *err, void *arg)
 {
@@ -277,6 +308,8 @@ static void on_written(int r, const err_t *err, void *arg)
     } else if (s) {
         free_secret(s);
     }
+    if (r < 0 && r != -ECANCELED && w->before) undo_put(w->v, w);
+    if (w->before) free_secret(w->before);
     if (r == 0) {
         w->done(NULL, w->answer, w->created, w->arg);
         w->answer = NULL;
@@ -340,15 +373,21 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
     r = secrets_seal(v->key, ad, json_string_value(value), json_string_length(value), &sealed,
                      &sealed_len, err);
     struct vault_write *w = r == 0 ? write_new(v, done, arg, err) : NULL;
-    if (!w) {
+    struct secret_entry *before = w ? calloc(1, sizeof *before) : NULL;
+    if (!before) {
         if (r == 0) free(sealed);
+        free(w);
         json_decref(rules);
-        return r < 0 ? r : -ENOMEM;
+        return r < 0 ? r : err_set(err, -ENOMEM, "out of memory");
     }
+    str_copy(before->name, sizeof before->name, name);
+    str_copy(before->account, sizeof before->account, account);
+    w->before = before;
     w->created = s == NULL;
     if (!s) {
         s = calloc(1, sizeof *s);
         if (!s) {
+            free(before);
             free(w);
             free(sealed);
             json_decref(rules);
@@ -360,14 +399,20 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
         s->next = v->secrets;
         v->secrets = s;
     }
-    free(s->sealed);
-    json_decref(s->rules);
+    before->sealed = s->sealed; /* kept until the write is done */
+    before->sealed_len = s->sealed_len;
+    before->rules = s->rules;
+    before->updated_ms = s->updated_ms;
     s->sealed = sealed;
     s->sealed_len = sealed_len;
     s->rules = rules;
     s->updated_ms = now_unix_ms();
+    w->version = s->version = ++v->puts;
     r = save(v, s, w, err);
-    if (r < 0) free(w);
+    if (r < 0) {
+        free_secret(before);
+        free(w);
+    }
     return r;
 }
 
