@@ -10,7 +10,7 @@
 #include "../store/store.h"
 
 struct accounts {
-    struct store *store;
+    struct store_writer *writer;
     struct account *list; /* newest first */
     size_t count;
 };
@@ -63,11 +63,12 @@ static void load_row(const struct store_account *row, void *arg)
     a->count++;
 }
 
-int accounts_open(struct store *store, struct accounts **out, err_t *err)
+int accounts_open(struct store *store, struct store_writer *writer, struct accounts **out,
+                  err_t *err)
 {
     struct accounts *a = calloc(1, sizeof *a);
     if (!a) return err_set(err, -ENOMEM, "out of memory");
-    a->store = store;
+    a->writer = writer;
     int r = store_accounts_each(store, load_row, a, err);
     if (r < 0) {
         accounts_close(a);
@@ -115,7 +116,80 @@ const struct account *accounts_first(const struct accounts *a)
     return a->list;
 }
 
-static int save(struct accounts *a, const struct account *acct, err_t *err)
+/* A change on its way to the disk: how to undo it in memory if it fails. */
+enum account_change { CHANGE_CREATE, CHANGE_KEY, CHANGE_MARK, CHANGE_DELETE };
+struct account_write {
+    struct accounts *a;
+    enum account_change what;
+    char name[ACCOUNT_NAME_MAX];
+    char key[ACCOUNT_KEY_LEN + 1];          /* CHANGE_CREATE, CHANGE_KEY: shown once written */
+    char old_hash[2][ACCOUNT_HASH_LEN + 1]; /* CHANGE_KEY: the keys before */
+    bool was_removing;                      /* CHANGE_MARK */
+    accounts_saved_fn *done;
+    void *arg;
+};
+
+static struct account *find_mutable(struct accounts *a, const char *name, err_t *err);
+
+static void unlink_account(struct accounts *a, struct account *acct)
+{
+    for (struct account **pp = &a->list; *pp; pp = &(*pp)->next) {
+        if (*pp != acct) continue;
+        *pp = acct->next;
+        a->count--;
+        explicit_bzero(acct->key_hash, sizeof acct->key_hash);
+        free(acct);
+        return;
+    }
+}
+
+/* The write failed: memory goes back to what the disk holds. */
+static void undo(struct account_write *w, struct account *acct)
+{
+    switch (w->what) {
+    case CHANGE_CREATE:
+        unlink_account(w->a, acct);
+        break;
+    case CHANGE_KEY: /* unless a later key replaced it meanwhile */
+        if (strcmp(acct->key_hash[1], w->old_hash[0]) == 0)
+            memcpy(acct->key_hash, w->old_hash, sizeof acct->key_hash);
+        break;
+    case CHANGE_MARK:
+        acct->removing = w->was_removing;
+        acct->busy = false;
+        break;
+    case CHANGE_DELETE:
+        acct->busy = false; /* still marked: a retry, or the restart, finishes it */
+        break;
+    }
+}
+
+static void on_written(int r, const err_t *err, void *arg)
+{
+    struct account_write *w = arg;
+    struct account *acct = r == -ECANCELED ? NULL : find_mutable(w->a, w->name, NULL);
+    if (r < 0 && acct) undo(w, acct);
+    if (r == 0 && acct && w->what == CHANGE_DELETE) unlink_account(w->a, acct);
+    w->done(r < 0 ? err : NULL, r == 0 && w->key[0] ? w->key : NULL, w->arg);
+    explicit_bzero(w->key, sizeof w->key);
+    free(w);
+}
+
+static struct account_write *write_new(struct accounts *a, enum account_change what,
+                                       const char *name, accounts_saved_fn *done, void *arg,
+                                       err_t *err)
+{
+    struct account_write *w = calloc(1, sizeof *w);
+    if (!w) {
+        err_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    *w = (struct account_write){.a = a, .what = what, .done = done, .arg = arg};
+    str_copy(w->name, sizeof w->name, name);
+    return w;
+}
+
+static void save(struct accounts *a, const struct account *acct, struct account_write *w)
 {
     struct store_account row = {.name = acct->name,
                                 .key_hash = acct->key_hash[0],
@@ -124,7 +198,7 @@ static int save(struct accounts *a, const struct account *acct, err_t *err)
                                 .max_memory_mib = (int64_t)acct->max_memory_mib,
                                 .created_ms = acct->created_ms,
                                 .removing = acct->removing};
-    return store_account_put(a->store, &row, err);
+    store_writer_account_put(a->writer, &row, on_written, w);
 }
 
 /* An optional whole-number limit: 0 (none) when absent. */
@@ -166,8 +240,8 @@ static int parse_body(json_t *body, struct account *acct, err_t *err)
     return 0;
 }
 
-int accounts_create(struct accounts *a, json_t *body, char key[ACCOUNT_KEY_LEN + 1],
-                    const struct account **out, err_t *err)
+int accounts_create(struct accounts *a, json_t *body, accounts_saved_fn *done, void *arg,
+                    err_t *err)
 {
     struct account *acct = calloc(1, sizeof *acct);
     if (!acct) return err_set(err, -ENOMEM, "out of memory");
@@ -177,20 +251,18 @@ int accounts_create(struct accounts *a, json_t *body, char key[ACCOUNT_KEY_LEN +
     if (r == 0 && a->count >= ACCOUNTS_MAX)
         r = err_set(err, -EAGAIN, "there are %d accounts, the limit; remove some first",
                     ACCOUNTS_MAX);
-    if (r == 0) {
-        acct->created_ms = now_unix_ms();
-        make_key(key, acct->key_hash[0]);
-        r = save(a, acct, err);
-    }
-    if (r < 0) {
-        explicit_bzero(key, ACCOUNT_KEY_LEN + 1);
+    struct account_write *w =
+        r == 0 ? write_new(a, CHANGE_CREATE, acct->name, done, arg, err) : NULL;
+    if (!w) {
         free(acct);
-        return r;
+        return r < 0 ? r : -ENOMEM;
     }
-    acct->next = a->list;
+    acct->created_ms = now_unix_ms();
+    make_key(w->key, acct->key_hash[0]);
+    acct->next = a->list; /* the name is taken from now on */
     a->list = acct;
     a->count++;
-    *out = acct;
+    save(a, acct, w);
     return 0;
 }
 
@@ -202,47 +274,49 @@ static struct account *find_mutable(struct accounts *a, const char *name, err_t 
     return NULL;
 }
 
-int accounts_new_key(struct accounts *a, const char *name, char key[ACCOUNT_KEY_LEN + 1],
+int accounts_new_key(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
                      err_t *err)
 {
     struct account *acct = find_mutable(a, name, err);
     if (!acct) return -ENOENT;
-    struct account changed = *acct;
-    memcpy(changed.key_hash[1], acct->key_hash[0], sizeof changed.key_hash[1]);
-    make_key(key, changed.key_hash[0]);
-    int r = save(a, &changed, err);
-    if (r < 0) {
-        explicit_bzero(key, ACCOUNT_KEY_LEN + 1);
-        return r;
-    }
-    memcpy(acct->key_hash, changed.key_hash, sizeof acct->key_hash);
+    struct account_write *w = write_new(a, CHANGE_KEY, name, done, arg, err);
+    if (!w) return -ENOMEM;
+    memcpy(w->old_hash, acct->key_hash, sizeof w->old_hash);
+    memcpy(acct->key_hash[1], acct->key_hash[0], sizeof acct->key_hash[1]);
+    make_key(w->key, acct->key_hash[0]);
+    save(a, acct, w);
     return 0;
 }
 
-int accounts_mark_removing(struct accounts *a, const char *name, err_t *err)
+int accounts_mark_removing(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
+                           err_t *err)
 {
     struct account *acct = find_mutable(a, name, err);
     if (!acct) return -ENOENT;
-    acct->removing = true;
-    int r = save(a, acct, err);
-    if (r < 0) acct->removing = false;
-    return r;
+    if (acct->busy)
+        return err_set(err, -EBUSY, "account %s is being removed; try again in a moment", name);
+    struct account_write *w = write_new(a, CHANGE_MARK, name, done, arg, err);
+    if (!w) return -ENOMEM;
+    w->was_removing = acct->removing;
+    acct->removing = acct->busy = true;
+    save(a, acct, w);
+    return 0;
 }
 
-int accounts_delete(struct accounts *a, const char *name, err_t *err)
+void accounts_removal_stopped(struct accounts *a, const char *name)
 {
-    for (struct account **pp = &a->list; *pp; pp = &(*pp)->next) {
-        struct account *acct = *pp;
-        if (strcmp(acct->name, name) != 0) continue;
-        int r = store_account_delete(a->store, name, err);
-        if (r < 0) return r;
-        *pp = acct->next;
-        a->count--;
-        explicit_bzero(acct->key_hash, sizeof acct->key_hash);
-        free(acct);
-        return 0;
-    }
-    return err_set(err, -ENOENT, "no account %s", name);
+    struct account *acct = find_mutable(a, name, NULL);
+    if (acct) acct->busy = false;
+}
+
+int accounts_delete(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
+                    err_t *err)
+{
+    if (!find_mutable(a, name, err)) return -ENOENT;
+    struct account_write *w = write_new(a, CHANGE_DELETE, name, done, arg, err);
+    if (!w) return -ENOMEM;
+    store_writer_account_delete(a->writer, name, on_written, w);
+    return 0;
 }
 
 json_t *account_json(const struct account *acct)

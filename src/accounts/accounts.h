@@ -28,6 +28,7 @@ struct account {
     uint64_t max_memory_mib;                /* 0: no limit */
     int64_t created_ms;
     bool removing; /* its removal is under way (finished at restart if cut short) */
+    bool busy;     /* ... and runs now, in this process */
     struct account *next;
 };
 
@@ -35,9 +36,12 @@ struct account {
 int account_check_name(const char *name, err_t *err);
 
 struct store;
+struct store_writer;
 struct accounts;
-/* Loads the accounts of the store. */
-int accounts_open(struct store *store, struct accounts **out, err_t *err);
+/* Loads the accounts of the store (read on the loop's connection); every change
+ * goes through the writer. */
+int accounts_open(struct store *store, struct store_writer *writer, struct accounts **out,
+                  err_t *err);
 void accounts_close(struct accounts *a);
 
 /* The account a presented API key belongs to, or NULL. Every stored key is
@@ -46,17 +50,29 @@ const struct account *accounts_authenticate(const struct accounts *a, const char
 const struct account *accounts_find(const struct accounts *a, const char *name);
 const struct account *accounts_first(const struct accounts *a);
 
-/* body: {name, maxSandboxes?, maxMemoryMiB?}. key gets the new account's API key
- * (shown once). -EEXIST when the name is taken, -EAGAIN past ACCOUNTS_MAX. */
-int accounts_create(struct accounts *a, json_t *body, char key[ACCOUNT_KEY_LEN + 1],
-                    const struct account **out, err_t *err);
+/* A change is in force in memory at once, and done is called exactly once, from
+ * the loop: when it is on disk (err NULL; key, for a create or a new key, is the
+ * key to show, once, and is wiped after the call), or when it could not be
+ * written (err; the change is undone in memory). At a stop, err->code is
+ * -ECANCELED: done then only frees what arg holds. Each is negative with err
+ * (and no call of done) when refused. */
+typedef void accounts_saved_fn(const err_t *err, const char *key, void *arg);
+/* body: {name, maxSandboxes?, maxMemoryMiB?}. -EEXIST when the name is taken,
+ * -EAGAIN past ACCOUNTS_MAX. */
+int accounts_create(struct accounts *a, json_t *body, accounts_saved_fn *done, void *arg,
+                    err_t *err);
 /* A new key for the account; the newest earlier one stays valid. */
-int accounts_new_key(struct accounts *a, const char *name, char key[ACCOUNT_KEY_LEN + 1],
+int accounts_new_key(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
                      err_t *err);
-/* Marks it as being removed (durably: a restart finishes the removal). */
-int accounts_mark_removing(struct accounts *a, const char *name, err_t *err);
-/* Its row goes; call when nothing of it is left. */
-int accounts_delete(struct accounts *a, const char *name, err_t *err);
+/* Marks it as being removed (durably: a restart finishes the removal) and busy;
+ * -EBUSY while a removal of it runs. */
+int accounts_mark_removing(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
+                           err_t *err);
+/* The removal stopped short (a sandbox could not be removed): it may be tried again. */
+void accounts_removal_stopped(struct accounts *a, const char *name);
+/* Its row goes (out of memory once on disk); call when nothing of it is left. */
+int accounts_delete(struct accounts *a, const char *name, accounts_saved_fn *done, void *arg,
+                    err_t *err);
 
 /* {name, maxSandboxes, maxMemoryMiB, createdAt, removing}: never a key or a hash. */
 json_t *account_json(const struct account *acct);

@@ -1,6 +1,7 @@
 /* /v1/accounts: the admin's calls to make, list, rotate and remove accounts. */
 #include <errno.h>
 #include <event2/http.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api_impl.h"
@@ -16,20 +17,58 @@ static json_t *with_usage(struct server *srv, const struct account *acct)
     return v;
 }
 
+/* A request answered once its account's change is on disk. */
+struct pending {
+    struct evhttp_request *req;
+    struct server *srv;
+    char name[ACCOUNT_NAME_MAX];
+};
+
+static struct pending *pending_new(struct evhttp_request *req, struct server *srv, const char *name)
+{
+    struct pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        api_error(req, 500, "internal", "out of memory");
+        return NULL;
+    }
+    *p = (struct pending){.req = req, .srv = srv};
+    if (name) str_copy(p->name, sizeof p->name, name);
+    return p;
+}
+
+/* Whether to answer (after a failure, the answer is sent here); frees p if not. */
+static bool answerable(struct pending *p, const err_t *err)
+{
+    if (!err) return true;
+    if (err->code != -ECANCELED)
+        api_fail(p->req, err); /* stopping: the request ends with the loop */
+    free(p);
+    return false;
+}
+
+static void created(const err_t *err, const char *key, void *arg)
+{
+    struct pending *p = arg;
+    if (!answerable(p, err)) return;
+    const struct account *acct = accounts_find(server_accounts(p->srv), p->name);
+    json_t *v = acct ? with_usage(p->srv, acct) : json_pack("{s:s}", "name", p->name);
+    json_object_set_new(v, "apiKey", json_string(key)); /* shown this once */
+    api_json(p->req, 201, v);
+    free(p);
+}
+
 static void create(struct evhttp_request *req, struct server *srv)
 {
     json_t *body = api_body_json(req, false);
     if (!body) return;
-    char key[ACCOUNT_KEY_LEN + 1];
-    const struct account *acct = NULL;
     err_t err = {0};
-    int r = accounts_create(server_accounts(srv), body, key, &acct, &err);
+    struct pending *p = pending_new(req, srv, json_string_value(json_object_get(body, "name")));
+    int r = p ? accounts_create(server_accounts(srv), body, created, p, &err) : 0;
     json_decref(body);
-    if (r < 0) return api_fail(req, &err);
-    json_t *v = with_usage(srv, acct);
-    json_object_set_new(v, "apiKey", json_string(key)); /* shown this once */
-    explicit_bzero(key, sizeof key);
-    api_json(req, 201, v);
+    if (r < 0) {
+        free(p);
+        api_fail(req, &err);
+    }
 }
 
 static void list(struct evhttp_request *req, struct server *srv)
@@ -40,14 +79,22 @@ static void list(struct evhttp_request *req, struct server *srv)
     api_json(req, 200, arr);
 }
 
+static void key_made(const err_t *err, const char *key, void *arg)
+{
+    struct pending *p = arg;
+    if (!answerable(p, err)) return;
+    api_json(p->req, 201, json_pack("{s:s,s:s}", "name", p->name, "apiKey", key));
+    free(p);
+}
+
 static void new_key(struct evhttp_request *req, struct server *srv, const char *name)
 {
-    char key[ACCOUNT_KEY_LEN + 1];
     err_t err = {0};
-    if (accounts_new_key(server_accounts(srv), name, key, &err) < 0) return api_fail(req, &err);
-    json_t *v = json_pack("{s:s,s:s}", "name", name, "apiKey", key);
-    explicit_bzero(key, sizeof key);
-    api_json(req, 201, v);
+    struct pending *p = pending_new(req, srv, name);
+    if (p && accounts_new_key(server_accounts(srv), name, key_made, p, &err) < 0) {
+        free(p);
+        api_fail(req, &err);
+    }
 }
 
 static void removed(struct server *srv, const err_t *err, void *arg)

@@ -348,6 +348,14 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
     open_file(req, srv, sb, path, put, (unsigned)mode);
 }
 
+/* The 200 goes once the settings are on disk. */
+static void network_set(struct server *srv, const struct model_network *network, const err_t *err,
+                        void *arg)
+{
+    if (!network) return api_fail(arg, err);
+    api_json(arg, 200, model_network_json(network));
+}
+
 static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)
 {
     json_t *body = api_body_json(req, false);
@@ -356,10 +364,9 @@ static void set_network(struct evhttp_request *req, struct server *srv, struct s
     struct model_network net;
     int r = model_network_parse(body, &net, &err);
     json_decref(body);
-    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, &err);
+    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, network_set, req, &err);
     model_network_clear(&net);
     if (r < 0) return api_fail(req, &err);
-    api_json(req, 200, model_network_json(&sb->settings.network));
 }
 
 /* The answer to an API request (arg) that the server gives later: its JSON, or why not. */
@@ -495,6 +502,14 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv,
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
 
+/* A secret's put or delete is answered once it is on disk. */
+static void secret_saved(const err_t *err, json_t *answer, bool created, void *arg)
+{
+    if (err) return api_fail(arg, err);
+    if (!answer) return evhttp_send_reply(arg, 204, NULL, NULL);
+    api_json(arg, created ? 201 : 200, answer);
+}
+
 static void secrets_route(struct evhttp_request *req, struct server *srv,
                           const struct api_caller *who, const char *name)
 {
@@ -504,21 +519,21 @@ static void secrets_route(struct evhttp_request *req, struct server *srv,
     if (!name && m == EVHTTP_REQ_GET)
         return api_json(req, 200, vault_list(server_vault(srv), account));
     if (name && m == EVHTTP_REQ_DELETE) {
-        if (vault_delete(server_vault(srv), account, name, &err) < 0) return api_fail(req, &err);
-        return evhttp_send_reply(req, 204, NULL, NULL);
+        if (vault_delete(server_vault(srv), account, name, secret_saved, req, &err) < 0)
+            api_fail(req, &err);
+        return;
     }
     if (name && m == EVHTTP_REQ_PUT) {
-        json_t *body = api_body_json(req, false), *out = NULL;
+        json_t *body = api_body_json(req, false);
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t n = evbuffer_get_length(in);
         explicit_bzero(evbuffer_pullup(in, (ssize_t)n), n); /* the raw value, parsed now */
         if (!body) return;
-        bool created = false;
-        int r = vault_put(server_vault(srv), account, name, body, &out, &created, &err);
+        int r = vault_put(server_vault(srv), account, name, body, secret_saved, req, &err);
         json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
         json_decref(body);
-        if (r < 0) return api_fail(req, &err);
-        return api_json(req, created ? 201 : 200, out);
+        if (r < 0) api_fail(req, &err);
+        return;
     }
     api_error(req, 405, "method_not_allowed",
               "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");

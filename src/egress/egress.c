@@ -205,6 +205,7 @@ void egress_sandbox_remove(struct egress_sandbox *es)
         conn_close(es->conns);
     while (es->dns_conns)
         dnsstub_tcp_close(es->dns_conns);
+    dnsstub_drop_waits(es);
     event_free(es->proxy_ev);
     event_free(es->udp_ev);
     event_free(es->tcp_ev);

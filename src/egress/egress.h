@@ -46,10 +46,15 @@ struct egress_pin {
 typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *kind,
                                 json_t *fields);
 
-/* Called when the stub hands out a new address (slot) for a name, before the
- * answer is sent, so the caller can make it durable. */
+/* Called when the stub hands out a new address (slot) for a name, so the caller
+ * can make it durable: the answer (and every other answer with that address)
+ * waits until the caller calls saved, exactly once, from the loop or before it
+ * returns. r < 0: not saved (err says why; the answer goes anyway, logged);
+ * -ECANCELED: the daemon stops, and saved only frees what saved_arg holds.
+ * saved NULL (out of memory for the wait): the answer has gone; save it anyway. */
+typedef void egress_saved_fn(int r, const err_t *err, void *saved_arg);
 typedef void (*egress_name_fn)(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
-                               const char *name);
+                               const char *name, egress_saved_fn *saved, void *saved_arg);
 
 /* What the proxy needs from the secrets, for hosts it must intercept. */
 struct egress_secrets {

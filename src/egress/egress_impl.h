@@ -105,6 +105,7 @@ struct egress_sandbox {
     size_t n_conns;
     struct dns_tcp *dns_conns;
     size_t n_dns_conns;
+    struct dns_wait *dns_waits; /* answers waiting for their name to be saved */
     struct rate_limit conn_rate, dns_rate, name_rate;
     uint64_t limit_said_ms[LIMIT_COUNT]; /* when each limit's event last went out */
     struct egress_stats stats;
@@ -140,7 +141,10 @@ void intercept_stop(struct conn *c);
 
 /* dnsstub.c */
 struct dns_tcp;
+struct dns_wait;
 void dnsstub_tcp_close(struct dns_tcp *t);
+/* The sandbox is going: its waiting answers are never sent. */
+void dnsstub_drop_waits(struct egress_sandbox *es);
 void dnsstub_on_udp(evutil_socket_t fd, short what, void *arg);
 void dnsstub_udp_resume(evutil_socket_t fd, short what, void *arg);
 void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);

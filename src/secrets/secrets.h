@@ -53,27 +53,36 @@ bool secrets_is_placeholder(const char *s, size_t n);
  * names are unique within an account, and every call names the account. */
 
 struct store;
+struct store_writer;
 struct vault;
 struct vault_hooks {
     void *arg;
     /* Records an event of a sandbox (secret.used, secret.misdirected); fields borrowed. */
     void (*event)(void *arg, const char *sandbox_id, const char *kind, json_t *fields);
 };
-/* Loads every secret and placeholder of the store; key is copied (the caller
+/* Loads every secret and placeholder of the store (read on the loop's
+ * connection); every change goes through the writer. key is copied (the caller
  * wipes its own). */
-int vault_open(struct store *store, const uint8_t key[SECRETS_KEY_LEN],
+int vault_open(struct store *store, struct store_writer *writer, const uint8_t key[SECRETS_KEY_LEN],
                const struct vault_hooks *hooks, struct vault **out, err_t *err);
 void vault_close(struct vault *v);
 
-/* body is {value, hosts[], methods?[], paths?[]}; *created tells a new one from a
- * replaced one. Answers never carry values. */
-int vault_put(struct vault *v, const char *account, const char *name, json_t *body, json_t **out,
-              bool *created, err_t *err);
+/* A change is in force in memory at once; done is called once, from the loop,
+ * when it is on disk (err NULL; answer, taken, is the secret's JSON for a put,
+ * NULL for a delete; created tells a new secret from a replaced one) or could not
+ * be written (err). Not called when the daemon stops first. */
+typedef void vault_saved_fn(const err_t *err, json_t *answer, bool created, void *arg);
+/* body is {value, hosts[], methods?[], paths?[]}. Answers never carry values.
+ * Negative with err (and no call of done) when refused. */
+int vault_put(struct vault *v, const char *account, const char *name, json_t *body,
+              vault_saved_fn *done, void *arg, err_t *err);
 json_t *vault_list(const struct vault *v, const char *account);
 bool vault_has(const struct vault *v, const char *account, const char *name);
-int vault_delete(struct vault *v, const char *account, const char *name, err_t *err);
+/* Its placeholders go with it. A delete that cannot be written puts it back. */
+int vault_delete(struct vault *v, const char *account, const char *name, vault_saved_fn *done,
+                 void *arg, err_t *err);
 /* Adds NAME=placeholder to env for every secret of the account, making the
- * sandbox's placeholders where missing. */
+ * sandbox's placeholders where missing (queued to the writer, not waited for). */
 int vault_env(struct vault *v, const char *account, const char *sandbox_id, json_t *env,
               err_t *err);
 /* The sandbox is gone: its placeholders too. */

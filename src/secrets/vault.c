@@ -18,6 +18,7 @@ struct secret_entry {
     size_t sealed_len;
     json_t *rules; /* {hosts[], methods[], paths[]} */
     int64_t created_ms, updated_ms;
+    uint64_t version; /* the put that made its value: an undo applies only to its own */
     struct secret_entry *next;
 };
 
@@ -30,11 +31,12 @@ struct placeholder_entry {
 };
 
 struct vault {
-    struct store *store;
+    struct store_writer *writer; /* every change; the store is read once, at open */
     struct vault_hooks hooks;
     uint8_t key[SECRETS_KEY_LEN];
     struct secret_entry *secrets;
     struct placeholder_entry *placeholders;
+    uint64_t puts; /* ever: each put's version */
 };
 
 static struct secret_entry *find_secret(const struct vault *v, const char *account,
@@ -106,12 +108,12 @@ static void load_placeholder(const struct store_placeholder *row, void *arg)
     v->placeholders = p;
 }
 
-int vault_open(struct store *store, const uint8_t key[SECRETS_KEY_LEN],
+int vault_open(struct store *store, struct store_writer *writer, const uint8_t key[SECRETS_KEY_LEN],
                const struct vault_hooks *hooks, struct vault **out, err_t *err)
 {
     struct vault *v = calloc(1, sizeof *v);
     if (!v) return err_set(err, -ENOMEM, "out of memory");
-    v->store = store;
+    v->writer = writer;
     v->hooks = *hooks;
     memcpy(v->key, key, SECRETS_KEY_LEN);
     int r = store_secrets_each(store, load_secret, v, err);
@@ -142,10 +144,11 @@ void vault_close(struct vault *v)
 }
 
 /* Removes from memory the placeholders of a sandbox, or (sandbox NULL) those of
- * an account's secret, or (secret NULL too) all of the account's. */
-static void drop_placeholders(struct vault *v, const char *sandbox, const char *account,
-                              const char *secret)
+ * an account's secret, or (secret NULL too) all of the account's; how many. */
+static size_t drop_placeholders(struct vault *v, const char *sandbox, const char *account,
+                                const char *secret)
 {
+    size_t n = 0;
     for (struct placeholder_entry **pp = &v->placeholders; *pp;) {
         struct placeholder_entry *p = *pp;
         bool of_account = account && strcmp(p->account, account) == 0;
@@ -153,17 +156,20 @@ static void drop_placeholders(struct vault *v, const char *sandbox, const char *
             (of_account && (!secret || strcmp(p->secret, secret) == 0))) {
             *pp = p->next;
             free(p);
+            n++;
         } else {
             pp = &p->next;
         }
     }
+    return n;
 }
 
+/* Memory holds every placeholder of the store, and each new one before its write
+ * is queued: a sandbox with none in memory (most) has none to delete. */
 void vault_forget_sandbox(struct vault *v, const char *sandbox)
 {
-    err_t err = {0};
-    drop_placeholders(v, sandbox, NULL, NULL);
-    store_placeholders_delete(v->store, sandbox, NULL, NULL, &err);
+    if (drop_placeholders(v, sandbox, NULL, NULL) > 0)
+        store_writer_placeholders_delete(v->writer, sandbox);
 }
 
 /* A list of strings, each checked by ok(). */
@@ -251,9 +257,84 @@ static json_t *parse_rules(json_t *body, err_t *err)
     return rules;
 }
 
-static int save(struct vault *v, struct secret_entry *s, err_t *err)
+/* A change on its way to the disk, and what its caller is told then. */
+struct vault_write {
+    struct vault *v;
+    vault_saved_fn *done;
+    void *arg;
+    json_t *answer;
+    bool created;
+    struct secret_entry *removed; /* a delete: put back if it cannot be written */
+    struct secret_entry *before;  /* a put: what it replaced (value, rules), or its name */
+    uint64_t version;             /* a put: the secret's version it made */
+};
+
+/* A put that could not be written: the secret goes back to what its row holds,
+ * unless a later put changed it since (that one's write decides). */
+static void undo_put(struct vault *v, struct vault_write *w)
+{
+    struct secret_entry *b = w->before;
+    for (struct secret_entry **pp = &v->secrets; *pp; pp = &(*pp)->next) {
+        struct secret_entry *s = *pp;
+        if (strcmp(s->account, b->account) != 0 || strcmp(s->name, b->name) != 0) continue;
+        if (s->version != w->version) return;
+        if (w->created) { /* no row: no secret */
+            drop_placeholders(v, NULL, s->account, s->name);
+            *pp = s->next;
+            free_secret(s);
+            return;
+        }
+        uint8_t *sealed = s->sealed;
+        json_t *rules = s->rules;
+        s->sealed = b->sealed;
+        s->sealed_len = b->sealed_len;
+        s->rules = b->rules;
+        s->updated_ms = b->updated_ms;
+        b->sealed = sealed; /* freed with b */
+        b->rules = rules;
+        return;
+    }
+}
+
+static void on_written(int r, const err_t *err, void *arg)
+{
+    struct vault_write *w = arg;
+    struct secret_entry *s = w->removed;
+    if (r == -ECANCELED) { /* stopping: the vault may be gone */
+        if (s) free_secret(s);
+    } else if (r < 0 && s && !find_secret(w->v, s->account, s->name)) {
+        s->next = w->v->secrets; /* its row is still there: so is it */
+        w->v->secrets = s;
+    } else if (s) {
+        free_secret(s);
+    }
+    if (r < 0 && r != -ECANCELED && w->before) undo_put(w->v, w);
+    if (w->before) free_secret(w->before);
+    if (r == 0) {
+        w->done(NULL, w->answer, w->created, w->arg);
+        w->answer = NULL;
+    } else if (r != -ECANCELED) {
+        w->done(err, NULL, false, w->arg);
+    }
+    json_decref(w->answer);
+    free(w);
+}
+
+static struct vault_write *write_new(struct vault *v, vault_saved_fn *done, void *arg, err_t *err)
+{
+    struct vault_write *w = calloc(1, sizeof *w);
+    if (!w) {
+        err_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    *w = (struct vault_write){.v = v, .done = done, .arg = arg};
+    return w;
+}
+
+static int save(struct vault *v, struct secret_entry *s, struct vault_write *w, err_t *err)
 {
     char *text = json_dumps(s->rules, JSON_COMPACT);
+    if (!text) return err_set(err, -ENOMEM, "out of memory");
     struct store_secret row = {.account = s->account,
                                .name = s->name,
                                .sealed = s->sealed,
@@ -261,13 +342,14 @@ static int save(struct vault *v, struct secret_entry *s, err_t *err)
                                .rules_json = text,
                                .created_ms = s->created_ms,
                                .updated_ms = s->updated_ms};
-    int r = text ? store_secret_put(v->store, &row, err) : err_set(err, -ENOMEM, "oom");
+    w->answer = secret_json(s);
+    store_writer_secret_put(v->writer, &row, on_written, w);
     free(text);
-    return r;
+    return 0;
 }
 
-int vault_put(struct vault *v, const char *account, const char *name, json_t *body, json_t **out,
-              bool *created, err_t *err)
+int vault_put(struct vault *v, const char *account, const char *name, json_t *body,
+              vault_saved_fn *done, void *arg, err_t *err)
 {
     json_t *value = json_object_get(body, "value");
     int r = secrets_check_name(name, err);
@@ -290,14 +372,23 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
     sealed_as(account, name, ad);
     r = secrets_seal(v->key, ad, json_string_value(value), json_string_length(value), &sealed,
                      &sealed_len, err);
-    if (r < 0) {
+    struct vault_write *w = r == 0 ? write_new(v, done, arg, err) : NULL;
+    struct secret_entry *before = w ? calloc(1, sizeof *before) : NULL;
+    if (!before) {
+        if (r == 0) free(sealed);
+        free(w);
         json_decref(rules);
-        return r;
+        return r < 0 ? r : err_set(err, -ENOMEM, "out of memory");
     }
-    *created = s == NULL;
+    str_copy(before->name, sizeof before->name, name);
+    str_copy(before->account, sizeof before->account, account);
+    w->before = before;
+    w->created = s == NULL;
     if (!s) {
         s = calloc(1, sizeof *s);
         if (!s) {
+            free(before);
+            free(w);
             free(sealed);
             json_decref(rules);
             return err_set(err, -ENOMEM, "out of memory");
@@ -308,14 +399,20 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
         s->next = v->secrets;
         v->secrets = s;
     }
-    free(s->sealed);
-    json_decref(s->rules);
+    before->sealed = s->sealed; /* kept until the write is done */
+    before->sealed_len = s->sealed_len;
+    before->rules = s->rules;
+    before->updated_ms = s->updated_ms;
     s->sealed = sealed;
     s->sealed_len = sealed_len;
     s->rules = rules;
     s->updated_ms = now_unix_ms();
-    r = save(v, s, err);
-    if (r == 0) *out = secret_json(s);
+    w->version = s->version = ++v->puts;
+    r = save(v, s, w, err);
+    if (r < 0) {
+        free_secret(before);
+        free(w);
+    }
     return r;
 }
 
@@ -332,17 +429,20 @@ json_t *vault_list(const struct vault *v, const char *account)
     return arr;
 }
 
-int vault_delete(struct vault *v, const char *account, const char *name, err_t *err)
+int vault_delete(struct vault *v, const char *account, const char *name, vault_saved_fn *done,
+                 void *arg, err_t *err)
 {
     for (struct secret_entry **pp = &v->secrets; *pp; pp = &(*pp)->next) {
         struct secret_entry *s = *pp;
         if (strcmp(s->account, account) != 0 || strcmp(s->name, name) != 0) continue;
-        int r = store_secret_delete(v->store, account, name, err);
-        if (r < 0) return r;
-        store_placeholders_delete(v->store, NULL, account, name, err);
+        struct vault_write *w = write_new(v, done, arg, err);
+        if (!w) return -ENOMEM;
+        /* Out of use now: no request swaps it in while its delete is written. */
         drop_placeholders(v, NULL, account, name);
         *pp = s->next;
-        free_secret(s);
+        s->next = NULL;
+        w->removed = s;
+        store_writer_secret_delete(v->writer, account, name, on_written, w);
         return 0;
     }
     return err_set(err, -ENOENT, "no secret %s; `runtime secret list` shows them", name);
@@ -386,11 +486,10 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
                                             .account = account,
                                             .secret = s->name,
                                             .placeholder = p->placeholder};
-            int r = store_placeholder_put(v->store, &row, err);
-            if (r < 0) {
-                free(p);
-                return r;
-            }
+            /* Not waited for: the program starts meanwhile. A crash before
+             * the write would leave it holding a placeholder that no longer
+             * swaps (its next program gets a new one). */
+            store_writer_placeholder_put(v->writer, &row);
             p->next = v->placeholders;
             v->placeholders = p;
             ph = p->placeholder;

@@ -25,6 +25,11 @@ struct store *server_store(struct server *srv)
     return srv->store;
 }
 
+struct store_writer *server_writer(struct server *srv)
+{
+    return srv->writer;
+}
+
 json_t *server_catalog(struct server *srv)
 {
     return srv->catalog;
@@ -264,28 +269,63 @@ static void detach_egress(struct sbx *sb)
     sb->egress = NULL;
 }
 
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
-                               err_t *err)
+/* A network change on its way to the disk; sb may be removed meanwhile. */
+struct network_change {
+    struct server *srv;
+    struct sbx *sb;
+    char id[PROTO_ID_LEN];
+    struct model_network net;
+    server_network_set_fn *done;
+    void *arg;
+};
+
+static void on_network_saved(int r, const err_t *err, void *arg)
 {
-    /* Its row may still be on the writer's queue, which this write would pass. */
+    struct network_change *c = arg;
+    struct server *srv = c->srv;
+    struct sbx *sb = r == -ECANCELED ? NULL : server_sandbox_find(srv, NULL, c->id);
+    if (r == 0 && sb == c->sb) { /* still there: in force from now on */
+        model_network_clear(&sb->settings.network);
+        sb->settings.network = c->net;
+        c->net = (struct model_network){0};
+        struct policy pol;
+        err_t e = {0};
+        if (sb->egress && sandbox_policy(srv, sb, &sb->settings.network, &pol, &e) == 0)
+            egress_sandbox_set_policy(sb->egress, &pol);
+        c->done(srv, &sb->settings.network, NULL, c->arg);
+    } else if (r == 0) { /* removed since: what was saved is the answer */
+        c->done(srv, &c->net, NULL, c->arg);
+    } else if (r != -ECANCELED) {
+        c->done(srv, NULL, err, c->arg);
+    }
+    model_network_clear(&c->net);
+    free(c);
+}
+
+int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
+                               server_network_set_fn *done, void *arg, err_t *err)
+{
+    /* Its settings are its create's until it runs (the same FIFO would keep a
+     * change in order, but the create's answer would not show it). */
     if (sb->status == SBX_CREATING)
         return err_set(err, -EBUSY, "sandbox %s is being created; try again in a moment", sb->id);
+    struct network_change *c = calloc(1, sizeof *c);
+    if (!c) return err_set(err, -ENOMEM, "out of memory");
+    *c = (struct network_change){.srv = srv, .sb = sb, .done = done, .arg = arg};
+    memcpy(c->id, sb->id, sizeof c->id);
+    int r = model_network_copy(&c->net, net, err);
     struct model_sandbox changed = sb->settings;
-    int r = model_network_copy(&changed.network, net, err);
-    if (r < 0) return r;
-    char *text = settings_text(&changed);
-    r = text ? store_sandbox_set_spec(srv->store, sb->id, text, err)
-             : err_set(err, -ENOMEM, "out of memory");
-    free(text);
+    changed.network = c->net;
+    char *text = r == 0 ? settings_text(&changed) : NULL;
+    if (r == 0 && !text) r = err_set(err, -ENOMEM, "out of memory");
     if (r < 0) {
-        model_network_clear(&changed.network);
+        model_network_clear(&c->net);
+        free(c);
         return r;
     }
-    model_network_clear(&sb->settings.network);
-    sb->settings.network = changed.network;
-    struct policy pol;
-    if (sb->egress && sandbox_policy(srv, sb, net, &pol, err) == 0)
-        egress_sandbox_set_policy(sb->egress, &pol);
+    /* After every write of its row queued before (the FIFO). */
+    store_writer_sandbox_spec(srv->writer, sb->id, text, on_network_saved, c);
+    free(text);
     return 0;
 }
 
@@ -915,14 +955,13 @@ static void on_egress_event(void *arg, const char *sandbox_id, const char *kind,
     server_event(srv, sandbox_id, kind, fields);
 }
 
-/* Written before the DNS answer leaves, so no address outlives its meaning. */
+/* Written by the writer before the DNS answer leaves (the stub waits for saved),
+ * so no address outlives its meaning. */
 static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
-                           const char *name)
+                           const char *name, egress_saved_fn *saved, void *saved_arg)
 {
     struct server *srv = arg;
-    err_t err = {0};
-    if (store_names_put(srv->store, sandbox_id, slot, seq, name, &err) < 0)
-        log_warn("name %s of sandbox %s not saved: %s", name, sandbox_id, err.msg);
+    store_writer_names_put(srv->writer, sandbox_id, slot, seq, name, saved, saved_arg);
 }
 
 /* A leaf for the egress's interception: the signer, not the keeper, holds the
@@ -953,7 +992,7 @@ static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, 
 static int open_vault(struct server *srv, err_t *err)
 {
     struct vault_hooks hooks = {.arg = srv, .event = on_vault_event};
-    int r = vault_open(srv->store, srv->cfg.secrets_key, &hooks, &srv->vault, err);
+    int r = vault_open(srv->store, srv->writer, srv->cfg.secrets_key, &hooks, &srv->vault, err);
     explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
     return r;
 }
@@ -1010,13 +1049,15 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
     if (r == 0) r = open_vault(&srv, &err);
-    if (r == 0) r = accounts_open(srv.store, &srv.accounts, &err);
+    if (r == 0) r = accounts_open(srv.store, srv.writer, &srv.accounts, &err);
     if (r == 0) r = start_egress(&srv, &err);
     /* Before the first request: restore already sends some (its MCP servers' starts). */
     if (r == 0 && keeper_client_start(&srv) < 0) r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = hello(&srv, &err);
     if (r == 0) r = server_tls_start(&srv, &err);
     if (r == 0) r = restore(&srv, &err);
+    /* From here every write goes through the writer: one left on the loop fails. */
+    if (r == 0) r = store_set_read_only(srv.store, &err);
     if (r == 0) r = server_tick_start(&srv);
     if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
     /* On the way out: a second stop signal (the keeper sends one when its socket

@@ -109,8 +109,10 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
 
 struct event_base *server_base(struct server *srv);
 const struct server_config *server_config(struct server *srv);
-struct store *server_store(struct server *srv);
-json_t *server_catalog(struct server *srv); /* borrowed */
+struct store *server_store(struct server *srv); /* reads only, once started */
+struct store_writer;
+struct store_writer *server_writer(struct server *srv); /* every write */
+json_t *server_catalog(struct server *srv);             /* borrowed */
 
 /* Registry. Lookups take an id or a name (names are an account's own): a
  * sandbox of another account is not found. account NULL: any, by id only. */
@@ -132,10 +134,16 @@ typedef void server_deleted_fn(struct server *srv, const err_t *err, void *arg);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
                           err_t *err);
 
-/* Replaces the sandbox's network settings (copied); open connections the new
- * policy refuses are closed at once. */
+/* Replaces the sandbox's network settings (copied) once they are on disk; then
+ * open connections the new policy refuses are closed, and done is called once,
+ * from the loop, with the settings now in force (err NULL) or why they could not
+ * be saved (network NULL). Not called when the daemon stops first. Negative with
+ * err (and no call of done) when it cannot even start. */
+typedef void server_network_set_fn(struct server *srv, const struct model_network *network,
+                                   const err_t *err, void *arg);
 int server_sandbox_set_network(struct server *srv, struct sbx *sb,
-                               const struct model_network *network, err_t *err);
+                               const struct model_network *network, server_network_set_fn *done,
+                               void *arg, err_t *err);
 
 /* Events: recorded in memory and written to the store in batches. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);

@@ -229,6 +229,11 @@ static void without_fsync(struct store *st, bool on)
         on ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", "");
 }
 
+int store_set_read_only(struct store *st, err_t *err)
+{
+    return run(st, err, "making the server's connection read-only", "PRAGMA query_only=ON", "");
+}
+
 int store_begin(struct store *st, err_t *err)
 {
     return run(st, err, "starting a transaction", "BEGIN IMMEDIATE", "");

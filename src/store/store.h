@@ -27,6 +27,10 @@ struct store_sandbox {
 int store_open(const char *path, struct store **out, err_t *err);
 void store_close(struct store *st);
 void store_checkpoint(struct store *st);
+/* From now on the connection only reads (PRAGMA query_only): the server's, once
+ * it has started, so that a write left on the event loop fails, and says so,
+ * instead of waiting there for the writer's lock and the disk. */
+int store_set_read_only(struct store *st, err_t *err);
 /* A transaction around several writes: end commits when r is 0, else rolls back;
  * it returns r, or the commit's error. */
 int store_begin(struct store *st, err_t *err);
@@ -161,6 +165,26 @@ void store_writer_sandbox_status(struct store_writer *w, const char *id, const c
 void store_writer_flush(struct store_writer *w, store_done_fn *done, void *arg);
 /* Deletes the sandbox's row, its names and its MCP state, in one transaction. */
 void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_done_fn *done,
+                                 void *arg);
+
+/* The other rows, which the event loop wrote itself before: the same queue, the
+ * same done (NULL: nobody waits; a failure is logged). Each copies what it is
+ * given. Names commit without an fsync (store_names_put says why), the rest with
+ * synchronous=FULL. A secret's delete takes its placeholders with it. */
+void store_writer_sandbox_spec(struct store_writer *w, const char *id, const char *spec_json,
+                               store_done_fn *done, void *arg);
+void store_writer_names_put(struct store_writer *w, const char *sandbox, uint32_t slot,
+                            uint64_t seq, const char *name, store_done_fn *done, void *arg);
+void store_writer_mcp_put(struct store_writer *w, const char *sandbox, const char *state_json);
+void store_writer_secret_put(struct store_writer *w, const struct store_secret *s,
+                             store_done_fn *done, void *arg);
+void store_writer_secret_delete(struct store_writer *w, const char *account, const char *name,
+                                store_done_fn *done, void *arg);
+void store_writer_placeholder_put(struct store_writer *w, const struct store_placeholder *p);
+void store_writer_placeholders_delete(struct store_writer *w, const char *sandbox);
+void store_writer_account_put(struct store_writer *w, const struct store_account *a,
+                              store_done_fn *done, void *arg);
+void store_writer_account_delete(struct store_writer *w, const char *name, store_done_fn *done,
                                  void *arg);
 
 #endif

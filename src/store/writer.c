@@ -24,7 +24,16 @@ enum job_kind {
     JOB_SANDBOX_INSERT,
     JOB_SANDBOX_STATUS,
     JOB_SANDBOX_FORGET,
-    JOB_FLUSH /* writes nothing: done runs once everything queued before it is written */
+    JOB_FLUSH, /* writes nothing: done runs once everything queued before it is written */
+    JOB_SANDBOX_SPEC,
+    JOB_NAMES_PUT,
+    JOB_MCP_PUT,
+    JOB_SECRET_PUT,
+    JOB_SECRET_DELETE,
+    JOB_PLACEHOLDER_PUT,
+    JOB_PLACEHOLDERS_DELETE,
+    JOB_ACCOUNT_PUT,
+    JOB_ACCOUNT_DELETE
 };
 
 struct job {
@@ -39,7 +48,15 @@ struct job {
     int r; /* how it went, for done */
     err_t err;
     struct job *next;
+    /* The rows that were written on the loop before (their strings owned): */
+    uint32_t slot;                        /* JOB_NAMES_PUT (json: the name) */
+    uint64_t seq;                         /* JOB_NAMES_PUT */
+    struct store_secret secret;           /* JOB_SECRET_PUT; JOB_SECRET_DELETE: account, name */
+    struct store_placeholder placeholder; /* JOB_PLACEHOLDER_PUT */
+    struct store_account account;         /* JOB_ACCOUNT_PUT; JOB_ACCOUNT_DELETE: name */
 };
+
+static void rows_free(struct job *j);
 
 struct store_writer {
     struct store *st; /* used by the thread only */
@@ -69,8 +86,11 @@ static void job_free(struct job *j)
         store_sandbox_clear(j->row);
         free(j->row);
     }
+    rows_free(j);
     free(j);
 }
+
+static int run_row_job(struct store *st, struct job *j, err_t *err);
 
 /* A sandbox gone: its names, MCP state and row in one transaction (one fsync). */
 static int forget_sandbox(struct store *st, const char *id, err_t *err)
@@ -106,6 +126,17 @@ static void job_run(struct store *st, struct job *j)
         r = forget_sandbox(st, j->sandbox, &err);
         break;
     case JOB_FLUSH:
+        break;
+    case JOB_SANDBOX_SPEC:
+    case JOB_NAMES_PUT:
+    case JOB_MCP_PUT:
+    case JOB_SECRET_PUT:
+    case JOB_SECRET_DELETE:
+    case JOB_PLACEHOLDER_PUT:
+    case JOB_PLACEHOLDERS_DELETE:
+    case JOB_ACCOUNT_PUT:
+    case JOB_ACCOUNT_DELETE:
+        r = run_row_job(st, j, &err);
         break;
     }
     j->r = r;
@@ -425,6 +456,166 @@ void store_writer_sandbox_forget(struct store_writer *w, const char *id, store_d
                                  void *arg)
 {
     enqueue(w, acked_job(JOB_SANDBOX_FORGET, id, done, arg));
+}
+
+/* ---- the rows the loop used to write itself: settings, names, MCP state,
+ * secrets, placeholders, accounts ---- */
+
+static void rows_free(struct job *j)
+{
+    free((char *)j->secret.account);
+    free((char *)j->secret.name);
+    free((uint8_t *)j->secret.sealed);
+    free((char *)j->secret.rules_json);
+    free((char *)j->placeholder.sandbox);
+    free((char *)j->placeholder.account);
+    free((char *)j->placeholder.secret);
+    free((char *)j->placeholder.placeholder);
+    free((char *)j->account.name);
+    free((char *)j->account.key_hash);
+    free((char *)j->account.key2_hash);
+}
+
+/* A secret gone, and its placeholders with it, in one transaction. */
+static int delete_secret(struct store *st, const char *account, const char *name, err_t *err)
+{
+    int r = store_begin(st, err);
+    if (r == 0) r = store_secret_delete(st, account, name, err);
+    if (r == 0) r = store_placeholders_delete(st, NULL, account, name, err);
+    return store_end(st, r, err);
+}
+
+static int run_row_job(struct store *st, struct job *j, err_t *err)
+{
+    switch (j->kind) {
+    case JOB_SANDBOX_SPEC:
+        return store_sandbox_set_spec(st, j->sandbox, j->json, err);
+    case JOB_NAMES_PUT: /* without an fsync: see store_names_put */
+        return store_names_put(st, j->sandbox, j->slot, j->seq, j->json, err);
+    case JOB_MCP_PUT:
+        return store_mcp_put(st, j->sandbox, j->json, err);
+    case JOB_SECRET_PUT:
+        return store_secret_put(st, &j->secret, err);
+    case JOB_SECRET_DELETE:
+        return delete_secret(st, j->secret.account, j->secret.name, err);
+    case JOB_PLACEHOLDER_PUT:
+        return store_placeholder_put(st, &j->placeholder, err);
+    case JOB_PLACEHOLDERS_DELETE:
+        return store_placeholders_delete(st, j->sandbox, NULL, NULL, err);
+    case JOB_ACCOUNT_PUT:
+        return store_account_put(st, &j->account, err);
+    case JOB_ACCOUNT_DELETE:
+        return store_account_delete(st, j->account.name, err);
+    case JOB_FLUSH:
+    case JOB_EVENTS_ADD:
+    case JOB_EVENTS_DELETE:
+    case JOB_USAGE_PUT:
+    case JOB_SANDBOX_INSERT:
+    case JOB_SANDBOX_STATUS:
+    case JOB_SANDBOX_FORGET:
+        break;
+    }
+    return err_set(err, -EINVAL, "not a row job");
+}
+
+/* *to = a copy of from (NULL stays NULL); false when out of memory. */
+static bool dup_text(const char **to, const char *from)
+{
+    *to = from ? strdup(from) : NULL;
+    return !from || *to;
+}
+
+/* Queues j, or fails it when filling it in ran out of memory (ok false). */
+static void enqueue_filled(struct store_writer *w, struct job *j, bool ok)
+{
+    if (j && !ok) return job_lost(j);
+    enqueue(w, j);
+}
+
+void store_writer_sandbox_spec(struct store_writer *w, const char *id, const char *spec_json,
+                               store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_SANDBOX_SPEC, id, done, arg);
+    enqueue_filled(w, j, j && dup_text((const char **)&j->json, spec_json));
+}
+
+void store_writer_names_put(struct store_writer *w, const char *sandbox, uint32_t slot,
+                            uint64_t seq, const char *name, store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_NAMES_PUT, sandbox, done, arg);
+    if (j) {
+        j->slot = slot;
+        j->seq = seq;
+    }
+    enqueue_filled(w, j, j && dup_text((const char **)&j->json, name));
+}
+
+void store_writer_mcp_put(struct store_writer *w, const char *sandbox, const char *state_json)
+{
+    struct job *j = acked_job(JOB_MCP_PUT, sandbox, NULL, NULL);
+    enqueue_filled(w, j, j && dup_text((const char **)&j->json, state_json));
+}
+
+void store_writer_secret_put(struct store_writer *w, const struct store_secret *s,
+                             store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_SECRET_PUT, s->account, done, arg);
+    uint8_t *sealed = j ? malloc(s->sealed_len ? s->sealed_len : 1) : NULL;
+    if (j) {
+        j->secret = (struct store_secret){.sealed = sealed,
+                                          .sealed_len = s->sealed_len,
+                                          .created_ms = s->created_ms,
+                                          .updated_ms = s->updated_ms};
+        if (sealed) memcpy(sealed, s->sealed, s->sealed_len);
+    }
+    enqueue_filled(w, j,
+                   j && sealed && dup_text(&j->secret.account, s->account) &&
+                       dup_text(&j->secret.name, s->name) &&
+                       dup_text(&j->secret.rules_json, s->rules_json));
+}
+
+void store_writer_secret_delete(struct store_writer *w, const char *account, const char *name,
+                                store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_SECRET_DELETE, account, done, arg);
+    enqueue_filled(w, j,
+                   j && dup_text(&j->secret.account, account) && dup_text(&j->secret.name, name));
+}
+
+void store_writer_placeholder_put(struct store_writer *w, const struct store_placeholder *p)
+{
+    struct job *j = acked_job(JOB_PLACEHOLDER_PUT, p->sandbox, NULL, NULL);
+    enqueue_filled(w, j,
+                   j && dup_text(&j->placeholder.sandbox, p->sandbox) &&
+                       dup_text(&j->placeholder.account, p->account) &&
+                       dup_text(&j->placeholder.secret, p->secret) &&
+                       dup_text(&j->placeholder.placeholder, p->placeholder));
+}
+
+void store_writer_placeholders_delete(struct store_writer *w, const char *sandbox)
+{
+    enqueue(w, acked_job(JOB_PLACEHOLDERS_DELETE, sandbox, NULL, NULL));
+}
+
+void store_writer_account_put(struct store_writer *w, const struct store_account *a,
+                              store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_ACCOUNT_PUT, a->name, done, arg);
+    if (j) {
+        j->account = *a;
+        j->account.name = j->account.key_hash = j->account.key2_hash = NULL;
+    }
+    enqueue_filled(w, j,
+                   j && dup_text(&j->account.name, a->name) &&
+                       dup_text(&j->account.key_hash, a->key_hash) &&
+                       dup_text(&j->account.key2_hash, a->key2_hash));
+}
+
+void store_writer_account_delete(struct store_writer *w, const char *name, store_done_fn *done,
+                                 void *arg)
+{
+    struct job *j = acked_job(JOB_ACCOUNT_DELETE, name, done, arg);
+    enqueue_filled(w, j, j && dup_text(&j->account.name, name));
 }
 
 void store_writer_flush(struct store_writer *w, store_done_fn *done, void *arg)

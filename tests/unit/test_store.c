@@ -320,3 +320,149 @@ TEST(store_writer_stop_with_writes_pending_cancels_their_callbacks)
     db_close(&d, failed_);
     CHECK(l.n == 3); /* not called again */
 }
+
+/* ---- the rows the loop used to write: settings, names, MCP state, secrets,
+ * placeholders, accounts ---- */
+
+static void count_secret(const struct store_secret *s, void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void count_placeholder(const struct store_placeholder *p, void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void count_account(const struct store_account *a, void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void read_name(uint32_t slot, uint64_t seq, const char *name, void *arg)
+{
+    snprintf(arg, 32, "%u/%llu/%s", slot, (unsigned long long)seq, name);
+}
+
+static int read_spec(const struct store_sandbox *sb, void *arg)
+{
+    snprintf(arg, 64, "%s", sb->spec_json);
+    return 0;
+}
+
+/* Each is written in queue order and called back after; a secret's delete takes
+ * its placeholders; a failed one says why. */
+TEST(store_writer_row_jobs_write_in_order_and_call_back)
+{
+    struct db d;
+    db_open(&d, failed_);
+    struct done_log l = {0};
+    struct done_arg a[8];
+    for (int i = 0; i < 8; i++)
+        a[i] = (struct done_arg){.log = &l, .tag = i};
+    struct store_sandbox one = row("sb1", NULL, 1);
+    store_writer_sandbox_insert(d.writer, &one, NULL, NULL);
+    store_writer_sandbox_spec(d.writer, "sb1", "{\"net\":1}", on_done, &a[0]);
+    store_writer_names_put(d.writer, "sb1", 7, 3, "a.example", on_done, &a[1]);
+    store_writer_mcp_put(d.writer, "sb1", "{\"link\":\"x\"}");
+    const uint8_t sealed[] = {1, 2, 3};
+    struct store_secret s = {.account = "default",
+                             .name = "TOKEN",
+                             .sealed = sealed,
+                             .sealed_len = sizeof sealed,
+                             .rules_json = "{}"};
+    store_writer_secret_put(d.writer, &s, on_done, &a[2]);
+    s.name = "OTHER";
+    store_writer_secret_put(d.writer, &s, on_done, &a[3]);
+    struct store_placeholder p = {
+        .sandbox = "sb1", .account = "default", .secret = "TOKEN", .placeholder = "ph1"};
+    store_writer_placeholder_put(d.writer, &p);
+    p = (struct store_placeholder){
+        .sandbox = "sb1", .account = "default", .secret = "OTHER", .placeholder = "ph2"};
+    store_writer_placeholder_put(d.writer, &p);
+    store_writer_secret_delete(d.writer, "default", "TOKEN", on_done, &a[4]);
+    struct store_account acct = {.name = "acme", .key_hash = "h1", .key2_hash = ""};
+    store_writer_account_put(d.writer, &acct, on_done, &a[5]);
+    acct.name = "gone";
+    store_writer_account_put(d.writer, &acct, NULL, NULL);
+    store_writer_account_delete(d.writer, "gone", on_done, &a[6]);
+    store_writer_secret_delete(d.writer, "default", "OTHER", on_done, &a[7]);
+    run_done_until(&d, &l, 8, failed_);
+    CHECK(l.n == 8);
+    for (int i = 0; i < 8 && i < l.n; i++) {
+        CHECK(l.tags[i] == i);
+        CHECK(l.r[i] == 0);
+    }
+    err_t err = {0};
+    char spec[64] = "", name[32] = "", *mcp = NULL;
+    CHECK(store_sandbox_each(d.reader, read_spec, spec, &err) == 0);
+    CHECK_STR(spec, "{\"net\":1}");
+    CHECK(store_names_each(d.reader, "sb1", read_name, name, &err) == 0);
+    CHECK_STR(name, "7/3/a.example");
+    CHECK(store_mcp_get(d.reader, "sb1", &mcp, &err) == 0);
+    CHECK(mcp && strcmp(mcp, "{\"link\":\"x\"}") == 0);
+    free(mcp);
+    int secrets = 0, placeholders = 0, accounts = 0;
+    CHECK(store_secrets_each(d.reader, count_secret, &secrets, &err) == 0);
+    CHECK(store_placeholders_each(d.reader, count_placeholder, &placeholders, &err) == 0);
+    CHECK(store_accounts_each(d.reader, count_account, &accounts, &err) == 0);
+    CHECK(secrets == 0);      /* both deleted */
+    CHECK(placeholders == 0); /* with them */
+    CHECK(accounts == 1);     /* acme; gone is */
+    /* The placeholders of a sandbox go with store_writer_placeholders_delete. */
+    p = (struct store_placeholder){
+        .sandbox = "sb3", .account = "default", .secret = "X", .placeholder = "ph3"};
+    store_writer_placeholder_put(d.writer, &p);
+    store_writer_placeholders_delete(d.writer, "sb3");
+    store_writer_sync(d.writer);
+    placeholders = 0;
+    CHECK(store_placeholders_each(d.reader, count_placeholder, &placeholders, &err) == 0);
+    CHECK(placeholders == 0);
+    db_close(&d, failed_);
+}
+
+/* A write that fails in the writer reaches its callback with the reason. */
+TEST(store_writer_row_job_failure_reaches_the_callback)
+{
+    struct db d;
+    db_open(&d, failed_);
+    struct done_log l = {0};
+    struct done_arg a = {.log = &l};
+    /* A secret without rules: the schema refuses it (NOT NULL). */
+    struct store_secret s = {.account = "default",
+                             .name = "T",
+                             .sealed = (const uint8_t *)"x",
+                             .sealed_len = 1,
+                             .rules_json = NULL};
+    store_writer_secret_put(d.writer, &s, on_done, &a);
+    run_done_until(&d, &l, 1, failed_);
+    CHECK(l.n == 1 && l.r[0] < 0);
+    CHECK(strstr(l.msg[0], "saving the secret") != NULL);
+    db_close(&d, failed_);
+}
+
+/* The server's connection once started: a write fails (and says so), reads go on,
+ * and the writer's own connection still writes. */
+TEST(store_read_only_connection_refuses_writes)
+{
+    struct db d;
+    db_open(&d, failed_);
+    err_t err = {0};
+    CHECK(store_mcp_put(d.reader, "sb1", "{}", &err) == 0);
+    CHECK(store_set_read_only(d.reader, &err) == 0);
+    err = (err_t){0};
+    CHECK(store_mcp_put(d.reader, "sb2", "{}", &err) == -EIO);
+    CHECK(strstr(err.msg, "saving the MCP servers") != NULL);
+    CHECK(strstr(err.msg, "readonly") != NULL || strstr(err.msg, "read-only") != NULL ||
+          strstr(err.msg, "read only") != NULL);
+    char *json = NULL;
+    CHECK(store_mcp_get(d.reader, "sb1", &json, &err) == 0);
+    free(json);
+    store_writer_mcp_put(d.writer, "sb2", "{\"w\":1}");
+    store_writer_sync(d.writer);
+    json = NULL;
+    CHECK(store_mcp_get(d.reader, "sb2", &json, &err) == 0);
+    CHECK(json && strcmp(json, "{\"w\":1}") == 0);
+    free(json);
+    db_close(&d, failed_);
+}
