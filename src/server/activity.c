@@ -69,6 +69,13 @@ bool server_sandbox_changing(const struct sbx *sb)
     return sb->change != NULL;
 }
 
+static void append_waiters(struct sbx_change_waiter **list, struct sbx_change_waiter *w)
+{
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
+}
+
 static int add_waiter(struct sbx_change_waiter **list, server_sandbox_done_fn *done, void *arg,
                       err_t *err)
 {
@@ -76,9 +83,7 @@ static int add_waiter(struct sbx_change_waiter **list, server_sandbox_done_fn *d
     struct sbx_change_waiter *w = malloc(sizeof *w);
     if (!w) return err_set(err, -ENOMEM, "out of memory");
     *w = (struct sbx_change_waiter){.done = done, .arg = arg};
-    while (*list)
-        list = &(*list)->next;
-    *list = w;
+    append_waiters(list, w);
     return 0;
 }
 
@@ -95,25 +100,37 @@ static void tell(struct server *srv, struct sbx *sb, struct sbx_change_waiter *w
 static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
                         struct sbx_change_waiter *waiters, err_t *err);
 
+/* The resumes asked for during a pause that is now over. */
+static void resume_after(struct server *srv, struct sbx *sb, const char *reason,
+                         struct sbx_change_waiter *waiters)
+{
+    err_t err = {0};
+    struct sbx_change *c = sb->change; /* one a waiter of the pause started */
+    if (c) return append_waiters(c->pausing ? &c->then_resume : &c->waiters, waiters);
+    if (sb->removing) {
+        err_set(&err, -EBUSY, "sandbox %s is being removed", sb->id);
+        return tell(srv, sb, waiters, &err);
+    }
+    /* Not paused (the pause failed, or it died): nothing to resume; they see its status. */
+    if (sb->status != SBX_PAUSED) return tell(srv, sb, waiters, NULL);
+    if (start_change(srv, sb, false, reason, waiters, &err) < 0) tell(srv, sb, waiters, &err);
+}
+
 /* The change is over (err: it failed, and the status is what it was): the
  * waiters hear, then what was asked for meanwhile runs. */
 static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
 {
     struct sbx_change *c = sb->change;
     sb->change = NULL;
-    tell(srv, sb, c->waiters, err);
-    struct sbx_change_waiter *resume = c->then_resume;
+    struct sbx_change_waiter *waiters = c->waiters, *resume = c->then_resume;
     server_deleted_fn *del = c->then_delete;
     void *del_arg = c->delete_arg;
     char reason[sizeof c->resume_reason];
     memcpy(reason, c->resume_reason, sizeof reason);
     free(c);
+    tell(srv, sb, waiters, err);
+    if (resume) resume_after(srv, sb, reason, resume);
     err_t e = {0};
-    /* Not paused (the pause failed, or it died): nothing to resume; they see its status. */
-    if (resume && sb->status != SBX_PAUSED)
-        tell(srv, sb, resume, NULL);
-    else if (resume && start_change(srv, sb, false, reason, resume, &e) < 0)
-        tell(srv, sb, resume, &e);
     if (del && server_sandbox_delete(srv, sb, del, del_arg, &e) < 0) del(srv, &e, del_arg);
 }
 
@@ -138,10 +155,15 @@ static void on_frozen(struct server *srv, const struct proto_result *res, int *f
 {
     struct sbx *sb = arg;
     struct sbx_change *c = sb->change;
+    err_t err = {0};
     if (res->status < 0) {
-        err_t err = {0};
         err_set(&err, res->status, "cannot %s sandbox %s: %s", c->pausing ? "pause" : "resume",
                 sb->id, res->msg);
+        return end_change(srv, sb, &err);
+    }
+    /* Its init died meanwhile (the death watch marked it): that status stands. */
+    if (sb->status != (c->pausing ? SBX_RUNNING : SBX_PAUSED)) {
+        err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_status_name(sb->status));
         return end_change(srv, sb, &err);
     }
     json_t *f;
@@ -150,14 +172,15 @@ static void on_frozen(struct server *srv, const struct proto_result *res, int *f
         sb->status = SBX_PAUSED;
         metrics_pause(srv);
         f = json_pack("{s:s}", "reason", c->reason);
+        server_event(srv, sb->id, "sandbox.paused", f);
     } else {
         double ms = ms_since(&c->started);
         sb->status = SBX_RUNNING;
         server_sandbox_touch(sb);
         metrics_wake(srv, ms / 1000.0);
         f = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
+        server_event(srv, sb->id, "sandbox.resumed", f);
     }
-    server_event(srv, sb->id, c->pausing ? "sandbox.paused" : "sandbox.resumed", f);
     json_decref(f);
     store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(sb->status), on_status_written,
                                 sb);
@@ -188,6 +211,7 @@ static int start_change(struct server *srv, struct sbx *sb, bool pausing, const 
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
+    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
     if (sb->change && sb->change->pausing) return add_waiter(&sb->change->waiters, done, arg, err);
     if (sb->change)
         return err_set(err, -EBUSY, "sandbox %s is being resumed; try again in a moment", sb->id);
@@ -207,6 +231,7 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
                           server_sandbox_done_fn *done, void *arg, err_t *err)
 {
+    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
     struct sbx_change *c = sb->change;
     if (c && c->pausing && !c->then_resume)
         str_copy(c->resume_reason, sizeof c->resume_reason, reason);
