@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
@@ -616,81 +615,4 @@ int cgroup_list(void (*fn)(const char *name, void *arg), void *arg)
     }
     free(s.names);
     return r;
-}
-
-/* ---- a process's own CPU weight ------------------------------------------ */
-
-struct cgroup_self {
-    char dir[CG_PATH_MAX];    /* runtime/<name> in the cpu hierarchy (v1) or the tree (v2) */
-    char origin[CG_PATH_MAX]; /* where the process was before, to go back to */
-};
-
-/* The caller's cgroup directory of the cpu controller, from /proc/self/cgroup:
- * v1 "N:cpu[,...]:/path" (a hierarchy that has cpu), v2 "0::/path". */
-static int own_cpu_dir(int version, char *out, err_t *err)
-{
-    char buf[4096];
-    int r = read_file_small("/proc/self/cgroup", buf, sizeof buf);
-    if (r < 0) return err_set(err, r, "cannot read /proc/self/cgroup: %s", strerror(-r));
-    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-        char *ctrls = strchr(line, ':'), *path = ctrls ? strchr(ctrls + 1, ':') : NULL;
-        if (!path) continue;
-        *path++ = '\0';
-        ctrls++;
-        bool cpu = version == 2 ? *ctrls == '\0' : false;
-        for (char *c = version == 1 ? strtok_r(ctrls, ",", &ctrls) : NULL; c && !cpu;
-             c = strtok_r(NULL, ",", &ctrls))
-            cpu = strcmp(c, "cpu") == 0;
-        if (!cpu) continue;
-        int n = version == 1 ? snprintf(out, CG_PATH_MAX, "%s/cpu%s", cg_root, path)
-                             : snprintf(out, CG_PATH_MAX, "%s%s", cg_root, path);
-        return n < 0 || n >= CG_PATH_MAX ? err_set(err, -ENAMETOOLONG, "cgroup path too long") : 0;
-    }
-    return err_set(err, -ENOENT, "no cpu cgroup in /proc/self/cgroup");
-}
-
-/* v2's cpu.weight (1-10000, 100 the default) as v1's cpu.shares (2-262144, 1024). */
-static void weight_text(int version, uint32_t weight, char *out, size_t size)
-{
-    uint64_t shares = (uint64_t)weight * 1024 / 100;
-    snprintf(out, size, "%" PRIu64, version == 2 ? weight : shares < 2 ? 2 : shares);
-}
-
-int cgroup_join_cpu_weight(const char *name, uint32_t weight, struct cgroup_self **out, err_t *err)
-{
-    int v = cgroup_version();
-    if (!name_ok(name) || weight < 1 || weight > 10000)
-        return err_set(err, -EINVAL, "invalid cgroup name or cpu weight");
-    if (v < 0) return err_set(err, v, "no cgroup hierarchy found under %s", cg_root);
-    if (v == 2) {
-        int r = cg2_prepare_parent(err);
-        if (r < 0) return r;
-    }
-    struct cgroup_self *s = calloc(1, sizeof *s);
-    if (!s) return err_set(err, -ENOMEM, "out of memory");
-    int r = own_cpu_dir(v, s->origin, err);
-    char parent[CG_PATH_MAX], text[24];
-    if (r == 0) r = parent_dir(parent, v, CG_CPU);
-    if (r == 0 && snprintf(s->dir, sizeof s->dir, "%s/%s", parent, name) >= CG_PATH_MAX)
-        r = -ENAMETOOLONG;
-    if (r == 0 && (mkdir(parent, 0755) < 0 && errno != EEXIST)) r = -errno;
-    if (r == 0 && (mkdir(s->dir, 0755) < 0 && errno != EEXIST)) r = -errno;
-    if (r < 0 && !err->msg[0]) err_set(err, r, "cannot make %s: %s", s->dir, strerror(-r));
-    weight_text(v, weight, text, sizeof text);
-    if (r == 0) r = cgi_write_err(s->dir, v == 2 ? "cpu.weight" : "cpu.shares", text, err);
-    if (r == 0) r = cgi_write_err(s->dir, "cgroup.procs", "0", err);
-    if (r < 0) {
-        rmdir(s->dir);
-        free(s);
-        return r;
-    }
-    *out = s;
-    return 0;
-}
-
-void cgroup_leave(struct cgroup_self *s)
-{
-    if (!s) return;
-    if (cgi_write(s->origin, "cgroup.procs", "0") == 0) rmdir(s->dir); /* busy: children stay */
-    free(s);
 }

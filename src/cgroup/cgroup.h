@@ -63,15 +63,6 @@ int cgroup_kill_all(struct cgroup *cg);
 /* Removes the cgroup directories; -EBUSY while tasks remain. */
 int cgroup_destroy(struct cgroup *cg, err_t *err);
 
-/* The calling process (all its threads, and the children it forks later) joins
- * runtime/<name> of the cpu controller only, with this weight relative to its
- * siblings and to other processes' groups (v2's cpu.weight: 1-10000, 100 the
- * default; v1's cpu.shares is weight*1024/100). cgroup_leave goes back to the
- * cgroup it came from and removes runtime/<name> unless children are still in it. */
-struct cgroup_self;
-int cgroup_join_cpu_weight(const char *name, uint32_t weight, struct cgroup_self **out, err_t *err);
-void cgroup_leave(struct cgroup_self *s);
-
 /* Calls fn once for each existing runtime/<name> (union over controllers);
  * returns how many or -errno. */
 int cgroup_list(void (*fn)(const char *name, void *arg), void *arg);

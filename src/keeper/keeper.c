@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../cgroup/cgroup.h"
 #include "../proto/proto.h"
 
 #define MAX_SANDBOXES SANDBOX_MAX_SLOTS
@@ -410,21 +409,6 @@ static void reap_children(void)
         if (pid == watched) watched_status = st;
 }
 
-/* Its own cpu cgroup, of a low weight: nice ranks the keeper only against
- * processes of its own group (the server's, with autogroup), while its creates
- * compete with sandboxes and other sessions group against group. Named
- * keeper-INSTANCE, so that no sweep takes it for a sandbox's (INSTANCE-ID). */
-static struct cgroup_self *join_cpu_group(const struct sandbox_host *host)
-{
-    char name[64];
-    snprintf(name, sizeof name, "keeper-%s", host->instance);
-    struct cgroup_self *cpu = NULL;
-    err_t err = {0};
-    if (cgroup_join_cpu_weight(name, KEEPER_CPU_WEIGHT, &cpu, &err) < 0)
-        log_warn("keeper: its creates keep the CPU weight of the daemon's group: %s", err.msg);
-    return cpu;
-}
-
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
                 const struct keeper_files *files)
 {
@@ -434,7 +418,6 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
      * in sandboxes (an exec's monitor goes back to 0) when the CPUs are short. */
     if (setpriority(PRIO_PROCESS, 0, KEEPER_NICE) < 0)
         log_warn("keeper: cannot lower its priority: %s", strerror(errno));
-    struct cgroup_self *cpu = join_cpu_group(host);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -465,7 +448,6 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
     }
     for (size_t i = 0; i < k.n; i++)
         drv->free(k.entries[i].sb); /* sandboxes keep running */
-    cgroup_leave(cpu);
     free(k.entries);
     free(buf);
     if (sfd >= 0) close(sfd);

@@ -11,10 +11,6 @@
 /* The keeper's nice value: its create and destroy work yields the CPU to the
  * server and to sandboxes (whose programs run at 0). */
 #define KEEPER_NICE 10
-/* And its CPU weight against sandboxes and other processes' groups (cgroup v2's
- * cpu.weight, 100 the default; cgroup_join_cpu_weight): creates and removals run
- * when the CPUs have time, without being starved when they are busy. */
-#define KEEPER_CPU_WEIGHT 10
 
 /* The files the keeper reads for the server, as given at start: root-only files
  * the server could not open. The keeper copies their bytes and never parses them. */
