@@ -208,6 +208,15 @@ static int start_change(struct server *srv, struct sbx *sb, bool pausing, const 
     return 0;
 }
 
+static int begin_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
+                        server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    struct sbx_change_waiter *w = NULL;
+    int r = add_waiter(&w, done, arg, err);
+    if (r == 0 && (r = start_change(srv, sb, pausing, reason, w, err)) < 0) free_waiters(w);
+    return r;
+}
+
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
@@ -222,10 +231,7 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
     if (sb->status != SBX_RUNNING)
         return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
                        sb->id, sbx_status_name(sb->status));
-    struct sbx_change_waiter *w = NULL;
-    int r = add_waiter(&w, done, arg, err);
-    if (r == 0 && (r = start_change(srv, sb, true, reason, w, err)) < 0) free_waiters(w);
-    return r;
+    return begin_change(srv, sb, true, reason, done, arg, err);
 }
 
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
@@ -240,10 +246,7 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
         if (done) done(srv, sb, NULL, arg);
         return 0;
     }
-    struct sbx_change_waiter *w = NULL;
-    int r = add_waiter(&w, done, arg, err);
-    if (r == 0 && (r = start_change(srv, sb, false, reason, w, err)) < 0) free_waiters(w);
-    return r;
+    return begin_change(srv, sb, false, reason, done, arg, err);
 }
 
 /* server_sandbox_delete during a change: it runs when the change is over. */

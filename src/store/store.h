@@ -129,9 +129,10 @@ int store_usage_each(struct store *st, void (*fn)(const char *sandbox, const cha
 /* The writer: a thread with a connection of its own for the writes nobody waits
  * for (events, usage counters), for the sandbox rows' writes (below) and for the
  * WAL's checkpoints, so that SQLite's time and the disk's are never spent on the
- * server's event loop. Jobs run in the order queued; store_writer_sync returns
- * when those queued before it are written, so that a read on another connection
- * sees them. */
+ * server's event loop. Jobs run in the order queued; store_writer_sync waits
+ * until those queued before it are written, so that a read on another
+ * connection sees them (for tests and tools: the loop never waits, it uses
+ * store_writer_flush below). */
 #define STORE_CHECKPOINT_S 1
 #define STORE_WRITER_QUEUE_MAX 4096 /* jobs; past it, events are dropped and counted */
 struct store_writer;
