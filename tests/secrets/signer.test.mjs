@@ -7,7 +7,8 @@
 //   - the CA's private key is in its memory and in neither the keeper's nor the
 //     server's (the keeper never loads it, so it cannot sign for anyone);
 //   - the server never waits for it: connections to a new host wait for its
-//     leaf (one request however many they are) while the API answers;
+//     leaf (one request however many they are) while the API answers; a
+//     signer that hangs costs them its 5 s timeout;
 //   - when it dies, the server neither stalls nor crashes: requests pending
 //     fail at once, leaves it already minted still serve, a new host's TLS is
 //     refused at once, the log says why, and the API keeps answering.
@@ -133,6 +134,23 @@ describe('secrets: the signer holds the CA key alone', { skip: !isRoot() && 'mus
     assert.equal(new Set(r.leaves).size, 1, `one leaf for all: ${r.leaves.join(' ')}`);
     const again = await handshakes(300, 301, [300]);
     assert.equal(again.serials[300], r.leaves[0], 'and it is the cached one');
+  });
+
+  test('a signer that hangs costs a new host its connections after the timeout, and its late answer is dropped', async () => {
+    const pid = signerPid();
+    process.kill(pid, 'SIGSTOP');
+    let stuck;
+    try {
+      stuck = await d.inside(sb.id, 'handshakes', { from: 200, to: 202, suffix: '.many.test', concurrency: 2, timeoutMs: 15000 },
+        { timeoutMs: 60000 });
+    } finally {
+      process.kill(pid, 'SIGCONT'); // it answers now, for requests that have failed
+    }
+    assert.equal(stuck.ok, 0, JSON.stringify(stuck));
+    assert.ok(stuck.ms >= 4500 && stuck.ms < 12000, `the stuck requests failed after ${stuck.ms} ms (timeout 5 s)`);
+    const later = await handshakes(202, 204, [202]);
+    assert.deepEqual(later.errors, {}, 'the signer serves again, each answer to its own request');
+    assert.equal(later.full[202], later.serials[202]);
   });
 
   test('when it dies, requests pending and new hosts fail at once and the server carries on', async () => {
