@@ -74,9 +74,16 @@ struct egress_secrets {
                         const char *placeholder, const char *why);
 };
 
-/* A leaf certificate for name over the given public key, DER (malloc'd). */
+/* The end of a sign: r 0 and the DER leaf (borrowed for the call), or a
+ * negative errno (-ECANCELED: the daemon stops; after egress_free it only
+ * frees what signed_arg holds). */
+typedef void egress_signed_fn(int r, const uint8_t *der, size_t der_len, void *signed_arg);
+/* Asks for a leaf certificate for name over the given public key, without
+ * waiting: returns 0 and calls signed exactly once, later, from the loop (the
+ * connections to name wait for it, reading nothing); or a negative errno, and
+ * never calls it. */
 typedef int (*egress_sign_fn)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
-                              uint8_t **der, size_t *der_len);
+                              egress_signed_fn *signed_cb, void *signed_arg);
 
 /* What a sandbox may do a second. */
 struct egress_rates {

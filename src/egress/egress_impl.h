@@ -35,10 +35,12 @@ enum conn_state {
     CONN_RESOLVING,
     CONN_CONNECTING,
     CONN_SPLICING,
+    CONN_SIGNING, /* connected; waits for its host's leaf (intercept.c) */
     CONN_INTERCEPTING
 };
 
 struct intercept; /* intercept.c: the TLS-terminated half of a connection */
+struct signing;   /* intercept.c: a leaf being signed, and the connections it is for */
 
 struct conn {
     struct egress_sandbox *es;
@@ -51,9 +53,11 @@ struct conn {
     struct event *ev;
     struct evdns_getaddrinfo_request *dns_req;
     struct pump up, down;
-    bool intercept;        /* a secret may go to this host: terminate TLS */
-    bool plain_http;       /* intercept as plain HTTP: report placeholders, swap none */
-    struct intercept *tls; /* set once intercepting */
+    bool intercept;          /* a secret may go to this host: terminate TLS */
+    bool plain_http;         /* intercept as plain HTTP: report placeholders, swap none */
+    struct intercept *tls;   /* set once intercepting */
+    struct signing *signing; /* CONN_SIGNING: what it waits for */
+    struct conn *wait_prev, *wait_next; /* the other connections waiting for it */
     struct conn *prev, *next;
 };
 
@@ -90,6 +94,7 @@ struct egress {
     struct mitm_leaves *leaves; /* leaf key and certificates, when intercepting */
     SSL_CTX *tls_down;          /* toward sandboxes: minted certificates, ALPN http/1.1 */
     SSL_CTX *tls_up;            /* toward real hosts: full verification */
+    struct signing *signings;   /* leaves being signed, one per name */
 };
 
 struct egress_sandbox {
@@ -135,8 +140,11 @@ void pump_stop(struct pump *p);
 /* intercept.c */
 int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err);
 void intercept_fini(struct egress *eg);
-/* Returns 0, or a negative errno when the connection must be closed. */
+/* Returns 0, or a negative errno when the connection must be closed. A host
+ * whose leaf is not cached parks the connection (CONN_SIGNING) until it is
+ * signed; the connection goes on, or is closed, from the loop then. */
 int intercept_start(struct conn *c);
+/* Frees what interception holds for c, and takes it off the waiters of a leaf. */
 void intercept_stop(struct conn *c);
 
 /* dnsstub.c */

@@ -1,6 +1,7 @@
 /* Interception, only for hosts some secret of the sandbox may go to: the proxy
  * terminates the sandbox's TLS with a leaf minted for the name (keys and
- * signing in src/mitm), opens its own TLS to the real host with full
+ * signing in src/mitm; a name not cached parks its connections until the
+ * signer's answer, the loop going on meanwhile), opens its own TLS to the real host with full
  * verification, and reads each request head strictly (src/http): Host must be
  * the name, placeholders the secret allows for this host, method and path are
  * swapped for the value, others stay and are reported. Bodies and responses
@@ -83,30 +84,43 @@ int intercept_init(struct egress *eg, const char *upstream_ca, err_t *err)
     return 0;
 }
 
+/* A leaf being signed, and the connections waiting for it: however many
+ * connect to a name new to the cache meanwhile, the signer is asked once. */
+struct signing {
+    struct egress *eg; /* NULL once the egress is gone: the answer only frees this */
+    struct signing *prev, *next;
+    struct conn *waiters;
+    char name[POLICY_NAME_MAX];
+};
+
 void intercept_fini(struct egress *eg)
 {
     if (eg->tls_down) SSL_CTX_free(eg->tls_down);
     if (eg->tls_up) SSL_CTX_free(eg->tls_up);
     mitm_leaves_free(eg->leaves);
+    /* Their sandboxes are gone, and their waiters with them; each answer,
+     * which the signer's client still owes, frees its own. */
+    for (struct signing *s = eg->signings; s; s = s->next)
+        s->eg = NULL;
+    eg->signings = NULL;
 }
 
-static X509 *leaf_for(struct egress *eg, const char *name)
+static void wait_remove(struct conn *c)
 {
-    X509 *x = mitm_leaves_get(eg->leaves, name);
-    if (x) return x;
-    size_t spki_len;
-    const uint8_t *spki = mitm_leaves_spki(eg->leaves, &spki_len);
-    uint8_t *der = NULL;
-    size_t der_len = 0;
-    if (eg->sign(eg->event_arg, name, spki, spki_len, &der, &der_len) < 0) return NULL;
-    err_t err = {0};
-    int r = mitm_leaves_put(eg->leaves, name, der, der_len, &err);
-    free(der);
-    return r == 0 ? mitm_leaves_get(eg->leaves, name) : NULL;
+    struct signing *s = c->signing;
+    if (!s) return;
+    if (c->wait_prev)
+        c->wait_prev->wait_next = c->wait_next;
+    else
+        s->waiters = c->wait_next;
+    if (c->wait_next) c->wait_next->wait_prev = c->wait_prev;
+    c->wait_prev = c->wait_next = NULL;
+    c->signing = NULL;
 }
 
 void intercept_stop(struct conn *c)
 {
+    wait_remove(c); /* a connection closed while its leaf is being signed */
     struct intercept *t = c->tls;
     if (!t) return;
     if (t->down) bufferevent_free(t->down); /* closes the fds: conn_close must not */
@@ -464,12 +478,10 @@ static int plain_start(struct conn *c)
     return 0;
 }
 
-int intercept_start(struct conn *c)
+/* TLS on both sides, c's host's leaf toward the sandbox. */
+static int tls_start(struct conn *c, X509 *cert)
 {
     struct egress *eg = c->es->eg;
-    if (c->plain_http) return plain_start(c);
-    X509 *cert = leaf_for(eg, c->name);
-    if (!cert) return -EIO; /* the keeper did not sign, or the leaf was refused */
     struct intercept *t = calloc(1, sizeof *t);
     SSL *down = SSL_new(eg->tls_down);
     struct policy_addr ignored;
@@ -499,4 +511,81 @@ int intercept_start(struct conn *c)
     bufferevent_enable(t->down, EV_READ | EV_WRITE);
     bufferevent_enable(t->up, EV_READ | EV_WRITE);
     return 0;
+}
+
+static void signing_unlink(struct signing *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        s->eg->signings = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* The leaf is cached and every connection waiting for it goes on; without
+ * one, they are closed, as when intercept_start fails. */
+static void on_signed(int r, const uint8_t *der, size_t der_len, void *arg)
+{
+    struct signing *s = arg;
+    struct egress *eg = s->eg;
+    X509 *cert = NULL;
+    if (eg) signing_unlink(s);
+    if (eg && r == 0) {
+        err_t err = {0};
+        if (mitm_leaves_put(eg->leaves, s->name, der, der_len, &err) == 0)
+            cert = mitm_leaves_get(eg->leaves, s->name);
+        else
+            log_warn("no certificate for %s: %s", s->name, err.msg);
+    }
+    while (s->waiters) {
+        struct conn *c = s->waiters;
+        wait_remove(c);
+        if (!cert || tls_start(c, cert) < 0) conn_close(c);
+    }
+    free(s);
+}
+
+static struct signing *signing_new(struct egress *eg, const char *name)
+{
+    struct signing *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->eg = eg;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    size_t spki_len;
+    const uint8_t *spki = mitm_leaves_spki(eg->leaves, &spki_len);
+    if (eg->sign(eg->event_arg, name, spki, spki_len, on_signed, s) < 0) {
+        free(s);
+        return NULL;
+    }
+    s->next = eg->signings;
+    if (eg->signings) eg->signings->prev = s;
+    eg->signings = s;
+    return s;
+}
+
+/* Parks c, reading nothing, until its host's leaf is signed. -EIO when the
+ * signer cannot be asked (it has exited, say): c is closed then, at once. */
+static int wait_for_leaf(struct conn *c)
+{
+    struct egress *eg = c->es->eg;
+    struct signing *s = eg->signings;
+    while (s && strcmp(s->name, c->name) != 0)
+        s = s->next;
+    if (!s) s = signing_new(eg, c->name);
+    if (!s) return -EIO;
+    c->signing = s;
+    c->wait_next = s->waiters;
+    if (s->waiters) s->waiters->wait_prev = c;
+    s->waiters = c;
+    c->state = CONN_SIGNING;
+    return 0;
+}
+
+int intercept_start(struct conn *c)
+{
+    struct egress *eg = c->es->eg;
+    if (c->plain_http) return plain_start(c);
+    X509 *cert = mitm_leaves_get(eg->leaves, c->name);
+    return cert ? tls_start(c, cert) : wait_for_leaf(c);
 }

@@ -58,7 +58,6 @@ int mitm_ca_sign(struct mitm_ca *ca, const uint8_t *spki, size_t spki_len, const
  * the session on one. */
 #define MITM_SPKI_MAX 1024
 #define MITM_ANSWER_MAX 4096 /* header and body; a P-256 leaf is under 1 KiB */
-#define MITM_SIGNER_TIMEOUT_MS 1000
 
 struct mitm_sign_req {
     uint32_t id; /* echoed in the answer, to tell a late answer from this one */
@@ -79,11 +78,34 @@ size_t mitm_signer_answer(struct mitm_ca *ca, const void *req, size_t len, uint8
 /* Serves requests on sock until the server hangs up (0) or sock fails
  * (negative errno). Descriptors sent along are never installed. */
 int mitm_signer_serve(int sock, struct mitm_ca *ca);
-/* The server's side: asks the signer on sock for a leaf for name and waits at
- * most MITM_SIGNER_TIMEOUT_MS. A signer that has exited fails at once, with a
- * message that says so. Returns the DER leaf (malloc'd). */
-int mitm_signer_sign(int sock, const char *name, const uint8_t *spki, size_t spki_len,
-                     uint8_t **der, size_t *der_len, err_t *err);
+
+/* ---- the server's client of the signer (client.c) ----
+ * Asynchronous, on the server's event loop: requests go out at once (at most
+ * MITM_SIGNER_INFLIGHT on the socket, the rest wait their turn in memory, at
+ * most MITM_SIGNER_PENDING_MAX in all), answers are matched to requests by
+ * their id, and each request ends in its done callback, on the loop, exactly
+ * once: with the leaf, the signer's refusal, a timeout (a signer that hangs),
+ * or the signer's hang-up, after which every request fails at once. */
+#define MITM_SIGNER_TIMEOUT_MS 5000 /* from the request to its answer */
+#define MITM_SIGNER_INFLIGHT 32     /* on the socket: its buffer holds about 90 */
+#define MITM_SIGNER_PENDING_MAX 1024
+
+struct event_base;
+struct mitm_signer_client;
+/* r 0: der is the DER leaf (borrowed for the call); r < 0: err says why. */
+typedef void mitm_signed_fn(int r, const uint8_t *der, size_t der_len, const err_t *err, void *arg);
+/* A client of the signer on sock (not taken; -1: no signer, every request
+ * fails), each request failing after timeout_ms without an answer. */
+int mitm_signer_client_new(struct event_base *base, int sock, unsigned timeout_ms,
+                           struct mitm_signer_client **out, err_t *err);
+/* Every request still pending ends, -ECANCELED. */
+void mitm_signer_client_free(struct mitm_signer_client *sc);
+/* Asks for a leaf for name over spki. Returns 0, and done(arg) is called
+ * later, from the loop; or a negative errno (the signer has exited, too many
+ * requests, a name or key too long) and done is never called. */
+int mitm_signer_client_sign(struct mitm_signer_client *sc, const char *name, const uint8_t *spki,
+                            size_t spki_len, mitm_signed_fn *done, void *arg, err_t *err);
+size_t mitm_signer_client_pending(const struct mitm_signer_client *sc);
 
 /* ---- server side ---- */
 struct mitm_leaves;

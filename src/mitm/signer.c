@@ -2,9 +2,8 @@
  * process). It reads fixed-size requests from the server on one socket and
  * answers each with a leaf or an error; what the server sends is untrusted, so
  * every field is checked here before mitm_ca_sign checks the name and key
- * again. Also the server's client of it. */
+ * again. The server's client of it is client.c. */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -83,89 +82,4 @@ int mitm_signer_serve(int sock, struct mitm_ca *ca)
         while (w < 0 && errno == EINTR);
         if (w < 0) return errno == EPIPE ? 0 : -errno;
     }
-}
-
-/* ---- the server's side ---- */
-
-static int gone(err_t *err)
-{
-    return err_set(err, -EPIPE,
-                   "the signer process has exited, so TLS interception of new hosts fails "
-                   "until runtimed restarts (the daemon's log says why it stopped)");
-}
-
-/* Waits for the answer to request id; answers to earlier requests, which timed
- * out, are dropped. */
-static int await_answer(int sock, uint32_t id, uint8_t *buf, size_t *got, err_t *err)
-{
-    uint64_t deadline = now_ms() + MITM_SIGNER_TIMEOUT_MS;
-    for (;;) {
-        uint64_t now = now_ms();
-        struct pollfd p = {.fd = sock, .events = POLLIN};
-        int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return err_set(err, errno, "cannot wait for the signer: %m");
-        if (r == 0)
-            return err_set(err, -ETIMEDOUT, "the signer did not answer within %d ms",
-                           MITM_SIGNER_TIMEOUT_MS);
-        ssize_t n = recv(sock, buf, MITM_ANSWER_MAX + 1, MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n == 0 || (n < 0 && errno == ECONNRESET)) return gone(err);
-        if (n < 0) return err_set(err, errno, "cannot read the signer's answer: %m");
-        struct mitm_sign_ans h;
-        if ((size_t)n < sizeof h)
-            return err_set(err, -EPROTO, "a malformed answer from the signer");
-        memcpy(&h, buf, sizeof h);
-        if (h.id != id) continue;
-        *got = (size_t)n;
-        return 0;
-    }
-}
-
-static int take_answer(const uint8_t *buf, size_t n, uint8_t **der, size_t *der_len, err_t *err)
-{
-    struct mitm_sign_ans h;
-    memcpy(&h, buf, sizeof h);
-    const uint8_t *body = buf + sizeof h;
-    if (n > MITM_ANSWER_MAX || h.len != n - sizeof h || h.status > 0 || (h.status == 0 && !h.len))
-        return err_set(err, -EPROTO, "a malformed answer from the signer");
-    if (h.status < 0) return err_set(err, h.status, "%.*s", (int)h.len, (const char *)body);
-    *der = malloc(h.len);
-    if (!*der) return err_set(err, -ENOMEM, "out of memory");
-    memcpy(*der, body, h.len);
-    *der_len = h.len;
-    return 0;
-}
-
-static int send_request(int sock, const struct mitm_sign_req *rq, err_t *err)
-{
-    ssize_t w;
-    do
-        w = send(sock, rq, sizeof *rq, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (w < 0 && errno == EINTR);
-    if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) return gone(err);
-    if (w < 0 && errno == EAGAIN)
-        return err_set(err, -ETIMEDOUT, "the signer is not taking requests (its queue is full)");
-    if (w < 0) return err_set(err, errno, "cannot reach the signer: %m");
-    return 0;
-}
-
-int mitm_signer_sign(int sock, const char *name, const uint8_t *spki, size_t spki_len,
-                     uint8_t **der, size_t *der_len, err_t *err)
-{
-    /* One socket, used from the server's loop only: a counter tells answers apart. */
-    static uint32_t last_id;
-    struct mitm_sign_req rq = {.id = ++last_id, .spki_len = (uint32_t)spki_len};
-    *der = NULL;
-    *der_len = 0;
-    if (sock < 0) return err_set(err, -ENOTSUP, "interception is not set up");
-    if (spki_len == 0 || spki_len > sizeof rq.spki || str_copy(rq.name, sizeof rq.name, name) < 0)
-        return err_set(err, -EINVAL, "name or key too long");
-    memcpy(rq.spki, spki, spki_len);
-    uint8_t buf[MITM_ANSWER_MAX + 1];
-    size_t n = 0;
-    int r = send_request(sock, &rq, err);
-    if (r == 0) r = await_answer(sock, rq.id, buf, &n, err);
-    if (r == 0) r = take_answer(buf, n, der, der_len, err);
-    return r;
 }

@@ -965,14 +965,39 @@ static void on_egress_name(void *arg, const char *sandbox_id, uint32_t slot, uin
 }
 
 /* A leaf for the egress's interception: the signer, not the keeper, holds the
- * CA key (docs/architecture.md). */
+ * CA key (docs/architecture.md). Asked without waiting: the loop goes on
+ * serving while the signer works, and a signer that hangs costs the
+ * connections to a new host its timeout, not every sandbox's traffic. */
+struct leaf_wait {
+    egress_signed_fn *done;
+    void *arg;
+    char name[MITM_NAME_MAX];
+};
+
+static void on_leaf(int r, const uint8_t *der, size_t der_len, const err_t *err, void *arg)
+{
+    struct leaf_wait *w = arg;
+    if (r < 0 && r != -ECANCELED) log_warn("no certificate for %s: %s", w->name, err->msg);
+    w->done(r, der, der_len, w->arg);
+    free(w);
+}
+
 static int sign_leaf(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
-                     uint8_t **der, size_t *der_len)
+                     egress_signed_fn *done, void *done_arg)
 {
     struct server *srv = arg;
     err_t err = {0};
-    int r = mitm_signer_sign(srv->cfg.signer_sock, name, spki, spki_len, der, der_len, &err);
-    if (r < 0) log_warn("no certificate for %s: %s", name, err.msg);
+    struct leaf_wait *w = calloc(1, sizeof *w);
+    int r = w ? 0 : err_set(&err, -ENOMEM, "out of memory");
+    if (w) {
+        *w = (struct leaf_wait){.done = done, .arg = done_arg};
+        snprintf(w->name, sizeof w->name, "%s", name);
+        r = mitm_signer_client_sign(srv->signer, name, spki, spki_len, on_leaf, w, &err);
+    }
+    if (r < 0) {
+        log_warn("no certificate for %s: %s", name, err.msg);
+        free(w);
+    }
     return r;
 }
 
@@ -1004,6 +1029,9 @@ struct vault *server_vault(struct server *srv)
 
 static int start_egress(struct server *srv, err_t *err)
 {
+    int r = mitm_signer_client_new(srv->base, srv->cfg.signer_sock, MITM_SIGNER_TIMEOUT_MS,
+                                   &srv->signer, err);
+    if (r < 0) return r;
     struct egress_config ec = {.pins = srv->cfg.pins,
                                .n_pins = srv->cfg.n_pins,
                                .on_name = on_egress_name,
@@ -1075,6 +1103,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     server_runs_stop(&srv);
     unserve(&srv);
     egress_free(srv.egress);
+    mitm_signer_client_free(srv.signer); /* after the egress: its answers only free */
     json_decref(srv.catalog);
     metrics_stop(&srv);
     vault_close(srv.vault);

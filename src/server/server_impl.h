@@ -30,6 +30,7 @@ struct server {
     struct store_writer *writer; /* events, usage and sandbox rows, on a thread of its own */
     struct event *writer_done;   /* the writer finished writes someone waits for */
     struct egress *egress;
+    struct mitm_signer_client *signer; /* leaves for the egress's interception */
     int keeper;
     uint32_t next_req;
     struct keeper_pending *keeper_fifo, **keeper_fifo_tail; /* sent, not yet handed back */

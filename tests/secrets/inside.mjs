@@ -270,19 +270,20 @@ function issuerIn(leaf) {
   return null;
 }
 
-// Names n{from}..n{to-1}{suffix}, `concurrency` at a time: resolve through the
+// Names n{from}..n{to-1}{suffix} (or n{from}{suffix} to-from times, with `same`:
+// the serial of each leaf is then in `leaves`), `concurrency` at a time: resolve through the
 // sandbox's resolver, then get the leaf with a raw ClientHello (above) and
 // check it: issued for that name by a CA of the bundle, in its validity. For
 // the names in fullFor, a whole handshake with node's TLS client as well, with
 // the bundle as trust store: serial numbers of both are reported.
 async function handshakes() {
-  const { from, to, suffix, concurrency = 50, fullFor = [], timeoutMs = 5000 } = arg;
+  const { from, to, suffix, concurrency = 50, fullFor = [], timeoutMs = 5000, same = false } = arg;
   const secureContext = trust();
   const resolver = new dns.promises.Resolver({ timeout: 2000, tries: 2 });
-  const r = { ok: 0, errors: {}, serials: {}, full: {}, ms: 0 };
+  const r = { ok: 0, errors: {}, serials: {}, full: {}, leaves: [], ms: 0 };
   const t0 = Date.now();
   const one = async (i) => {
-    const name = `n${i}${suffix}`;
+    const name = same ? `n${from}${suffix}` : `n${i}${suffix}`;
     try {
       const [addr] = await resolver.resolve4(name);
       const leaf = new crypto.X509Certificate(await leafOf(addr, name, timeoutMs));
@@ -291,6 +292,7 @@ async function handshakes() {
       if (!ca || !leaf.verify(ca.publicKey)) throw new Error('leaf not issued by a CA of the bundle');
       if (leaf.subjectAltName !== `DNS:${name}`) throw new Error(`leaf for ${leaf.subjectAltName}`);
       if (Date.parse(leaf.validFrom) > now || Date.parse(leaf.validTo) < now) throw new Error('leaf not valid now');
+      if (same) r.leaves.push(leaf.serialNumber);
       if (fullFor.includes(i)) {
         r.serials[i] = leaf.serialNumber;
         r.full[i] = await new Promise((resolve, reject) => {

@@ -6,9 +6,12 @@
 //   - it holds no descriptor but stdio (its log) and one socket;
 //   - the CA's private key is in its memory and in neither the keeper's nor the
 //     server's (the keeper never loads it, so it cannot sign for anyone);
-//   - when it dies, the server neither stalls nor crashes: leaves it already
-//     minted still serve, a new host's TLS is refused at once, the log says
-//     why, and the API keeps answering.
+//   - the server never waits for it: connections to a new host wait for its
+//     leaf (one request however many they are) while the API answers; a
+//     signer that hangs costs them its 5 s timeout;
+//   - when it dies, the server neither stalls nor crashes: requests pending
+//     fail at once, leaves it already minted still serve, a new host's TLS is
+//     refused at once, the log says why, and the API keeps answering.
 // Names under *.many.test resolve to the sink (tests/secrets/lib.mjs), so a
 // handshake costs no upstream TLS; inside.mjs `handshakes` reads the leaf.
 
@@ -43,6 +46,13 @@ function caKeyNeedles() {
   const dBytes = Buffer.from(crypto.createPrivateKey(pem).export({ format: 'jwk' }).d, 'base64url');
   assert.equal(dBytes.length, 32, 'a P-256 private scalar');
   return [dBytes.toString('latin1'), Buffer.from(dBytes).reverse().toString('latin1')];
+}
+
+/** Resolves once n connections to one of names have reached the proxy (each is
+ * allowed, then waits for its leaf). */
+async function connected(names, n) {
+  await waitFor(async () => (await d.events(sb.id)).filter((e) => e.kind === 'egress.allowed' && names.includes(e.host)).length >= n,
+    { timeoutMs: 4000, what: `${n} connections to ${names.join(' ')}` });
 }
 
 const handshakes = (from, to, fullFor = []) =>
@@ -102,18 +112,70 @@ describe('secrets: the signer holds the CA key alone', { skip: !isRoot() && 'mus
     }
   });
 
-  test('when it dies, a new host is refused at once and the server carries on', async () => {
+  test('connections to one new host at once wait for one leaf, and the loop does not wait', async () => {
+    const N = 8;
+    const pid = signerPid();
+    process.kill(pid, 'SIGSTOP'); // a signer that is slow: every connection to the host waits
+    let run;
+    try {
+      run = d.inside(sb.id, 'handshakes', { from: 300, to: 300 + N, same: true, suffix: '.many.test', concurrency: N,
+        timeoutMs: 20000 }, { timeoutMs: 60000 });
+      await connected(['n300.many.test'], N);
+      const t0 = Date.now();
+      assert.equal((await d.api('GET', '/v1/sandboxes')).status, 200);
+      assert.ok(Date.now() - t0 < 500, `the API took ${Date.now() - t0} ms while the signer was stopped`);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const r = await run;
+    assert.deepEqual(r.errors, {});
+    assert.equal(r.ok, N);
+    // A request per connection would have minted N leaves (random serials), each replacing the last.
+    assert.equal(new Set(r.leaves).size, 1, `one leaf for all: ${r.leaves.join(' ')}`);
+    const again = await handshakes(300, 301, [300]);
+    assert.equal(again.serials[300], r.leaves[0], 'and it is the cached one');
+  });
+
+  test('a signer that hangs costs a new host its connections after the timeout, and its late answer is dropped', async () => {
+    const pid = signerPid();
+    process.kill(pid, 'SIGSTOP');
+    let stuck;
+    try {
+      stuck = await d.inside(sb.id, 'handshakes', { from: 200, to: 202, suffix: '.many.test', concurrency: 2, timeoutMs: 15000 },
+        { timeoutMs: 60000 });
+    } finally {
+      process.kill(pid, 'SIGCONT'); // it answers now, for requests that have failed
+    }
+    assert.equal(stuck.ok, 0, JSON.stringify(stuck));
+    assert.ok(stuck.ms >= 4500 && stuck.ms < 12000, `the stuck requests failed after ${stuck.ms} ms (timeout 5 s)`);
+    const later = await handshakes(202, 204, [202]);
+    assert.deepEqual(later.errors, {}, 'the signer serves again, each answer to its own request');
+    assert.equal(later.full[202], later.serials[202]);
+  });
+
+  test('when it dies, requests pending and new hosts fail at once and the server carries on', async () => {
     const first = await handshakes(10, 11, [10]);
     assert.deepEqual(first.errors, {});
     const server = d.daemonPids().find((p) => p !== d.proc.pid);
     const pid = signerPid();
     const logAt = d.log().length;
-    process.kill(pid, 'SIGKILL');
+    // Killed while requests wait for it: they fail at its hang-up, not after the 5 s timeout.
+    process.kill(pid, 'SIGSTOP');
+    const pending = handshakes(100, 104);
+    try {
+      await connected(['n100.many.test', 'n101.many.test', 'n102.many.test', 'n103.many.test'], 4);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
+    const killedAt = Date.now();
     await waitFor(() => !pidAlive(pid), { what: 'the signer to die' });
+    const cut = await pending;
+    assert.equal(cut.ok, 0, `hosts got leaves from a dead signer: ${JSON.stringify(cut)}`);
+    assert.ok(Date.now() - killedAt < 3000, `pending requests ended ${Date.now() - killedAt} ms after the kill`);
 
-    const fresh = await handshakes(100, 104);
+    const fresh = await handshakes(104, 108);
     assert.equal(fresh.ok, 0, `new hosts got leaves without a signer: ${JSON.stringify(fresh)}`);
-    // Each refusal is the signer's EOF, not its 1 s timeout.
+    // Each refusal is the signer's EOF, not its 5 s timeout.
     assert.ok(fresh.ms < 4000, `4 refusals took ${fresh.ms} ms`);
     await waitFor(() => /the signer process has exited/.test(d.log().slice(logAt)),
       { what: 'a log line that names the dead signer' });

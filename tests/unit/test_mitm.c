@@ -3,6 +3,7 @@
  * with X509_STRICT, hostname and IP checks without CN fallback), the CA's files
  * and their modes, the name checks, and that the leaf cache stays bounded. */
 #include <errno.h>
+#include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -639,8 +640,58 @@ static void *serve_thread(void *arg)
     return NULL;
 }
 
+/* What a request's done callback was told. */
+struct got {
+    int calls, r;
+    uint8_t *der;
+    size_t len;
+    char msg[512];
+};
+
+static void on_got(int r, const uint8_t *der, size_t len, const err_t *err, void *arg)
+{
+    struct got *g = arg;
+    g->calls++;
+    g->r = r;
+    if (r == 0 && (g->der = malloc(len))) {
+        memcpy(g->der, der, len);
+        g->len = len;
+    }
+    if (r < 0) snprintf(g->msg, sizeof g->msg, "%s", err->msg);
+}
+
+/* Runs the loop until *calls reaches want, or ms have passed. */
+static void run_until(struct event_base *base, const int *calls, int want, unsigned ms)
+{
+    uint64_t end = now_ms() + ms;
+    while (*calls < want && now_ms() < end) {
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        if (*calls < want) usleep(1000);
+    }
+}
+
+/* The fake signer's side: the id of the next request on sock, 0 when none. */
+static uint32_t fake_take(int sock)
+{
+    struct mitm_sign_req rq;
+    ssize_t n = recv(sock, &rq, sizeof rq, MSG_DONTWAIT);
+    return n == (ssize_t)sizeof rq ? rq.id : 0;
+}
+
+static void fake_answer(int sock, uint32_t id, int status, const char *body)
+{
+    uint8_t buf[MITM_ANSWER_MAX];
+    struct mitm_sign_ans h = {.id = id, .status = status, .len = (uint32_t)strlen(body)};
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, body, h.len);
+    if (send(sock, buf, sizeof h + h.len, 0) < 0) perror("fake_answer");
+}
+
+static const uint8_t fake_spki[91] = {0x30};
+
 /* A malformed record is answered (-EPROTO) and the signer keeps serving: a
- * good request after it gets its leaf, and EOF ends the loop with 0. */
+ * good request after it gets its leaf, and EOF ends the loop with 0. Through
+ * the server's client: two requests in flight, each answered as its own. */
 TEST(mitm_signer_answers_malformed_and_goes_on)
 {
     struct fixture f;
@@ -659,42 +710,216 @@ TEST(mitm_signer_answers_malformed_and_goes_on)
     memcpy(&h, buf, sizeof h);
     CHECK(h.id == 77 && h.status == -EPROTO && h.len > 0);
 
-    size_t spki_len, der_len = 0;
-    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
-    uint8_t *der = NULL;
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL;
     err_t err = {0};
-    CHECK(mitm_signer_sign(sp[0], "api.example.com", spki, spki_len, &der, &der_len, &err) == 0);
-    X509 *x = der ? der_cert(der, der_len) : NULL;
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &sc, &err) == 0);
+    size_t spki_len;
+    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
+    struct got good = {0}, refused = {0};
+    CHECK(mitm_signer_client_sign(sc, "api.example.com", spki, spki_len, on_got, &good, &err) == 0);
+    CHECK(mitm_signer_client_sign(sc, "bad name", spki, spki_len, on_got, &refused, &err) == 0);
+    CHECK(good.calls == 0 && refused.calls == 0); /* never from within sign */
+    run_until(base, &refused.calls, 1, 5000);
+    run_until(base, &good.calls, 1, 5000);
+    CHECK(good.calls == 1 && good.r == 0);
+    X509 *x = good.der ? der_cert(good.der, good.len) : NULL;
     CHECK(x != NULL);
-    uint8_t *none = NULL;
-    size_t none_len = 0;
-    CHECK(mitm_signer_sign(sp[0], "bad name", spki, spki_len, &none, &none_len, &err) == -EINVAL);
-    CHECK(none == NULL && none_len == 0);
-    CHECK(strstr(err.msg, "minting a certificate") != NULL);
+    CHECK(x && mitm_leaves_put(f.lv, "api.example.com", good.der, good.len, &err) == 0);
+    CHECK(refused.calls == 1 && refused.r == -EINVAL);
+    CHECK(strstr(refused.msg, "minting a certificate") != NULL);
+    CHECK(mitm_signer_client_pending(sc) == 0);
 
+    mitm_signer_client_free(sc);
     close(sp[0]);
     pthread_join(t, NULL);
     CHECK(s.status == 0);
     X509_free(x);
-    free(der);
+    free(good.der);
     close(sp[1]);
+    event_base_free(base);
     fixture_close(&f);
 }
 
-/* A signer that is gone fails the request at once, saying so. */
+/* A signer that is gone fails the request at once, saying so; without a
+ * signer at all, too. The callback is never called then. */
 TEST(mitm_signer_gone_fails_at_once)
 {
     int sp[2];
     CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
     close(sp[1]);
-    uint8_t spki[91] = {0x30}, *der = (uint8_t *)"x";
-    size_t der_len = 3;
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL, *none = NULL;
     err_t err = {0};
-    uint64_t t0 = now_ms();
-    CHECK(mitm_signer_sign(sp[0], "example.com", spki, sizeof spki, &der, &der_len, &err) ==
-          -EPIPE);
-    CHECK(now_ms() - t0 < MITM_SIGNER_TIMEOUT_MS / 2);
+    struct got g = {0};
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &sc, &err) == 0);
+    CHECK(mitm_signer_client_sign(sc, "example.com", fake_spki, sizeof fake_spki, on_got, &g,
+                                  &err) == -EPIPE);
     CHECK(strstr(err.msg, "the signer process has exited") != NULL);
-    CHECK(der == NULL && der_len == 0);
+    CHECK(mitm_signer_client_new(base, -1, 5000, &none, &err) == 0);
+    CHECK(mitm_signer_client_sign(none, "example.com", fake_spki, sizeof fake_spki, on_got, &g,
+                                  &err) == -ENOTSUP);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    CHECK(g.calls == 0);
+    mitm_signer_client_free(sc);
+    mitm_signer_client_free(none);
+    event_base_free(base);
     close(sp[0]);
+}
+
+/* Answers go to their requests by id, whatever their order; an answer no
+ * request waits for is dropped. */
+TEST(mitm_signer_client_matches_ids)
+{
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL;
+    err_t err = {0};
+    struct got a = {0}, b = {0};
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &sc, &err) == 0);
+    CHECK(mitm_signer_client_sign(sc, "a.example", fake_spki, sizeof fake_spki, on_got, &a, &err) ==
+          0);
+    CHECK(mitm_signer_client_sign(sc, "b.example", fake_spki, sizeof fake_spki, on_got, &b, &err) ==
+          0);
+    uint32_t ia = fake_take(sp[1]), ib = fake_take(sp[1]);
+    CHECK(ia && ib && ia != ib);
+    fake_answer(sp[1], ib, 0, "leaf-b");
+    fake_answer(sp[1], ia + ib + 1000, 0, "nobody's");
+    fake_answer(sp[1], ia, -EACCES, "no, a");
+    run_until(base, &a.calls, 1, 5000);
+    CHECK(b.calls == 1 && b.r == 0 && b.len == 6 && b.der && memcmp(b.der, "leaf-b", 6) == 0);
+    CHECK(a.calls == 1 && a.r == -EACCES);
+    CHECK_STR(a.msg, "no, a");
+    CHECK(mitm_signer_client_pending(sc) == 0);
+    mitm_signer_client_free(sc);
+    event_base_free(base);
+    free(b.der);
+    close(sp[0]);
+    close(sp[1]);
+}
+
+/* A signer that does not answer: the request fails after its timeout, and
+ * its late answer is not taken for the next request's. */
+TEST(mitm_signer_client_times_out)
+{
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL;
+    err_t err = {0};
+    struct got slow = {0}, next = {0};
+    CHECK(mitm_signer_client_new(base, sp[0], 100, &sc, &err) == 0);
+    uint64_t t0 = now_ms();
+    CHECK(mitm_signer_client_sign(sc, "slow.example", fake_spki, sizeof fake_spki, on_got, &slow,
+                                  &err) == 0);
+    run_until(base, &slow.calls, 1, 5000);
+    CHECK(slow.calls == 1 && slow.r == -ETIMEDOUT);
+    CHECK(now_ms() - t0 >= 90 && now_ms() - t0 < 2000);
+    CHECK(strstr(slow.msg, "did not answer within 100 ms") != NULL);
+    CHECK(mitm_signer_client_sign(sc, "next.example", fake_spki, sizeof fake_spki, on_got, &next,
+                                  &err) == 0);
+    uint32_t is = fake_take(sp[1]), in = fake_take(sp[1]);
+    CHECK(is && in && is != in);
+    fake_answer(sp[1], is, 0, "late");
+    fake_answer(sp[1], in, 0, "next");
+    run_until(base, &next.calls, 1, 5000);
+    CHECK(slow.calls == 1);
+    CHECK(next.calls == 1 && next.r == 0 && next.der && memcmp(next.der, "next", 4) == 0);
+    mitm_signer_client_free(sc);
+    event_base_free(base);
+    free(next.der);
+    close(sp[0]);
+    close(sp[1]);
+}
+
+/* The signer hangs up with requests pending: each fails, saying why, and a
+ * new one fails at once. Freeing the client ends what is left, -ECANCELED. */
+TEST(mitm_signer_client_hang_up_fails_pending)
+{
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL, *other = NULL;
+    err_t err = {0};
+    struct got g[3] = {{0}}, late = {0}, cut = {0};
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &sc, &err) == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK(mitm_signer_client_sign(sc, "x.example", fake_spki, sizeof fake_spki, on_got, &g[i],
+                                      &err) == 0);
+    close(sp[1]);
+    uint64_t t0 = now_ms();
+    run_until(base, &g[2].calls, 1, 5000);
+    CHECK(now_ms() - t0 < 1000);
+    for (int i = 0; i < 3; i++) {
+        CHECK(g[i].calls == 1 && g[i].r == -EPIPE);
+        CHECK(strstr(g[i].msg, "the signer process has exited") != NULL);
+    }
+    CHECK(mitm_signer_client_sign(sc, "y.example", fake_spki, sizeof fake_spki, on_got, &late,
+                                  &err) == -EPIPE);
+    CHECK(late.calls == 0 && mitm_signer_client_pending(sc) == 0);
+    mitm_signer_client_free(sc);
+    close(sp[0]);
+
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &other, &err) == 0);
+    CHECK(mitm_signer_client_sign(other, "z.example", fake_spki, sizeof fake_spki, on_got, &cut,
+                                  &err) == 0);
+    mitm_signer_client_free(other);
+    CHECK(cut.calls == 1 && cut.r == -ECANCELED);
+    event_base_free(base);
+    close(sp[0]);
+    close(sp[1]);
+}
+
+/* At most MITM_SIGNER_INFLIGHT requests are on the socket; the rest wait in
+ * order and go as answers come back. */
+TEST(mitm_signer_client_bounds_inflight)
+{
+    enum { N = MITM_SIGNER_INFLIGHT + 5 };
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    struct event_base *base = event_base_new();
+    struct mitm_signer_client *sc = NULL;
+    err_t err = {0};
+    static struct got g[N];
+    memset(g, 0, sizeof g);
+    int done = 0;
+    CHECK(mitm_signer_client_new(base, sp[0], 5000, &sc, &err) == 0);
+    for (int i = 0; i < N; i++)
+        CHECK(mitm_signer_client_sign(sc, "many.example", fake_spki, sizeof fake_spki, on_got,
+                                      &g[i], &err) == 0);
+    uint32_t ids[N];
+    int seen = 0;
+    while (seen < N && (ids[seen] = fake_take(sp[1])))
+        seen++;
+    CHECK(seen == MITM_SIGNER_INFLIGHT);
+    for (int i = 0; i < seen; i++)
+        fake_answer(sp[1], ids[i], 0, "leaf");
+    uint64_t end = now_ms() + 5000;
+    while (seen < N && now_ms() < end) {
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        uint32_t id;
+        while (seen < N && (id = fake_take(sp[1]))) {
+            ids[seen++] = id;
+            fake_answer(sp[1], id, 0, "leaf");
+        }
+    }
+    CHECK(seen == N);
+    while (done < N && now_ms() < end) {
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        done = 0;
+        for (int i = 0; i < N; i++)
+            done += g[i].calls;
+    }
+    CHECK(done == N);
+    for (int i = 0; i < N; i++) {
+        CHECK(g[i].calls == 1 && g[i].r == 0);
+        free(g[i].der);
+    }
+    CHECK(mitm_signer_client_pending(sc) == 0);
+    mitm_signer_client_free(sc);
+    event_base_free(base);
+    close(sp[0]);
+    close(sp[1]);
 }
