@@ -28,38 +28,23 @@ void server_sandbox_hold(struct sbx *sb, int delta)
  * the loop goes on, then its status is written, then everyone waiting hears.
  * What asks meanwhile waits with them: a resume during a pause waits for the
  * pause and then resumes, a removal runs once the change is over. */
-struct sbx_change_waiter {
-    server_sandbox_done_fn *done;
-    void *arg;
-    struct sbx_change_waiter *next;
-};
-
 struct sbx_change {
     bool pausing; /* else resuming */
     char reason[32];
     struct timespec started;
-    struct sbx_change_waiter *waiters;     /* hear how this change went */
-    struct sbx_change_waiter *then_resume; /* asked for a resume during a pause */
+    struct sbx_waiter *waiters;     /* hear how this change went */
+    struct sbx_waiter *then_resume; /* asked for a resume during a pause */
     char resume_reason[32];
     server_deleted_fn *then_delete; /* a removal asked for meanwhile */
     void *delete_arg;
 };
 
-static void free_waiters(struct sbx_change_waiter *w)
-{
-    while (w) {
-        struct sbx_change_waiter *next = w->next;
-        free(w);
-        w = next;
-    }
-}
-
 /* At shutdown (sbx_free): the requests waiting end with the loop. */
 void server_sandbox_change_free(struct sbx *sb)
 {
     if (!sb->change) return;
-    free_waiters(sb->change->waiters);
-    free_waiters(sb->change->then_resume);
+    sbx_waiters_free(sb->change->waiters);
+    sbx_waiters_free(sb->change->then_resume);
     free(sb->change);
     sb->change = NULL;
 }
@@ -69,51 +54,24 @@ bool server_sandbox_changing(const struct sbx *sb)
     return sb->change != NULL;
 }
 
-static void append_waiters(struct sbx_change_waiter **list, struct sbx_change_waiter *w)
-{
-    while (*list)
-        list = &(*list)->next;
-    *list = w;
-}
-
-static int add_waiter(struct sbx_change_waiter **list, server_sandbox_done_fn *done, void *arg,
-                      err_t *err)
-{
-    if (!done) return 0;
-    struct sbx_change_waiter *w = malloc(sizeof *w);
-    if (!w) return err_set(err, -ENOMEM, "out of memory");
-    *w = (struct sbx_change_waiter){.done = done, .arg = arg};
-    append_waiters(list, w);
-    return 0;
-}
-
-static void tell(struct server *srv, struct sbx *sb, struct sbx_change_waiter *w, const err_t *err)
-{
-    while (w) {
-        struct sbx_change_waiter *next = w->next;
-        w->done(srv, sb, err, w->arg);
-        free(w);
-        w = next;
-    }
-}
-
 static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
-                        struct sbx_change_waiter *waiters, err_t *err);
+                        struct sbx_waiter *waiters, err_t *err);
 
 /* The resumes asked for during a pause that is now over. */
 static void resume_after(struct server *srv, struct sbx *sb, const char *reason,
-                         struct sbx_change_waiter *waiters)
+                         struct sbx_waiter *waiters)
 {
     err_t err = {0};
     struct sbx_change *c = sb->change; /* one a waiter of the pause started */
-    if (c) return append_waiters(c->pausing ? &c->then_resume : &c->waiters, waiters);
+    if (c) return sbx_waiters_append(c->pausing ? &c->then_resume : &c->waiters, waiters);
     if (sb->removing) {
         err_set(&err, -EBUSY, "sandbox %s is being removed", sb->id);
-        return tell(srv, sb, waiters, &err);
+        return sbx_waiters_tell(srv, sb, waiters, &err);
     }
     /* Not paused (the pause failed, or it died): nothing to resume; they see its status. */
-    if (sb->status != SBX_PAUSED) return tell(srv, sb, waiters, NULL);
-    if (start_change(srv, sb, false, reason, waiters, &err) < 0) tell(srv, sb, waiters, &err);
+    if (sb->status != SBX_PAUSED) return sbx_waiters_tell(srv, sb, waiters, NULL);
+    if (start_change(srv, sb, false, reason, waiters, &err) < 0)
+        sbx_waiters_tell(srv, sb, waiters, &err);
 }
 
 /* The change is over (err: it failed, and the status is what it was): the
@@ -122,13 +80,13 @@ static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
 {
     struct sbx_change *c = sb->change;
     sb->change = NULL;
-    struct sbx_change_waiter *waiters = c->waiters, *resume = c->then_resume;
+    struct sbx_waiter *waiters = c->waiters, *resume = c->then_resume;
     server_deleted_fn *del = c->then_delete;
     void *del_arg = c->delete_arg;
     char reason[sizeof c->resume_reason];
     memcpy(reason, c->resume_reason, sizeof reason);
     free(c);
-    tell(srv, sb, waiters, err);
+    sbx_waiters_tell(srv, sb, waiters, err);
     if (resume) resume_after(srv, sb, reason, resume);
     err_t e = {0};
     if (del && server_sandbox_delete(srv, sb, del, del_arg, &e) < 0) del(srv, &e, del_arg);
@@ -189,7 +147,7 @@ static void on_frozen(struct server *srv, const struct proto_result *res, int *f
 /* Takes waiters (on success). The usage checkpoint's stats go first: the
  * keeper answers in order, so they count the time before the change. */
 static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
-                        struct sbx_change_waiter *waiters, err_t *err)
+                        struct sbx_waiter *waiters, err_t *err)
 {
     struct sbx_change *c = calloc(1, sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
@@ -211,9 +169,9 @@ static int start_change(struct server *srv, struct sbx *sb, bool pausing, const 
 static int begin_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
                         server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    struct sbx_change_waiter *w = NULL;
-    int r = add_waiter(&w, done, arg, err);
-    if (r == 0 && (r = start_change(srv, sb, pausing, reason, w, err)) < 0) free_waiters(w);
+    struct sbx_waiter *w = NULL;
+    int r = sbx_waiters_add(&w, done, arg, err);
+    if (r == 0 && (r = start_change(srv, sb, pausing, reason, w, err)) < 0) sbx_waiters_free(w);
     return r;
 }
 
@@ -221,7 +179,8 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
     if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
-    if (sb->change && sb->change->pausing) return add_waiter(&sb->change->waiters, done, arg, err);
+    if (sb->change && sb->change->pausing)
+        return sbx_waiters_add(&sb->change->waiters, done, arg, err);
     if (sb->change)
         return err_set(err, -EBUSY, "sandbox %s is being resumed; try again in a moment", sb->id);
     if (sb->status == SBX_PAUSED) {
@@ -241,7 +200,7 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
     struct sbx_change *c = sb->change;
     if (c && c->pausing && !c->then_resume)
         str_copy(c->resume_reason, sizeof c->resume_reason, reason);
-    if (c) return add_waiter(c->pausing ? &c->then_resume : &c->waiters, done, arg, err);
+    if (c) return sbx_waiters_add(c->pausing ? &c->then_resume : &c->waiters, done, arg, err);
     if (sb->status != SBX_PAUSED) {
         if (done) done(srv, sb, NULL, arg);
         return 0;

@@ -94,11 +94,41 @@ static void unwatch_death(struct sbx *sb)
     close(fd);
 }
 
-struct sbx_waiter {
-    server_created_fn *done;
-    void *arg;
-    struct sbx_waiter *next;
-};
+void sbx_waiters_append(struct sbx_waiter **list, struct sbx_waiter *w)
+{
+    while (*list)
+        list = &(*list)->next;
+    *list = w;
+}
+
+int sbx_waiters_add(struct sbx_waiter **list, server_created_fn *done, void *arg, err_t *err)
+{
+    if (!done) return 0;
+    struct sbx_waiter *w = malloc(sizeof *w);
+    if (!w) return err_set(err, -ENOMEM, "out of memory");
+    *w = (struct sbx_waiter){.done = done, .arg = arg};
+    sbx_waiters_append(list, w);
+    return 0;
+}
+
+void sbx_waiters_tell(struct server *srv, struct sbx *sb, struct sbx_waiter *w, const err_t *err)
+{
+    while (w) {
+        struct sbx_waiter *next = w->next;
+        w->done(srv, sb, err, w->arg);
+        free(w);
+        w = next;
+    }
+}
+
+void sbx_waiters_free(struct sbx_waiter *w)
+{
+    while (w) {
+        struct sbx_waiter *next = w->next;
+        free(w);
+        w = next;
+    }
+}
 
 static void sbx_free(struct sbx *sb)
 {
@@ -108,11 +138,7 @@ static void sbx_free(struct sbx *sb)
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
     server_sandbox_change_free(sb);
-    while (sb->waiters) { /* at shutdown: their requests end with the loop */
-        struct sbx_waiter *w = sb->waiters;
-        sb->waiters = w->next;
-        free(w);
-    }
+    sbx_waiters_free(sb->waiters); /* at shutdown: their requests end with the loop */
     model_sandbox_clear(&sb->settings);
     free(sb);
 }
@@ -331,17 +357,6 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct 
 
 /* ---- create: the keeper's part is answered later, on the loop ---- */
 
-/* Tells everyone waiting for sb's creation how it went (sb NULL: it failed). */
-static void created(struct server *srv, struct sbx *sb, struct sbx_waiter *w, const err_t *err)
-{
-    while (w) {
-        struct sbx_waiter *next = w->next;
-        w->done(srv, sb, err, w->arg);
-        free(w);
-        w = next;
-    }
-}
-
 /* Who is answered once a write is on disk, and with what: the waiters of a
  * create that failed (err), or the caller of a removal (err when failed). */
 struct answer {
@@ -354,21 +369,12 @@ struct answer {
     err_t err;
 };
 
-static void free_waiters(struct sbx_waiter *w)
-{
-    while (w) {
-        struct sbx_waiter *next = w->next;
-        free(w);
-        w = next;
-    }
-}
-
 static void answer_now(struct answer *a)
 {
     if (a->deleted)
         a->deleted(a->srv, a->failed ? &a->err : NULL, a->arg);
     else
-        created(a->srv, NULL, a->waiters, &a->err);
+        sbx_waiters_tell(a->srv, NULL, a->waiters, &a->err);
     free(a);
 }
 
@@ -376,7 +382,7 @@ static void on_answer_written(int r, const err_t *err, void *arg)
 {
     struct answer *a = arg;
     if (r == -ECANCELED) { /* stopping: the requests end with the loop */
-        free_waiters(a->waiters);
+        sbx_waiters_free(a->waiters);
         free(a);
         return;
     }
@@ -406,7 +412,7 @@ static void creation_failed_as(struct server *srv, struct sbx *sb, bool saved, c
     sbx_free(sb);
     if (!a) {
         if (saved) forget_row(srv, id, NULL);
-        return created(srv, NULL, w, err);
+        return sbx_waiters_tell(srv, NULL, w, err);
     }
     *a = (struct answer){.srv = srv, .waiters = w, .err = *err};
     if (saved)
@@ -475,7 +481,7 @@ static void on_running(int r, const err_t *err, void *arg)
     if (sb->status == SBX_CREATING) sb->status = SBX_RUNNING; /* not stopped meanwhile */
     struct sbx_waiter *w = sb->waiters;
     sb->waiters = NULL;
-    created(sb->owner, sb, w, NULL);
+    sbx_waiters_tell(sb->owner, sb, w, NULL);
 }
 
 static void on_net_sockets(struct server *srv, const struct proto_result *res, int *fds,
@@ -540,15 +546,9 @@ static void on_saved(int r, const err_t *err, void *arg)
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
                                  void *arg)
 {
+    err_t err = {0};
     if (sb->status != SBX_CREATING) return done(srv, sb, NULL, arg);
-    struct sbx_waiter *w = calloc(1, sizeof *w);
-    if (!w) {
-        err_t err = {0};
-        err_set(&err, -ENOMEM, "out of memory");
-        return done(srv, NULL, &err, arg);
-    }
-    *w = (struct sbx_waiter){.done = done, .arg = arg, .next = sb->waiters};
-    sb->waiters = w;
+    if (sbx_waiters_add(&sb->waiters, done, arg, &err) < 0) done(srv, NULL, &err, arg);
 }
 
 int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,

@@ -82,6 +82,22 @@ void server_tls_reload(struct server *srv);
 void server_tls_attach(struct server *srv, struct evhttp *http); /* TLS for its connections */
 void server_tls_stop(struct server *srv);
 
+/* Those waiting to hear how something about a sandbox went (its creation, a
+ * pause or a resume), in the order they asked (server.c). */
+struct sbx_waiter {
+    server_created_fn *done;
+    void *arg;
+    struct sbx_waiter *next;
+};
+/* Puts the list w at the end of *list. */
+void sbx_waiters_append(struct sbx_waiter **list, struct sbx_waiter *w);
+/* Appends one (done NULL: nobody to tell, nothing added). */
+int sbx_waiters_add(struct sbx_waiter **list, server_created_fn *done, void *arg, err_t *err);
+/* Tells each how it went, and frees the list. */
+void sbx_waiters_tell(struct server *srv, struct sbx *sb, struct sbx_waiter *w, const err_t *err);
+/* Frees the list without telling anyone (at shutdown: their requests end with the loop). */
+void sbx_waiters_free(struct sbx_waiter *w);
+
 /* activity.c */
 #define SERVER_TICK_MS 1000
 void server_sandbox_change_free(struct sbx *sb); /* at shutdown: drops its waiters */

@@ -26,6 +26,17 @@ export const SANDBOX_UID_BASE = 1000000000;
 
 export const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Prometheus text -> Map of "name{labels}" -> value. */
+export function parseMetrics(text) {
+  const m = new Map();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    m.set(line.slice(0, i), Number(line.slice(i + 1)));
+  }
+  return m;
+}
+
 /** Polls fn() until it returns a truthy value; throws after timeoutMs. */
 export async function waitFor(fn, { timeoutMs = 10000, intervalMs = 25, what = 'condition' } = {}) {
   const deadline = Date.now() + timeoutMs;

@@ -16,21 +16,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { stopDaemon } from './lib.mjs';
+import { parseMetrics, stopDaemon } from './lib.mjs';
 import { Client, FIXTURES, StreamableHTTPClientTransport, skipReason, startMcpDaemon } from '../mcp/lib.mjs';
 
 const HELLO_SERVER = fs.readFileSync(path.join(FIXTURES, 'hello-server.mjs'), 'utf8');
 const enc = encodeURIComponent;
-
-function parseMetrics(text) {
-  const m = new Map();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.lastIndexOf(' ');
-    m.set(line.slice(0, i), Number(line.slice(i + 1)));
-  }
-  return m;
-}
 
 describe('the event loop never waits', { skip: skipReason() }, () => {
   let d;

@@ -28,7 +28,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { cgroupDirs, delay, stopDaemon } from '../e2e/lib.mjs';
+import { cgroupDirs, delay, parseMetrics, stopDaemon } from '../e2e/lib.mjs';
 import {
   Client, FIXTURES, StreamableHTTPClientTransport, skipReason, startMcpDaemon, waitFor,
 } from '../mcp/lib.mjs';
@@ -201,17 +201,6 @@ async function closeAll(clients) {
       await c.close();
     } catch {}
   }
-}
-
-/** Prometheus text -> Map of "name{labels}" -> value. */
-function parseMetrics(text) {
-  const m = new Map();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.lastIndexOf(' ');
-    m.set(line.slice(0, i), Number(line.slice(i + 1)));
-  }
-  return m;
 }
 
 const usageRow = (u, id) => {
