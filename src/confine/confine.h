@@ -14,6 +14,11 @@
  * EPERM; a call through another ABI (x32, i386) kills the process. */
 int confine_sandbox_seccomp(err_t *err);
 
+/* Compiles the sandbox filter once, for the forks of this process to install
+ * (the keeper calls it at start). Without it, confine_sandbox_seccomp compiles the
+ * filter in each call. */
+int confine_sandbox_prepare(err_t *err);
+
 /* The server's filter: the sandbox list plus execve, setns and the calls a
  * network daemon never needs. */
 int confine_server_seccomp(err_t *err);

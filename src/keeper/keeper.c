@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../confine/confine.h"
 #include "../proto/proto.h"
 
 #define MAX_SANDBOXES SANDBOX_MAX_SLOTS
@@ -418,6 +419,9 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
      * in sandboxes (an exec's monitor goes back to 0) when the CPUs are short. */
     if (setpriority(PRIO_PROCESS, 0, KEEPER_NICE) < 0)
         log_warn("keeper: cannot lower its priority: %s", strerror(errno));
+    err_t err = {0};
+    if (confine_sandbox_prepare(&err) < 0)
+        log_warn("keeper: %s; each sandbox will compile its seccomp filter itself", err.msg);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
