@@ -155,6 +155,7 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
     snprintf(oom, sizeof oom, "/proc/%d/oom_score_adj", sb->init_pid);
     if (r == 0 && write_file(oom, "-1000") < 0)
         log_debug("%s: -1000 refused; exec'd programs get +500 instead", oom);
+    if (r == 0) r = ns_net_setup(sb, err);
     if (r == 0) r = sync_send(sp[0], "go");
     if (r == 0) r = sync_expect(sp[0], "user", err);
     if (r == 0) r = write_id_maps(sb->init_pid, &sb->spec, err);

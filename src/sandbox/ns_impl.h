@@ -30,9 +30,10 @@ int workspace_attach(const char *image, int *loop_fd, err_t *err);
 int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
                  err_t *err);
 
-/* net.c: routes and nft rules, run inside the new network namespace as host
- * root; and the daemon's listening sockets made inside it. */
-int net_setup_namespace(err_t *err);
+/* net.c, from a keeper thread that enters the sandbox's network namespace:
+ * loopback, the route and the nft rules (before the sandbox's first process is let
+ * go), and the daemon's listening sockets made inside it. */
+int ns_net_setup(struct sandbox *sb, err_t *err);
 int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
 
 /* exec.c */

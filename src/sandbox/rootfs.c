@@ -6,12 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -251,21 +248,11 @@ static int step_pivot(struct build *b)
     return 0;
 }
 
-static int step_uts_net(struct build *b)
+static int step_uts(struct build *b)
 {
     if (sethostname(b->sb->spec.id, strlen(b->sb->spec.id)) < 0)
         return err_set(b->err, errno, "cannot set the hostname: %s", strerror(errno));
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return err_set(b->err, errno, "cannot open a socket: %s", strerror(errno));
-    struct ifreq ifr = {0};
-    str_copy(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-    int r = 0;
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) r = -errno;
-    ifr.ifr_flags |= IFF_UP;
-    if (r == 0 && ioctl(s, SIOCSIFFLAGS, &ifr) < 0) r = -errno;
-    close(s);
-    if (r < 0) return err_set(b->err, r, "cannot bring up loopback: %s", strerror(-r));
-    return net_setup_namespace(b->err);
+    return 0;
 }
 
 int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd, err_t *err)
@@ -274,7 +261,7 @@ int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int 
     snprintf(b.root, sizeof b.root, "%s/root", sb->dir);
     int (*const steps[])(struct build *) = {step_root, step_usr,   step_etc,
                                             step_dev,  step_tmp,   step_workspace,
-                                            step_proc, step_pivot, step_uts_net};
+                                            step_proc, step_pivot, step_uts};
     for (size_t i = 0; i < ARRAY_LEN(steps); i++) {
         int r = steps[i](&b);
         if (r < 0) return r;
