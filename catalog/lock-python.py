@@ -33,12 +33,32 @@ def resolve(venv, package, version):
                         "--ignore-installed", "--only-binary=:all:", "--disable-pip-version-check",
                         "--report", report.name, f"{package}=={version}"], check=True)
         items = json.load(open(report.name))["install"]
+    extras = extras_asked(items)
     lock = []
     for item in items:
         meta, archive = item["metadata"], item["download_info"]["archive_info"]
         digest = archive.get("hashes", {}).get("sha256") or archive["hash"].split("=", 1)[1]
-        lock.append(f"{canonical(meta['name'])}=={meta['version']} --hash=sha256:{digest}")
+        name = canonical(meta["name"])
+        wanted = f"[{','.join(sorted(extras[name]))}]" if extras.get(name) else ""
+        lock.append(f"{name}{wanted}=={meta['version']} --hash=sha256:{digest}")
     return sorted(lock)
+
+
+def extras_asked(items):
+    """The extras the resolved packages ask of each other ("httpx[socks]>=0.27").
+    The lock must name them: under --require-hashes pip reads "httpx[socks]" as
+    a requirement of its own, and refuses it unless a lock line pins it."""
+    asked = {}
+    for item in items:
+        for req in item["metadata"].get("requires_dist") or []:
+            spec, _, marker = req.partition(";")
+            if "extra" in marker:
+                continue  # only wanted when this package's own extra is asked for
+            m = re.match(r"\s*([A-Za-z0-9._-]+)\s*\[([^\]]+)\]", spec)
+            if m:
+                extras = {canonical(x.strip()) for x in m.group(2).split(",")}
+                asked.setdefault(canonical(m.group(1)), set()).update(extras)
+    return asked
 
 
 def canonical(name):
