@@ -54,8 +54,9 @@ build_helper() {
 # which it stores in PORT once s_server reports that it listens.
 start_server() {
     local log="$WORK/server-$1.log"
+    : >"$log" # made here, not by the background job's redirection, which may come after the first read
     openssl s_server -cert "$WORK/$1.pem" -key "$WORK/leaf.key" -alpn http/1.1 \
-        -accept "$2:0" -www >"$log" 2>&1 </dev/null &
+        -accept "$2:0" -www >>"$log" 2>&1 </dev/null &
     SERVERS+=($!)
     local deadline=$((SECONDS + 10))
     PORT=
