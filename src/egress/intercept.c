@@ -454,6 +454,21 @@ static SSL *upstream_ssl(struct egress *eg, const char *name, bool is_ip)
     return ssl;
 }
 
+/* Hands c's two sockets to t's bufferevents (made by the caller) and starts
+ * reading both sides. */
+static int intercept_begin(struct conn *c, struct intercept *t)
+{
+    c->client = c->upstream = -1; /* the bufferevents own them now */
+    c->tls = t;
+    c->state = CONN_INTERCEPTING;
+    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
+    bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
+    bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
+    bufferevent_enable(t->down, EV_READ | EV_WRITE);
+    bufferevent_enable(t->up, EV_READ | EV_WRITE);
+    return 0;
+}
+
 /* Plain HTTP from a sandbox that holds secrets: every request is read as on an
  * intercepted connection (strictly), so that each placeholder in it is
  * reported; nothing is ever swapped in. */
@@ -467,15 +482,7 @@ static int plain_start(struct conn *c)
     t->up_ready = true;
     t->down = bufferevent_socket_new(eg->base, c->client, BEV_OPT_CLOSE_ON_FREE);
     t->up = bufferevent_socket_new(eg->base, c->upstream, BEV_OPT_CLOSE_ON_FREE);
-    c->client = c->upstream = -1; /* the bufferevents own them now */
-    c->tls = t;
-    c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
-    bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
-    bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
-    bufferevent_enable(t->down, EV_READ | EV_WRITE);
-    bufferevent_enable(t->up, EV_READ | EV_WRITE);
-    return 0;
+    return intercept_begin(c, t);
 }
 
 /* TLS on both sides, c's host's leaf toward the sandbox. */
@@ -501,16 +508,9 @@ static int tls_start(struct conn *c, X509 *cert)
                                              BEV_OPT_CLOSE_ON_FREE);
     t->up = bufferevent_openssl_socket_new(eg->base, c->upstream, up, BUFFEREVENT_SSL_CONNECTING,
                                            BEV_OPT_CLOSE_ON_FREE);
-    c->client = c->upstream = -1; /* the bufferevents own them now */
-    c->tls = t;
-    c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
-    bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
-    bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
-    bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);
-    bufferevent_enable(t->down, EV_READ | EV_WRITE);
-    bufferevent_enable(t->up, EV_READ | EV_WRITE);
-    return 0;
+    r = intercept_begin(c, t);
+    if (r == 0) bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);
+    return r;
 }
 
 static void signing_unlink(struct signing *s)

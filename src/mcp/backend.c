@@ -614,6 +614,18 @@ static void send_initialize(struct mcp_backend *be)
 
 static void schedule_restart(struct mcp_server *ms);
 
+/* A first process that did not get ready: refused by the gate (-EPERM) or failed. */
+static void not_ready(struct mcp_server *ms, int r, const char *error)
+{
+    if (r == -EPERM) {
+        mcp_event(
+            ms, "mcp.refused",
+            json_pack("{s:s#,s:s}", "fingerprint", ms->seen, FINGERPRINT_SHORT, "error", error));
+        return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
+    }
+    mcp_server_set_status(ms, MCP_FAILED, "%s", error);
+}
+
 static void shared_ready(struct mcp_backend *be, int r, const char *error)
 {
     struct mcp_server *ms = be->server;
@@ -624,13 +636,7 @@ static void shared_ready(struct mcp_backend *be, int r, const char *error)
     }
     ms->shared = NULL;
     mcp_backend_reap(be);
-    if (r == -EPERM) {
-        mcp_event(
-            ms, "mcp.refused",
-            json_pack("{s:s#,s:s}", "fingerprint", ms->seen, FINGERPRINT_SHORT, "error", error));
-        return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
-    }
-    mcp_server_set_status(ms, MCP_FAILED, "%s", error);
+    not_ready(ms, r, error);
 }
 
 /* isolation "session": the first process is only a probe for the gate. */
@@ -640,13 +646,7 @@ static void probe_ready(struct mcp_backend *be, int r, const char *error)
     ms->shared = NULL;
     mcp_backend_reap(be);
     if (r == 0) return mcp_server_set_status(ms, MCP_READY, NULL);
-    if (r == -EPERM) {
-        mcp_event(
-            ms, "mcp.refused",
-            json_pack("{s:s#,s:s}", "fingerprint", ms->seen, FINGERPRINT_SHORT, "error", error));
-        return mcp_server_set_status(ms, MCP_REFUSED, "%s", error);
-    }
-    mcp_server_set_status(ms, MCP_FAILED, "%s", error);
+    not_ready(ms, r, error);
 }
 
 void mcp_server_start(struct mcp_server *ms)
