@@ -360,6 +360,8 @@ drop_veth() {
 
 # Clock ticks the whole machine has been busy (not idle, not iowait).
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+# Clock ticks the hypervisor took from this machine's CPUs (steal), all CPUs.
+cpu_steal() { awk '/^cpu / { print $9 }' /proc/stat; }
 # Clock ticks (user + system) of pid $1.
 pid_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # cpu_shares WALL_US MACHINE PROC UPSTREAM: tick counts as CPUs busy over WALL_US microseconds (HZ ticks/s).

@@ -19,7 +19,7 @@
 //   events   [--churn 16]          UDP queries for names not allowed, as fast as the socket
 //            takes them (each is an egress.refused), plus --churn loops of allowed
 //            connect/echo/close to --host:--port (each an egress.allowed).
-//   conns    [--concurrency 32]    --rate connections a second (paced by the shared token
+//   conns    [--concurrency 32] [--addr IP]    --rate connections a second (paced by the shared token
 //            bucket, not as fast as possible), each to --host's address on --port: one byte,
 //            its echo, close; counts echoes and failures (by why), the echoes' latency.
 //   common: --host NAME (up.bench.test) --port P (7000) --seconds S (60) --max N (attempts,
@@ -38,9 +38,15 @@
 //            POST /v1/sandboxes {memoryMiB, idlePauseSeconds: 0} then DELETE of what it
 //            made, each loop the next create when its delete is answered; counts creates,
 //            removes and errors, the latency of each.
+//   spawn-churn --argv JSON [--concurrency 4]   --rate processes a second, each argv run to
+//            its exit (issue 13's reference for churn: bubblewrap sandboxes, the kernel's
+//            share of a create without runtime); counts runs and failures, their latency.
+//   conns --addr IP   (on the host: issue 13's reference for conns) the same connections
+//            straight to the upstream, no proxy.
 //   upstream --listen ADDR --port P   (run in the test network namespace) echo server: every
 //            byte back, then closes after the first chunk; counts connections.
 import dgram from "node:dgram";
+import { spawn } from "node:child_process";
 import dns from "node:dns";
 import fs from "node:fs";
 import http from "node:http";
@@ -50,17 +56,18 @@ import { eachOption, usageFor } from "./lib.mjs";
 
 const usage = usageFor(
     "neighbour",
-    "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|conns|probe|exec-storm|churn|upstream\n" +
+    "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|conns|probe|exec-storm|churn|\n" +
+        "         spawn-churn|upstream\n" +
         "         [--host NAME] [--port P] [--seconds S] [--max N] [--rate R] [--stop FILE]\n" +
         "         [--sockets K] [--conns N] [--churn K] [--concurrency K] [--n N]\n" +
-        "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR]\n"
+        "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR] [--addr IP]\n"
 );
 
 const mode = process.argv[2];
 const o = { host: "up.bench.test", port: 7000, seconds: 60, max: 2_000_000, rate: 3000,
             stop: "/workspace/stop", sockets: 4, conns: 3000, churn: null, concurrency: null,
             n: 200, api: null, key: null, sandbox: null, argv: ["true"], memory: 256,
-            listen: "127.0.0.1" };
+            listen: "127.0.0.1", addr: null };
 eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     switch (a) {
     case "--host": o.host = val(); break;
@@ -80,6 +87,7 @@ eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     case "--argv": o.argv = json(); break;
     case "--memory": o.memory = Math.floor(num(1)); break;
     case "--listen": o.listen = val(); break;
+    case "--addr": o.addr = val(); break;
     default: usage(`unknown option '${a}'`);
     }
 });
@@ -349,7 +357,7 @@ const modes = {
     // Allowed connections at a steady rate: each one a proxy accept, sniff, judge, dial,
     // splice and close, and an egress.allowed event (up to the sandbox's event rate).
     async conns() {
-        const addr = await synth(o.host);
+        const addr = o.addr ?? await synth(o.host);
         const echoMs = [];
         await loops(o.concurrency ?? 32, async (i) => {
             const b = String.fromCharCode(97 + (i % 26)); // a lowercase byte: neither TLS nor HTTP
@@ -468,6 +476,34 @@ const modes = {
                create_p50_ms: pct(createMs, 0.5), create_p99_ms: pct(createMs, 0.99), create_max_ms: pct(createMs, 1),
                remove_p50_ms: pct(removeMs, 0.5), remove_p99_ms: pct(removeMs, 0.99), remove_max_ms: pct(removeMs, 1),
                first_error: firstError });
+    },
+
+    // Processes started at a steady rate, each waited for: with bubblewrap, the namespaces
+    // and mounts of a sandbox made and torn down by the kernel, with no daemon involved.
+    async "spawn-churn"() {
+        const runMs = [];
+        let firstError = null;
+        await loops(o.concurrency ?? 4, async () => {
+            const a = performance.now();
+            const r = await new Promise((resolve) => {
+                const c = spawn(o.argv[0], o.argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
+                let err = "";
+                c.stderr.on("data", (d) => { err += d; });
+                c.on("error", (e) => resolve(e.message));
+                c.on("close", (code) => resolve(code === 0 ? null : `exit ${code}: ${err.slice(0, 200)}`));
+            });
+            if (r === null) {
+                count("runs");
+                runMs.push(performance.now() - a);
+            } else {
+                count("failures");
+                firstError ??= r;
+            }
+        });
+        sortNum(runMs);
+        done({ argv0: o.argv[0], rate: o.rate, per_second: Math.round(attempts / elapsed()),
+               runs: counts.runs ?? 0, failures: counts.failures ?? 0, run_p50_ms: pct(runMs, 0.5),
+               run_p99_ms: pct(runMs, 0.99), run_max_ms: pct(runMs, 1), first_error: firstError });
     },
 
     async upstream() {

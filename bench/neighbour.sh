@@ -31,8 +31,13 @@
 # {memoryMiB: CHURN_MEMORY, idlePauseSeconds: 0} then DELETE, at most CHURN_MAX cycles a
 # phase); conns (issue 13: CONN_RATE connections a second from NOISY to up.bench.test:7000,
 # paced, each one byte and its echo; runtimed then runs with --rate connections=CONN_LIMIT,
-# as the default 100 a second per sandbox would refuse most); after (quiet again). The
-# issue-13 run: PHASES="quiet churn conns after". Per phase: victim p50/p99/max and their
+# as the default 100 a second per sandbox would refuse most); bwrap (issue 13's reference
+# for churn: from the host, BWRAP_RATE bubblewrap sandboxes a second, each with every
+# namespace, /proc, /dev and a tmpfs, run to its exit: the kernel's share of a create with
+# no daemon involved); direct (the reference for conns: CONN_RATE connections a second from
+# the host straight to the upstream, no proxy); after (quiet again). The issue-13 run:
+# PHASES="quiet churn conns after"; with its references: PHASES="quiet churn bwrap conns
+# direct after". Per phase: victim p50/p99/max and their
 # ratio to quiet, egress setup p50/p99/max, failed calls and probes, the
 # daemon's log growth, the server process's descriptors (peak of 100 ms
 # samples), its CPU, the noisy sandbox's recorded and dropped events and the
@@ -49,7 +54,8 @@
 # lean and sdk 300) WARMUP=50 PROBES=200 PROBE_RATE=40 RAMP=3 (s)
 # FLOOD_S=90 (each flood's own time limit) EXEC_CONC=100 CHURN_CONC=1 CHURN_MAX=5000
 # CHURN_MEMORY=256 (MiB) CONN_RATE=200 (a second) CONN_LIMIT=2*CONN_RATE (runtimed's
-# --rate connections, only when conns runs) PHASES="quiet dns-udp dns-tcp proxy refused
+# --rate connections, only when conns runs) BWRAP_RATE (a second; default: the creates a
+# second of this round's churn phase when it ran before, else 100) PHASES="quiet dns-udp dns-tcp proxy refused
 # exec events after" (issue 13: "quiet churn conns after") NOISY_CPUS=1 VICTIM_CPUS=1 (the
 # sandboxes' CPU limits; 1 is the default of sandbox create) BUDGET=900 (s)
 # IDLE_WAIT=900 (s to wait for a quiet machine; 0 = don't) SUBNET=198.51.100
@@ -91,6 +97,7 @@ MAX_LOAD=2
 TARGET_P99_RATIO=2
 TARGET_LOG_BYTES=65536
 ISSUE13=" churn conns "   # the phases with issue 13's targets
+REFS13=" bwrap direct "   # their references: the same load without runtime
 TARGET13_P99_RATIO=1.2
 TARGET13_MAX_MS=10
 CALL_MAX_S=120 # the gateway client's own time limit per phase
@@ -250,6 +257,18 @@ start_flood() {
             --seconds "$FLOOD_S" --stop "$WORK/churn.stop" \
             >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
         ;;
+    bwrap)
+        rm -f "$WORK/bwrap.stop"
+        setsid "$NODE" "$NB" spawn-churn --rate "$(bwrap_rate "$k")" --seconds "$FLOOD_S" \
+            --stop "$WORK/bwrap.stop" --argv "$BWRAP_ARGV" \
+            >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
+    direct)
+        rm -f "$WORK/direct.stop"
+        setsid "$NODE" "$NB" conns --addr "$UP_IP" --port "$PORT" --rate "$CONN_RATE" \
+            --max $((CONN_RATE * FLOOD_S)) --seconds "$FLOOD_S" --stop "$WORK/direct.stop" \
+            >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
     conns)
         setsid "$RT" sandbox exec "$NOISY" --timeout $((FLOOD_S + 30)) -- "${nb[@]}" conns "${common[@]}" \
             --rate "$CONN_RATE" --max $((CONN_RATE * FLOOD_S)) \
@@ -270,7 +289,18 @@ start_flood() {
     FPID=$!
 }
 
-from_host() { [[ $1 == exec || $1 == churn ]]; } # floods run on the host, not in NOISY
+from_host() { [[ " exec churn$REFS13" == *" $1 "* ]]; } # floods run on the host, not in NOISY
+
+# A bubblewrap sandbox as close to runtime's as bwrap goes without a daemon: every namespace,
+# the host's /usr read-only, /proc, /dev, a tmpfs /tmp; no workspace image, cgroup or nft.
+BWRAP_ARGV='["bwrap","--unshare-all","--die-with-parent","--ro-bind","/usr","/usr","--symlink","usr/lib","/lib","--symlink","usr/lib64","/lib64","--symlink","usr/bin","/bin","--proc","/proc","--dev","/dev","--tmpfs","/tmp","/usr/bin/true"]'
+# bwrap_rate KEY: BWRAP_RATE, else the creates a second of this round's churn, else 100.
+bwrap_rate() {
+    local f=$WORK/flood-churn-${1#bwrap-}.json
+    if [[ -n ${BWRAP_RATE:-} ]]; then echo "$BWRAP_RATE"
+    elif [[ -s $f ]]; then jq -r 'if .creates > 0 then (.creates / .seconds * 10 | round / 10) else 100 end' "$f"
+    else echo 100; fi
+}
 
 stop_flood() {
     local p=$1 deadline=$((SECONDS + 40))
@@ -293,16 +323,16 @@ sampler() {
     done >"$WORK/fds-$1.txt"
 }
 
-declare -A LOGB=() FDMAX=() FDSTART=() WALL=() MTICKS=() STICKS=()
+declare -A LOGB=() FDMAX=() FDSTART=() WALL=() MTICKS=() STICKS=() STEAL=()
 run_phase() { # PHASE ROUND
-    local p=$1 k=$1-$2 l0 l1 c0 c1 b0 b1 t0 t1 rc=0 f
+    local p=$1 k=$1-$2 l0 l1 c0 c1 b0 b1 s0 s1 t0 t1 rc=0 f
     bench_log "phase $p, round $2"
     f=(/proc/"$SPID"/fd/*)
     FDSTART[$k]=${#f[@]}
     rm -f "$WORK/sampler.stop"
     sampler "$k" &
     SAMPLER=$!
-    l0=$(log_size) c0=$(pid_cpu "$SPID") b0=$(cpu_busy)
+    l0=$(log_size) c0=$(pid_cpu "$SPID") b0=$(cpu_busy) s0=$(cpu_steal)
     bench_now_us t0
     start_flood "$p" "$k"
     sleep "$RAMP"
@@ -332,11 +362,12 @@ run_phase() { # PHASE ROUND
     wait "$SAMPLER" 2>/dev/null || true
     SAMPLER=
     bench_now_us t1
-    l1=$(log_size) c1=$(pid_cpu "$SPID") b1=$(cpu_busy)
+    l1=$(log_size) c1=$(pid_cpu "$SPID") b1=$(cpu_busy) s1=$(cpu_steal)
     WALL[$k]=$((t1 - t0))
     LOGB[$k]=$((l1 - l0))
     MTICKS[$k]=$((b1 - b0))
     STICKS[$k]=$((c1 - c0))
+    STEAL[$k]=$((s1 - s0))
     FDMAX[$k]=$(sort -n "$WORK/fds-$k.txt" | tail -n 1)
     events_since "$NOISY" "$WORK/events-$k-noisy.jsonl"
     events_since "$VICTIM" "$WORK/events-$k-victim.jsonl"
@@ -402,12 +433,18 @@ under_target() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "nan" && v != "" &
 # True when PHASES has a flood of issue 11 (its ratio targets are printed only then).
 issue11_floods() {
     local p
-    for p in $PHASES; do [[ " quiet after$ISSUE13" == *" $p "* ]] || return 0; done
+    for p in $PHASES; do [[ " quiet after$ISSUE13${REFS13:1}" == *" $p "* ]] || return 0; done
     return 1
 }
 worse() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a + 0 > b + 0) }'; }
 row1() { printf '%-8s %10s %7s %7s %8s %6s %6s %6s %7s %7s %8s %6s %6s %8s\n' "$@"; }
-row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
+row2() { printf '%-8s %-11s %6s %-12s %-10s %6s %7s %7s %7s  %-s\n' "$@"; }
+# steal_pct PHASE: the share of the machine's CPU time the hypervisor took in PHASE, in %.
+steal_pct() {
+    awk -v t="$(over_rounds STEAL "$1" sum)" -v w="$(over_rounds WALL "$1" sum)" -v hz="$HZ" -v n="$(nproc)" \
+        'BEGIN { printf "%.1f\n", (w > 0 ? 100 * t / (w / 1e6 * hz * n) : 0) }'
+}
+STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtime's
 {
     echo
     echo "Noisy neighbour, $(date -u +%Y-%m-%dT%H:%MZ), source tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), build $BUILD"
@@ -418,6 +455,8 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
     echo "  $UP_IP), $PROBE_RATE a second; sandboxes --cpus $VICTIM_CPUS (victim), $NOISY_CPUS (noisy); each flood starts $RAMP s"
     echo "  before the victim's calls; $ROUNDS round(s) of the phases in this order, figures pooled over the rounds"
     [[ " $PHASES " == *" churn "* ]] && echo "churn: $CHURN_CONC loop(s) of create (memoryMiB $CHURN_MEMORY, idlePauseSeconds 0) + rm from the host"
+    [[ " $PHASES " == *" bwrap "* ]] && echo "bwrap: bubblewrap sandboxes (every namespace, /proc, /dev, tmpfs) run to their exit from the host, $(jq -r .rate "$WORK/flood-bwrap-1.json") a second"
+    [[ " $PHASES " == *" direct "* ]] && echo "direct: $CONN_RATE connections/s from the host straight to $UP_IP:$PORT (no proxy), one byte + echo each"
     [[ " $PHASES " == *" conns "* ]] && echo "conns: $CONN_RATE connections/s from the noisy sandbox to $NAME:$PORT, one byte + echo each"
     echo "$RATES_SAID"
     echo
@@ -429,7 +468,7 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
         LOST=$((LOST + CALLS * ROUNDS - calls + PROBES * ROUNDS - pok)) # failed, or never made
         r99=$(bench_ratio "${P99[$p]}" "${P99[$REF]}")
         e99=$(bench_ratio "${EP99[$p]}" "${EP99[$REF]}")
-        if [[ $p != "$REF" && $ISSUE13 != *" $p "* ]]; then # issue 13's phases have targets of their own
+        if [[ $p != "$REF" && "$ISSUE13${REFS13:1}" != *" $p "* ]]; then # issue 13's phases: targets of their own
             worse "$r99" "$WORST_P99" && WORST_P99=$r99 WORST_P99_AT=$p
             worse "$e99" "$WORST_EG99" && WORST_EG99=$e99 WORST_EG99_AT=$p
         fi
@@ -442,9 +481,12 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
     echo
     echo "daemon and noisy sandbox per phase: log = bytes the daemon's log grew, per round; s = phase"
     echo "seconds, all rounds; fds = the server's open descriptors at the start of round 1 / peak (100 ms"
-    echo "samples); cpu = CPUs busy, whole machine / runtimed's server; then the noisy sandbox's recorded"
-    echo "egress.refused and egress.allowed events, the count in its events.dropped, and the limits it reached"
-    row2 phase "log B" s fds cpu refused allowed dropped "limits reached (noisy)"
+    echo "samples); cpu = CPUs busy, whole machine (steal included) / runtimed's server; steal = % of the"
+    echo "machine's CPU time the hypervisor took (above $STEAL_WARN %, the latencies are the host's too); then the"
+    echo "noisy sandbox's recorded egress.refused and egress.allowed events, the count in its events.dropped,"
+    echo "and the limits it reached"
+    row2 phase "log B" s fds cpu steal refused allowed dropped "limits reached (noisy)"
+    STOLEN=
     for p in $PHASES; do
         lb=$(over_rounds LOGB "$p" max)
         ((lb > WORST_LOG)) && WORST_LOG=$lb
@@ -453,7 +495,8 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
         row2 "$p" "$(per_round LOGB "$p")" "$(awk -v w="$w" 'BEGIN { printf "%.1f", w / 1e6 }')" \
             "${FDSTART[$p-1]}/$(over_rounds FDMAX "$p" max)" \
             "$(cpu_shares "$w" "$(over_rounds MTICKS "$p" sum)" "$(over_rounds STICKS "$p" sum)" 0 | cut -d' ' -f1-2 | tr ' ' /)" \
-            "$(nev "$p" egress.refused)" "$(nev "$p" egress.allowed)" "$(ndropped "$p")" "$(limits "$p")"
+            "$(steal_pct "$p")%" "$(nev "$p" egress.refused)" "$(nev "$p" egress.allowed)" "$(ndropped "$p")" "$(limits "$p")"
+        worse "$(steal_pct "$p")" "$STEAL_WARN" && STOLEN+=" $p ($(steal_pct "$p") %)"
     done
     echo
     echo "what the floods did (their own counts, round 1; exec: HTTP statuses and the 200s' latency;"
@@ -486,10 +529,16 @@ row2() { printf '%-8s %-11s %6s %-12s %-10s %7s %7s %7s  %-s\n' "$@"; }
         printf '%-56s %-14s < %s     %s\n' "victim gateway max, $p (issue 13), ms" "$(bench_fmt "${MAX[$p]}" 2)" \
             "$TARGET13_MAX_MS" "$(under_target "${MAX[$p]}" "$TARGET13_MAX_MS")"
     done
+    for p in $PHASES; do # the same load without runtime: what the machine itself costs the victim
+        [[ $REFS13 == *" $p "* ]] || continue
+        printf '%-56s %-14s (reference, no target)\n' "victim gateway p99 / quiet p99, $p (no runtime)" \
+            "$(bench_ratio "${P99[$p]}" "${P99[$REF]}")"
+    done
     printf '%-56s %-14s < %s %s\n' "daemon log growth, worst phase round (bytes)" "$WORST_LOG" "$TARGET_LOG_BYTES" \
         "$(bench_verdict "$WORST_LOG" $((TARGET_LOG_BYTES - 1)))"
     printf '%-56s %-14s = 0      %s\n' "victim calls and probes lost (failed or never made)" "$LOST" \
         "$(bench_verdict "$LOST" 0)"
     printf '%-56s %-14s = 0      %s\n' "victim limit.reached / events.dropped events" "$VBAD" "$(bench_verdict "$VBAD" 0)"
+    [[ -z $STOLEN ]] || echo "warning: the hypervisor took more than $STEAL_WARN % of the CPUs in:$STOLEN; those figures are not runtime's alone"
     echo "took $TOOK s"
 } | tee "$WORK/summary.txt"
