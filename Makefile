@@ -42,6 +42,18 @@ $(BUILD)/runtimed: $(DAEMON_OBJS)
 $(BUILD)/runtime: $(CLI_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(PKGS_C)) -lm
 
+# Every sandbox's pid 1 (src/sandbox/init/runtime-init.c): freestanding and static, a few
+# pages; carried in the daemon (src/sandbox/init_image.S). No sanitizer or library flags.
+$(BUILD)/runtime-init: src/sandbox/init/runtime-init.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O2 $(WARN) -static -nostdlib -ffreestanding -fno-stack-protector -fno-pie \
+		-no-pie -fno-asynchronous-unwind-tables -s -Wl,--build-id=none -o $@ $<
+
+$(BUILD)/obj/sandbox/init_image.o: src/sandbox/init_image.S $(BUILD)/runtime-init
+	@mkdir -p $(dir $@)
+	@echo "  AS $<"
+	@$(CC) -DINIT_IMAGE='"$(BUILD)/runtime-init"' -c $< -o $@
+
 # The benchmarks' gateway client (bench/gwcall.c): no library, so it costs the calls it times
 # next to nothing.
 $(BUILD)/gwcall: bench/gwcall.c
@@ -75,7 +87,7 @@ check: all $(BUILD)/unit asan format-check
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 
-FORMATTED := src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c
+FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c
 
 format:
 	clang-format -i $(FORMATTED)
@@ -107,6 +119,12 @@ $(BUILD)/fuzz/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@echo "  CC (fuzz) $<"
 	@$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(shell pkg-config --cflags $(PKGS_D)) \
 		-c $< -o $@
+
+# The keeper's fuzz target links the sandbox's init image: the plain build's blob, as is.
+FUZZ_OBJS  += $(BUILD)/fuzz/obj/sandbox/init_image.o
+$(BUILD)/fuzz/obj/sandbox/init_image.o: $(BUILD)/obj/sandbox/init_image.o
+	@mkdir -p $(dir $@)
+	@cp $< $@
 
 $(BUILD)/fuzz/libruntime.a: $(FUZZ_OBJS)
 	@rm -f $@

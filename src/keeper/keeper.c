@@ -422,6 +422,8 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
     err_t err = {0};
     if (confine_sandbox_prepare(&err) < 0)
         log_warn("keeper: %s; each sandbox will compile its seccomp filter itself", err.msg);
+    if (sandbox_init_prepare(&err) < 0)
+        log_warn("keeper: %s; each sandbox's pid 1 stays a copy of the keeper", err.msg);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

@@ -48,17 +48,20 @@ static int sync_expect(int fd, const char *word, err_t *err)
 }
 
 /* pid 1 of the sandbox: reaps whatever is reparented to it, forever. Signals
- * stay blocked, so nothing inside can stop it. */
+ * stay blocked, so nothing inside can stop it. It becomes runtime-init when it
+ * can (a few pages, where this process holds its copy of the keeper), and only
+ * otherwise loops here. */
 static void __attribute__((noreturn)) init_loop(const struct sandbox_host *host)
 {
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    ns_exec_init();
     if (host->title && host->title_len > 0) {
         memset(host->title, 0, host->title_len);
         snprintf(host->title, host->title_len, "runtime-init");
     }
     prctl(PR_SET_NAME, "runtime-init");
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, NULL);
     close_range(0, ~0U, 0);
     sigset_t chld;
     sigemptyset(&chld);

@@ -36,6 +36,11 @@ int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int 
 int ns_net_setup(struct sandbox *sb, err_t *err);
 int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
 
+/* init.c: execs the sandbox's pid 1 program (from sandbox_init_prepare's memfd).
+ * Returns only when it cannot (no memfd, or the exec was refused); the caller
+ * then stays pid 1 itself. */
+void ns_exec_init(void);
+
 /* exec.c */
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);

@@ -46,6 +46,12 @@ struct sandbox_host {
     size_t title_len;    /* shows as runtime-init, not as the daemon's command line */
 };
 
+/* Copies the sandbox's pid 1 program (src/sandbox/init/runtime-init.c) into a
+ * memfd once, for every sandbox's first process to exec when it is set up (the
+ * keeper calls it at start). Without it, the first process stays pid 1 itself,
+ * a copy-on-write image of the keeper. */
+int sandbox_init_prepare(err_t *err);
+
 /* The cgroup name of sandbox id: "<instance>-<id>". */
 void sandbox_cgroup_name(const struct sandbox_host *host, const char *id, char *out, size_t n);
 /* The sandbox id of a cgroup name of this instance, or NULL. */
