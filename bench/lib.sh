@@ -358,6 +358,12 @@ drop_veth() {
 
 # --- CPU accounting ------------------------------------------------------------------
 
+# The bwrap reference of the benchmarks: a root shaped like a sandbox's (read-only /usr, fresh
+# /proc, minimal /dev, tmpfs /tmp and /workspace, every namespace), the command to run after it.
+BENCH_BWRAP_ROOT=(bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin
+    --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc
+    --dev /dev --tmpfs /tmp --tmpfs /workspace --chdir /workspace)
+
 # Clock ticks the whole machine has been busy (not idle, not iowait).
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 # Clock ticks the hypervisor took from this machine's CPUs (steal), all CPUs.

@@ -291,9 +291,9 @@ start_flood() {
 
 from_host() { [[ " exec churn$REFS13" == *" $1 "* ]]; } # floods run on the host, not in NOISY
 
-# A bubblewrap sandbox as close to runtime's as bwrap goes without a daemon: every namespace,
-# the host's /usr read-only, /proc, /dev, a tmpfs /tmp; no workspace image, cgroup or nft.
-BWRAP_ARGV='["bwrap","--unshare-all","--die-with-parent","--ro-bind","/usr","/usr","--symlink","usr/lib","/lib","--symlink","usr/lib64","/lib64","--symlink","usr/bin","/bin","--proc","/proc","--dev","/dev","--tmpfs","/tmp","/usr/bin/true"]'
+# bench/sandbox.sh's bwrap reference (lib.sh), as close to runtime's sandbox as bwrap goes
+# without a daemon; no workspace image, cgroup or nft.
+BWRAP_ARGV=$(printf '%s\n' "${BENCH_BWRAP_ROOT[@]}" /usr/bin/true | jq -Rsc 'split("\n")[:-1]')
 # bwrap_rate KEY: BWRAP_RATE, else the creates a second of this round's churn, else 100.
 bwrap_rate() {
     local f=$WORK/flood-churn-${1#bwrap-}.json

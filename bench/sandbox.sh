@@ -31,10 +31,7 @@ TARGET_KIB=256
 BUILD=${BUILD:-$ROOT/build}
 RUNTIMED=$BUILD/runtimed
 RT=$BUILD/runtime
-# Same shape as a sandbox's root: read-only /usr, fresh /proc, minimal /dev, tmpfs.
-BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin \
---symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --proc /proc \
---dev /dev --tmpfs /tmp --tmpfs /workspace --chdir /workspace /bin/echo ready"
+BWRAP="${BENCH_BWRAP_ROOT[*]} /bin/echo ready"
 RUN="$RT sandbox run -- /bin/echo ready"
 
 bench_args "" "$@"

@@ -32,7 +32,7 @@ int sandbox_init_prepare(err_t *err)
     int fd = make_memfd();
     if (fd < 0) return err_set(err, errno, "memfd_create: %s", strerror(errno));
     size_t n = (size_t)(sandbox_init_image_end - sandbox_init_image);
-    int r = write_all(fd, sandbox_init_image, n) < 0 ? -errno : 0;
+    int r = write_all(fd, sandbox_init_image, n);
     if (r == 0 &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
         r = -errno;
