@@ -19,12 +19,12 @@ static json_t *with_usage(struct server *srv, const struct account *acct)
 
 /* A request answered once its account's change is on disk. */
 struct pending {
-    struct evhttp_request *req;
+    struct httpd_req *req;
     struct server *srv;
     char name[ACCOUNT_NAME_MAX];
 };
 
-static struct pending *pending_new(struct evhttp_request *req, struct server *srv, const char *name)
+static struct pending *pending_new(struct httpd_req *req, struct server *srv, const char *name)
 {
     struct pending *p = calloc(1, sizeof *p);
     if (!p) {
@@ -57,7 +57,7 @@ static void created(const err_t *err, const char *key, void *arg)
     free(p);
 }
 
-static void create(struct evhttp_request *req, struct server *srv)
+static void create(struct httpd_req *req, struct server *srv)
 {
     json_t *body = api_body_json(req, false);
     if (!body) return;
@@ -71,7 +71,7 @@ static void create(struct evhttp_request *req, struct server *srv)
     }
 }
 
-static void list(struct evhttp_request *req, struct server *srv)
+static void list(struct httpd_req *req, struct server *srv)
 {
     json_t *arr = json_array();
     for (const struct account *a = accounts_first(server_accounts(srv)); a; a = a->next)
@@ -87,7 +87,7 @@ static void key_made(const err_t *err, const char *key, void *arg)
     free(p);
 }
 
-static void new_key(struct evhttp_request *req, struct server *srv, const char *name)
+static void new_key(struct httpd_req *req, struct server *srv, const char *name)
 {
     err_t err = {0};
     struct pending *p = pending_new(req, srv, name);
@@ -100,24 +100,24 @@ static void new_key(struct evhttp_request *req, struct server *srv, const char *
 static void removed(struct server *srv, const err_t *err, void *arg)
 {
     if (err) return api_fail(arg, err);
-    evhttp_send_reply(arg, 204, NULL, NULL);
+    httpd_reply(arg, 204, NULL);
 }
 
-void api_accounts(struct evhttp_request *req, struct server *srv, const struct api_caller *who,
+void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action)
 {
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    enum httpd_method m = httpd_method(req);
     err_t err = {0};
     if (!who->admin)
         return api_error(req, 403, "forbidden",
                          "accounts are managed with the admin key (STATE/admin.key)");
-    if (!name && m == EVHTTP_REQ_POST) return create(req, srv);
-    if (!name && m == EVHTTP_REQ_GET) return list(req, srv);
-    if (name && !action && m == EVHTTP_REQ_DELETE) {
+    if (!name && m == HTTPD_POST) return create(req, srv);
+    if (!name && m == HTTPD_GET) return list(req, srv);
+    if (name && !action && m == HTTPD_DELETE) {
         if (server_account_remove(srv, name, removed, req, &err) < 0) api_fail(req, &err);
         return;
     }
-    if (name && action && strcmp(action, "keys") == 0 && m == EVHTTP_REQ_POST)
+    if (name && action && strcmp(action, "keys") == 0 && m == HTTPD_POST)
         return new_key(req, srv, name);
     api_error(req, 405, "method_not_allowed",
               "use POST or GET /v1/accounts, DELETE /v1/accounts/NAME or POST "

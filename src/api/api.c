@@ -12,7 +12,7 @@
 #include "../secrets/secrets.h"
 #include "api_impl.h"
 
-void api_json(struct evhttp_request *req, int status, json_t *v)
+void api_json(struct httpd_req *req, int status, json_t *v)
 {
     /* 12 significant digits: usage figures without binary noise (0.069, not 0.069000000000000006).
      */
@@ -21,12 +21,12 @@ void api_json(struct evhttp_request *req, int status, json_t *v)
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "%s\n", text ? text : "null");
     free(text);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, status, NULL, out);
+    httpd_add_header(req, "Content-Type", "application/json");
+    httpd_reply(req, status, out);
     evbuffer_free(out);
 }
 
-void api_error(struct evhttp_request *req, int status, const char *code, const char *fmt, ...)
+void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
@@ -39,7 +39,7 @@ void api_error(struct evhttp_request *req, int status, const char *code, const c
     api_json(req, status, err);
 }
 
-void api_fail(struct evhttp_request *req, const err_t *err)
+void api_fail(struct httpd_req *req, const err_t *err)
 {
     static const struct {
         int code, status;
@@ -63,9 +63,9 @@ void api_fail(struct evhttp_request *req, const err_t *err)
     api_error(req, 500, "internal", "%s", err->msg[0] ? err->msg : "internal error");
 }
 
-json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
+json_t *api_body_json(struct httpd_req *req, bool allow_empty)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    struct evbuffer *in = httpd_body(req);
     size_t n = evbuffer_get_length(in);
     if (n > API_MAX_JSON_BODY) {
         api_error(req, 413, "too_large", "the JSON body is %zu bytes; the limit is %u", n,
@@ -74,7 +74,11 @@ json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
     }
     if (n == 0 && allow_empty) return json_object();
     json_error_t jerr;
-    json_t *v = json_loadb((const char *)evbuffer_pullup(in, -1), n, JSON_REJECT_DUPLICATES, &jerr);
+    char *raw = (char *)evbuffer_pullup(in, -1);
+    json_t *v = json_loadb(raw, n, JSON_REJECT_DUPLICATES, &jerr);
+    /* Parsed once: the raw bytes (a secret's value, maybe) are wiped and let go. */
+    if (raw) explicit_bzero(raw, n);
+    httpd_drop_body(req);
     if (!v)
         api_error(req, 400, "bad_json", "the body is not valid JSON: %s (line %d)", jerr.text,
                   jerr.line);
@@ -82,9 +86,9 @@ json_t *api_body_json(struct evhttp_request *req, bool allow_empty)
 }
 
 /* Who is calling: the admin (who acts as the account default) or an account. */
-static bool authenticate(struct evhttp_request *req, struct server *srv, struct api_caller *out)
+static bool authenticate(struct httpd_req *req, struct server *srv, struct api_caller *out)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *h = httpd_header(req, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
     if (str_equal_ct(h + 7, server_config(srv)->admin_key)) {
         *out = (struct api_caller){.account = ACCOUNT_DEFAULT, .admin = true};
@@ -118,11 +122,10 @@ static bool label_matches(const struct sbx *sb, const char *filter)
     return v && strcmp(v, eq + 1) == 0;
 }
 
-static void list_sandboxes(struct evhttp_request *req, struct server *srv,
-                           const struct api_caller *who)
+static void list_sandboxes(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     struct evkeyvalq q;
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const char *query = httpd_query(req);
     evhttp_parse_query_str(query ? query : "", &q);
     json_t *arr = json_array();
     for (struct sbx *s = server_sandbox_first(srv); s; s = s->next) {
@@ -137,8 +140,7 @@ static void list_sandboxes(struct evhttp_request *req, struct server *srv,
 
 /* The answers to a create, once the keeper has built the sandbox (libevent keeps
  * a request whose client went away until it is answered, then frees it). */
-static void answer_creation(struct evhttp_request *req, int status, struct sbx *sb,
-                            const err_t *err)
+static void answer_creation(struct httpd_req *req, int status, struct sbx *sb, const err_t *err)
 {
     if (sb) return api_json(req, status, sandbox_json(sb));
     api_fail(req, err);
@@ -157,7 +159,7 @@ static void answer_found(struct server *srv, struct sbx *sb, const err_t *err, v
 static void answer_deleted(struct server *srv, const err_t *err, void *arg)
 {
     if (err) return api_fail(arg, err);
-    evhttp_send_reply(arg, 204, NULL, NULL);
+    httpd_reply(arg, 204, NULL);
 }
 
 /* getOrCreate: a name that exists is the answer, once it runs. */
@@ -192,8 +194,7 @@ static int check_limits(struct server *srv, const char *account,
     return 0;
 }
 
-static void create_sandbox(struct evhttp_request *req, struct server *srv,
-                           const struct api_caller *who)
+static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
     if (!body) return;
@@ -231,15 +232,15 @@ static int sandbox_path(const char *in, char *out, size_t size)
     return 0;
 }
 
-/* A file request waiting for the keeper to open its file. evhttp keeps a request
+/* A file request waiting for the keeper to open its file. httpd keeps a request
  * that was not answered alive even when its client leaves (answering it then
  * frees it), so req is valid until the answer. */
 struct file_req {
-    struct evhttp_request *req;
+    struct httpd_req *req;
     char path[PROTO_PATH_LEN]; /* for messages */
 };
 
-static struct file_req *file_req_new(struct evhttp_request *req, const char *path)
+static struct file_req *file_req_new(struct httpd_req *req, const char *path)
 {
     struct file_req *f = malloc(sizeof *f);
     if (!f) return NULL;
@@ -252,14 +253,14 @@ static struct file_req *file_req_new(struct evhttp_request *req, const char *pat
 static void on_put_open(struct server *srv, int fd, const err_t *error, void *arg)
 {
     struct file_req *f = arg;
-    struct evhttp_request *req = f->req;
+    struct httpd_req *req = f->req;
     err_t err = {0};
     if (fd < 0) {
         api_fail(req, error);
         free(f);
         return;
     }
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    struct evbuffer *in = httpd_body(req);
     int r = 0;
     while (r == 0 && evbuffer_get_length(in) > 0) {
         int n = evbuffer_write(in, fd);
@@ -271,13 +272,13 @@ static void on_put_open(struct server *srv, int fd, const err_t *error, void *ar
         err_set(&err, r, "cannot write %s: %s", f->path, strerror(-r));
         api_fail(req, &err);
     } else {
-        evhttp_send_reply(req, 204, NULL, NULL);
+        httpd_reply(req, 204, NULL);
     }
     free(f);
 }
 
 /* GET: the file's bytes and mode. */
-static void send_file(struct evhttp_request *req, int fd, const char *path)
+static void send_file(struct httpd_req *req, int fd, const char *path)
 {
     struct stat st;
     struct evbuffer *out = evbuffer_new();
@@ -290,10 +291,9 @@ static void send_file(struct evhttp_request *req, int fd, const char *path)
     }
     char mode[8];
     snprintf(mode, sizeof mode, "%04o", (unsigned)(st.st_mode & 0777));
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Content-Type", "application/octet-stream");
-    evhttp_add_header(h, "X-File-Mode", mode); /* so that a copy can keep it */
-    evhttp_send_reply(req, 200, NULL, out);
+    httpd_add_header(req, "Content-Type", "application/octet-stream");
+    httpd_add_header(req, "X-File-Mode", mode); /* so that a copy can keep it */
+    httpd_reply(req, 200, out);
     evbuffer_free(out);
 }
 
@@ -308,8 +308,8 @@ static void on_get_open(struct server *srv, int fd, const err_t *error, void *ar
 }
 
 /* The keeper opens the file; the answer goes out from on_put_open or on_get_open. */
-static void open_file(struct evhttp_request *req, struct server *srv, struct sbx *sb,
-                      const char *path, bool put, unsigned mode)
+static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *path,
+                      bool put, unsigned mode)
 {
     err_t err = {0};
     struct file_req *f = file_req_new(req, path);
@@ -329,10 +329,10 @@ static int file_mode(const char *s)
     return m > 0777 ? -EINVAL : (int)m;
 }
 
-static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+static void files(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
     struct evkeyvalq q;
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const char *query = httpd_query(req);
     evhttp_parse_query_str(query ? query : "", &q);
     char path[PROTO_PATH_LEN];
     int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
@@ -340,7 +340,7 @@ static void files(struct evhttp_request *req, struct server *srv, struct sbx *sb
     int mode = mode_text ? file_mode(mode_text) : 0;
     evhttp_clear_headers(&q);
     if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
-    bool put = evhttp_request_get_command(req) == EVHTTP_REQ_PUT;
+    bool put = httpd_method(req) == HTTPD_PUT;
     if (mode < 0 || (mode_text && !put))
         return api_error(req, 400, "bad_request",
                          "mode is for PUT only, and is permission bits "
@@ -356,7 +356,7 @@ static void network_set(struct server *srv, const struct model_network *network,
     api_json(arg, 200, model_network_json(network));
 }
 
-static void set_network(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+static void set_network(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
     json_t *body = api_body_json(req, false);
     if (!body) return;
@@ -378,10 +378,10 @@ static void answer_later(struct server *srv, json_t *v, const err_t *err, void *
         api_fail(arg, err);
 }
 
-static void events(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+static void events(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
     struct evkeyvalq q;
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    const char *query = httpd_query(req);
     evhttp_parse_query_str(query ? query : "", &q);
     const char *after = evhttp_find_header(&q, "after");
     char *end = NULL;
@@ -393,18 +393,17 @@ static void events(struct evhttp_request *req, struct server *srv, struct sbx *s
     if (server_events(srv, sb, seq, answer_later, req, &err) < 0) return api_fail(req, &err);
 }
 
-static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx *sb,
-                      const char *name)
+static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *name)
 {
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    enum httpd_method m = httpd_method(req);
     err_t err = {0};
-    if (name && m == EVHTTP_REQ_DELETE) {
+    if (name && m == HTTPD_DELETE) {
         if (mcp_stop(srv, sb, name, &err) < 0) return api_fail(req, &err);
-        return evhttp_send_reply(req, 204, NULL, NULL);
+        return httpd_reply(req, 204, NULL);
     }
-    if (!name && m == EVHTTP_REQ_GET) {
+    if (!name && m == HTTPD_GET) {
         struct evkeyvalq q;
-        const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+        const char *query = httpd_query(req);
         evhttp_parse_query_str(query ? query : "", &q);
         const char *wait = evhttp_find_header(&q, "wait");
         char *end = NULL;
@@ -414,7 +413,7 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
         if (bad) return api_error(req, 400, "bad_request", "wait must be 0 to 3600 seconds");
         return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
     }
-    if (!name && m == EVHTTP_REQ_POST) {
+    if (!name && m == HTTPD_POST) {
         if (sb->status != SBX_RUNNING)
             return api_error(req, 409, "not_running",
                              "sandbox %s is %s; MCP servers run only in "
@@ -438,7 +437,7 @@ static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err,
     api_json(req, 200, sandbox_json(sb));
 }
 
-static void route(struct evhttp_request *req, void *arg);
+static void route(struct httpd_req *req, void *arg);
 
 /* The sandbox was woken for this request: it is served as if it had just come. */
 static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *req)
@@ -447,34 +446,33 @@ static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *er
     route(req, srv);
 }
 
-static void one_sandbox(struct evhttp_request *req, struct server *srv,
-                        const struct api_caller *who, const char *key, const char *action,
-                        const char *sub)
+static void one_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who,
+                        const char *key, const char *action, const char *sub)
 {
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    enum httpd_method m = httpd_method(req);
     struct sbx *sb = server_sandbox_find(srv, who->account, key);
     if (!sb)
         return api_error(req, 404, "not_found",
                          "no sandbox %s; `runtime sandbox list` "
                          "shows them",
                          key);
-    if (sb->removing && m != EVHTTP_REQ_GET)
+    if (sb->removing && m != HTTPD_GET)
         return api_error(req, 409, "busy", "sandbox %s is being removed", sb->id);
     err_t err = {0};
-    if (!action && m == EVHTTP_REQ_GET) return api_json(req, 200, sandbox_json(sb));
-    if (!action && m == EVHTTP_REQ_DELETE) {
+    if (!action && m == HTTPD_GET) return api_json(req, 200, sandbox_json(sb));
+    if (!action && m == HTTPD_DELETE) {
         if (server_sandbox_delete(srv, sb, answer_deleted, req, &err) < 0)
             return api_fail(req, &err);
         return;
     }
     bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0 ||
-                                    (strcmp(action, "mcp") == 0 && m == EVHTTP_REQ_POST));
-    if (action && m == EVHTTP_REQ_POST && strcmp(action, "pause") == 0) {
+                                    (strcmp(action, "mcp") == 0 && m == HTTPD_POST));
+    if (action && m == HTTPD_POST && strcmp(action, "pause") == 0) {
         if (server_sandbox_pause(srv, sb, "api", answer_sandbox, req, &err) < 0)
             return api_fail(req, &err);
         return;
     }
-    if (action && m == EVHTTP_REQ_POST && strcmp(action, "resume") == 0) {
+    if (action && m == HTTPD_POST && strcmp(action, "resume") == 0) {
         if (server_sandbox_resume(srv, sb, "api", answer_sandbox, req, &err) < 0)
             return api_fail(req, &err);
         return;
@@ -491,13 +489,12 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv,
                          "sandbox rm %s` (its /workspace is kept only while it exists), or "
                          "restart runtimed to rebuild it on its workspace",
                          sb->id, sbx_status_name(sb->status), sb->id);
-    if (action && strcmp(action, "exec") == 0 && m == EVHTTP_REQ_POST)
-        return api_exec(req, srv, sb);
-    if (action && strcmp(action, "files") == 0 && (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_PUT))
+    if (action && strcmp(action, "exec") == 0 && m == HTTPD_POST) return api_exec(req, srv, sb);
+    if (action && strcmp(action, "files") == 0 && (m == HTTPD_GET || m == HTTPD_PUT))
         return files(req, srv, sb);
-    if (action && strcmp(action, "network") == 0 && m == EVHTTP_REQ_PUT)
+    if (action && strcmp(action, "network") == 0 && m == HTTPD_PUT)
         return set_network(req, srv, sb);
-    if (action && strcmp(action, "events") == 0 && m == EVHTTP_REQ_GET) return events(req, srv, sb);
+    if (action && strcmp(action, "events") == 0 && m == HTTPD_GET) return events(req, srv, sb);
     if (action && strcmp(action, "mcp") == 0) return mcp_route(req, srv, sb, sub);
     api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
 }
@@ -506,28 +503,24 @@ static void one_sandbox(struct evhttp_request *req, struct server *srv,
 static void secret_saved(const err_t *err, json_t *answer, bool created, void *arg)
 {
     if (err) return api_fail(arg, err);
-    if (!answer) return evhttp_send_reply(arg, 204, NULL, NULL);
+    if (!answer) return httpd_reply(arg, 204, NULL);
     api_json(arg, created ? 201 : 200, answer);
 }
 
-static void secrets_route(struct evhttp_request *req, struct server *srv,
-                          const struct api_caller *who, const char *name)
+static void secrets_route(struct httpd_req *req, struct server *srv, const struct api_caller *who,
+                          const char *name)
 {
     const char *account = who->account;
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    enum httpd_method m = httpd_method(req);
     err_t err = {0};
-    if (!name && m == EVHTTP_REQ_GET)
-        return api_json(req, 200, vault_list(server_vault(srv), account));
-    if (name && m == EVHTTP_REQ_DELETE) {
+    if (!name && m == HTTPD_GET) return api_json(req, 200, vault_list(server_vault(srv), account));
+    if (name && m == HTTPD_DELETE) {
         if (vault_delete(server_vault(srv), account, name, secret_saved, req, &err) < 0)
             api_fail(req, &err);
         return;
     }
-    if (name && m == EVHTTP_REQ_PUT) {
-        json_t *body = api_body_json(req, false);
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t n = evbuffer_get_length(in);
-        explicit_bzero(evbuffer_pullup(in, (ssize_t)n), n); /* the raw value, parsed now */
+    if (name && m == HTTPD_PUT) {
+        json_t *body = api_body_json(req, false); /* wipes the raw value */
         if (!body) return;
         int r = vault_put(server_vault(srv), account, name, body, secret_saved, req, &err);
         json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
@@ -539,16 +532,15 @@ static void secrets_route(struct evhttp_request *req, struct server *srv,
               "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
 }
 
-static void metrics(struct evhttp_request *req, struct server *srv)
+static void metrics(struct httpd_req *req, struct server *srv)
 {
     char *text = server_metrics_text(srv);
     if (!text) return api_error(req, 500, "internal", "out of memory");
     struct evbuffer *out = evbuffer_new();
     evbuffer_add(out, text, strlen(text));
     free(text);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4");
-    evhttp_send_reply(req, 200, NULL, out);
+    httpd_add_header(req, "Content-Type", "text/plain; version=0.0.4");
+    httpd_reply(req, 200, out);
     evbuffer_free(out);
 }
 
@@ -564,25 +556,24 @@ static int split_path(char *path, char **seg, int max)
     return n;
 }
 
-static void route(struct evhttp_request *req, void *arg)
+/* With the body in (and again after a wake): what the request asks for. */
+static void route(struct httpd_req *req, void *arg)
 {
     struct server *srv = arg;
-    const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    if (gw && strncmp(gw, "/mcp/", 5) == 0) return mcp_gateway(srv, req, gw); /* its own token */
     struct api_caller who;
     if (!authenticate(req, srv, &who))
         return api_error(req, 401, "unauthorized",
                          "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
                          "the key from STATE/admin.key or your account's key");
-    const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
+    const char *raw = httpd_path(req);
+    char *path = evhttp_uridecode(raw, 0, NULL);
     char *seg[5];
     int n = path ? split_path(path, seg, 5) : -ENOMEM;
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    enum httpd_method m = httpd_method(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
-        if (n == 2 && m == EVHTTP_REQ_GET)
+        if (n == 2 && m == HTTPD_GET)
             list_sandboxes(req, srv, &who);
-        else if (n == 2 && m == EVHTTP_REQ_POST)
+        else if (n == 2 && m == HTTPD_POST)
             create_sandbox(req, srv, &who);
         else if (n == 3 || n == 4)
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
@@ -591,35 +582,71 @@ static void route(struct evhttp_request *req, void *arg)
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
-               m == EVHTTP_REQ_GET) {
+               m == HTTPD_GET) {
         err_t err = {0};
         if (server_usage(srv, who.admin ? NULL : who.account, answer_later, req, &err) < 0)
             api_fail(req, &err);
-    } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == EVHTTP_REQ_GET) {
+    } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == HTTPD_GET) {
         if (who.admin)
             metrics(req, srv);
         else
             api_error(req, 403, "forbidden", "/metrics covers every account: admin key only");
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
-               strcmp(seg[2], "catalog") == 0 && m == EVHTTP_REQ_GET) {
+               strcmp(seg[2], "catalog") == 0 && m == HTTPD_GET) {
         api_json(req, 200, json_incref(mcp_catalog(srv)));
     } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
         secrets_route(req, srv, &who, n == 3 ? seg[2] : NULL);
     } else if (n >= 2 && n <= 4 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "accounts") == 0) {
         api_accounts(req, srv, &who, n >= 3 ? seg[2] : NULL, n == 4 ? seg[3] : NULL);
     } else {
-        api_error(req, 404, "not_found", "no such API path: %s", raw ? raw : "/");
+        api_error(req, 404, "not_found", "no such API path: %s", raw);
     }
     free(path);
 }
 
-void api_attach(struct evhttp *http, struct server *srv)
+/* The sandbox a path names (/v1/sandboxes/KEY/...), if the caller has it: what
+ * the request holds is charged to it. */
+static struct sbx *sandbox_of_path(struct server *srv, const struct api_caller *who,
+                                   const char *path)
 {
-    evhttp_set_max_body_size(http, API_MAX_FILE_BODY);
-    evhttp_set_max_headers_size(http, 64 * 1024);
-    evhttp_set_timeout(http, 120);
-    /* OPTIONS: CORS preflights of browser MCP clients (the gateway answers them). */
-    evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
-    evhttp_set_gencb(http, route, srv);
+    const char *prefix = "/v1/sandboxes/";
+    if (strncmp(path, prefix, strlen(prefix)) != 0) return NULL;
+    char key[PROTO_ID_LEN + MODEL_NAME_MAX];
+    const char *start = path + strlen(prefix), *end = strchr(start, '/');
+    size_t n = end ? (size_t)(end - start) : strlen(start);
+    if (n == 0 || n >= sizeof key) return NULL;
+    memcpy(key, start, n);
+    key[n] = '\0';
+    return server_sandbox_find(srv, who->account, key);
+}
+
+static bool is_upload(struct httpd_req *req)
+{
+    const char *path = httpd_path(req);
+    size_t n = strlen(path);
+    return httpd_method(req) == HTTPD_PUT && n > 6 && strcmp(path + n - 6, "/files") == 0;
+}
+
+/* Before any body is read: the gateway checks its own token; the API the key.
+ * Nobody unauthenticated gets a byte of theirs read past the head. */
+void api_head(struct httpd_req *req, struct server *srv)
+{
+    const char *path = httpd_path(req);
+    if (strncmp(path, "/mcp/", 5) == 0) return mcp_gateway_head(srv, req);
+    struct api_caller who;
+    if (!authenticate(req, srv, &who))
+        return api_error(req, 401, "unauthorized",
+                         "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
+                         "the key from STATE/admin.key or your account's key");
+    httpd_trust(req);
+    struct sbx *sb = sandbox_of_path(srv, &who, path);
+    httpd_charge(req, sb ? sb->budget : server_budget(srv));
+    httpd_read_body(req, is_upload(req) ? API_MAX_FILE_BODY : API_MAX_JSON_BODY, route, srv);
+}
+
+void api_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
+                   struct server *srv)
+{
+    if (strncmp(httpd_path(req), "/mcp/", 5) == 0) return mcp_gateway_fail(req, status, message);
+    api_error(req, status, code, "%s", message);
 }

@@ -5,7 +5,7 @@
 
 #include "../server/server.h"
 
-struct evhttp;
+struct httpd_req;
 
 /* Limits with defaults (DESIGN invariant 7). */
 #define API_MAX_JSON_BODY (1u << 20)       /* 1 MiB */
@@ -13,8 +13,11 @@ struct evhttp;
 #define API_MAX_OUTPUT (1u << 20)          /* per stream of an exec */
 #define API_MAX_TIMEOUT_MS (24u * 3600000) /* an exec runs at most a day */
 
-/* Installs the request handler on http. */
-void api_attach(struct evhttp *http, struct server *srv);
+/* Every request of the API and the gateway, once its head is in (the server's
+ * hooks http_head and http_fail; see httpd.h). */
+void api_head(struct httpd_req *req, struct server *srv);
+void api_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
+                   struct server *srv);
 
 /* Copies bytes to a JSON string, replacing invalid UTF-8 with U+FFFD. */
 json_t *api_json_text(const char *bytes, size_t n);

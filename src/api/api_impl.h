@@ -2,19 +2,22 @@
 #ifndef RUNTIME_API_IMPL_H
 #define RUNTIME_API_IMPL_H
 
-#include <event2/http.h>
+#include <event2/http.h> /* its URI and query helpers; the server is httpd */
+
+#include "../httpd/httpd.h"
 
 #include "api.h"
 
 /* Sends {"error":{"code","message"}} with status. */
-void api_error(struct evhttp_request *req, int status, const char *code, const char *fmt, ...)
+void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Maps an err_t from below to a status and code, and sends it. */
-void api_fail(struct evhttp_request *req, const err_t *err);
+void api_fail(struct httpd_req *req, const err_t *err);
 /* Sends a JSON value (taken) with status. */
-void api_json(struct evhttp_request *req, int status, json_t *v);
-/* Parses the request body as JSON (at most API_MAX_JSON_BODY); NULL after replying. */
-json_t *api_body_json(struct evhttp_request *req, bool allow_empty);
+void api_json(struct httpd_req *req, int status, json_t *v);
+/* Parses the request body as JSON (at most API_MAX_JSON_BODY), then wipes and
+ * drops the raw bytes; NULL after replying. */
+json_t *api_body_json(struct httpd_req *req, bool allow_empty);
 
 /* Who calls: the admin key acts as the account default. */
 struct api_caller {
@@ -23,11 +26,11 @@ struct api_caller {
 };
 
 /* accounts.c: /v1/accounts[/NAME[/keys]], admin only. */
-void api_accounts(struct evhttp_request *req, struct server *srv, const struct api_caller *who,
+void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action);
 
 /* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
-void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb);
+void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb);
 /* Fills a NULL-terminated argv (at most max-1 strings) from a JSON array. */
 int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err);
 

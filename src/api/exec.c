@@ -28,7 +28,7 @@ static json_t *stream_json(struct evbuffer *buf, size_t dropped)
 
 /* By id: the sandbox may be removed while its program runs. */
 struct exec_call {
-    struct evhttp_request *req;
+    struct httpd_req *req;
     struct server *srv;
     char sandbox[PROTO_ID_LEN];
 };
@@ -36,7 +36,7 @@ struct exec_call {
 static void on_done(void *arg, const struct server_run_result *res)
 {
     struct exec_call *call = arg;
-    struct evhttp_request *req = call->req;
+    struct httpd_req *req = call->req;
     struct sbx *sb = server_sandbox_find(call->srv, NULL, call->sandbox);
     if (sb) {
         server_sandbox_hold(sb, -1);
@@ -113,7 +113,7 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
     return r;
 }
 
-void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
+void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
     if (sb->execs >= MAX_RUNNING_EXECS)
         return api_error(req, 429, "limit_reached",
@@ -122,7 +122,7 @@ void api_exec(struct evhttp_request *req, struct server *srv, struct sbx *sb)
                          sb->id, sb->execs);
     if (!sb->exec_rate.rate) sb->exec_rate = RATE_LIMIT(EXEC_STARTS_PER_S, 3 * EXEC_STARTS_PER_S);
     if (!rate_allow(&sb->exec_rate, now_ms())) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        httpd_add_header(req, "Retry-After", "1");
         return api_error(req, 429, "limit_reached",
                          "sandbox %s started %u execs a second, the "
                          "most it may; try again in a second",

@@ -69,6 +69,28 @@ bool rate_allow(struct rate_limit *rl, uint64_t now);
 /* The drops counted since the last call (then 0 again). */
 uint64_t rate_take_dropped(struct rate_limit *rl);
 
+/* A byte budget: what the server holds for one owner (a sandbox) against its
+ * limit, charged to its parent (the whole server) too. Reference-counted, so
+ * that a request which outlives its sandbox keeps its budget until it ends. */
+struct budget {
+    uint64_t used, limit, peak;
+    uint64_t refused; /* charges refused, and forced past the limit */
+    unsigned refs;
+    struct budget *parent;
+};
+/* A budget of limit bytes (0: none) under parent (NULL: none; referenced). */
+struct budget *budget_new(uint64_t limit, struct budget *parent);
+struct budget *budget_ref(struct budget *b);
+void budget_unref(struct budget *b);
+/* Charges n when it fits here and in every parent: true; otherwise charges
+ * nothing, counts a refusal and is false. */
+bool budget_take(struct budget *b, size_t n);
+/* Charges n even past a limit (bytes already held); false when that is past one. */
+bool budget_force(struct budget *b, size_t n);
+void budget_give(struct budget *b, size_t n);
+/* Whether b or a parent is past its limit. */
+bool budget_over(const struct budget *b);
+
 #define LOG_LINES_PER_S 100
 #define LOG_LINES_BURST 500
 

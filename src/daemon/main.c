@@ -4,6 +4,7 @@
  * the unprivileged server (a child), which confine themselves before they
  * read a byte from anyone. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,9 @@ struct options {
     bool insecure_listen;
     struct egress_rates rates_egress;
     struct meter_rates rates;
+    /* 0: worked out from the descriptors the server may hold (httpd.h) */
+    unsigned max_conns, max_conns_per_client;
+    unsigned held_per_sandbox_mib, held_total_mib;
 };
 
 static const char usage[] =
@@ -88,6 +93,14 @@ static const char usage[] =
     "  --max-sandboxes N     limit of sandboxes (default 1000)\n"
     "  --mcp-input-wait S    how long a 2026-07-28 call that asked its client for input\n"
     "                        waits for the client's retry (default 300 s)\n"
+    "  --max-connections N   API and gateway connections over TCP (default: a quarter\n"
+    "                        of the server's descriptors, at most 4096); at the limit a\n"
+    "                        new one replaces the oldest that never authenticated\n"
+    "  --max-connections-per-client N\n"
+    "                        ... of one client address (default: an eighth of those)\n"
+    "  --held-per-sandbox MIB  what the daemon may hold in memory for one sandbox's\n"
+    "                        requests: bodies, unread answers (default 128)\n"
+    "  --held-total MIB      ... for all of them together (default 1024)\n"
     "  --rate NAME=N         a sandbox's rate a second (repeatable): dns-queries\n"
     "                        (default 500), dns-names (new names, 100), connections (100)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
@@ -119,6 +132,37 @@ static int parse_rate(const char *arg, struct egress_rates *r)
             "runtimed: --rate %s: give NAME=N with NAME dns-queries, dns-names or "
             "connections and N from 1 to 1000000\n",
             arg);
+    return -EINVAL;
+}
+
+/* The whole-number limits: option letter, name and range. */
+static const struct {
+    int letter;
+    const char *name;
+    unsigned min, max;
+    size_t offset;
+} counts[] = {
+    {'x', "max-connections", 16, 1u << 20, offsetof(struct options, max_conns)},
+    {'X', "max-connections-per-client", 1, 1u << 20,
+     offsetof(struct options, max_conns_per_client)},
+    {'H', "held-per-sandbox", 1, 1u << 20, offsetof(struct options, held_per_sandbox_mib)},
+    {'A', "held-total", 16, 1u << 22, offsetof(struct options, held_total_mib)},
+};
+
+static int parse_count(int letter, const char *arg, struct options *o)
+{
+    for (size_t i = 0; i < ARRAY_LEN(counts); i++) {
+        if (counts[i].letter != letter) continue;
+        char *end;
+        long v = strtol(arg, &end, 10);
+        if (*end || end == arg || v < (long)counts[i].min || v > (long)counts[i].max) {
+            fprintf(stderr, "runtimed: --%s must be a whole number from %u to %u\n", counts[i].name,
+                    counts[i].min, counts[i].max);
+            return -EINVAL;
+        }
+        *(unsigned *)((char *)o + counts[i].offset) = (unsigned)v;
+        return 0;
+    }
     return -EINVAL;
 }
 
@@ -217,6 +261,10 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"tls-cert", 1, 0, 'c'},
                                           {"tls-key", 1, 0, 'k'},
                                           {"insecure-listen", 0, 0, 'I'},
+                                          {"max-connections", 1, 0, 'x'},
+                                          {"max-connections-per-client", 1, 0, 'X'},
+                                          {"held-per-sandbox", 1, 0, 'H'},
+                                          {"held-total", 1, 0, 'A'},
                                           {"help", 0, 0, 'h'},
                                           {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
@@ -230,6 +278,13 @@ static int parse_options(int argc, char **argv, struct options *o)
     opt_default(prices[0], sizeof prices[0], "RUNTIME_PRICE_VCPU_HOUR", "0.025");
     opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
     opt_default(prices[2], sizeof prices[2], "RUNTIME_PRICE_GB_MONTH", "0.08");
+    for (size_t i = 0; i < ARRAY_LEN(counts); i++) {
+        char env[64] = "RUNTIME_";
+        for (size_t j = 0; counts[i].name[j] && j + 9 < sizeof env; j++)
+            env[8 + j] = counts[i].name[j] == '-' ? '_' : (char)toupper(counts[i].name[j]);
+        const char *v = getenv(env);
+        if (v && *v && parse_count(counts[i].letter, v, o) < 0) return -EINVAL;
+    }
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -EINVAL;
     int c;
@@ -292,6 +347,12 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'I':
             o->insecure_listen = true;
+            break;
+        case 'x':
+        case 'X':
+        case 'H':
+        case 'A':
+            if (parse_count(c, optarg, o) < 0) return -EINVAL;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -477,7 +538,8 @@ static void leak_check(void) {}
 /* The server is the registry of sandboxes; the API, the gateway and idle pause
  * hook into it here, so that it includes none of them (docs/architecture.md). */
 static const struct server_hooks server_hooks = {
-    .attach_http = api_attach,
+    .http_head = api_head,
+    .http_fail = api_http_fail,
     .restored = mcp_box_restore,
     .policy = mcp_policy,
     .removed = mcp_sandbox_removed,
@@ -508,6 +570,12 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
     snprintf(cfg.tls_cert, sizeof cfg.tls_cert, "%s", o->tls_cert);
     snprintf(cfg.tls_key, sizeof cfg.tls_key, "%s", o->tls_key);
     cfg.egress_rates = o->rates_egress;
+    httpd_limits_default(&cfg.http);
+    cfg.http.max_conns = o->max_conns;
+    cfg.http.max_per_client = o->max_conns_per_client;
+    cfg.sandbox_held_bytes = (uint64_t)(o->held_per_sandbox_mib ? o->held_per_sandbox_mib : 128)
+                             << 20;
+    cfg.held_bytes = (uint64_t)(o->held_total_mib ? o->held_total_mib : 1024) << 20;
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);

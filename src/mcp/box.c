@@ -16,7 +16,7 @@
 
 struct mcp_waiter {
     struct mcp_box *box;
-    struct evhttp_request *req;
+    struct httpd_req *req;
     struct event *timer;
     struct mcp_waiter *next;
 };
@@ -412,9 +412,8 @@ static void waiter_answer(struct mcp_waiter *w)
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "%s\n", text ? text : "{}");
     free(text);
-    evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
-                      "application/json");
-    evhttp_send_reply(w->req, 200, NULL, out);
+    httpd_add_header(w->req, "Content-Type", "application/json");
+    httpd_reply(w->req, 200, out);
     evbuffer_free(out);
     waiter_free(w);
 }
@@ -432,8 +431,7 @@ void mcp_box_changed(struct mcp_box *box)
         waiter_answer(box->waiters);
 }
 
-void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request *req,
-                      uint32_t wait_ms)
+void mcp_status_reply(struct server *srv, struct sbx *sb, struct httpd_req *req, uint32_t wait_ms)
 {
     struct mcp_box *box = sb->mcp;
     bool any_busy = false;
@@ -446,9 +444,8 @@ void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request 
         struct evbuffer *out = evbuffer_new();
         evbuffer_add_printf(out, "%s\n", text ? text : "{}");
         free(text);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                          "application/json");
-        evhttp_send_reply(req, 200, NULL, out);
+        httpd_add_header(req, "Content-Type", "application/json");
+        httpd_reply(req, 200, out);
         evbuffer_free(out);
         return;
     }

@@ -9,7 +9,6 @@
  * wants them, and tells clients tools/list_changed only when the list it serves changed
  * (the gate: a tool that appeared unapproved stays invisible). */
 #include <event2/buffer.h>
-#include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +17,40 @@
 
 struct mcp_listen {
     struct mcp_server *server;
-    struct evhttp_request *req;
+    struct httpd_req *req;
     json_t *id;
     bool tools, prompts, resources;
     json_t *uris; /* resources whose updates it gets */
     struct mcp_listen *next;
 };
 
-static void write_message(struct evhttp_request *req, json_t *msg)
+static void on_listener_gone(struct httpd_req *req, void *arg);
+
+/* A client that does not read its stream while notifications come is dropped,
+ * not buffered without end (as a 2025 stream is): its request stays with the
+ * listen until the next sweep. */
+static bool dropped(struct mcp_listen *l)
 {
+    if (!l->req) return true;
+    size_t backlog = httpd_backlog(l->req);
+    if (backlog <= MCP_CLIENT_BACKLOG) return false;
+    mcp_event(l->server, "mcp.client_dropped",
+              json_pack("{s:s,s:I}", "why", "the client did not read its listen stream",
+                        "backlogBytes", (json_int_t)backlog));
+    httpd_on_gone(l->req, NULL, NULL);
+    httpd_abandon(l->req);
+    l->req = NULL;
+    return true;
+}
+
+static void write_message(struct mcp_listen *l, json_t *msg)
+{
+    if (dropped(l)) return;
     char *text = json_dumps(msg, JSON_COMPACT);
     if (!text) return;
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "event: message\ndata: %s\n\n", text);
-    evhttp_send_reply_chunk(req, out);
+    httpd_stream_send_buffer(l->req, out);
     evbuffer_free(out);
     free(text);
 }
@@ -116,12 +135,26 @@ static void listen_free(struct mcp_listen *l)
     free(l);
 }
 
-static void on_listener_gone(struct evhttp_connection *conn, void *arg)
+static void on_listener_gone(struct httpd_req *req, void *arg)
 {
     struct mcp_listen *l = arg;
-    if (l->req) evhttp_send_reply_end(l->req); /* frees the detached request */
+    if (httpd_budget_spent(req))
+        mcp_event(l->server, "mcp.client_dropped",
+                  json_pack("{s:s,s:I}", "why",
+                            "the sandbox holds as much unsent as it may (--held-per-sandbox)",
+                            "backlogBytes", (json_int_t)httpd_backlog(req)));
+    if (l->req) httpd_abandon(l->req);
     l->req = NULL;
     listen_free(l);
+}
+
+/* Frees the listens whose clients were dropped (not while walking the list). */
+static void sweep(struct mcp_server *ms)
+{
+    for (struct mcp_listen *l = ms->listens, *next; l; l = next) {
+        next = l->next;
+        if (!l->req) listen_free(l);
+    }
 }
 
 static bool flag(json_t *filter, const char *name)
@@ -159,7 +192,7 @@ static json_t *honoured(struct mcp_listen *l, json_t *filter, json_t *caps)
     return h;
 }
 
-void mcp_listen_open(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
+void mcp_listen_open(struct mcp_server *ms, struct httpd_req *req, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     json_t *filter = json_object_get(json_object_get(msg, "params"), "notifications");
@@ -188,16 +221,15 @@ void mcp_listen_open(struct mcp_server *ms, struct evhttp_request *req, json_t *
     l->next = ms->listens;
     ms->listens = l;
     ms->n_listens++;
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "Content-Type", "text/event-stream");
-    evhttp_add_header(out, "Cache-Control", "no-cache");
-    evhttp_add_header(out, "X-Accel-Buffering", "no");
-    evhttp_send_reply_start(req, 200, "OK");
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_listener_gone, l);
+    httpd_add_header(req, "Content-Type", "text/event-stream");
+    httpd_add_header(req, "Cache-Control", "no-cache");
+    httpd_add_header(req, "X-Accel-Buffering", "no");
+    httpd_stream_start(req, 200);
+    httpd_on_gone(req, on_listener_gone, l);
     json_t *ack = json_pack("{s:s,s:s,s:{s:o,s:o}}", "jsonrpc", "2.0", "method",
                             "notifications/subscriptions/acknowledged", "params", "notifications",
                             h, "_meta", subscription_meta(l));
-    write_message(req, ack);
+    write_message(l, ack);
     json_decref(ack);
 }
 
@@ -222,15 +254,17 @@ void mcp_listen_notify(struct mcp_server *ms, json_t *msg)
         json_t *meta = json_object_get(params, "_meta");
         if (!json_is_object(meta)) json_object_set_new(params, "_meta", meta = json_object());
         json_object_set(meta, MCP_META "subscriptionId", l->id);
-        write_message(l->req, copy);
+        write_message(l, copy);
         json_decref(copy);
     }
+    sweep(ms);
 }
 
 void mcp_listen_keepalive(struct mcp_server *ms)
 {
     for (struct mcp_listen *l = ms->listens; l; l = l->next)
-        if (l->req) mcp_sse_comment(l->req, "keep-alive");
+        if (!dropped(l)) mcp_sse_comment(l->req, "keep-alive");
+    sweep(ms);
 }
 
 /* The server stops: each stream gets the listen request's answer, then ends. */
@@ -242,11 +276,13 @@ void mcp_listen_close_all(struct mcp_server *ms)
             json_t *r =
                 json_pack("{s:s,s:o}", "resultType", "complete", "_meta", subscription_meta(l));
             json_t *msg = mcp_result_msg(l->id, r);
-            write_message(l->req, msg);
+            write_message(l, msg);
             json_decref(msg);
-            evhttp_connection_set_closecb(evhttp_request_get_connection(l->req), NULL, NULL);
-            evhttp_send_reply_end(l->req);
-            l->req = NULL;
+            if (l->req) {
+                httpd_on_gone(l->req, NULL, NULL);
+                httpd_stream_end(l->req);
+                l->req = NULL;
+            }
         }
         listen_free(l);
     }

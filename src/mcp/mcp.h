@@ -44,7 +44,7 @@
 struct server;
 struct sbx;
 struct mcp_box;
-struct evhttp_request;
+struct httpd_req;
 
 /* Loads the sandbox's servers from the store and starts the ones that were running
  * (after a daemon restart). Nothing to do when it never had any. */
@@ -65,16 +65,18 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
 int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err);
 /* GET /v1/sandboxes/{id}/mcp[?wait=S]: answers now, or once no server is installing or
  * starting, or after wait_ms. */
-void mcp_status_reply(struct server *srv, struct sbx *sb, struct evhttp_request *req,
-                      uint32_t wait_ms);
+void mcp_status_reply(struct server *srv, struct sbx *sb, struct httpd_req *req, uint32_t wait_ms);
 /* The servers' part of the status answer ({servers:[...]}, no token), for the
  * sandbox object's `mcp`. */
 json_t *mcp_servers_json(struct mcp_box *box);
 /* The catalog (borrowed), for GET /v1/mcp/catalog. */
 json_t *mcp_catalog(struct server *srv);
 
-/* The gateway: every request under /mcp/. */
-void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *path);
+/* The gateway: every request under /mcp/, once its head is in. It checks the
+ * Host, the Origin and the sandbox's token before it reads the body. */
+void mcp_gateway_head(struct server *srv, struct httpd_req *req);
+/* An error of the HTTP server's own, as the gateway answers errors. */
+void mcp_gateway_fail(struct httpd_req *req, int status, const char *message);
 
 /* DNS rebinding and cross-site calls: whether a Host header names this gateway (the
  * public URL's authority, the listen address, and loopback names when it listens on

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../fingerprint/fingerprint.h"
+#include "../httpd/httpd.h"
 #include "../meter/meter.h"
 #include "../server/server.h"
 #include "mcp.h"
@@ -131,7 +132,7 @@ struct mcp_backend {
  * GET stream lives until the client leaves. */
 struct mcp_stream {
     struct mcp_session *session;
-    struct evhttp_request *req; /* NULL while no client is attached */
+    struct httpd_req *req; /* NULL while no client is attached */
     unsigned number;
     unsigned seq;
     bool is_get;
@@ -158,7 +159,6 @@ struct mcp_modern {
     json_t *preanswers;    /* inputResponses of a call that carried no requestState */
     char digest[65];       /* what a requestState must be for: method, name or uri, arguments */
     json_t *uri;           /* resources/read: the resource, for a not-found error's data */
-    json_t *request;       /* the request (as forwarded), for the digest when parked */
     struct mcp_park *park; /* while the process waits on the client for input (mrtr.c) */
 };
 
@@ -183,7 +183,7 @@ struct mcp_session {
     int64_t next_ask;
     size_t pending;
     uint64_t last_used_ms;
-    struct evhttp_request *init_req; /* initialize waiting for its own process */
+    struct httpd_req *init_req; /* initialize waiting for its own process */
     json_t *init_id;
     struct mcp_session *next;
 };
@@ -249,22 +249,22 @@ void mcp_route_from_server(struct mcp_backend *be, json_t *msg);
 void mcp_backend_lost(struct mcp_backend *be, const char *why);
 bool mcp_valid_message(json_t *m);
 /* Messages from a client on a POST: 0, or an HTTP status to reply with. */
-int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body);
-void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+int mcp_session_post(struct mcp_session *s, struct httpd_req *req, json_t *body);
+void mcp_session_initialize(struct mcp_server *ms, struct httpd_req *req, json_t *msg);
 void mcp_broadcast(struct mcp_server *ms, json_t *msg); /* taken */
 /* A request that waited on the process is done: held requests may be routable now. */
 void mcp_held_recheck(struct mcp_backend *be);
 
 /* transport.c: HTTP and SSE. */
-struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *req, bool get);
+struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct httpd_req *req, bool get);
 void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer);
 void mcp_stream_free(struct mcp_stream *st);
-void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const char *last_id);
-void mcp_http_json(struct evhttp_request *req, int status, const char *session_id, json_t *v);
-void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code, const char *fmt,
-                    ...) __attribute__((format(printf, 5, 6)));
+void mcp_stream_resume(struct mcp_session *s, struct httpd_req *req, const char *last_id);
+void mcp_http_json(struct httpd_req *req, int status, const char *session_id, json_t *v);
+void mcp_http_error(struct httpd_req *req, int status, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void mcp_keepalive(struct mcp_box *box);
-void mcp_sse_comment(struct evhttp_request *req, const char *text); /* ": text" */
+void mcp_sse_comment(struct httpd_req *req, const char *text); /* ": text" */
 
 /* session.c, shared with the 2026-07-28 path */
 /* The capabilities clients are told, from the process's initialize result. */
@@ -292,7 +292,7 @@ struct mcp_verdict {
 void mcp_modern_classify(json_t *body, const struct mcp_headers *h, struct mcp_verdict *v);
 /* Mcp-Name's value as compared: OWS trimmed, =?base64?...?= decoded; -EINVAL if bad. */
 int mcp_name_decode(const char *raw, char *out, size_t size);
-void mcp_modern_post(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+void mcp_modern_post(struct mcp_server *ms, struct httpd_req *req, json_t *msg);
 /* The process answered a modern context's request (msg taken, its id the client's). */
 void mcp_modern_answered(struct mcp_session *ctx, struct mcp_stream *st, json_t *msg);
 /* The client of a modern request left before its answer: the call is cancelled. */
@@ -307,8 +307,7 @@ json_t *mcp_modern_error(json_t *id, int code, const char *message, json_t *data
 /* mrtr.c: the process's sampling and elicitation requests as input_required results. */
 void mcp_mrtr_ask(struct mcp_session *ctx, json_t *msg);
 /* A retry carrying requestState: resumes the parked call. */
-void mcp_mrtr_resume(struct mcp_server *ms, struct evhttp_request *req, json_t *msg,
-                     const char *state);
+void mcp_mrtr_resume(struct mcp_server *ms, struct httpd_req *req, json_t *msg, const char *state);
 /* The digest a requestState is bound to, of a tools/call, prompts/get or resources/read. */
 void mcp_mrtr_digest(json_t *msg, char out[65]);
 void mcp_park_free(struct mcp_session *ctx);
@@ -337,7 +336,7 @@ void mcp_stdio_input(struct mcp_backend *be, json_t *ask, json_t *msg);
 int mcp_log_level(const char *name); /* 0 (debug) ... 7 (emergency); -1: not a level */
 
 /* listen.c: subscriptions/listen streams. */
-void mcp_listen_open(struct mcp_server *ms, struct evhttp_request *req, json_t *msg);
+void mcp_listen_open(struct mcp_server *ms, struct httpd_req *req, json_t *msg);
 /* A list_changed or resources/updated notification for the streams that asked for it. */
 void mcp_listen_notify(struct mcp_server *ms, json_t *msg);
 void mcp_listen_close_all(struct mcp_server *ms);

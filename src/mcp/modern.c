@@ -285,12 +285,12 @@ static bool server_has(struct mcp_server *ms, const char *capability)
     return json_object_get(caps, capability) != NULL;
 }
 
-static void reply(struct evhttp_request *req, int status, json_t *msg)
+static void reply(struct httpd_req *req, int status, json_t *msg)
 {
     mcp_http_json(req, status, NULL, msg);
 }
 
-static void answer_discover(struct mcp_server *ms, struct evhttp_request *req, json_t *id)
+static void answer_discover(struct mcp_server *ms, struct httpd_req *req, json_t *id)
 {
     json_t *r =
         json_pack("{s:s,s:o,s:o,s:i,s:s,s:o}", "resultType", "complete", "supportedVersions",
@@ -301,7 +301,7 @@ static void answer_discover(struct mcp_server *ms, struct evhttp_request *req, j
     reply(req, 200, mcp_result_msg(id, r));
 }
 
-static void answer_tools_list(struct mcp_server *ms, struct evhttp_request *req, json_t *id)
+static void answer_tools_list(struct mcp_server *ms, struct httpd_req *req, json_t *id)
 {
     if (!ms->served_json)
         return reply(req, 200,
@@ -385,7 +385,6 @@ void mcp_modern_free(struct mcp_session *ctx)
     json_decref(ctx->modern->caps);
     json_decref(ctx->modern->preanswers);
     json_decref(ctx->modern->uri);
-    json_decref(ctx->modern->request);
     json_decref(ctx->asks);
     free(ctx->modern);
     free(ctx);
@@ -407,6 +406,12 @@ void mcp_modern_gone(struct mcp_session *ctx)
     mcp_modern_free(ctx);
 }
 
+static bool takes_input(const char *method)
+{
+    return strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0 ||
+           strcmp(method, "resources/read") == 0;
+}
+
 static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
 {
     struct mcp_session *ctx = calloc(1, sizeof *ctx);
@@ -425,7 +430,9 @@ static struct mcp_session *context_new(struct mcp_server *ms, json_t *msg)
     m->caps = json_incref(json_object_get(meta, MCP_META "clientCapabilities"));
     json_t *level = json_object_get(meta, MCP_META "logLevel");
     m->log_level = level ? mcp_log_level(json_string_value(level)) : -1;
-    m->request = json_incref(msg); /* for the digest, if the call is parked */
+    /* What a requestState will be bound to, should the call be parked: worked
+     * out now, so that a call its server sits on keeps nothing of its body. */
+    if (takes_input(m->method)) mcp_mrtr_digest(msg, m->digest);
     if (strcmp(m->method, "resources/read") == 0)
         m->uri = json_incref(json_object_get(json_object_get(msg, "params"), "uri"));
     ctx->next = ms->contexts;
@@ -449,7 +456,7 @@ static void for_process(struct mcp_server *ms, json_t *out)
     if (meta && json_object_size(meta) == 0) json_object_del(params, "_meta");
 }
 
-static void forward(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
+static void forward(struct mcp_server *ms, struct httpd_req *req, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     struct mcp_session *ctx = context_new(ms, msg);
@@ -464,12 +471,6 @@ static void forward(struct mcp_server *ms, struct evhttp_request *req, json_t *m
     for_process(ms, msg);
     mcp_forward(ctx, st, msg);
     if (!ctx->pending && !ctx->modern->park) mcp_modern_free(ctx); /* answered at once */
-}
-
-static bool takes_input(const char *method)
-{
-    return strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0 ||
-           strcmp(method, "resources/read") == 0;
 }
 
 /* The capability of the server a forwarded method needs (NULL: none), or "" when the
@@ -493,14 +494,14 @@ static const char *capability_for(const char *method)
     return "";
 }
 
-static void not_found(struct evhttp_request *req, json_t *id, const char *method, const char *why)
+static void not_found(struct httpd_req *req, json_t *id, const char *method, const char *why)
 {
     char text[300];
     snprintf(text, sizeof text, "Method not found: %.80s %s", method, why);
     reply(req, 404, mcp_error_msg(id, -32601, text));
 }
 
-void mcp_modern_post(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
+void mcp_modern_post(struct mcp_server *ms, struct httpd_req *req, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     const char *method = json_string_value(json_object_get(msg, "method"));

@@ -138,7 +138,6 @@ static struct mcp_park *park_of(struct mcp_session *ctx)
     struct mcp_park *park = calloc(1, sizeof *park);
     if (!park) return NULL;
     random_hex(park->id, 16);
-    mcp_mrtr_digest(ctx->modern->request, ctx->modern->digest);
     park->timer = evtimer_new(server_base(ms->box->srv), on_timer, ctx);
     ctx->modern->park = park;
     ms->n_parks++;
@@ -406,14 +405,13 @@ void mcp_mrtr_ask(struct mcp_session *ctx, json_t *msg)
     arm(park, left < MCP_INPUT_GATHER_MS ? left : MCP_INPUT_GATHER_MS);
 }
 
-static void reply(struct evhttp_request *req, json_t *msg)
+static void reply(struct httpd_req *req, json_t *msg)
 {
     mcp_http_json(req, 200, NULL, msg);
 }
 
 /* The retry: answers what it answers, then the call goes on or asks again. */
-void mcp_mrtr_resume(struct mcp_server *ms, struct evhttp_request *req, json_t *msg,
-                     const char *state)
+void mcp_mrtr_resume(struct mcp_server *ms, struct httpd_req *req, json_t *msg, const char *state)
 {
     json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
     char digest[65];

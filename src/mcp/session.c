@@ -108,7 +108,7 @@ static json_t *init_result(struct mcp_session *s, json_t *server_result)
     return r;
 }
 
-static void answer_initialize(struct mcp_session *s, struct evhttp_request *req, json_t *id)
+static void answer_initialize(struct mcp_session *s, struct httpd_req *req, json_t *id)
 {
     struct mcp_backend *be = mcp_session_backend(s);
     json_t *msg = mcp_result_msg(id, init_result(s, be->init_result));
@@ -119,7 +119,7 @@ static void answer_initialize(struct mcp_session *s, struct evhttp_request *req,
 static void own_ready(struct mcp_backend *be, int r, const char *error)
 {
     struct mcp_session *s = be->owner;
-    struct evhttp_request *req = s->init_req;
+    struct httpd_req *req = s->init_req;
     s->init_req = NULL;
     if (r == 0) {
         answer_initialize(s, req, s->init_id);
@@ -157,7 +157,7 @@ static size_t session_processes(const struct mcp_box *box)
     return n;
 }
 
-void mcp_session_initialize(struct mcp_server *ms, struct evhttp_request *req, json_t *msg)
+void mcp_session_initialize(struct mcp_server *ms, struct httpd_req *req, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     mcp_sessions_expire(ms);
@@ -385,7 +385,7 @@ bool mcp_valid_message(json_t *m)
     return id && (json_object_get(m, "result") != NULL) != (json_object_get(m, "error") != NULL);
 }
 
-int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *body)
+int mcp_session_post(struct mcp_session *s, struct httpd_req *req, json_t *body)
 {
     bool batch = json_is_array(body);
     if (batch && strcmp(s->version, "2025-03-26") != 0) return 400;
@@ -414,7 +414,7 @@ int mcp_session_post(struct mcp_session *s, struct evhttp_request *req, json_t *
     }
     if (!requests) {
         s->server->requests++;
-        evhttp_send_reply(req, 202, "Accepted", NULL);
+        httpd_reply(req, 202, NULL);
     }
     return 0;
 }

@@ -31,17 +31,17 @@ static void observe(struct mcp_server *ms, uint64_t started_ns)
     meter_observe(&ms->latency, (double)(now_ns() - started_ns) / 1e9);
 }
 
-static const char *header(struct evhttp_request *req, const char *name)
+static const char *header(struct httpd_req *req, const char *name)
 {
-    return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+    return httpd_header(req, name);
 }
 
-static void set_header(struct evhttp_request *req, const char *name, const char *value)
+static void set_header(struct httpd_req *req, const char *name, const char *value)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req), name, value);
+    httpd_add_header(req, name, value);
 }
 
-void mcp_http_json(struct evhttp_request *req, int status, const char *session_id, json_t *v)
+void mcp_http_json(struct httpd_req *req, int status, const char *session_id, json_t *v)
 {
     char *text = json_dumps(v, JSON_COMPACT);
     json_decref(v);
@@ -50,12 +50,11 @@ void mcp_http_json(struct evhttp_request *req, int status, const char *session_i
     free(text);
     set_header(req, "Content-Type", "application/json");
     if (session_id) set_header(req, "Mcp-Session-Id", session_id);
-    evhttp_send_reply(req, status, NULL, out);
+    httpd_reply(req, status, out);
     evbuffer_free(out);
 }
 
-void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code, const char *fmt,
-                    ...)
+void mcp_http_error(struct httpd_req *req, int status, json_t *id, int code, const char *fmt, ...)
 {
     char msg[900];
     va_list ap;
@@ -68,16 +67,14 @@ void mcp_http_error(struct evhttp_request *req, int status, json_t *id, int code
 
 /* ---- streams ---- */
 
-static void on_client_gone(struct evhttp_connection *conn, void *arg);
+static void on_client_gone(struct httpd_req *req, void *arg);
 
 static void detach(struct mcp_stream *st)
 {
-    if (!st->req) return;
-    struct evhttp_connection *conn = evhttp_request_get_connection(st->req);
-    if (conn) evhttp_connection_set_closecb(conn, NULL, NULL);
+    if (st->req) httpd_on_gone(st->req, NULL, NULL);
 }
 
-struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *req, bool get)
+struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct httpd_req *req, bool get)
 {
     struct mcp_stream *st = calloc(1, sizeof *st);
     if (!st) return NULL;
@@ -89,8 +86,7 @@ struct mcp_stream *mcp_stream_new(struct mcp_session *s, struct evhttp_request *
     st->started_ns = now_ns();
     st->next = s->streams;
     s->streams = st;
-    struct evhttp_connection *conn = evhttp_request_get_connection(req);
-    if (conn) evhttp_connection_set_closecb(conn, on_client_gone, st);
+    httpd_on_gone(req, on_client_gone, st);
     return st;
 }
 
@@ -128,7 +124,7 @@ void mcp_stream_free(struct mcp_stream *st)
     if (st->req) {
         detach(st);
         if (st->sse)
-            evhttp_send_reply_end(st->req);
+            httpd_stream_end(st->req);
         else
             mcp_http_json(st->req, 200, NULL, ended);
     }
@@ -146,7 +142,7 @@ static void start_sse(struct mcp_stream *st)
         set_header(st->req, "X-Accel-Buffering", "no");
     else
         set_header(st->req, "Mcp-Session-Id", st->session->id);
-    evhttp_send_reply_start(st->req, 200, "OK");
+    httpd_stream_start(st->req, 200);
 }
 
 static void forget(struct mcp_session *s, struct mcp_event *e)
@@ -174,14 +170,14 @@ static void remember(struct mcp_session *s, unsigned stream, unsigned seq, const
  * dropped rather than buffered without end (it may resume with Last-Event-ID). */
 static bool backlogged(struct mcp_stream *st)
 {
-    struct evhttp_connection *conn = evhttp_request_get_connection(st->req);
-    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-    if (!bev || evbuffer_get_length(bufferevent_get_output(bev)) <= MCP_CLIENT_BACKLOG)
-        return false;
-    evhttp_connection_set_closecb(conn, NULL, NULL);
+    if (httpd_backlog(st->req) <= MCP_CLIENT_BACKLOG) return false;
+    mcp_event(st->session->server, "mcp.client_dropped",
+              json_pack("{s:s,s:I}", "why", "the client did not read its stream", "backlogBytes",
+                        (json_int_t)httpd_backlog(st->req)));
+    detach(st);
+    httpd_abandon(st->req);
     st->req = NULL;
     st->gone = true;
-    evhttp_connection_free(conn); /* and the request with it */
     return true;
 }
 
@@ -193,7 +189,7 @@ static void write_event(struct mcp_stream *st, unsigned seq, const char *data)
         evbuffer_add_printf(out, "event: message\ndata: %s\n\n", data);
     else
         evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
-    evhttp_send_reply_chunk(st->req, out);
+    httpd_stream_send_buffer(st->req, out);
     evbuffer_free(out);
 }
 
@@ -219,7 +215,7 @@ static void finish(struct mcp_stream *st)
             mcp_http_json(st->req, st->status ? st->status : 200,
                           st->session->modern ? NULL : st->session->id, v);
         else
-            evhttp_send_reply(st->req, 202, "Accepted", NULL);
+            httpd_reply(st->req, 202, NULL);
         st->req = NULL;
     }
     mcp_stream_free(st);
@@ -242,17 +238,18 @@ void mcp_stream_send(struct mcp_stream *st, json_t *msg, bool is_answer)
     if (is_answer && --st->waiting <= 0 && !st->is_get) finish(st);
 }
 
-static void on_client_gone(struct evhttp_connection *conn, void *arg)
+static void on_client_gone(struct httpd_req *gone, void *arg)
 {
     struct mcp_stream *st = arg;
-    struct evhttp_request *req = st->req;
+    if (httpd_budget_spent(gone))
+        mcp_event(st->session->server, "mcp.client_dropped",
+                  json_pack("{s:s,s:I}", "why",
+                            "the sandbox holds as much unsent as it may (--held-per-sandbox)",
+                            "backlogBytes", (json_int_t)httpd_backlog(gone)));
+    struct httpd_req *req = st->req;
     st->req = NULL;
     st->gone = true;
-    /* libevent detached the unfinished request from the connection: ending it frees it. */
-    if (req && st->sse)
-        evhttp_send_reply_end(req);
-    else if (req)
-        evhttp_request_free(req);
+    if (req) httpd_abandon(req); /* nobody to answer any more */
     if (st->is_get)
         mcp_stream_free(st);
     else if (st->session->modern)
@@ -261,7 +258,7 @@ static void on_client_gone(struct evhttp_connection *conn, void *arg)
 
 /* A GET with Last-Event-ID "STREAM-SEQ": the events of that stream after SEQ, then the
  * stream itself if it is still open. */
-void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const char *last_id)
+void mcp_stream_resume(struct mcp_session *s, struct httpd_req *req, const char *last_id)
 {
     unsigned stream = 0, seq = 0;
     if (sscanf(last_id, "%u-%u", &stream, &seq) != 2)
@@ -280,7 +277,7 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
     } else {
         st->req = req;
         st->gone = false;
-        evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_client_gone, st);
+        httpd_on_gone(req, on_client_gone, st);
     }
     st->sse = false; /* this client gets the stream's headers afresh */
     start_sse(st);
@@ -290,7 +287,7 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
     }
     if (!live || (!st->is_get && st->waiting <= 0)) {
         detach(st);
-        evhttp_send_reply_end(st->req);
+        httpd_stream_end(st->req);
         st->req = NULL;
         mcp_stream_free(st);
     } else if (st->is_get) {
@@ -298,15 +295,15 @@ void mcp_stream_resume(struct mcp_session *s, struct evhttp_request *req, const 
     }
 }
 
-void mcp_sse_comment(struct evhttp_request *req, const char *text)
+void mcp_sse_comment(struct httpd_req *req, const char *text)
 {
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, ": %s\n\n", text);
-    evhttp_send_reply_chunk(req, out);
+    httpd_stream_send_buffer(req, out);
     evbuffer_free(out);
 }
 
-static void keepalive(struct evhttp_request *req)
+static void keepalive(struct httpd_req *req)
 {
     mcp_sse_comment(req, "keep-alive");
 }
@@ -389,7 +386,7 @@ static bool version_ok(const char *v)
 }
 
 /* The session a request names: 400 without one, 404 for an unknown one. */
-static struct mcp_session *session_of(struct mcp_server *ms, struct evhttp_request *req)
+static struct mcp_session *session_of(struct mcp_server *ms, struct httpd_req *req)
 {
     const char *sid = header(req, "Mcp-Session-Id");
     if (!sid) {
@@ -413,7 +410,7 @@ static bool is_initialize(json_t *body)
            json_object_get(body, "id");
 }
 
-static void post(struct mcp_server *ms, struct evhttp_request *req)
+static void post(struct mcp_server *ms, struct httpd_req *req)
 {
     const char *accept = header(req, "Accept"), *ctype = header(req, "Content-Type");
     if (!accepts(accept, "application/json") || !accepts(accept, "text/event-stream"))
@@ -424,13 +421,14 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
         return mcp_http_error(req, 415, NULL, -32000,
                               "Unsupported Media Type: send "
                               "Content-Type: application/json");
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    struct evbuffer *in = httpd_body(req);
     size_t n = evbuffer_get_length(in);
     if (n > MCP_MAX_MESSAGE)
         return mcp_http_error(req, 413, NULL, -32000, "the message is %zu bytes; the limit is %u",
                               n, MCP_MAX_MESSAGE);
     json_error_t jerr;
     json_t *body = json_loadb((const char *)evbuffer_pullup(in, -1), n, 0, &jerr);
+    httpd_drop_body(req); /* a request its server never answers keeps none of it */
     if (!body) return mcp_http_error(req, 400, NULL, -32700, "Parse error: %s", jerr.text);
     struct mcp_headers h = {header(req, "MCP-Protocol-Version"), header(req, "Mcp-Method"),
                             header(req, "Mcp-Name")};
@@ -441,7 +439,7 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
                       mcp_modern_error(json_object_get(body, "id"), v.code, v.message, v.data));
     } else if (v.era == MCP_ERA_NOTIFICATION) {
         ms->requests++; /* none is defined over HTTP in 2026-07-28: accepted, dropped */
-        evhttp_send_reply(req, 202, "Accepted", NULL);
+        httpd_reply(req, 202, NULL);
     } else if (v.era == MCP_ERA_MODERN) {
         mcp_modern_post(ms, req, body);
     } else if (is_initialize(body)) {
@@ -467,7 +465,7 @@ static void post(struct mcp_server *ms, struct evhttp_request *req)
 
 /* 2026-07-28 has no GET stream and no session to delete; the 2025 revisions need a
  * session for either. */
-static bool sessionless(struct evhttp_request *req)
+static bool sessionless(struct httpd_req *req)
 {
     if (header(req, "Mcp-Session-Id")) return false;
     set_header(req, "Allow", "POST");
@@ -478,7 +476,7 @@ static bool sessionless(struct evhttp_request *req)
     return true;
 }
 
-static void get(struct mcp_server *ms, struct evhttp_request *req)
+static void get(struct mcp_server *ms, struct httpd_req *req)
 {
     if (sessionless(req)) return;
     if (!accepts(header(req, "Accept"), "text/event-stream"))
@@ -500,13 +498,13 @@ static void get(struct mcp_server *ms, struct evhttp_request *req)
     start_sse(st);
 }
 
-static void delete_session(struct mcp_server *ms, struct evhttp_request *req)
+static void delete_session(struct mcp_server *ms, struct httpd_req *req)
 {
     if (sessionless(req)) return;
     struct mcp_session *s = session_of(ms, req);
     if (!s) return;
     mcp_session_free(s);
-    evhttp_send_reply(req, 200, "OK", NULL);
+    httpd_reply(req, 200, NULL);
 }
 
 /* Splits "/mcp/LINK/SERVER" in place; -EINVAL for any other shape. */
@@ -526,7 +524,7 @@ static int split(char *path, char **link, char **name)
 
 /* A browser client (the MCP Inspector in direct mode) reads answers only with CORS
  * headers; they go to origins that may call at all (mcp_origin_allowed). */
-static void cors(struct evhttp_request *req)
+static void cors(struct httpd_req *req)
 {
     const char *origin = header(req, "Origin");
     if (!origin) return;
@@ -535,57 +533,82 @@ static void cors(struct evhttp_request *req)
     set_header(req, "Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate");
 }
 
-static void preflight(struct evhttp_request *req)
+static void preflight(struct httpd_req *req)
 {
     set_header(req, "Access-Control-Allow-Methods", "GET, POST, DELETE");
     set_header(req, "Access-Control-Allow-Headers",
                "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, "
                "Last-Event-ID, Mcp-Method, Mcp-Name");
     set_header(req, "Access-Control-Max-Age", "600");
-    evhttp_send_reply(req, 204, "No Content", NULL);
+    httpd_reply(req, 204, NULL);
 }
+
+static void serve(struct server *srv, struct httpd_req *req);
 
 /* The sandbox was woken for this request: it is served as if it had just come
  * (its box may have gone meanwhile: it is looked up again). */
 static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
 {
-    struct evhttp_request *req = arg;
+    struct httpd_req *req = arg;
     if (err) return mcp_http_error(req, 503, NULL, -32000, "%s", err->msg);
-    mcp_gateway(srv, req, evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)));
+    serve(srv, req);
 }
 
-void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw)
+/* The box of the URL, or NULL after answering 404. */
+static struct mcp_box *box_of(struct server *srv, struct httpd_req *req, char **path, char **name)
 {
-    char *path = evhttp_uridecode(raw, 0, NULL), *link = NULL, *name = NULL;
-    const struct server_config *cfg = server_config(srv);
-    if (!mcp_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
-        !mcp_origin_allowed(cfg->public_url, header(req, "Origin"))) {
-        mcp_http_error(req, 403, NULL, -32000,
-                       "Forbidden: the Host or Origin header is not "
-                       "this gateway's (start runtimed with --public-url to name it)");
-        goto out;
-    }
-    cors(req);
-    /* A preflight carries no token; it only learns what the browser may send. */
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_OPTIONS) {
-        preflight(req);
-        goto out;
-    }
+    char *link = NULL;
+    *path = evhttp_uridecode(httpd_path(req), 0, NULL);
     struct mcp_box *box =
-        path && split(path, &link, &name) == 0 ? mcp_box_find_link(srv, link) : NULL;
-    if (!box) {
+        *path && split(*path, &link, name) == 0 ? mcp_box_find_link(srv, link) : NULL;
+    if (!box)
         mcp_http_error(req, 404, NULL, -32000,
                        "Not Found: no MCP server at this URL; "
                        "`runtime sandbox mcp ID` prints the right one");
-        goto out;
-    }
+    return box;
+}
+
+static void on_body(struct httpd_req *req, void *arg)
+{
+    serve(arg, req);
+}
+
+void mcp_gateway_head(struct server *srv, struct httpd_req *req)
+{
+    const struct server_config *cfg = server_config(srv);
+    if (!mcp_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
+        !mcp_origin_allowed(cfg->public_url, header(req, "Origin")))
+        return mcp_http_error(req, 403, NULL, -32000,
+                              "Forbidden: the Host or Origin header is not "
+                              "this gateway's (start runtimed with --public-url to name it)");
+    cors(req);
+    /* A preflight carries no token; it only learns what the browser may send. */
+    if (httpd_method(req) == HTTPD_OPTIONS) return preflight(req);
+    char *path = NULL, *name = NULL;
+    struct mcp_box *box = box_of(srv, req, &path, &name);
+    free(path);
+    if (!box) return;
     const char *auth = header(req, "Authorization");
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !str_equal_ct(auth + 7, box->token)) {
-        mcp_http_error(req, 401, NULL, -32000,
-                       "Unauthorized: send the sandbox's gateway token "
-                       "as Authorization: Bearer TOKEN");
-        goto out;
-    }
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !str_equal_ct(auth + 7, box->token))
+        return mcp_http_error(req, 401, NULL, -32000,
+                              "Unauthorized: send the sandbox's gateway token "
+                              "as Authorization: Bearer TOKEN");
+    httpd_trust(req);
+    httpd_charge(req, box->sb->budget);
+    httpd_read_body(req, httpd_method(req) == HTTPD_POST ? MCP_MAX_MESSAGE : 0, on_body, srv);
+}
+
+void mcp_gateway_fail(struct httpd_req *req, int status, const char *message)
+{
+    mcp_http_error(req, status, NULL, -32000, "%s", message);
+}
+
+/* With the body in, or after a wake. */
+static void serve(struct server *srv, struct httpd_req *req)
+{
+    char *path = NULL, *name = NULL;
+    struct mcp_box *box = box_of(srv, req, &path, &name);
+    if (!box) goto out;
     struct mcp_server *ms = mcp_server_find(box, name);
     err_t err = {0};
     server_sandbox_touch(box->sb);
@@ -606,13 +629,12 @@ void mcp_gateway(struct server *srv, struct evhttp_request *req, const char *raw
                        mcp_status_name(ms->status), ms->error[0] ? ": " : "", ms->error);
         goto out;
     }
-    /* Not a switch: libevent's command enum has a value per HTTP method. */
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
-    if (method == EVHTTP_REQ_POST) {
+    enum httpd_method method = httpd_method(req);
+    if (method == HTTPD_POST) {
         post(ms, req);
-    } else if (method == EVHTTP_REQ_GET) {
+    } else if (method == HTTPD_GET) {
         get(ms, req);
-    } else if (method == EVHTTP_REQ_DELETE) {
+    } else if (method == HTTPD_DELETE) {
         delete_session(ms, req);
     } else {
         set_header(req, "Allow", "GET, POST, DELETE");

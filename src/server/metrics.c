@@ -177,6 +177,45 @@ static void keeper(FILE *f, const struct metrics *m)
                     (unsigned long long)m->keeper_waits[t]);
 }
 
+/* The HTTP server's connections, and what the server holds for requests. */
+static void http(FILE *f, struct server *srv)
+{
+    struct httpd_stats st = {0};
+    if (srv->http) httpd_get_stats(srv->http, &st);
+    const struct {
+        const char *result;
+        uint64_t n;
+    } conns[] = {{"accepted", st.accepted},
+                 {"refused", st.refused},
+                 {"evicted", st.evicted},
+                 {"out_of_descriptors", st.fd_exhausted},
+                 {"head_timeout", st.head_timeouts},
+                 {"bad_head", st.bad_heads},
+                 {"body_refused", st.body_refused},
+                 {"cut", st.cut}};
+    fprintf(f,
+            "# HELP runtime_http_connections Open connections to the API and the gateway.\n"
+            "# TYPE runtime_http_connections gauge\n"
+            "runtime_http_connections{listener=\"tcp\"} %llu\n"
+            "runtime_http_connections{listener=\"unix\"} %llu\n"
+            "# HELP runtime_http_connections_total Connections and requests by what became of "
+            "them.\n# TYPE runtime_http_connections_total counter\n",
+            (unsigned long long)st.open, (unsigned long long)st.local_open);
+    for (size_t i = 0; i < ARRAY_LEN(conns); i++)
+        fprintf(f, "runtime_http_connections_total{result=\"%s\"} %llu\n", conns[i].result,
+                (unsigned long long)conns[i].n);
+    const struct budget *b = srv->budget;
+    fprintf(f,
+            "# HELP runtime_held_bytes What the server holds for requests (bodies, unsent "
+            "answers).\n# TYPE runtime_held_bytes gauge\nruntime_held_bytes %llu\n"
+            "# HELP runtime_held_bytes_peak The most it held at once.\n"
+            "# TYPE runtime_held_bytes_peak gauge\nruntime_held_bytes_peak %llu\n"
+            "# HELP runtime_held_refused_total Bodies refused and streams cut at a limit.\n"
+            "# TYPE runtime_held_refused_total counter\nruntime_held_refused_total %llu\n",
+            (unsigned long long)(b ? b->used : 0), (unsigned long long)(b ? b->peak : 0),
+            (unsigned long long)(b ? b->refused : 0));
+}
+
 char *server_metrics_text(struct server *srv)
 {
     char *text = NULL;
@@ -196,6 +235,7 @@ char *server_metrics_text(struct server *srv)
             srv->hooks.metrics(sb, f);
     egress(f, srv->metrics);
     keeper(f, srv->metrics);
+    http(f, srv);
     fprintf(f,
             "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "
             "process.\n# TYPE runtime_daemon_memory_bytes gauge\n"

@@ -35,6 +35,11 @@ json_t *server_catalog(struct server *srv)
     return srv->catalog;
 }
 
+struct budget *server_budget(struct server *srv)
+{
+    return srv->budget;
+}
+
 const struct server_config *server_config(struct server *srv)
 {
     return &srv->cfg;
@@ -140,6 +145,7 @@ static void sbx_free(struct sbx *sb)
     server_sandbox_change_free(sb);
     sbx_waiters_free(sb->waiters); /* at shutdown: their requests end with the loop */
     model_sandbox_clear(&sb->settings);
+    budget_unref(sb->budget);
     free(sb);
 }
 
@@ -569,6 +575,7 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
         return err_set(err, -ENOMEM, "out of memory");
     }
     sb->settings = taken;
+    sb->budget = budget_new(srv->cfg.sandbox_held_bytes, srv->budget);
     str_copy(sb->account, sizeof sb->account, account);
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
@@ -794,6 +801,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) return -ENOMEM;
     memcpy(sb->id, row->id, sizeof sb->id);
+    sb->budget = budget_new(srv->cfg.sandbox_held_bytes, srv->budget);
     str_copy(sb->account, sizeof sb->account, row->account);
     sb->slot = row->slot;
     sb->created_ms = row->created_ms;
@@ -861,64 +869,43 @@ static int hello(struct server *srv, err_t *err)
     return server_keeper_call(srv, PROTO_HELLO, &h, sizeof h, &res, NULL, 0, err);
 }
 
-/* When accept fails (EMFILE: out of descriptors), libevent would try again at once
- * and log each time: the listeners pause for 100 ms instead, with one log line. */
-static void on_listen_retry(evutil_socket_t fd, short what, void *arg)
-{
-    struct server *srv = arg;
-    for (size_t i = 0; i < ARRAY_LEN(srv->listeners); i++)
-        if (srv->listeners[i]) evconnlistener_enable(srv->listeners[i]);
-}
-
-static void on_accept_error(struct evconnlistener *l, void *arg)
-{
-    struct server *srv = arg;
-    log_warn("cannot accept API connections: %s; pausing the listeners for 100 ms",
-             strerror(errno));
-    for (size_t i = 0; i < ARRAY_LEN(srv->listeners); i++)
-        if (srv->listeners[i]) evconnlistener_disable(srv->listeners[i]);
-    struct timeval tv = {0, 100 * 1000};
-    evtimer_add(srv->listen_retry, &tv);
-}
-
 static void on_reload(evutil_socket_t sig, short what, void *arg)
 {
     server_tls_reload(arg);
 }
 
-static int listen_on(struct server *srv, struct evhttp *http, int fd, size_t slot)
+static void on_http_head(struct httpd_req *req, void *arg)
 {
-    if (fd < 0) return 0;
-    struct evconnlistener *l = evconnlistener_new(
-        srv->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-    if (!l || !evhttp_bind_listener(http, l)) return -EIO;
-    evconnlistener_set_error_cb(l, on_accept_error);
-    srv->listeners[slot] = l;
+    struct server *srv = arg;
+    srv->hooks.http_head(req, srv);
+}
+
+static void on_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
+                         void *arg)
+{
+    struct server *srv = arg;
+    srv->hooks.http_fail(req, status, code, message, srv);
+}
+
+/* One HTTP server for both sockets: the TCP listener's connections speak TLS
+ * when it is configured, the unix socket's never. */
+static int make_http(struct server *srv, int tcp_fd, int unix_fd, err_t *err)
+{
+    struct httpd_handlers hd = {.head = on_http_head, .fail = on_http_fail, .arg = srv};
+    srv->http = httpd_new(srv->base, &srv->cfg.http, &hd);
+    if (!srv->http) return err_set(err, -ENOMEM, "out of memory");
+    if (tcp_fd >= 0 &&
+        httpd_listen(srv->http, tcp_fd, false, srv->tls ? server_tls_context : NULL, srv, err) < 0)
+        return err->code;
+    if (unix_fd >= 0 && httpd_listen(srv->http, unix_fd, true, NULL, NULL, err) < 0)
+        return err->code;
     return 0;
 }
 
-/* Two evhttps, since libevent 2.1 makes every connection of one the same way:
- * the TCP listener's speak TLS when it is configured, the unix socket's never. */
-static int make_http(struct server *srv)
+static int serve(struct server *srv, int tcp_fd, int unix_fd, err_t *err)
 {
-    srv->http = evhttp_new(srv->base);
-    srv->http_local = evhttp_new(srv->base);
-    if (!srv->http || !srv->http_local) return -ENOMEM;
-    server_tls_attach(srv, srv->http);
-    if (srv->hooks.attach_http) {
-        srv->hooks.attach_http(srv->http, srv);
-        srv->hooks.attach_http(srv->http_local, srv);
-    }
-    return 0;
-}
-
-static int serve(struct server *srv, int tcp_fd, int unix_fd)
-{
-    if (make_http(srv) < 0) return -ENOMEM;
-    srv->listen_retry = evtimer_new(srv->base, on_listen_retry, srv);
-    if (!srv->listen_retry || listen_on(srv, srv->http, tcp_fd, 0) < 0 ||
-        listen_on(srv, srv->http_local, unix_fd, 1) < 0)
-        return -EIO;
+    int r = make_http(srv, tcp_fd, unix_fd, err);
+    if (r < 0) return r;
     struct event *sigs[] = {evsignal_new(srv->base, SIGTERM, on_signal, srv),
                             evsignal_new(srv->base, SIGINT, on_signal, srv),
                             evsignal_new(srv->base, SIGHUP, on_reload, srv)};
@@ -938,12 +925,8 @@ static int serve(struct server *srv, int tcp_fd, int unix_fd)
 /* After the runs: their requests are answered on connections that must still be there. */
 static void unserve(struct server *srv)
 {
-    /* Each frees the listeners it was bound to, and its connections. */
-    if (srv->http) evhttp_free(srv->http);
-    if (srv->http_local) evhttp_free(srv->http_local);
-    if (srv->listen_retry) event_free(srv->listen_retry);
-    srv->http = srv->http_local = NULL;
-    srv->listen_retry = NULL;
+    httpd_free(srv->http); /* its listeners, its connections */
+    srv->http = NULL;
     server_tls_stop(srv);
 }
 
@@ -1072,7 +1055,8 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     err_t err = {0};
     signal(SIGPIPE, SIG_IGN);
     srv.base = event_base_new();
-    int r = srv.base ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
+    srv.budget = budget_new(cfg->held_bytes, NULL);
+    int r = srv.base && srv.budget ? store_open(cfg->db_path, &srv.store, &err) : -ENOMEM;
     if (r == 0) r = events_start(&srv, &err);
     if (r == 0) r = catalog_load(&srv.catalog, &err);
     if (r == 0) r = metrics_start(&srv);
@@ -1087,7 +1071,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     /* From here every write goes through the writer: one left on the loop fails. */
     if (r == 0) r = store_set_read_only(srv.store, &err);
     if (r == 0) r = server_tick_start(&srv);
-    if (r == 0) r = serve(&srv, tcp_fd, unix_fd);
+    if (r == 0) r = serve(&srv, tcp_fd, unix_fd, &err);
     /* On the way out: a second stop signal (the keeper sends one when its socket
      * closes) would only cut the cleanup short; the keeper kills after 10 s. */
     signal(SIGTERM, SIG_IGN);
@@ -1111,6 +1095,7 @@ int server_main(const struct server_config *cfg, const struct server_hooks *hook
     events_stop(&srv);
     store_close(srv.store);
     if (srv.base) event_base_free(srv.base);
+    budget_unref(srv.budget);
     close(keeper_sock);
     return r < 0 ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "../accounts/accounts.h"
 #include "../common/common.h"
 #include "../egress/egress.h"
+#include "../httpd/httpd.h"
 #include "../meter/meter.h"
 #include "../model/model.h"
 #include "../proto/proto.h"
@@ -34,6 +35,9 @@ struct server_config {
     struct meter_rates rates;         /* --price-* */
     int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
     bool tls;                         /* --listen speaks TLS (the keeper reads the files) */
+    struct httpd_limits http;         /* --max-connections, ... */
+    uint64_t sandbox_held_bytes;      /* --held-per-sandbox: what the server may hold for one */
+    uint64_t held_bytes;              /* --held-total: ... for all of them together */
     char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
 };
 
@@ -55,6 +59,7 @@ struct sbx {
     struct egress_sandbox *egress; /* NULL while not running */
     struct event *death;           /* fires when its init process exits */
     struct mcp_box *mcp;           /* its MCP servers, or NULL */
+    struct budget *budget;         /* what the server holds for it (bodies, streams) */
     /* activity.c: for the idle pause */
     uint64_t last_active_ms; /* monotonic */
     int holds;               /* execs and gateway requests under way */
@@ -76,15 +81,18 @@ struct sbx {
 
 struct server;
 struct event_base;
-struct evhttp;
+struct httpd_req;
 struct policy;
 
 /* What the API and the gateway add to a sandbox's life, filled in by the daemon.
  * Every hook may be NULL (nothing to add). */
 struct server_hooks {
-    /* The routes of the API and the gateway, on each of the server's HTTP
-     * listeners (TCP, maybe TLS, and the unix socket): called once for each. */
-    void (*attach_http)(struct evhttp *http, struct server *srv);
+    /* Every HTTP request once its head is in, on the TCP listener (maybe TLS)
+     * and the unix socket: the API and the gateway (httpd.h); and httpd's own
+     * errors, to be answered in their shape. */
+    void (*http_head)(struct httpd_req *req, struct server *srv);
+    void (*http_fail)(struct httpd_req *req, int status, const char *code, const char *message,
+                      struct server *srv);
     /* A sandbox was re-adopted after a restart: bring back what hangs off it. */
     int (*restored)(struct server *srv, struct sbx *sb, err_t *err);
     /* The egress policy of a sandbox for its network settings (the gateway adds
@@ -113,6 +121,8 @@ struct store *server_store(struct server *srv); /* reads only, once started */
 struct store_writer;
 struct store_writer *server_writer(struct server *srv); /* every write */
 json_t *server_catalog(struct server *srv);             /* borrowed */
+/* What the server holds for requests that name no sandbox (the parent of theirs). */
+struct budget *server_budget(struct server *srv);
 
 /* Registry. Lookups take an id or a name (names are an account's own): a
  * sandbox of another account is not found. account NULL: any, by id only. */

@@ -17,15 +17,14 @@ struct pending_event {
     struct store_event ev; /* kind and fields_json owned */
 };
 
-struct evconnlistener;
-
 struct server {
     struct server_config cfg;
     struct server_hooks hooks;
     struct event_base *base;
-    struct evhttp *http;       /* --listen: TLS when configured */
-    struct evhttp *http_local; /* the unix socket: plain (local, root only) */
-    struct ssl_ctx_st *tls;    /* for new TLS connections; NULL without TLS */
+    struct httpd *http;     /* the API and the gateway: --listen (TLS when configured) and
+                             * the unix socket (plain: local, root only) */
+    struct budget *budget;  /* what it holds for requests: the parent of each sandbox's */
+    struct ssl_ctx_st *tls; /* for new TLS connections; NULL without TLS */
     struct store *store;
     struct store_writer *writer; /* events, usage and sandbox rows, on a thread of its own */
     struct event *writer_done;   /* the writer finished writes someone waits for */
@@ -48,8 +47,6 @@ struct server {
     json_t *catalog;           /* the built-in MCP catalog */
     struct event *tick_timer;  /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
-    struct evconnlistener *listeners[2]; /* the API's TCP and unix sockets */
-    struct event *listen_retry;          /* re-enables them after an accept failure */
 };
 
 /* keeper_client.c: requests to the keeper. A send returns at once and done gets
@@ -79,7 +76,7 @@ void server_accounts_resume(struct server *srv);
  * failure keeps the one in place and is logged). */
 int server_tls_start(struct server *srv, err_t *err);
 void server_tls_reload(struct server *srv);
-void server_tls_attach(struct server *srv, struct evhttp *http); /* TLS for its connections */
+struct ssl_ctx_st *server_tls_context(void *srv); /* for a new connection; NULL: plain */
 void server_tls_stop(struct server *srv);
 
 /* Those waiting to hear how something about a sandbox went (its creation, a

@@ -8,7 +8,6 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/http.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -226,46 +225,11 @@ void server_tls_reload(struct server *srv)
         log_error("TLS: kept the certificate served so far: %s", err.msg);
 }
 
-/* A connection that must not be served: evhttp would make a plain bufferevent
- * of a NULL and speak HTTP in clear on the TLS port, so it gets one end of a
- * pair that never carries a byte, and the API's timeout closes it. */
-static struct bufferevent *dead_end(struct event_base *base)
-{
-    struct bufferevent *pair[2];
-    if (bufferevent_pair_new(base, BEV_OPT_CLOSE_ON_FREE, pair) < 0) {
-        log_error("TLS: out of memory for a new connection; stopping rather than serving it "
-                  "without TLS");
-        abort();
-    }
-    bufferevent_free(pair[1]);
-    return pair[0];
-}
-
-/* evhttp's bufferevent for each connection on the TCP listener: TLS with the
- * context in place now. */
-static struct bufferevent *tls_bev(struct event_base *base, void *arg)
+/* The context in place when a connection comes: a reload applies to the next. */
+struct ssl_ctx_st *server_tls_context(void *arg)
 {
     struct server *srv = arg;
-    SSL *ssl = SSL_new(srv->tls);
-    if (!ssl) {
-        ERR_clear_error();
-        log_warn("TLS: cannot make a session for a new connection; refusing it");
-        return dead_end(base);
-    }
-    struct bufferevent *bev = bufferevent_openssl_socket_new(
-        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (!bev) {
-        SSL_free(ssl);
-        return dead_end(base);
-    }
-    /* Clients that close without close_notify (most, after a response) are not errors. */
-    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-    return bev;
-}
-
-void server_tls_attach(struct server *srv, struct evhttp *http)
-{
-    if (srv->tls) evhttp_set_bevcb(http, tls_bev, srv);
+    return srv->tls;
 }
 
 void server_tls_stop(struct server *srv)

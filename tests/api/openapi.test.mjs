@@ -117,6 +117,7 @@ const paramsOf = (o) => [...(o.item.parameters ?? []), ...(o.op.parameters ?? []
 
 const apiC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8');
 const execC = fs.readFileSync(path.join(SRC, 'api', 'exec.c'), 'utf8');
+const transportC = fs.readFileSync(path.join(SRC, 'mcp', 'transport.c'), 'utf8');
 
 function srcFiles(dir) {
   const out = [];
@@ -132,11 +133,11 @@ function srcFiles(dir) {
  * error codes with their statuses. */
 function routingFacts() {
   const words = new Set([...apiC.matchAll(/strn?cmp\(\s*(?:seg\[\d+\]|action|sub|name)\s*,\s*"([^"]+)"/g)].map((m) => m[1]));
-  // The methods libevent accepts at all (for the API and the gateway) are one call;
-  // the rest of the file compares a request's method to route it.
-  const allowedCall = /evhttp_set_allowed_methods\([^;]*;/.exec(apiC)?.[0] ?? '';
-  const accepted = new Set([...allowedCall.matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
-  const methods = new Set([...apiC.replace(allowedCall, '').matchAll(/EVHTTP_REQ_([A-Z]+)/g)].map((m) => m[1]));
+  // The methods api.c routes on; served at all are those and the gateway's
+  // (transport.c: its OPTIONS preflight). Any other is a 405.
+  const routed = (text) => new Set([...text.matchAll(/HTTPD_(GET|POST|PUT|DELETE|OPTIONS|HEAD)\b/g)].map((m) => m[1]));
+  const methods = routed(apiC);
+  const accepted = new Set([...methods, ...routed(transportC)]);
   const query = new Set([
     ...[...apiC.matchAll(/evhttp_find_header\(\s*&q\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
     ...[...apiC.matchAll(/strcmp\(\s*kv->key\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
@@ -321,7 +322,7 @@ test('what src/api/api.c routes is in the document: path words, methods, query p
   assert.deepEqual([...facts.methods].filter((m) => !docMethods.has(m)), [], 'methods the code routes, not documented');
   assert.ok(facts.accepted.has('GET') && facts.accepted.has('OPTIONS'), `accepted methods found: ${[...facts.accepted]}`);
   const allDocMethods = new Set(OPS.map((o) => o.method));
-  assert.deepEqual([...facts.accepted].filter((m) => !allDocMethods.has(m)), [], 'methods libevent accepts, documented nowhere');
+  assert.deepEqual([...facts.accepted].filter((m) => !allDocMethods.has(m)), [], 'methods served, documented nowhere');
   const docQuery = new Set(OPS.flatMap((o) => paramsOf(o).filter((p) => p.in === 'query').map((p) => p.name)));
   assert.deepEqual([...facts.query].filter((q) => !docQuery.has(q)), [], 'query parameters the code reads, not documented');
   const codeEnum = new Set(schemas.ErrorCode?.enum ?? []);

@@ -210,11 +210,12 @@ function makeCerts(dir, names) {
 /** runtimed in a given network namespace (or the host's), with --resolve pins and
  * --nameserver, spoken to over its unix socket. */
 export class EgressDaemon extends Daemon {
-  constructor(dir, { netns = null, pins = [], nameserver = null } = {}) {
+  constructor(dir, { netns = null, pins = [], nameserver = null, wrap = [] } = {}) {
     super(dir);
     this.netns = netns;
     this.pins = pins;
     this.nameserver = nameserver;
+    this.wrap = wrap; // a command that execs the rest, e.g. prlimit --nofile=1024:1024
   }
 
   args() {
@@ -233,8 +234,8 @@ export class EgressDaemon extends Daemon {
     const logFd = fs.openSync(this.logFile, 'a');
     // nsenter enters only the network namespace and execs runtimed in place,
     // so the pid we hold is the keeper's, as with a plain spawn.
-    this.proc = spawn('nsenter', [`--net=/run/netns/${this.netns}`, RUNTIMED, ...this.args()],
-      { stdio: ['ignore', logFd, logFd], detached: true });
+    const argv = [...this.wrap, 'nsenter', `--net=/run/netns/${this.netns}`, RUNTIMED, ...this.args()];
+    this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', logFd, logFd], detached: true });
     fs.closeSync(logFd);
     this.exited = null;
     const proc = this.proc;
@@ -378,8 +379,9 @@ export class NamespacePair {
 }
 
 export class World extends NamespacePair {
-  constructor({ pins = [], dns = null, traps = true } = {}) {
+  constructor({ pins = [], dns = null, traps = true, wrap = [] } = {}) {
     super('eg', 'runtime-egress-');
+    this.wrap = wrap;
     this.pins = pins;
     this.dnsAnswers = dns;
     this.traps = traps;
@@ -422,7 +424,8 @@ export class World extends NamespacePair {
     this.trap = new EventProc('daemon-namespace trap', 'ip', ['netns', 'exec', this.dns, process.execPath, UPSTREAM_JS, trapCfg]);
     await this.upstream.ready();
     await this.trap.ready();
-    this.daemon = new EgressDaemon(this.dir, { netns: this.dns, pins: this.pins, nameserver: `${DNS_V4}:53` });
+    this.daemon = new EgressDaemon(this.dir, { netns: this.dns, pins: this.pins, nameserver: `${DNS_V4}:53`,
+      wrap: this.wrap });
     await this.daemon.start();
     return this;
   }

@@ -415,6 +415,7 @@ export type EventKind =
   | 'mcp.refused'
   | 'mcp.exited'
   | 'mcp.stopped'
+  | 'mcp.client_dropped'
   | 'sandbox.paused'
   | 'sandbox.resumed'
   | 'sandbox.exited'
@@ -432,6 +433,7 @@ export type Event =
   | McpRefusedEvent
   | McpExitedEvent
   | McpStoppedEvent
+  | McpClientDroppedEvent
   | SandboxPausedEvent
   | SandboxResumedEvent
   | SandboxExitedEvent
@@ -549,6 +551,21 @@ export interface McpStoppedEvent {
   time: Time;
   kind: 'mcp.stopped';
   server: string;
+  [more: string]: unknown;
+}
+
+/**
+ * a gateway client did not read its stream while answers or notifications came:
+ * past 16 MiB unsent (or the sandbox's --held-per-sandbox) it is disconnected, not
+ * buffered without end (a 2025 client may resume with Last-Event-ID)
+ */
+export interface McpClientDroppedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.client_dropped';
+  server: string;
+  why: string;
+  backlogBytes: number;
   [more: string]: unknown;
 }
 

@@ -62,6 +62,7 @@ __all__ = [
     "McpRefusedEvent",
     "McpExitedEvent",
     "McpStoppedEvent",
+    "McpClientDroppedEvent",
     "SandboxPausedEvent",
     "SandboxResumedEvent",
     "SandboxExitedEvent",
@@ -475,6 +476,7 @@ EventKind: TypeAlias = Literal[
     "mcp.refused",
     "mcp.exited",
     "mcp.stopped",
+    "mcp.client_dropped",
     "sandbox.paused",
     "sandbox.resumed",
     "sandbox.exited",
@@ -595,6 +597,20 @@ class McpStoppedEvent(TypedDict):
     server: str
 
 
+class McpClientDroppedEvent(TypedDict):
+    """a gateway client did not read its stream while answers or notifications came:
+    past 16 MiB unsent (or the sandbox's --held-per-sandbox) it is disconnected, not
+    buffered without end (a 2025 client may resume with Last-Event-ID)
+    """
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.client_dropped"]
+    server: str
+    why: str
+    backlogBytes: int
+
+
 class SandboxPausedEvent(TypedDict):
     seq: EventSeq
     time: Time
@@ -641,6 +657,7 @@ Event: TypeAlias = (
     | McpRefusedEvent
     | McpExitedEvent
     | McpStoppedEvent
+    | McpClientDroppedEvent
     | SandboxPausedEvent
     | SandboxResumedEvent
     | SandboxExitedEvent
