@@ -432,6 +432,29 @@ static void mcp_route(struct evhttp_request *req, struct server *srv, struct sbx
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
+/* GET /v1/sandboxes/{id}/mcp/{name}/logs[?follow=1]: kept in the daemon, so a paused
+ * sandbox is not woken for it. */
+static void mcp_logs(struct evhttp_request *req, struct server *srv, const struct api_caller *who,
+                     const char *key, const char *name)
+{
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    if (!sb)
+        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
+                         key);
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET)
+        return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/logs");
+    struct evkeyvalq q;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    evhttp_parse_query_str(query ? query : "", &q);
+    const char *follow = evhttp_find_header(&q, "follow");
+    bool on = follow && (strcmp(follow, "1") == 0 || strcmp(follow, "true") == 0);
+    bool bad = follow && !on && strcmp(follow, "0") != 0 && strcmp(follow, "false") != 0;
+    evhttp_clear_headers(&q);
+    if (bad) return api_error(req, 400, "bad_request", "follow must be true or false (1 or 0)");
+    err_t err = {0};
+    if (mcp_logs_reply(srv, sb, name, req, on, &err) < 0) api_fail(req, &err);
+}
+
 static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err, void *req)
 {
     if (err) return api_fail(req, err);
@@ -576,8 +599,8 @@ static void route(struct evhttp_request *req, void *arg)
                          "the key from STATE/admin.key or your account's key");
     const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
-    char *seg[5];
-    int n = path ? split_path(path, seg, 5) : -ENOMEM;
+    char *seg[6];
+    int n = path ? split_path(path, seg, 6) : -ENOMEM;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
         if (n == 2 && m == EVHTTP_REQ_GET)
@@ -588,6 +611,8 @@ static void route(struct evhttp_request *req, void *arg)
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5 && strcmp(seg[3], "mcp") == 0)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
+        else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "logs") == 0)
+            mcp_logs(req, srv, &who, seg[2], seg[4]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&

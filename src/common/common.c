@@ -170,6 +170,30 @@ bool str_equal_ct(const char *a, const char *b)
     return diff == 0;
 }
 
+void text_escape(const char *s, size_t len, size_t max, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    for (; i < len && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[5] = {0};
+        if (c == '"' || c == '\\')
+            esc[0] = '\\', esc[1] = (char)c;
+        else if (c == '\n' || c == '\r' || c == '\t')
+            esc[0] = '\\', esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        else if (c < 0x20 || c > 0x7e)
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[c >> 4], esc[3] = hex[c & 15];
+        else
+            esc[0] = (char)c;
+        size_t n = strlen(esc);
+        if (o + n + 4 > size) break; /* room for "..." and the NUL */
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    if (i < len && o + 4 <= size) memcpy(out + o, "...", 3), o += 3;
+    if (size) out[o < size ? o : size - 1] = '\0';
+}
+
 int str_copy(char *dst, size_t size, const char *src)
 {
     size_t n = strlen(src);

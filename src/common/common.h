@@ -37,6 +37,10 @@ bool str_equal_ct(const char *a, const char *b);
 
 /* Bounded copy that always terminates; returns -ENAMETOOLONG when src does not fit. */
 int str_copy(char *dst, size_t size, const char *src);
+/* The first max bytes of s (len bytes) as printable ASCII in out, for a message that
+ * shows what a program printed: \" \\ \n \r \t, every other byte outside 0x20-0x7e as
+ * \xNN, and "..." after it when it was cut (at max, or at size). */
+void text_escape(const char *s, size_t len, size_t max, char *out, size_t size);
 /* Writes whole buffer / reads whole file; return 0 or -errno. */
 int write_all(int fd, const void *buf, size_t n);
 int write_file(const char *path, const char *text);

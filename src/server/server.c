@@ -161,6 +161,15 @@ static void unlink_sandbox(struct server *srv, struct sbx *sb)
     }
 }
 
+const char *sbx_label(const struct sbx *sb, char *out, size_t size)
+{
+    if (sb->settings.name[0])
+        snprintf(out, size, "%s (name %s, account %s)", sb->id, sb->settings.name, sb->account);
+    else
+        snprintf(out, size, "%s (account %s)", sb->id, sb->account);
+    return out;
+}
+
 const char *sbx_status_name(enum sbx_status status)
 {
     switch (status) {
