@@ -213,8 +213,10 @@ static void create_sandbox(struct evhttp_request *req, struct server *srv,
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "
                   "getOrCreate",
                   settings.name, old->id);
-    } else if (check_limits(srv, who->account, &settings, &err) < 0 ||
-               server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
+    } else if (check_limits(srv, who->account, &settings, &err) < 0) {
+        log_warn("refused a sandbox of account %s: %s", who->account, err.msg);
+        api_fail(req, &err);
+    } else if (server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
         api_fail(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */

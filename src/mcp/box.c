@@ -377,9 +377,13 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
                            "server %s is already %s with other settings; stop "
                            "it first (DELETE .../mcp/%s)",
                            name, mcp_status_name(old->status), name);
-        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS)
-            return err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id,
-                           MCP_MAX_SERVERS);
+        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS) {
+            char who[300];
+            err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id, MCP_MAX_SERVERS);
+            log_warn("sandbox %s: MCP server %s refused: %s", sbx_label(sb, who, sizeof who), name,
+                     err->msg);
+            return err->code;
+        }
     }
     return 0;
 }
