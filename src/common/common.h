@@ -41,6 +41,13 @@ int str_copy(char *dst, size_t size, const char *src);
  * shows what a program printed: \" \\ \n \r \t, every other byte outside 0x20-0x7e as
  * \xNN, and "..." after it when it was cut (at max, or at size). */
 void text_escape(const char *s, size_t len, size_t max, char *out, size_t size);
+/* The line of a failed command's stderr that says what went wrong, into out (cut to
+ * fit): the first line that names an error ("error" in any case, or npm's "ERR!") and
+ * is not a notice (npm's "notice" and "WARN" lines, pip's "[notice]", "WARNING:",
+ * "DEPRECATION:") nor npm's bookkeeping (its "code", "errno", "syscall", "path" lines,
+ * where its log is); else the first line that is neither; else the last line. Empty
+ * when there is no text. Returns out. */
+const char *text_error_line(const char *text, size_t len, char *out, size_t size);
 /* Writes whole buffer / reads whole file; return 0 or -errno. */
 int write_all(int fd, const void *buf, size_t n);
 int write_file(const char *path, const char *text);

@@ -126,16 +126,17 @@ void mcp_apply_policy(struct mcp_box *box)
  * Each step runs in the sandbox as the sandbox user; egress opens the registry or
  * index host only once the step that needs it starts. */
 
-static void tail(struct evbuffer *buf, char *out, size_t size)
+/* The line of the step's stderr that says what went wrong (npm's error, not the notices
+ * it prints after it), and where the rest is. */
+static void error_line(const struct mcp_server *ms, struct evbuffer *buf, char *out, size_t size)
 {
+    char line[500];
     size_t n = evbuffer_get_length(buf);
-    size_t take = n < size - 1 ? n : size - 1;
-    struct evbuffer_ptr pos;
-    evbuffer_ptr_set(buf, &pos, n - take, EVBUFFER_PTR_SET);
-    evbuffer_copyout_from(buf, &pos, out, take);
-    out[take] = '\0';
-    for (char *p = out; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+    text_error_line((const char *)evbuffer_pullup(buf, -1), n, line, sizeof line);
+    for (char *p = line; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    snprintf(out, size, "%s%s(all its output: runtime sandbox mcp %s logs %s)", line,
+             line[0] ? " " : "", ms->box->sb->id, ms->name);
 }
 
 static const char *entry_str(const struct mcp_server *ms, const char *key)
@@ -221,8 +222,8 @@ static void step_output(const struct server_run_result *res, char *out, size_t s
 static bool step_ok(struct mcp_server *ms, const struct server_run_result *res, const char *what)
 {
     if (!res->error && res->ended && res->exit_code == 0) return true;
-    char why[900], out[600];
-    tail(res->err, out, sizeof out);
+    char why[900], out[700];
+    error_line(ms, res->err, out, sizeof out);
     if (res->error)
         snprintf(why, sizeof why, "%s could not be started: %s", what, res->error->msg);
     else if (res->ended && res->exit_code == -1)
@@ -347,8 +348,8 @@ static void on_pip_installed(void *arg, const struct server_run_result *res)
         res->ended && res->exit_code > 0 && has(res->err, "No matching distribution found");
     bool unreachable = has(res->err, "Retrying (Retry(") || has(res->err, "Could not fetch URL");
     if (!no_match) return on_installed(arg, res);
-    char out[600], why[1400];
-    tail(res->err, out, sizeof out);
+    char out[700], why[1400];
+    error_line(ms, res->err, out, sizeof out);
     if (unreachable)
         snprintf(why, sizeof why,
                  "pip could not reach its index %s from the sandbox (the "

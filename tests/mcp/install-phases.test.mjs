@@ -123,6 +123,21 @@ describe('a catalog install, phase by phase', { skip }, () => {
       assert.ok(log.includes(`${who} refused: `), log);
       await d.remove(sb.id);
     });
+
+  test('an install that fails says npm\'s error line first, not its last lines', { timeout: 5 * 60 * 1000 }, async () => {
+    const sb = await d.create({ network: { internet: false }, env: { NPM_CONFIG_REGISTRY: `http://${REGISTRY_HOST}/` } });
+    // The registry has only the memory package: npm's answer for filesystem is a 404.
+    const r = await d.cli(['sandbox', 'mcp', sb.id, 'start', 'filesystem', '--wait', '240'], { timeoutMs: 270000 });
+    assert.equal(r.code, 1, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+    const st = (await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`)).body.servers.find((s) => s.name === 'filesystem');
+    assert.equal(st.status, 'failed', JSON.stringify(st));
+    assert.match(st.error, /: npm exited with status 1: npm error 404 Not Found - GET http:\/\/registry\.acme\.test\/\S+( - [^(]*)? \(all its output: runtime sandbox mcp \S+ logs filesystem\)$/,
+      st.error);
+    assert.match(r.stderr, /^runtime: MCP server filesystem failed: .*npm error 404 Not Found/m, r.stderr);
+    const failed = (await d.events(sb.id)).find((e) => e.kind === 'mcp.failed');
+    assert.equal(failed.phase, 'installing', JSON.stringify(failed));
+    await d.remove(sb.id);
+  });
 });
 
 function esc(s) {
