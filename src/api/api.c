@@ -593,7 +593,9 @@ static void route(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
     const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    if (gw && strncmp(gw, "/mcp/", 5) == 0) return mcp_gateway(srv, req, gw); /* its own token */
+    /* The gateway's, with its own token; and the OAuth discovery paths, which it answers. */
+    if (gw && (strncmp(gw, "/mcp/", 5) == 0 || strncmp(gw, "/.well-known/", 13) == 0))
+        return mcp_gateway(srv, req, gw);
     struct api_caller who;
     if (!authenticate(req, srv, &who))
         return api_error(req, 401, "unauthorized",

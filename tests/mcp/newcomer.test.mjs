@@ -157,6 +157,38 @@ describe('a newcomer\'s own MCP servers', { skip: skipReason() }, () => {
     assert.equal(failed.phase, 'starting', JSON.stringify(failed));
   });
 
+  test('a wrong gateway token: 401, and every OAuth discovery path 404 (JSON), so no client starts OAuth', async () => {
+    const st = await d.mcpStatus(sb.id);
+    const url = new URL(st.servers.find((s) => s.name === 'hello').url);
+    const wrong = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${'0'.repeat(64)}`,
+      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get('www-authenticate'), 'Bearer');
+    const gw = url.pathname; // /mcp/LINK/hello
+    const link = gw.split('/').slice(0, 3).join('/');
+    const paths = [];
+    for (const doc of ['oauth-protected-resource', 'oauth-authorization-server', 'openid-configuration']) {
+      paths.push(`/.well-known/${doc}`, `/.well-known/${doc}${gw}`, `${gw}/.well-known/${doc}`,
+        `${link}/.well-known/${doc}`, `/mcp/.well-known/${doc}`);
+    }
+    const origin = 'http://localhost:6274'; // the Inspector's, in direct mode
+    for (const p of paths) {
+      for (const auth of [undefined, `Bearer ${'0'.repeat(64)}`]) {
+        const headers = { Origin: origin, 'MCP-Protocol-Version': '2025-06-18', ...(auth ? { Authorization: auth } : {}) };
+        const r = await fetch(`${d.url}${p}`, { headers });
+        const text = await r.text();
+        assert.equal(r.status, 404, `${p}: ${text}`);
+        assert.match(r.headers.get('content-type'), /^application\/json/, p);
+        assert.match(JSON.parse(text).error.message, /no OAuth/, p);
+        assert.equal(r.headers.get('access-control-allow-origin'), origin, `${p}: a browser client can read the 404`);
+      }
+      const pre = await fetch(`${d.url}${p}`, { method: 'OPTIONS', headers: { Origin: origin,
+        'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'mcp-protocol-version' } });
+      assert.equal(pre.status, 204, `preflight of ${p}`);
+    }
+  });
+
   test('claude mcp add lines only for ready servers; the others say what they are', async () => {
     await d.mcpStart(sb.id, [{ name: 'broken', command: ['sh', '-c', 'echo "no config file" >&2; exit 3'] }]);
     await d.mcpSettle(sb.id, ['broken']);
