@@ -25,6 +25,22 @@ UNIT_SRCS   := $(wildcard tests/unit/*.c)
 
 all: $(BUILD)/runtimed $(BUILD)/runtime $(BUILD)/gwcall
 
+# The version, in one place: VERSION's number, and the commit built from (git describe)
+# when there is a git checkout, e.g. 0.1.0+eff1617-dirty. Only src/common/version.c
+# holds it; it is compiled again when the text changes ($(BUILD)/version.txt).
+VERSION_TEXT := $(shell cat VERSION)$(shell git describe --always --dirty 2>/dev/null | sed 's/^/+/')
+
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION_TEXT)' | cmp -s - $@ || echo '$(VERSION_TEXT)' >$@
+
+$(BUILD)/obj/common/version.o: src/common/version.c src/common/common.h $(BUILD)/version.txt
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -DRUNTIME_VERSION='"$(VERSION_TEXT)"' -c $< -o $@
+
+FORCE:
+
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
@@ -100,7 +116,7 @@ format-check:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all asan unit check format clean
+.PHONY: all asan unit check format clean install uninstall FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
 # tests/fuzz/. The sources are compiled again by clang with coverage and

@@ -593,6 +593,13 @@ static void route(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
     const char *gw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    /* For load balancers and supervisors: no key, and nothing about the daemon but that it
+     * answers. */
+    if (gw && strcmp(gw, "/healthz") == 0) {
+        if (evhttp_request_get_command(req) != EVHTTP_REQ_GET)
+            return api_error(req, 405, "method_not_allowed", "use GET /healthz");
+        return api_json(req, 200, json_pack("{s:b}", "ok", 1));
+    }
     /* The gateway's, with its own token; and the OAuth discovery paths, which it answers. */
     if (gw && (strncmp(gw, "/mcp/", 5) == 0 || strncmp(gw, "/.well-known/", 13) == 0))
         return mcp_gateway(srv, req, gw);

@@ -59,6 +59,9 @@ int mkdir_p(const char *path, unsigned mode);
  * not hold its parent's sockets: they would keep the peer from seeing EOF). */
 void close_fds_except(const int *keep, size_t n);
 
+/* The version of this build (version.c: VERSION and git describe, from the Makefile). */
+const char *runtime_version(void);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
 /* Seconds since the epoch with millisecond precision, as RFC 3339 text. */

@@ -98,6 +98,7 @@ static const char usage[] =
     "  --price-vcpu-hour USD, --price-gib-hour USD, --price-gb-month USD\n"
     "                        rates of `runtime usage` (default 0.025, 0.0075, 0.08)\n"
     "  --log-format text|json\n"
+    "  --version             print the version and exit\n"
     "  -h, --help            this text\n";
 
 /* --rate NAME=N: a per-sandbox rate a second; 0 in the struct means the default. */
@@ -198,27 +199,18 @@ static int parse_options(int argc, char **argv, struct options *o)
     char max[16], wait[16];
     opt_default(max, sizeof max, "RUNTIME_MAX_SANDBOXES", "1000");
     opt_default(wait, sizeof wait, "RUNTIME_MCP_INPUT_WAIT", "300");
-    static const struct option longs[] = {{"state-dir", 1, 0, 's'},
-                                          {"listen", 1, 0, 'l'},
-                                          {"socket", 1, 0, 'S'},
-                                          {"public-url", 1, 0, 'p'},
-                                          {"driver", 1, 0, 'd'},
-                                          {"log-format", 1, 0, 'f'},
-                                          {"max-sandboxes", 1, 0, 'm'},
-                                          {"mcp-input-wait", 1, 0, 'W'},
-                                          {"resolve", 1, 0, 'r'},
-                                          {"upstream-ca", 1, 0, 'u'},
-                                          {"nameserver", 1, 0, 'n'},
-                                          {"price-vcpu-hour", 1, 0, 'C'},
-                                          {"price-gib-hour", 1, 0, 'M'},
-                                          {"price-gb-month", 1, 0, 'G'},
-                                          {"tls-inspect", 1, 0, 'T'},
-                                          {"rate", 1, 0, 'R'},
-                                          {"tls-cert", 1, 0, 'c'},
-                                          {"tls-key", 1, 0, 'k'},
-                                          {"insecure-listen", 0, 0, 'I'},
-                                          {"help", 0, 0, 'h'},
-                                          {0, 0, 0, 0}};
+    static const struct option longs[] = {
+        {"state-dir", 1, 0, 's'},       {"listen", 1, 0, 'l'},
+        {"socket", 1, 0, 'S'},          {"public-url", 1, 0, 'p'},
+        {"driver", 1, 0, 'd'},          {"log-format", 1, 0, 'f'},
+        {"max-sandboxes", 1, 0, 'm'},   {"mcp-input-wait", 1, 0, 'W'},
+        {"resolve", 1, 0, 'r'},         {"upstream-ca", 1, 0, 'u'},
+        {"nameserver", 1, 0, 'n'},      {"price-vcpu-hour", 1, 0, 'C'},
+        {"price-gib-hour", 1, 0, 'M'},  {"price-gb-month", 1, 0, 'G'},
+        {"tls-inspect", 1, 0, 'T'},     {"rate", 1, 0, 'R'},
+        {"tls-cert", 1, 0, 'c'},        {"tls-key", 1, 0, 'k'},
+        {"insecure-listen", 0, 0, 'I'}, {"help", 0, 0, 'h'},
+        {"version", 0, 0, 'V'},         {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
     opt_default(o->tls_inspect, sizeof o->tls_inspect, "RUNTIME_TLS_INSPECT", "secret-hosts");
@@ -295,6 +287,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'h':
             fputs(usage, stdout);
+            exit(0);
+        case 'V':
+            printf("runtimed %s\n", runtime_version());
             exit(0);
         default:
             fputs(usage, stderr);
@@ -810,7 +805,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    log_info("runtimed started: API on %s%s and %s, state in %s", o.listen,
+    log_info("runtimed %s started: API on %s%s and %s, state in %s", runtime_version(), o.listen,
              o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
     keeper_watch(server);

@@ -662,6 +662,11 @@ test('usage and metrics', { skip }, async () => {
   assert.ok(u.body.accounts.some((a) => a.account === 'default'), JSON.stringify(u.body.accounts));
   const m = await call('GET', '/metrics', { expect: 200 });
   assert.match(m.text, /^# (HELP|TYPE) runtime_/m);
+  // The health check takes no key, and says nothing but that the daemon answers.
+  for (const key of [null, 'wrong']) {
+    const h = await call('GET', '/healthz', { key, expect: 200 });
+    assert.deepEqual(h.body, { ok: true });
+  }
 });
 
 /** How the daemon answers one probe: unrouted (no route: 404 "no such API path",
