@@ -116,6 +116,31 @@ format-check:
 clean:
 	rm -rf $(BUILD)
 
+# runtimed and runtime into $(PREFIX)/bin, the systemd unit (its ExecStart naming that
+# runtimed) into /etc/systemd/system, the README into $(PREFIX)/share/doc/runtime (the
+# unit's Documentation=); DESTDIR for a staging root. Then: systemctl daemon-reload &&
+# systemctl enable --now runtimed.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+DOCDIR  ?= $(PREFIX)/share/doc/runtime
+UNITDIR ?= /etc/systemd/system
+
+install: $(BUILD)/runtimed $(BUILD)/runtime
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BUILD)/runtimed $(BUILD)/runtime $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/runtimed|$(BINDIR)/runtimed|' \
+	    -e 's|/usr/local/share/doc/runtime|$(DOCDIR)|' docs/runtimed.service \
+	    >$(DESTDIR)$(UNITDIR)/runtimed.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/runtimed.service
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	@echo "installed $(BINDIR)/runtimed, $(BINDIR)/runtime and $(UNITDIR)/runtimed.service;" \
+	    "start it with: systemctl daemon-reload && systemctl enable --now runtimed"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/runtimed $(DESTDIR)$(BINDIR)/runtime \
+	    $(DESTDIR)$(UNITDIR)/runtimed.service $(DESTDIR)$(DOCDIR)/README.md
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+
 .PHONY: all asan unit check format clean install uninstall FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
