@@ -25,6 +25,22 @@ UNIT_SRCS   := $(wildcard tests/unit/*.c)
 
 all: $(BUILD)/runtimed $(BUILD)/runtime $(BUILD)/gwcall
 
+# The version, in one place: VERSION's number, and the commit built from (git describe)
+# when there is a git checkout, e.g. 0.1.0+eff1617-dirty. Only src/common/version.c
+# holds it; it is compiled again when the text changes ($(BUILD)/version.txt).
+VERSION_TEXT := $(shell cat VERSION)$(shell git describe --always --dirty 2>/dev/null | sed 's/^/+/')
+
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(VERSION_TEXT)' | cmp -s - $@ || echo '$(VERSION_TEXT)' >$@
+
+$(BUILD)/obj/common/version.o: src/common/version.c src/common/common.h $(BUILD)/version.txt
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS) -DRUNTIME_VERSION='"$(VERSION_TEXT)"' -c $< -o $@
+
+FORCE:
+
 $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
@@ -100,7 +116,32 @@ format-check:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all asan unit check format clean
+# runtimed and runtime into $(PREFIX)/bin, the systemd unit (its ExecStart naming that
+# runtimed) into /etc/systemd/system, the README into $(PREFIX)/share/doc/runtime (the
+# unit's Documentation=); DESTDIR for a staging root. Then: systemctl daemon-reload &&
+# systemctl enable --now runtimed.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+DOCDIR  ?= $(PREFIX)/share/doc/runtime
+UNITDIR ?= /etc/systemd/system
+
+install: $(BUILD)/runtimed $(BUILD)/runtime
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BUILD)/runtimed $(BUILD)/runtime $(DESTDIR)$(BINDIR)/
+	sed -e 's|/usr/local/bin/runtimed|$(BINDIR)/runtimed|' \
+	    -e 's|/usr/local/share/doc/runtime|$(DOCDIR)|' docs/runtimed.service \
+	    >$(DESTDIR)$(UNITDIR)/runtimed.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/runtimed.service
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	@echo "installed $(BINDIR)/runtimed, $(BINDIR)/runtime and $(UNITDIR)/runtimed.service;" \
+	    "start it with: systemctl daemon-reload && systemctl enable --now runtimed"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/runtimed $(DESTDIR)$(BINDIR)/runtime \
+	    $(DESTDIR)$(UNITDIR)/runtimed.service $(DESTDIR)$(DOCDIR)/README.md
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+
+.PHONY: all asan unit check format clean install uninstall FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
 # tests/fuzz/. The sources are compiled again by clang with coverage and

@@ -214,8 +214,10 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "
                   "getOrCreate",
                   settings.name, old->id);
-    } else if (check_limits(srv, who->account, &settings, &err) < 0 ||
-               server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
+    } else if (check_limits(srv, who->account, &settings, &err) < 0) {
+        log_warn("refused a sandbox of account %s: %s", who->account, err.msg);
+        api_fail(req, &err);
+    } else if (server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
         api_fail(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */
@@ -431,6 +433,29 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
+/* GET /v1/sandboxes/{id}/mcp/{name}/logs[?follow=1]: kept in the daemon, so a paused
+ * sandbox is not woken for it. */
+static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api_caller *who,
+                     const char *key, const char *name)
+{
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    if (!sb)
+        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
+                         key);
+    if (httpd_method(req) != HTTPD_GET)
+        return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/logs");
+    struct evkeyvalq q;
+    const char *query = httpd_query(req);
+    evhttp_parse_query_str(query ? query : "", &q);
+    const char *follow = evhttp_find_header(&q, "follow");
+    bool on = follow && (strcmp(follow, "1") == 0 || strcmp(follow, "true") == 0);
+    bool bad = follow && !on && strcmp(follow, "0") != 0 && strcmp(follow, "false") != 0;
+    evhttp_clear_headers(&q);
+    if (bad) return api_error(req, 400, "bad_request", "follow must be true or false (1 or 0)");
+    err_t err = {0};
+    if (mcp_logs_reply(srv, sb, name, req, on, &err) < 0) api_fail(req, &err);
+}
+
 static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err, void *req)
 {
     if (err) return api_fail(req, err);
@@ -567,8 +592,8 @@ static void route(struct httpd_req *req, void *arg)
                          "the key from STATE/admin.key or your account's key");
     const char *raw = httpd_path(req);
     char *path = evhttp_uridecode(raw, 0, NULL);
-    char *seg[5];
-    int n = path ? split_path(path, seg, 5) : -ENOMEM;
+    char *seg[6];
+    int n = path ? split_path(path, seg, 6) : -ENOMEM;
     enum httpd_method m = httpd_method(req);
     if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "sandboxes") == 0) {
         if (n == 2 && m == HTTPD_GET)
@@ -579,6 +604,8 @@ static void route(struct httpd_req *req, void *arg)
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5 && strcmp(seg[3], "mcp") == 0)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
+        else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "logs") == 0)
+            mcp_logs(req, srv, &who, seg[2], seg[4]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
@@ -632,7 +659,16 @@ static bool is_upload(struct httpd_req *req)
 void api_head(struct httpd_req *req, struct server *srv)
 {
     const char *path = httpd_path(req);
-    if (strncmp(path, "/mcp/", 5) == 0) return mcp_gateway_head(srv, req);
+    /* For load balancers and supervisors: no key, and nothing about the daemon but that it
+     * answers. */
+    if (strcmp(path, "/healthz") == 0) {
+        if (httpd_method(req) != HTTPD_GET)
+            return api_error(req, 405, "method_not_allowed", "use GET /healthz");
+        return api_json(req, 200, json_pack("{s:b}", "ok", 1));
+    }
+    /* The gateway's, with its own token; and the OAuth discovery paths, which it answers. */
+    if (strncmp(path, "/mcp/", 5) == 0 || strncmp(path, "/.well-known/", 13) == 0)
+        return mcp_gateway_head(srv, req);
     struct api_caller who;
     if (!authenticate(req, srv, &who))
         return api_error(req, 401, "unauthorized",

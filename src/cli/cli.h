@@ -10,10 +10,6 @@
 
 #include "../common/common.h"
 
-#ifndef RUNTIME_VERSION
-#define RUNTIME_VERSION "0.1.0"
-#endif
-
 /* Exit statuses of the client itself (a command run in a sandbox passes its own through). */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_TIMEOUT = 124 };
 

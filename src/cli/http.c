@@ -141,7 +141,9 @@ static void set_options(CURL *h, struct cli *c, struct xfer *x, char *errbuf)
     /* The API is local (or reached directly): never hand the bearer key to a proxy. */
     curl_easy_setopt(h, CURLOPT_PROXY, "");
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "runtime/" RUNTIME_VERSION);
+    char agent[80];
+    snprintf(agent, sizeof agent, "runtime/%s", runtime_version());
+    curl_easy_setopt(h, CURLOPT_USERAGENT, agent);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);

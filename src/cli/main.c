@@ -57,7 +57,7 @@ static int run_command(struct cli *c, int argc, char **argv)
     const char *cmd = argv[0];
     if (strcmp(cmd, "sandbox") == 0) return cmd_sandbox(c, argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0) return cmd_help(argc - 1, argv + 1);
-    if (strcmp(cmd, "version") == 0) return puts("runtime " RUNTIME_VERSION), EXIT_OK;
+    if (strcmp(cmd, "version") == 0) return printf("runtime %s\n", runtime_version()), EXIT_OK;
     if (strcmp(cmd, "secret") == 0) return cmd_secret(c, argc - 1, argv + 1);
     if (strcmp(cmd, "mcp") == 0) return cmd_mcp(c, argc - 1, argv + 1);
     if (strcmp(cmd, "usage") == 0) return cmd_usage(c, argc - 1, argv + 1);
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         int id = args_next(&a);
         if (id == ARG_BAD) return EXIT_USAGE;
         if (id == ARG_HELP) return print_usage("");
-        if (id == G_VERSION) return puts("runtime " RUNTIME_VERSION), EXIT_OK;
+        if (id == G_VERSION) return printf("runtime %s\n", runtime_version()), EXIT_OK;
         if (id == ARG_END || id == ARG_REST) break;
         if (id == ARG_POS) return cli_usage_error("", "unknown command '%s'", a.val);
         apply_global(&c, id, a.val);

@@ -4,6 +4,7 @@
  *   sandbox mcp ID [--json]               GET /v1/sandboxes/ID/mcp
  *   sandbox mcp ID start SERVER... ...    POST .../mcp, then GET .../mcp?wait=SECONDS
  *   sandbox mcp ID stop SERVER            DELETE .../mcp/SERVER
+ *   sandbox mcp ID logs SERVER [--follow] GET .../mcp/SERVER/logs[?follow=1]
  *
  * One scan serves every form: the words say which form it is, then the form checks that it
  * was given only its own options. */
@@ -26,6 +27,7 @@ static const char mcp_usage[] =
     "                           [--wait SECONDS]\n"
     "       runtime sandbox mcp ID [--json]\n"
     "       runtime sandbox mcp ID stop SERVER\n"
+    "       runtime sandbox mcp ID logs SERVER [--follow]\n"
     "\n"
     "The MCP servers of the sandbox ID (an id or name). Each one runs in the sandbox\n"
     "and is reached over MCP Streamable HTTP at its own private URL, with the\n"
@@ -35,10 +37,12 @@ static const char mcp_usage[] =
     "  ID start SERVER...    start servers: catalog ids, or NAME=CMD for your own\n"
     "  ID                    each server's status and URL, and how to connect\n"
     "  ID stop SERVER        stop a server\n"
+    "  ID logs SERVER        what a server wrote on stderr, and its install's output\n"
     "\n"
     "'runtime sandbox mcp ID' prints a line per server, NAME STATUS URL, with its\n"
     "tools, warnings and error under it; then the header every request needs, and\n"
-    "for each server a line that adds it to Claude Code:\n"
+    "for each ready server a line that adds it to Claude Code (a server not ready\n"
+    "gets a '#' line with its status and error instead):\n"
     "\n"
     "  NAME   STATUS  URL\n"
     "  hello  ready   http://127.0.0.1:7070/mcp/LINK/hello\n"
@@ -112,6 +116,18 @@ static const char stop_usage[] =
     "Stops the MCP server SERVER (its NAME; a catalog server's name is its id) in\n"
     "the sandbox ID. Start it again with 'runtime sandbox mcp ID start'.\n";
 
+static const char logs_usage[] =
+    "Usage: runtime sandbox mcp ID logs SERVER [--follow]\n"
+    "\n"
+    "Prints what the MCP server SERVER of the sandbox ID wrote on stderr, and the\n"
+    "output of its install (each step's command line after '$', then what it\n"
+    "printed), oldest first. The daemon keeps the last 64 KiB of each server, in\n"
+    "memory (a restart of runtimed starts it empty); lines of its own start with\n"
+    "'[runtime:'.\n"
+    "\n"
+    "Options:\n"
+    "  --follow      keep printing what the server writes next, until interrupted\n";
+
 static const struct {
     const char *cmd, *text;
 } usages[] = {
@@ -119,6 +135,7 @@ static const struct {
     {"sandbox mcp catalog", catalog_usage},
     {"sandbox mcp ID start", start_usage},
     {"sandbox mcp ID stop", stop_usage},
+    {"sandbox mcp ID logs", logs_usage},
 };
 
 const char *sandbox_mcp_usage(const char *cmd)
@@ -130,11 +147,12 @@ const char *sandbox_mcp_usage(const char *cmd)
 
 /* ---- the command line ---- */
 
-enum { M_JSON, M_SECRET, M_FINGERPRINT, M_TOOLS, M_WAIT };
+enum { M_JSON, M_SECRET, M_FINGERPRINT, M_TOOLS, M_WAIT, M_FOLLOW };
 
 static const struct opt_spec specs[] = {
     {"json", false, M_JSON},  {"secret", true, M_SECRET}, {"fingerprint", true, M_FINGERPRINT},
-    {"tools", true, M_TOOLS}, {"wait", true, M_WAIT},     {NULL, false, 0},
+    {"tools", true, M_TOOLS}, {"wait", true, M_WAIT},     {"follow", false, M_FOLLOW},
+    {NULL, false, 0},
 };
 
 /* Where each option goes, for the message when it is given elsewhere. */
@@ -144,15 +162,17 @@ static const char *const opt_where[] = {
     [M_FINGERPRINT] = "'sandbox mcp ID start'",
     [M_TOOLS] = "'sandbox mcp ID start'",
     [M_WAIT] = "'sandbox mcp ID start'",
+    [M_FOLLOW] = "'sandbox mcp ID logs'",
 };
 
-enum form { F_NONE, F_CATALOG, F_SHOW, F_START, F_STOP, F_BAD };
+enum form { F_NONE, F_CATALOG, F_SHOW, F_START, F_STOP, F_LOGS, F_BAD };
 
 /* The command each form names in messages and the key of its help text. */
 static const char *const form_cmd[] = {
     [F_NONE] = "sandbox mcp",         [F_CATALOG] = "sandbox mcp catalog",
     [F_SHOW] = "sandbox mcp",         [F_START] = "sandbox mcp ID start",
-    [F_STOP] = "sandbox mcp ID stop", [F_BAD] = "sandbox mcp",
+    [F_STOP] = "sandbox mcp ID stop", [F_LOGS] = "sandbox mcp ID logs",
+    [F_BAD] = "sandbox mcp",
 };
 
 /* The options each form takes, as bits of option ids; none for the forms not listed. */
@@ -160,6 +180,7 @@ static const unsigned form_opts[F_BAD + 1] = {
     [F_CATALOG] = 1u << M_JSON,
     [F_SHOW] = 1u << M_JSON,
     [F_START] = 1u << M_SECRET | 1u << M_FINGERPRINT | 1u << M_TOOLS | 1u << M_WAIT,
+    [F_LOGS] = 1u << M_FOLLOW,
 };
 
 struct item {
@@ -181,6 +202,7 @@ static enum form form_of(const struct mcp *m)
     if (m->nwords == 1) return F_SHOW;
     if (strcmp(m->words[1], "start") == 0) return F_START;
     if (strcmp(m->words[1], "stop") == 0) return F_STOP;
+    if (strcmp(m->words[1], "logs") == 0) return F_LOGS;
     return F_BAD;
 }
 
@@ -211,17 +233,19 @@ static int scan(struct args *a, struct mcp *m)
 static int check_words(const struct mcp *m, enum form f)
 {
     const char *cmd = form_cmd[f];
-    size_t max = f == F_START ? m->nwords : f == F_STOP ? 3 : 1;
+    size_t max = f == F_START ? m->nwords : f == F_STOP || f == F_LOGS ? 3 : 1;
     if (f == F_NONE) return cli_usage_error(cmd, "missing the sandbox ID (an id or name)");
     if (f == F_BAD)
         return cli_usage_error(cmd,
-                               "unknown command '%s' after the sandbox ID: expected start or "
-                               "stop, or nothing to show its servers",
+                               "unknown command '%s' after the sandbox ID: expected start, "
+                               "stop or logs, or nothing to show its servers",
                                m->words[1]);
     if (f == F_START && m->nwords < 3)
         return cli_usage_error(cmd, "missing the SERVER to start: a catalog id (see 'runtime "
                                     "sandbox mcp catalog') or NAME=CMD");
     if (f == F_STOP && m->nwords < 3) return cli_usage_error(cmd, "missing the SERVER to stop");
+    if (f == F_LOGS && m->nwords < 3)
+        return cli_usage_error(cmd, "missing the SERVER whose logs to print");
     if (m->nwords > max) return cli_usage_error(cmd, "unexpected argument '%s'", m->words[max]);
     return 0;
 }
@@ -591,6 +615,38 @@ static void print_claude_line(json_t *srv, const char *auth)
     putchar('\n');
 }
 
+static bool busy_status(const char *status)
+{
+    return status && (strcmp(status, "installing") == 0 || strcmp(status, "starting") == 0);
+}
+
+static bool is_ready(json_t *srv)
+{
+    const char *status = json_string_value(json_object_get(srv, "status"));
+    return status && strcmp(status, "ready") == 0;
+}
+
+/* Instead of a line to paste, which would add a server that does not answer: a comment
+ * with its status and message ("# memory is installing; ..."). */
+static void print_not_ready(const char *sid, json_t *srv)
+{
+    const char *status = json_string_value(json_object_get(srv, "status"));
+    json_t *err = json_object_get(srv, "error");
+    fputs("# ", stdout);
+    print_clean(stdout, json_string_value(json_object_get(srv, "name")) ?: "?", 200);
+    fputs(" is ", stdout);
+    print_clean(stdout, status ? status : "in no known state", 40);
+    if (status && busy_status(status)) {
+        fputs("; 'runtime sandbox mcp ", stdout), print_clean(stdout, sid, 200);
+        fputs("' prints its line once it is ready", stdout);
+    } else {
+        fputs(", so it has no line to paste", stdout);
+        if (json_is_string(err))
+            fputs(": ", stdout), print_clean(stdout, json_string_value(err), 2000);
+    }
+    putchar('\n');
+}
+
 /* The human form of GET .../mcp: the servers, the header, the lines to paste. */
 static int print_state(const char *sid, json_t *ans)
 {
@@ -608,7 +664,13 @@ static int print_state(const char *sid, json_t *ans)
                sid);
     if (auth) fputs("\nAuthorization: ", stdout), print_clean(stdout, auth, 1000), putchar('\n');
     if (json_array_size(servers)) putchar('\n');
-    json_array_foreach(servers, i, srv) print_claude_line(srv, auth);
+    json_array_foreach(servers, i, srv)
+    {
+        if (is_ready(srv))
+            print_claude_line(srv, auth);
+        else
+            print_not_ready(sid, srv);
+    }
     return 0;
 }
 
@@ -695,7 +757,8 @@ static int outcome(const char *sid, json_t *started, json_t *ans, json_int_t wai
     return r;
 }
 
-/* GET .../mcp?wait=SECONDS: the daemon answers once none is installing or starting. */
+/* GET .../mcp?wait=SECONDS: the daemon answers once none is installing or starting, or
+ * after SECONDS. */
 static int wait_state(struct cli *c, const char *sid, json_int_t wait, json_t **ans)
 {
     char suffix[64];
@@ -706,6 +769,171 @@ static int wait_state(struct cli *c, const char *sid, json_int_t wait, json_t **
     return r;
 }
 
+/* ---- progress while waiting ----
+ *
+ * Each phase of a started server is a line on stderr, from the sandbox's events (so that
+ * none is missed, however quick): installing NAME (npm PACKAGE VERSION)..., installed NAME
+ * (npm, 12.3 s), starting NAME..., NAME ready, NAME failed, NAME refused. While one
+ * installs or starts, the state (asked for with ?wait=1, a second at a time) adds a line
+ * every PROGRESS_EVERY_S seconds: installing NAME (npm, 20 s)... */
+
+#define PROGRESS_EVERY_S 10
+#define EVENTS_PAGE 1000 /* the most events the daemon answers at once */
+
+struct progress {
+    json_t *started;  /* the servers of the start request */
+    json_int_t after; /* the last event seen */
+    json_int_t *said; /* per started server: statusSeconds of its last line */
+};
+
+static int events_after(struct cli *c, const char *sid, json_int_t after, json_t **page)
+{
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/events?after=%lld", (long long)after);
+    char *path = api_sandbox_path(sid, suffix);
+    int r = path ? api_json(c, "GET", path, NULL, page) : cli_error("out of memory");
+    free(path);
+    if (r == 0 && !json_is_array(*page))
+        r = cli_error("the daemon's answer is not a list of events; is that runtimed?");
+    return r;
+}
+
+/* The seq of the sandbox's last event, so that only those of this start are shown. */
+static int events_mark(struct cli *c, const char *sid, json_int_t *mark)
+{
+    size_t n = EVENTS_PAGE;
+    int r = 0;
+    for (int i = 0; r == 0 && n == EVENTS_PAGE && i < 100; i++) {
+        json_t *page = NULL;
+        r = events_after(c, sid, *mark, &page);
+        n = json_array_size(page);
+        if (n) *mark = json_integer_value(json_object_get(json_array_get(page, n - 1), "seq"));
+        json_decref(page);
+    }
+    return r;
+}
+
+/* "BEFORE NAME AFTER" on stderr, the name cleaned for a terminal. */
+static void say(const char *before, const char *name, const char *after)
+{
+    char clean[200];
+    snprintf(clean, sizeof clean, "%s", name);
+    show_clean(clean);
+    fprintf(stderr, "%s%s%s\n", before, clean, after);
+}
+
+/* "npm PACKAGE VERSION" of an mcp.installing event, "npm, 12.3 s" of mcp.installed. */
+static void package_of(json_t *ev, bool installed, char *out, size_t size)
+{
+    const char *mgr = json_string_value(json_object_get(ev, "manager"));
+    const char *pkg = json_string_value(json_object_get(ev, "package"));
+    const char *ver = json_string_value(json_object_get(ev, "version"));
+    if (installed)
+        snprintf(out, size, "%s, %.1f s", mgr ? mgr : "?",
+                 json_number_value(json_object_get(ev, "seconds")));
+    else
+        snprintf(out, size, "%s %s %s", mgr ? mgr : "?", pkg ? pkg : "?", ver ? ver : "?");
+    show_clean(out);
+}
+
+static void phase_line(json_t *ev, const char *name)
+{
+    const char *kind = json_string_value(json_object_get(ev, "kind"));
+    char pkg[600], after[700];
+    bool installed = strcmp(kind, "mcp.installed") == 0;
+    if (installed || strcmp(kind, "mcp.installing") == 0) {
+        package_of(ev, installed, pkg, sizeof pkg);
+        snprintf(after, sizeof after, " (%s)%s", pkg, installed ? "" : "...");
+        say(installed ? "installed " : "installing ", name, after);
+    } else if (strcmp(kind, "mcp.starting") == 0) {
+        say("starting ", name, "...");
+    } else if (strcmp(kind, "mcp.ready") == 0 || strcmp(kind, "mcp.failed") == 0 ||
+               strcmp(kind, "mcp.refused") == 0) {
+        snprintf(after, sizeof after, " %s", kind + 4);
+        say("", name, after);
+    }
+}
+
+/* The phase lines of one page of events; its size. */
+static size_t show_page(json_t *page, struct progress *p)
+{
+    size_t i, k;
+    json_t *ev, *srv;
+    json_array_foreach(page, i, ev)
+    {
+        const char *kind = json_string_value(json_object_get(ev, "kind"));
+        const char *name = json_string_value(json_object_get(ev, "server"));
+        p->after = json_integer_value(json_object_get(ev, "seq"));
+        if (!kind || !name || strncmp(kind, "mcp.", 4) != 0) continue;
+        json_array_foreach(p->started, k, srv) if (strcmp(server_key(srv), name) == 0)
+        {
+            phase_line(ev, name);
+            p->said[k] = 0;
+        }
+    }
+    return json_array_size(page);
+}
+
+/* The phase lines of the events since the last look (a busy sandbox may have pages of
+ * other events: at most 100 pages a look). */
+static int show_phases(struct cli *c, const char *sid, struct progress *p)
+{
+    size_t n = EVENTS_PAGE;
+    int r = 0;
+    for (int i = 0; r == 0 && n == EVENTS_PAGE && i < 100; i++) {
+        json_t *page = NULL;
+        r = events_after(c, sid, p->after, &page);
+        n = r == 0 ? show_page(page, p) : 0;
+        json_decref(page);
+    }
+    return r;
+}
+
+/* Every PROGRESS_EVERY_S seconds of a phase: "installing NAME (npm, 20 s)...". Whether any
+ * started server is still installing or starting. */
+static bool show_waiting(json_t *ans, struct progress *p)
+{
+    size_t i;
+    json_t *srv;
+    bool busy = false;
+    json_array_foreach(p->started, i, srv)
+    {
+        json_t *st = find_state(ans, server_key(srv));
+        const char *status = json_string_value(json_object_get(st, "status"));
+        json_int_t secs = json_integer_value(json_object_get(st, "statusSeconds"));
+        const char *mgr =
+            json_string_value(json_object_get(json_object_get(st, "package"), "manager"));
+        if (!busy_status(status)) continue;
+        busy = true;
+        if (secs < p->said[i] + PROGRESS_EVERY_S) continue;
+        p->said[i] = secs - secs % PROGRESS_EVERY_S;
+        char before[32], after[64];
+        snprintf(before, sizeof before, "%s ", status);
+        snprintf(after, sizeof after, " (%s%s%lld s)...", mgr ? mgr : "", mgr ? ", " : "",
+                 (long long)p->said[i]);
+        show_clean(after);
+        say(before, server_key(srv), after);
+    }
+    return busy;
+}
+
+/* Waits up to wait seconds for the started servers, saying how each one gets on; *ans is
+ * the last state. */
+static int wait_progress(struct cli *c, const char *sid, struct progress *p, json_int_t wait,
+                         json_t **ans)
+{
+    uint64_t deadline = now_ms() + (uint64_t)wait * 1000;
+    int r = 0;
+    for (bool busy = true; r == 0 && busy;) {
+        json_decref(*ans);
+        *ans = NULL;
+        r = wait_state(c, sid, 1, ans);
+        if (r == 0) r = show_phases(c, sid, p); /* after the state: its events are there */
+        if (r == 0) busy = show_waiting(*ans, p) && now_ms() < deadline;
+    }
+    return r;
+}
+
 static int start(struct cli *c, const struct mcp *m)
 {
     const char *sid = m->words[0];
@@ -713,12 +941,16 @@ static int start(struct cli *c, const struct mcp *m)
     json_t *servers = json_array(), *body = json_object(), *ans = NULL;
     char *path = api_sandbox_path(sid, "/mcp");
     int r = servers && body && path ? build_start(m, servers, &wait) : cli_error("out of memory");
+    struct progress prog = {.started = servers, .said = calloc(m->nwords, sizeof *prog.said)};
+    if (r == 0 && !prog.said) r = cli_error("out of memory");
     if (r == 0) json_object_set(body, "servers", servers);
+    if (r == 0 && wait) r = events_mark(c, sid, &prog.after);
     /* The 202 answer is the state at once: with --wait 0 that is what to show. */
-    if (r == 0) r = api_json(c, "POST", path, body, wait ? NULL : &ans);
-    if (r == 0 && wait) r = wait_state(c, sid, wait, &ans);
+    if (r == 0) r = api_json(c, "POST", path, body, &ans);
+    if (r == 0 && wait) r = wait_progress(c, sid, &prog, wait, &ans);
     if (r == 0) r = print_state(sid, ans);
     if (r == 0) fflush(stdout), r = outcome(sid, servers, ans, wait);
+    free(prog.said);
     free(path);
     json_decref(ans);
     json_decref(body);
@@ -741,6 +973,22 @@ static int stop(struct cli *c, const char *sid, const char *name)
     return r;
 }
 
+/* The body goes to stdout as it comes: with --follow, until interrupted. */
+static int logs(struct cli *c, const char *sid, const char *name, bool follow)
+{
+    char *enc = url_encode(name, NULL), *suffix = NULL, *path = NULL;
+    if (enc && asprintf(&suffix, "/mcp/%s/logs%s", enc, follow ? "?follow=1" : "") >= 0)
+        path = api_sandbox_path(sid, suffix);
+    struct http_req req = {.method = "GET", .path = path, .sink_fd = 1};
+    struct http_resp resp = {0};
+    int r = path ? api_call(c, &req, &resp) : cli_error("out of memory");
+    http_resp_free(&resp);
+    free(path);
+    free(suffix);
+    free(enc);
+    return r;
+}
+
 static int run_form(struct cli *c, const struct mcp *m)
 {
     enum form f = form_of(m);
@@ -752,6 +1000,7 @@ static int run_form(struct cli *c, const struct mcp *m)
                               "catalog entries");
     if (f == F_SHOW) return show(c, m->words[0], has_opt(m, M_JSON));
     if (f == F_START) return start(c, m);
+    if (f == F_LOGS) return logs(c, m->words[0], m->words[2], has_opt(m, M_FOLLOW));
     return stop(c, m->words[0], m->words[2]);
 }
 

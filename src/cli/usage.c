@@ -30,6 +30,7 @@ static const char top_usage[] =
     "                 [--fingerprint SERVER=HASH]... [--wait SECONDS]\n"
     "  sandbox mcp ID [--json]\n"
     "  sandbox mcp ID stop SERVER\n"
+    "  sandbox mcp ID logs SERVER [--follow]   what an MCP server wrote on stderr\n"
     "\n"
     "Secrets (API keys that never enter a sandbox):\n"
     "  secret set NAME --host HOST... [--method M]... [--path GLOB]... [--from-env VAR]\n"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -168,6 +169,103 @@ bool str_equal_ct(const char *a, const char *b)
     for (size_t i = 0; i < n; i++)
         diff |= (unsigned char)(a[i] ^ b[i]);
     return diff == 0;
+}
+
+void text_escape(const char *s, size_t len, size_t max, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    for (; i < len && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[5] = {0};
+        if (c == '"' || c == '\\')
+            esc[0] = '\\', esc[1] = (char)c;
+        else if (c == '\n' || c == '\r' || c == '\t')
+            esc[0] = '\\', esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        else if (c < 0x20 || c > 0x7e)
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[c >> 4], esc[3] = hex[c & 15];
+        else
+            esc[0] = (char)c;
+        size_t n = strlen(esc);
+        if (o + n + 4 > size) break; /* room for "..." and the NUL */
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    if (i < len && o + 4 <= size) memcpy(out + o, "...", 3), o += 3;
+    if (size) out[o < size ? o : size - 1] = '\0';
+}
+
+static bool line_starts(const char *l, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(l, prefix, k) == 0;
+}
+
+static bool line_has(const char *l, size_t n, const char *word, bool any_case)
+{
+    size_t k = strlen(word);
+    for (size_t i = 0; i + k <= n; i++)
+        if (any_case ? strncasecmp(l + i, word, k) == 0 : memcmp(l + i, word, k) == 0) return true;
+    return false;
+}
+
+/* npm's "npm ERR! " (npm 9) or "npm error " (npm 10 and later): the rest, or NULL. */
+static const char *npm_error_rest(const char *l, size_t n)
+{
+    if (line_starts(l, n, "npm ERR!")) return l + 8;
+    if (line_starts(l, n, "npm error") && (n == 9 || l[9] == ' ')) return l + 9;
+    return NULL;
+}
+
+/* What tells a failure nothing: notices and warnings, and npm's lines about its run. */
+static bool line_is_noise(const char *l, size_t n)
+{
+    static const char *const notices[] = {"npm notice", "npm WARN", "npm warn",
+                                          "[notice]",   "WARNING:", "DEPRECATION:"};
+    static const char *const npm_meta[] = {"code",
+                                           "errno",
+                                           "syscall",
+                                           "path",
+                                           "dest",
+                                           "signal",
+                                           "command",
+                                           "cwd",
+                                           "A complete log of this run",
+                                           "Log files were not written"};
+    for (size_t i = 0; i < ARRAY_LEN(notices); i++)
+        if (line_starts(l, n, notices[i])) return true;
+    const char *rest = npm_error_rest(l, n);
+    if (!rest) return false;
+    size_t blanks = strspn(rest, " ");
+    const char *word = rest + blanks, *end = l + n;
+    if (word >= end || *word == '/') return true; /* empty, or the log's path alone */
+    for (size_t i = 0; i < ARRAY_LEN(npm_meta); i++)
+        if (line_starts(word, (size_t)(end - word), npm_meta[i])) return true;
+    return false;
+}
+
+const char *text_error_line(const char *text, size_t len, char *out, size_t size)
+{
+    const char *pick[3] = {NULL, NULL, NULL}; /* names an error, plain, the last */
+    size_t pick_n[3] = {0, 0, 0};
+    for (const char *l = text, *end = text + len; l < end;) {
+        const char *nl = memchr(l, '\n', (size_t)(end - l));
+        size_t n = (size_t)((nl ? nl : end) - l);
+        const char *next = nl ? nl + 1 : end;
+        while (n > 0 && (l[n - 1] == '\r' || l[n - 1] == ' ' || l[n - 1] == '\t'))
+            n--;
+        if (n > 0) {
+            int kind = line_is_noise(l, n)                                              ? 2
+                       : line_has(l, n, "error", true) || line_has(l, n, "ERR!", false) ? 0
+                                                                                        : 1;
+            for (int k = kind; k < 3; k++)
+                if (!pick[k] || k == 2) pick[k] = l, pick_n[k] = n;
+        }
+        l = next;
+    }
+    int k = pick[0] ? 0 : pick[1] ? 1 : 2;
+    snprintf(out, size, "%.*s", pick[k] ? (int)pick_n[k] : 0, pick[k] ? pick[k] : "");
+    return out;
 }
 
 int str_copy(char *dst, size_t size, const char *src)

@@ -37,6 +37,17 @@ bool str_equal_ct(const char *a, const char *b);
 
 /* Bounded copy that always terminates; returns -ENAMETOOLONG when src does not fit. */
 int str_copy(char *dst, size_t size, const char *src);
+/* The first max bytes of s (len bytes) as printable ASCII in out, for a message that
+ * shows what a program printed: \" \\ \n \r \t, every other byte outside 0x20-0x7e as
+ * \xNN, and "..." after it when it was cut (at max, or at size). */
+void text_escape(const char *s, size_t len, size_t max, char *out, size_t size);
+/* The line of a failed command's stderr that says what went wrong, into out (cut to
+ * fit): the first line that names an error ("error" in any case, or npm's "ERR!") and
+ * is not a notice (npm's "notice" and "WARN" lines, pip's "[notice]", "WARNING:",
+ * "DEPRECATION:") nor npm's bookkeeping (its "code", "errno", "syscall", "path" lines,
+ * where its log is); else the first line that is neither; else the last line. Empty
+ * when there is no text. Returns out. */
+const char *text_error_line(const char *text, size_t len, char *out, size_t size);
 /* Writes whole buffer / reads whole file; return 0 or -errno. */
 int write_all(int fd, const void *buf, size_t n);
 int write_file(const char *path, const char *text);
@@ -47,6 +58,9 @@ int mkdir_p(const char *path, unsigned mode);
 /* Closes every descriptor from 3 up except those in keep (a forked helper must
  * not hold its parent's sockets: they would keep the peer from seeing EOF). */
 void close_fds_except(const int *keep, size_t n);
+
+/* The version of this build (version.c: VERSION and git describe, from the Makefile). */
+const char *runtime_version(void);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);

@@ -111,6 +111,7 @@ static const char usage[] =
     "  --price-vcpu-hour USD, --price-gib-hour USD, --price-gb-month USD\n"
     "                        rates of `runtime usage` (default 0.025, 0.0075, 0.08)\n"
     "  --log-format text|json\n"
+    "  --version             print the version and exit\n"
     "  -h, --help            this text\n";
 
 /* --rate NAME=N: a per-sandbox rate a second; 0 in the struct means the default. */
@@ -266,6 +267,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"held-per-sandbox", 1, 0, 'H'},
                                           {"held-total", 1, 0, 'A'},
                                           {"help", 0, 0, 'h'},
+                                          {"version", 0, 0, 'V'},
                                           {0, 0, 0, 0}};
     opt_default(o->upstream_ca, sizeof o->upstream_ca, "RUNTIME_UPSTREAM_CA", "");
     opt_default(o->nameserver, sizeof o->nameserver, "RUNTIME_NAMESERVER", "");
@@ -356,6 +358,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'h':
             fputs(usage, stdout);
+            exit(0);
+        case 'V':
+            printf("runtimed %s\n", runtime_version());
             exit(0);
         default:
             fputs(usage, stderr);
@@ -742,11 +747,10 @@ static int child_pidfd(pid_t pid)
 }
 
 /* Waits up to 10 s for a child to exit (its pidfd becomes readable), then kills
- * it; reaps it unless the keeper has. */
-/* Stops a child and reaps it: its wait status (0 when the keeper reaped it). */
+ * it, and reaps it: its wait status, or -1 when the keeper reaped it already. */
 static int stop_child(int pfd, const char *what)
 {
-    if (pfd < 0) return 0;
+    if (pfd < 0) return -1;
     struct pollfd p = {.fd = pfd, .events = POLLIN};
     if (poll(&p, 1, 10000) == 0) {
         log_error("the %s did not stop within 10 s; killing it", what);
@@ -755,8 +759,31 @@ static int stop_child(int pfd, const char *what)
     siginfo_t si = {0};
     int r = waitid(P_PIDFD, (id_t)pfd, &si, WEXITED);
     close(pfd);
-    if (r < 0) return 0;
-    return si.si_code == CLD_EXITED ? si.si_status << 8 : si.si_status & 0x7f;
+    if (r < 0) return -1;
+    if (si.si_code == CLD_EXITED) return (si.si_status & 0xff) << 8;
+    return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+/* One line on how the server process ended: whatever took it, the log says. */
+static void log_server_end(pid_t pid, int status)
+{
+    if (status < 0) {
+        log_error("the server process (pid %d) ended; how is not known", (int)pid);
+    } else if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *name = sigabbrev_np(sig);
+        log_error("the server process (pid %d) was killed by signal %d (SIG%s)%s%s", (int)pid, sig,
+                  name ? name : "?",
+                  sig == SIGSYS ? ": a system call its seccomp filter forbids (docs/seccomp.md)"
+                                : "",
+                  WCOREDUMP(status) ? ", core dumped" : "");
+    } else if (WEXITSTATUS(status) != 0) {
+        log_error("the server process (pid %d) exited with status %d (its reason is logged "
+                  "above)",
+                  (int)pid, WEXITSTATUS(status));
+    } else {
+        log_info("the server process (pid %d) exited", (int)pid);
+    }
 }
 
 static void forward_stop(int sig)
@@ -856,7 +883,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    log_info("runtimed started: API on %s%s and %s, state in %s", o.listen,
+    log_info("runtimed %s started: API on %s%s and %s, state in %s", runtime_version(), o.listen,
              o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
     keeper_watch(server);
@@ -867,7 +894,9 @@ int main(int argc, char **argv)
      * three again and the sandboxes are re-adopted. */
     close(sp[0]);
     kill(server, SIGTERM);
-    int server_status = stop_child(server_pfd, "server") | keeper_watched_status();
+    int server_status = stop_child(server_pfd, "server");
+    if (server_status < 0) server_status = keeper_watched_status();
+    log_server_end(server, server_status);
     stop_child(signer_pfd, "signer");
     /* A server that could not start (a bad certificate, say) says so in the log;
      * the exit status says it to the supervisor. */

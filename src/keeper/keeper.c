@@ -391,7 +391,7 @@ static int handle(struct keeper *k, const struct proto_hdr *hdr, const char *buf
 /* The server's pid, whose end the keeper may reap with the others: its status
  * is kept, so that runtimed's own tells a supervisor that the server failed. */
 static pid_t watched = -1;
-static int watched_status;
+static int watched_status = -1;
 
 void keeper_watch(pid_t pid)
 {

@@ -20,7 +20,7 @@ struct keeper_files {
 };
 
 /* The server's pid (watch), and how it ended if the keeper reaped it (a wait
- * status; 0 while it runs or when it ended well). */
+ * status; -1 while the keeper has not reaped it). */
 void keeper_watch(pid_t pid);
 int keeper_watched_status(void);
 

@@ -341,10 +341,38 @@ void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
 static void fail(struct mcp_backend *be, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+#define STDOUT_EXCERPT 200 /* bytes of a first line that is not JSON-RPC, in the error */
+
+/* A first line on stdout that is not JSON-RPC: the process writes something else there
+ * (a banner, logs), and waiting for its answer to initialize would only end at the start's
+ * deadline, saying nothing of why. */
+static void fail_not_jsonrpc(struct mcp_backend *be, const char *line, size_t len)
+{
+    char shown[STDOUT_EXCERPT * 4 + 8];
+    text_escape(line, len, STDOUT_EXCERPT, shown, sizeof shown);
+    fail(be,
+         "its first line on stdout is not JSON-RPC: \"%s\"; MCP's stdio transport carries "
+         "only JSON-RPC messages on stdout (a server writes its logs to stderr)",
+         shown);
+}
+
+static bool blank(const char *line, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r') return false;
+    return true;
+}
+
 static void handle_line(struct mcp_backend *be, const char *line, size_t len)
 {
     json_error_t jerr;
     json_t *msg = json_loadb(line, len, 0, &jerr);
+    bool first = !be->spoke && !blank(line, len);
+    be->spoke = be->spoke || first;
+    if (first && !mcp_valid_message(msg)) {
+        json_decref(msg);
+        return fail_not_jsonrpc(be, line, len);
+    }
     if (!json_is_object(msg)) {
         json_decref(msg);
         return; /* a log line on stdout: not protocol, not for clients */
@@ -425,6 +453,7 @@ static void on_stderr(evutil_socket_t fd, short what, void *arg)
         if (n == 0 || errno != EAGAIN) event_del(be->err_ev);
         return;
     }
+    mcp_log_write(be->server, chunk, (size_t)n);
     size_t cap = sizeof be->errtail - 1, add = (size_t)n > cap ? cap : (size_t)n;
     if (be->errtail_len + add > cap) {
         size_t drop = be->errtail_len + add - cap;
@@ -497,6 +526,8 @@ static void on_exit_status(evutil_socket_t fd, short what, void *arg)
     char tail[600];
     stderr_tail(be, tail, sizeof tail);
     be->exit_code = st.exit_code;
+    mcp_log_printf(be->server, "[runtime: the server's process exited with status %d]\n",
+                   st.exit_code);
     if (n == (ssize_t)sizeof st && st.exit_code == -1)
         fail(be, "cannot start it: %s; check the command", strerror(st.start_errno));
     else
@@ -653,6 +684,7 @@ void mcp_server_start(struct mcp_server *ms)
 {
     err_t err = {0};
     mcp_server_set_status(ms, MCP_STARTING, NULL);
+    mcp_event(ms, "mcp.starting", json_pack("{s:i}", "restarts", ms->restarts));
     mcp_apply_policy(ms->box);
     if (mcp_backend_spawn(ms, NULL, ms->per_session ? probe_ready : shared_ready, &ms->shared,
                           &err) < 0)

@@ -66,9 +66,45 @@ void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields)
     json_decref(fields);
 }
 
+const char *mcp_manager(const struct mcp_server *ms)
+{
+    const char *rt = ms->entry ? json_string_value(json_object_get(ms->entry, "runtime")) : NULL;
+    if (!rt) return NULL;
+    return strcmp(rt, "python") == 0 ? "pip" : "npm";
+}
+
+double mcp_status_seconds(const struct mcp_server *ms)
+{
+    return (double)(now_ms() - ms->status_ms) / 1000.0;
+}
+
+void mcp_log(const struct mcp_server *ms, bool warn, const char *fmt, ...)
+{
+    char what[1200], who[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    log_msg(warn ? LOG_WARN : LOG_INFO, "sandbox %s: MCP server %s %s",
+            sbx_label(ms->box->sb, who, sizeof who), ms->name, what);
+}
+
+/* A failure's event and log line name the phase it ended: "installing", "starting" or,
+ * for one that was ready, "running". */
+static void report_failure(struct mcp_server *ms, enum mcp_status was, double seconds)
+{
+    const char *phase = was == MCP_READY ? "running" : mcp_status_name(was);
+    mcp_event(ms, "mcp.failed",
+              json_pack("{s:s,s:s,s:f}", "error", ms->error, "phase", phase, "seconds", seconds));
+    mcp_log(ms, true, "failed while %s (after %.1f s): %s", phase, seconds, ms->error);
+}
+
 void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char *fmt, ...)
 {
+    enum mcp_status was = ms->status;
+    double seconds = mcp_status_seconds(ms); /* in the phase that ends now */
     ms->status = st;
+    ms->status_ms = now_ms();
     ms->error[0] = '\0';
     if (fmt) {
         va_list ap;
@@ -76,8 +112,12 @@ void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char
         vsnprintf(ms->error, sizeof ms->error, fmt, ap);
         va_end(ap);
     }
-    if (st == MCP_FAILED) mcp_event(ms, "mcp.failed", json_pack("{s:s}", "error", ms->error));
-    if (st == MCP_READY) mcp_event(ms, "mcp.ready", json_object());
+    if (st == MCP_FAILED) report_failure(ms, was, seconds);
+    if (st == MCP_READY) {
+        mcp_event(ms, "mcp.ready", json_pack("{s:f}", "seconds", seconds));
+        mcp_log(ms, false, "ready (started in %.1f s)", seconds);
+    }
+    if (st == MCP_REFUSED) mcp_log(ms, true, "refused: %s", ms->error);
     mcp_box_changed(ms->box);
 }
 
@@ -226,6 +266,7 @@ static struct mcp_server *server_new(struct mcp_box *box, struct model_mcp_serve
     ms->per_session = ms->config.isolation == MODEL_ISOLATION_SESSION;
     ms->warnings = json_array();
     ms->status = MCP_STOPPED;
+    ms->status_ms = now_ms();
     ms->next = box->servers;
     box->servers = ms;
     return ms;
@@ -234,6 +275,7 @@ static struct mcp_server *server_new(struct mcp_box *box, struct model_mcp_serve
 static void server_free(struct mcp_server *ms)
 {
     mcp_server_halt(ms);
+    mcp_log_free(ms);
     model_mcp_server_clear(&ms->config);
     json_decref(ms->warnings);
     json_decref(ms->served_names);
@@ -285,6 +327,12 @@ static json_t *status_json(struct mcp_box *box)
             json_object_set_new(o, "approved",
                                 json_stringn(ms->approved.sha256, FINGERPRINT_SHORT));
         if (ms->error[0]) json_object_set_new(o, "error", json_string(ms->error));
+        json_object_set_new(o, "statusSeconds", json_integer((json_int_t)mcp_status_seconds(ms)));
+        if (mcp_manager(ms))
+            json_object_set_new(o, "package",
+                                json_pack("{s:s,s:O,s:O}", "manager", mcp_manager(ms), "name",
+                                          json_object_get(ms->entry, "package"), "version",
+                                          json_object_get(ms->entry, "version")));
         json_array_insert_new(list, 0, o); /* oldest first */
     }
     char auth[80];
@@ -329,9 +377,13 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
                            "server %s is already %s with other settings; stop "
                            "it first (DELETE .../mcp/%s)",
                            name, mcp_status_name(old->status), name);
-        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS)
-            return err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id,
-                           MCP_MAX_SERVERS);
+        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS) {
+            char who[300];
+            err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id, MCP_MAX_SERVERS);
+            log_warn("sandbox %s: MCP server %s refused: %s", sbx_label(sb, who, sizeof who), name,
+                     err->msg);
+            return err->code;
+        }
     }
     return 0;
 }

@@ -249,6 +249,7 @@ void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
                  changes[0] ? changes : "changed");
         if (json_array_size(ms->warnings) < 20)
             json_array_append_new(ms->warnings, json_string(warning));
+        mcp_log(ms, true, "refused a changed tool list: %s", warning);
         mcp_event(ms, "mcp.refused",
                   json_pack("{s:s#,s:s#,s:o,s:o,s:s}", "fingerprint", fresh->sha256,
                             FINGERPRINT_SHORT, "approved", ms->approved.sha256, FINGERPRINT_SHORT,

@@ -126,16 +126,17 @@ void mcp_apply_policy(struct mcp_box *box)
  * Each step runs in the sandbox as the sandbox user; egress opens the registry or
  * index host only once the step that needs it starts. */
 
-static void tail(struct evbuffer *buf, char *out, size_t size)
+/* The line of the step's stderr that says what went wrong (npm's error, not the notices
+ * it prints after it), and where the rest is. */
+static void error_line(const struct mcp_server *ms, struct evbuffer *buf, char *out, size_t size)
 {
+    char line[500];
     size_t n = evbuffer_get_length(buf);
-    size_t take = n < size - 1 ? n : size - 1;
-    struct evbuffer_ptr pos;
-    evbuffer_ptr_set(buf, &pos, n - take, EVBUFFER_PTR_SET);
-    evbuffer_copyout_from(buf, &pos, out, take);
-    out[take] = '\0';
-    for (char *p = out; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+    text_error_line((const char *)evbuffer_pullup(buf, -1), n, line, sizeof line);
+    for (char *p = line; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    snprintf(out, size, "%s%s(all its output: runtime sandbox mcp %s logs %s)", line,
+             line[0] ? " " : "", ms->box->sb->id, ms->name);
 }
 
 static const char *entry_str(const struct mcp_server *ms, const char *key)
@@ -157,6 +158,36 @@ static void install_failed(struct mcp_server *ms, const char *why)
                           entry_str(ms, "version"), why);
 }
 
+/* The step's output goes to the server's log (`logs`), stdout then stderr, and a line for
+ * how it ended; then on to the step's own callback. */
+static void step_done(void *arg, const struct server_run_result *res)
+{
+    struct mcp_server *ms = arg;
+    struct evbuffer *streams[] = {res->out, res->err};
+    for (size_t i = 0; i < ARRAY_LEN(streams); i++) {
+        size_t n = streams[i] ? evbuffer_get_length(streams[i]) : 0;
+        if (n) mcp_log_write(ms, evbuffer_pullup(streams[i], -1), n);
+    }
+    if (res->error)
+        mcp_log_printf(ms, "[runtime: the step could not start: %s]\n", res->error->msg);
+    else if (res->timed_out)
+        mcp_log_printf(ms, "[runtime: the step timed out]\n");
+    else
+        mcp_log_printf(ms, "[runtime: the step exited with status %d]\n", res->exit_code);
+    ms->step_done(arg, res);
+}
+
+/* "$ ARGV..." in the log: what runs, as a terminal would show it. */
+static void log_command(struct mcp_server *ms, const char *const *argv)
+{
+    mcp_log_write(ms, "$", 1);
+    for (size_t i = 0; argv[i]; i++) {
+        mcp_log_write(ms, " ", 1);
+        mcp_log_write(ms, argv[i], strlen(argv[i]));
+    }
+    mcp_log_write(ms, "\n", 1);
+}
+
 /* Runs one step of an install in the sandbox; done gets its result. */
 static void run_step(struct mcp_server *ms, const char *const *argv, const char *stdin_text,
                      uint32_t timeout_ms, server_run_done done)
@@ -173,7 +204,9 @@ static void run_step(struct mcp_server *ms, const char *const *argv, const char 
                                  .stdin_text = stdin_text,
                                  .stdin_len = stdin_text ? strlen(stdin_text) : 0,
                                  .output_cap = INSTALL_OUTPUT_CAP};
-    if (r == 0) r = server_run(ms->box->srv, ms->box->sb, &rs, done, ms, &ms->install, &err);
+    log_command(ms, argv);
+    ms->step_done = done;
+    if (r == 0) r = server_run(ms->box->srv, ms->box->sb, &rs, step_done, ms, &ms->install, &err);
     server_env_free(envp);
     if (r < 0) install_failed(ms, err.msg);
 }
@@ -189,8 +222,8 @@ static void step_output(const struct server_run_result *res, char *out, size_t s
 static bool step_ok(struct mcp_server *ms, const struct server_run_result *res, const char *what)
 {
     if (!res->error && res->ended && res->exit_code == 0) return true;
-    char why[900], out[600];
-    tail(res->err, out, sizeof out);
+    char why[900], out[700];
+    error_line(ms, res->err, out, sizeof out);
     if (res->error)
         snprintf(why, sizeof why, "%s could not be started: %s", what, res->error->msg);
     else if (res->ended && res->exit_code == -1)
@@ -209,6 +242,13 @@ static void on_installed(void *arg, const struct server_run_result *res)
     struct mcp_server *ms = arg;
     if (!step_ok(ms, res, is_python(ms) ? "pip" : "npm")) return;
     install_ended(ms);
+    double seconds = mcp_status_seconds(ms);
+    mcp_event(ms, "mcp.installed",
+              json_pack("{s:s,s:s,s:s,s:f}", "manager", mcp_manager(ms), "package",
+                        entry_str(ms, "package"), "version", entry_str(ms, "version"), "seconds",
+                        seconds));
+    mcp_log(ms, false, "installed %s %s with %s in %.1f s", entry_str(ms, "package"),
+            entry_str(ms, "version"), mcp_manager(ms), seconds);
     ms->installed = true;
     mcp_box_save(ms->box);
     mcp_server_start(ms);
@@ -308,8 +348,8 @@ static void on_pip_installed(void *arg, const struct server_run_result *res)
         res->ended && res->exit_code > 0 && has(res->err, "No matching distribution found");
     bool unreachable = has(res->err, "Retrying (Retry(") || has(res->err, "Could not fetch URL");
     if (!no_match) return on_installed(arg, res);
-    char out[600], why[1400];
-    tail(res->err, out, sizeof out);
+    char out[700], why[1400];
+    error_line(ms, res->err, out, sizeof out);
     if (unreachable)
         snprintf(why, sizeof why,
                  "pip could not reach its index %s from the sandbox (the "
@@ -384,6 +424,11 @@ void mcp_install(struct mcp_server *ms)
 {
     ms->box->installing++;
     mcp_server_set_status(ms, MCP_INSTALLING, NULL);
+    mcp_event(ms, "mcp.installing",
+              json_pack("{s:s,s:s,s:s}", "manager", mcp_manager(ms), "package",
+                        entry_str(ms, "package"), "version", entry_str(ms, "version")));
+    mcp_log(ms, false, "installing %s %s with %s", entry_str(ms, "package"),
+            entry_str(ms, "version"), mcp_manager(ms));
     if (is_python(ms)) return make_venv(ms);
     if (ms->box->registry[0]) return npm_install(ms);
     const char *argv[] = {"npm", "config", "get", "registry", NULL};

@@ -66,6 +66,11 @@ int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err);
 /* GET /v1/sandboxes/{id}/mcp[?wait=S]: answers now, or once no server is installing or
  * starting, or after wait_ms. */
 void mcp_status_reply(struct server *srv, struct sbx *sb, struct httpd_req *req, uint32_t wait_ms);
+/* GET /v1/sandboxes/{id}/mcp/{name}/logs[?follow=1]: the server's output as text/plain;
+ * with follow, the answer stays open and gets what the server writes next. -ENOENT
+ * (nothing sent) when there is no such server. */
+int mcp_logs_reply(struct server *srv, struct sbx *sb, const char *name, struct httpd_req *req,
+                   bool follow, err_t *err);
 /* The servers' part of the status answer ({servers:[...]}, no token), for the
  * sandbox object's `mcp`. */
 json_t *mcp_servers_json(struct mcp_box *box);

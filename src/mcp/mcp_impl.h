@@ -16,11 +16,13 @@
 #include "../server/server.h"
 #include "mcp.h"
 
-#define MCP_PENDING_SLOTS 4096         /* per process; a power of two */
-#define MCP_HISTORY 256                /* SSE events kept per session for Last-Event-ID */
-#define MCP_HISTORY_BYTES (8u << 20)   /* ... and at most this many bytes of them */
-#define MCP_CLIENT_BACKLOG (16u << 20) /* unsent bytes to a client before it is dropped */
-#define MCP_SERVER_BACKLOG (16u << 20) /* unsent bytes to a process before requests fail */
+#define MCP_PENDING_SLOTS 4096              /* per process; a power of two */
+#define MCP_HISTORY 256                     /* SSE events kept per session for Last-Event-ID */
+#define MCP_HISTORY_BYTES (8u << 20)        /* ... and at most this many bytes of them */
+#define MCP_CLIENT_BACKLOG (16u << 20)      /* unsent bytes to a client before it is dropped */
+#define MCP_SERVER_BACKLOG (16u << 20)      /* unsent bytes to a process before requests fail */
+#define MCP_LOG_RING (64u << 10)            /* a server's output kept for `logs` */
+#define MCP_LOG_FOLLOW_BACKLOG (256u << 10) /* unsent bytes to a follower before it is cut */
 #define MCP_NAME_MAX MODEL_MCP_NAME_MAX
 #define MCP_VERSION_LATEST "2025-11-25"
 #define MCP_VERSION_MODERN "2026-07-28"     /* stateless: no initialize, _meta per request */
@@ -62,6 +64,7 @@ struct mcp_server {
     bool installed;
     bool per_session; /* isolation "session" */
     enum mcp_status status;
+    uint64_t status_ms; /* when it entered its status: the phase's seconds, statusSeconds */
     char error[1024];
     json_t *warnings;
     bool has_approved;
@@ -78,6 +81,10 @@ struct mcp_server {
     struct mcp_listen *listens;   /* subscriptions/listen streams (listen.c) */
     size_t n_listens;
     struct server_run *install;
+    server_run_done step_done; /* what the install step running now goes on to */
+    struct evbuffer *log;      /* logs.c: its output, the last MCP_LOG_RING bytes */
+    uint64_t log_total;        /* ... of this many written */
+    struct mcp_log_follower *log_followers;
     struct event *restart_timer;
     unsigned restarts;
     uint64_t started_ms;
@@ -112,6 +119,7 @@ struct mcp_backend {
     char errtail[2048];
     size_t errtail_len;
     enum { BE_INIT, BE_LISTING, BE_READY, BE_DEAD } state;
+    bool spoke;   /* a first line came on stdout (it must be JSON-RPC) */
     json_t *held; /* its requests while several clients wait (session.c) */
     struct event *held_ev;
     bool modern;            /* the process speaks only 2026-07-28 (stdio_modern.c) */
@@ -196,8 +204,23 @@ void mcp_box_save(struct mcp_box *box);
 void mcp_box_changed(struct mcp_box *box);
 /* Records an event of the server's sandbox; fields (taken) get "server". */
 void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields);
+/* A catalog server's package manager ("npm" or "pip"); NULL for one's own server. */
+const char *mcp_manager(const struct mcp_server *ms);
+/* Seconds since the server entered its status (to the millisecond). */
+double mcp_status_seconds(const struct mcp_server *ms);
+/* The daemon's log line about a server: its sandbox (id, name), account and server. */
+void mcp_log(const struct mcp_server *ms, bool warn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 struct mcp_box *mcp_box_find_link(struct server *srv, const char *link);
 struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
+
+/* logs.c */
+/* Adds bytes to the server's log (and sends them to its followers). */
+void mcp_log_write(struct mcp_server *ms, const void *data, size_t len);
+void mcp_log_printf(struct mcp_server *ms, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Ends the followers and frees the log. */
+void mcp_log_free(struct mcp_server *ms);
 
 /* install.c */
 void mcp_install(struct mcp_server *ms);

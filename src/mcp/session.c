@@ -125,10 +125,12 @@ static void own_ready(struct mcp_backend *be, int r, const char *error)
         answer_initialize(s, req, s->init_id);
         return;
     }
-    if (r == -EPERM)
+    if (r == -EPERM) {
         mcp_event(s->server, "mcp.refused",
                   json_pack("{s:s#,s:s}", "fingerprint", s->server->seen, FINGERPRINT_SHORT,
                             "error", error));
+        mcp_log(s->server, true, "refused a session's process: %s", error);
+    }
     mcp_http_error(req, 503, s->init_id, -32000, "server %s did not start: %s", s->server->name,
                    error);
     mcp_session_free(s);

@@ -545,6 +545,15 @@ static void preflight(struct httpd_req *req)
 
 static void serve(struct server *srv, struct httpd_req *req);
 
+/* An OAuth discovery path (RFC 8414, RFC 9728, OpenID): a segment .well-known anywhere,
+ * as clients put it before the gateway path or after it. */
+static bool well_known(const char *path)
+{
+    for (const char *p = path; (p = strstr(p, "/.well-known")); p++)
+        if (p[12] == '/' || p[12] == '\0') return true;
+    return false;
+}
+
 /* The sandbox was woken for this request: it is served as if it had just come
  * (its box may have gone meanwhile: it is looked up again). */
 static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
@@ -584,6 +593,13 @@ void mcp_gateway_head(struct server *srv, struct httpd_req *req)
     cors(req);
     /* A preflight carries no token; it only learns what the browser may send. */
     if (httpd_method(req) == HTTPD_OPTIONS) return preflight(req);
+    /* A client told 401 looks for OAuth metadata: a 404 says there is none (a 401 here
+     * would send it on into an OAuth flow the daemon does not have). */
+    if (well_known(httpd_path(req)))
+        return mcp_http_error(req, 404, NULL, -32000,
+                              "Not Found: this gateway has no OAuth; send the sandbox's gateway "
+                              "token as Authorization: Bearer TOKEN (`runtime sandbox mcp ID` "
+                              "prints it)");
     char *path = NULL, *name = NULL;
     struct mcp_box *box = box_of(srv, req, &path, &name);
     free(path);

@@ -167,6 +167,15 @@ static void unlink_sandbox(struct server *srv, struct sbx *sb)
     }
 }
 
+const char *sbx_label(const struct sbx *sb, char *out, size_t size)
+{
+    if (sb->settings.name[0])
+        snprintf(out, size, "%s (name %s, account %s)", sb->id, sb->settings.name, sb->account);
+    else
+        snprintf(out, size, "%s (account %s)", sb->id, sb->account);
+    return out;
+}
+
 const char *sbx_status_name(enum sbx_status status)
 {
     switch (status) {
@@ -239,7 +248,8 @@ static void on_death(evutil_socket_t fd, short what, void *arg)
     json_t *f = json_pack("{s:s}", "reason", "init process exited");
     server_event(srv, sb->id, "sandbox.exited", f);
     json_decref(f);
-    log_warn("sandbox %s stopped: its init process exited", sb->id);
+    char who[300];
+    log_warn("sandbox %s stopped: its init process exited", sbx_label(sb, who, sizeof who));
 }
 
 static void watch_death(struct server *srv, struct sbx *sb, int fd)
@@ -409,6 +419,8 @@ static void forget_row(struct server *srv, const char *id, struct answer *a)
  * its row was written; its waiters hear err once the row is gone. */
 static void creation_failed_as(struct server *srv, struct sbx *sb, bool saved, const err_t *err)
 {
+    char who[300];
+    log_warn("sandbox %s was not created: %s", sbx_label(sb, who, sizeof who), err->msg);
     struct answer *a = calloc(1, sizeof *a);
     struct sbx_waiter *w = sb->waiters;
     sb->waiters = NULL;
@@ -485,6 +497,11 @@ static void on_running(int r, const err_t *err, void *arg)
     if (r == -ECANCELED) return;
     if (r < 0) log_warn("status of sandbox %s not saved: %s", sb->id, err->msg);
     if (sb->status == SBX_CREATING) sb->status = SBX_RUNNING; /* not stopped meanwhile */
+    char who[300];
+    log_info("sandbox %s created in %lld ms: %u MiB, %g CPUs, %u MiB disk, internet %s",
+             sbx_label(sb, who, sizeof who), (long long)(now_unix_ms() - sb->created_ms),
+             (unsigned)sb->settings.memory_mib, sb->settings.cpus, (unsigned)sb->settings.disk_mib,
+             sb->settings.network.internet ? "on" : "off");
     struct sbx_waiter *w = sb->waiters;
     sb->waiters = NULL;
     sbx_waiters_tell(sb->owner, sb, w, NULL);
@@ -564,10 +581,10 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
     *settings = (struct model_sandbox){0};
     if (srv->count >= srv->cfg.max_sandboxes) {
         model_sandbox_clear(&taken);
-        return err_set(err, -EAGAIN,
-                       "this daemon already runs %zu sandboxes, its limit; "
-                       "remove some first",
-                       srv->count);
+        err_set(err, -EAGAIN,
+                "this daemon already runs %zu sandboxes, its limit; remove some first", srv->count);
+        log_warn("refused a sandbox of account %s: %s", account, err->msg);
+        return err->code;
     }
     struct sbx *sb = calloc(1, sizeof *sb);
     if (!sb) {
@@ -598,6 +615,8 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
  * queued); the caller is answered once its row is gone from the disk. */
 static void forget(struct server *srv, struct sbx *sb, struct answer *rm)
 {
+    char who[300];
+    log_info("sandbox %s removed", sbx_label(sb, who, sizeof who));
     char id[PROTO_ID_LEN];
     memcpy(id, sb->id, sizeof id);
     events_flush(srv);
@@ -625,6 +644,7 @@ static void on_destroyed(struct server *srv, const struct proto_result *res, int
                 "cannot remove sandbox %s: %s; its processes are stopped: fix "
                 "that and remove it again",
                 sb->id, res->msg);
+        log_warn("%s", rm->err.msg);
         sb->status = SBX_FAILED; /* the answer waits for it to be on disk */
         store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(SBX_FAILED),
                                     on_answer_written, rm);

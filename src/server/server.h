@@ -79,6 +79,10 @@ struct sbx {
     struct sbx *next;
 };
 
+/* "ID (name NAME, account ACCOUNT)", or without the name when it has none: how the
+ * daemon's log names a sandbox. Returns out. */
+const char *sbx_label(const struct sbx *sb, char *out, size_t size);
+
 struct server;
 struct event_base;
 struct httpd_req;

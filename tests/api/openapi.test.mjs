@@ -307,7 +307,7 @@ test('the validator is not vacuous: wrong shapes and undocumented fields fail', 
     ['a bad date', { ...sandbox, createdAt: 'yesterday' }],
   ]) assert.equal(v(bad), false, `the Sandbox schema accepts ${what}`);
   const ev = validator(schemas.Event, '#/components/schemas/Event', true);
-  assert.ok(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'mcp.ready', server: 'x' }), errorsText(ev));
+  assert.ok(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'mcp.ready', server: 'x', seconds: 0.5 }), errorsText(ev));
   assert.equal(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'mcp.ready' }), false, 'an event without its fields');
   assert.equal(ev({ seq: 1, time: '2026-01-01T00:00:00Z', kind: 'no.such', server: 'x' }), false, 'an unknown kind');
 });
@@ -522,6 +522,12 @@ test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, 
     body: { servers: [{ id: 'no-such-catalog-id' }] }, reqValid: true });
   await callError('GET', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id }, query: 'wait=-1' });
   await callError('GET', '/v1/sandboxes/{id}/mcp', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  // Its output, as text (follow=1 is tested in tests/mcp/newcomer.test.mjs).
+  const logs = await call('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', { params: { id: sb.id, name: 'hello' }, expect: 200 });
+  assert.equal(typeof logs.text, 'string');
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: 'no-such-sandbox', name: 'hello' } });
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 400, 'bad_request', { params: { id: sb.id, name: 'hello' }, query: 'follow=maybe' });
 });
 
 /** A gateway request, its answer checked against the document's gateway operation. */
@@ -657,6 +663,11 @@ test('usage and metrics', { skip }, async () => {
   assert.ok(u.body.accounts.some((a) => a.account === 'default'), JSON.stringify(u.body.accounts));
   const m = await call('GET', '/metrics', { expect: 200 });
   assert.match(m.text, /^# (HELP|TYPE) runtime_/m);
+  // The health check takes no key, and says nothing but that the daemon answers.
+  for (const key of [null, 'wrong']) {
+    const h = await call('GET', '/healthz', { key, expect: 200 });
+    assert.deepEqual(h.body, { ok: true });
+  }
 });
 
 /** How the daemon answers one probe: unrouted (no route: 404 "no such API path",

@@ -136,14 +136,14 @@ fi
 # without PACKAGE EXPECTED-PACKAGE-IN-MESSAGE A-USE-IN-MESSAGE
 without() {
     local pkg=$1 named=$2 use=$3 copy=$WORK/install-deps-without-$1
-    sed -E "/^pkgs=\(/,/\)/ s/(^|[( ])$pkg([ )]|$)/\1\2/" scripts/install-deps >"$copy"
+    sed -E "/^(runtime|test)_pkgs=\(/,/\)/ s/(^|[( ])$pkg([ )]|$)/\1\2/" scripts/install-deps >"$copy"
     if grep -Eq "(^|[( ])$pkg([ )]|$)" "$copy"; then
         fail "could not remove $pkg from the copy"
         return
     fi
     if scripts/check-deps --install-deps "$copy" >"$WORK/out" 2>&1; then
         fail "without $pkg: check-deps passed"
-    elif grep -q "FAIL package $named is not in the pkgs list" "$WORK/out" && grep -qF "$use" "$WORK/out"; then
+    elif grep -q "FAIL package $named is not in runtime_pkgs or test_pkgs" "$WORK/out" && grep -qF "$use" "$WORK/out"; then
         pass "without $pkg: fails naming $named and $use"
     else
         fail "without $pkg: the failure does not name $named and $use:"
@@ -158,6 +158,26 @@ without openssl openssl 'openssl (/usr/bin/openssl): bench/'
 without procps procps 'ps (/usr/bin/ps): tests/'
 without curl curl 'curl (/usr/bin/curl):'
 without build-essential gcc 'cc (/usr/bin/cc): Makefile:'
+
+# --- copies with a package moved from runtime_pkgs to test_pkgs: what runtimed, its
+# sandboxes or scripts/demo use must fail (install-deps --runtime would miss it)
+moved() {
+    local pkg=$1 use=$2 copy=$WORK/install-deps-moved-$1
+    sed -E "/^runtime_pkgs=\(/,/\)/ s/(^|[( ])$pkg([ )]|$)/\1\2/; s/^test_pkgs=\(/test_pkgs=($pkg /" \
+        scripts/install-deps >"$copy"
+    if scripts/check-deps --install-deps "$copy" >"$WORK/out" 2>&1; then
+        fail "$pkg only in test_pkgs: check-deps passed"
+    elif grep -q "FAIL package $pkg is not in runtime_pkgs (what install-deps --runtime installs)" "$WORK/out" &&
+        grep -qF "$use" "$WORK/out" && ! grep -q "is not in runtime_pkgs or test_pkgs" "$WORK/out"; then
+        pass "$pkg only in test_pkgs: fails naming it for the runtime and $use"
+    else
+        fail "$pkg only in test_pkgs: the failure does not name it for the runtime and $use:"
+        sed 's/^/     /' "$WORK/out"
+    fi
+}
+moved chromium 'chromium (/usr/bin/chromium): SANDBOX_NEEDS'
+moved git 'git (/usr/bin/git): SANDBOX_NEEDS'
+moved libmnl-dev 'pkg-config module libmnl: Makefile:'
 
 # --- pip requirements: a copy that does not install the real file; a file not pinned
 req=sdk/python/tests/requirements-mcp.txt

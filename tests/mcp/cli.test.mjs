@@ -77,7 +77,7 @@ describe('runtime sandbox mcp', { skip: !isRoot() && 'must run as root (runtimed
   test('start prints the status, URL, Authorization header and the claude mcp add line', async () => {
     const r = await d.cli(['sandbox', 'mcp', sb.id, 'start', `hello=node ${SERVER}`, '--wait', '60'], START_OPTS);
     assert.equal(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-    assert.equal(r.stderr, '');
+    assert.equal(r.stderr, 'starting hello...\nhello ready\n', 'progress lines, on stderr');
 
     const st = await state(d, sb.id);
     const hello = find(st, 'hello');

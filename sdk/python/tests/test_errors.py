@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import threading
 import time
@@ -11,10 +12,10 @@ import uuid
 import pytest
 
 import withruntime
-from withruntime import (BadRequestError, ConflictError, ConnectionError, NotFoundError, Runtime,
-                         UnauthorizedError)
+from withruntime import (BadRequestError, CommandError, ConflictError, ConnectionError, NotFoundError,
+                         Runtime, UnauthorizedError)
 
-from conftest import Daemon, wait_for
+from conftest import ROOT, Daemon, wait_for
 
 
 def test_wrong_key(daemon: Daemon) -> None:
@@ -97,3 +98,15 @@ def test_daemon_stopped_mid_call(own_daemon: Daemon) -> None:
     # Sandboxes outlive a stopped daemon: start it again so that the fixture removes them.
     own_daemon.start()
     assert rt.sandboxes.get(sbx.id).id == sbx.id, "the same client carries on once it is back"
+
+
+def test_command_error_names_the_error_line_not_the_notices() -> None:
+    # The stderr shapes of npm 9 and 11, pip and a traceback, as the daemon's unit test
+    # reads them too (tests/fixtures/error-lines.json).
+    cases = json.loads((ROOT / "tests" / "fixtures" / "error-lines.json").read_text())
+    assert len(cases) >= 8
+    for case in cases:
+        err = CommandError(["npm", "install"], {"exitCode": 1, "stdout": "", "stderr": case["stderr"]})
+        want = "npm install exited with status 1" + (f": {case['line']}" if case["line"] else "")
+        assert err.message == want, case["what"]
+        assert err.stderr == case["stderr"]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from withruntime import CustomServer, McpServerError, Runtime, Sandbox, TimeoutError
+from withruntime import CustomServer, McpServerError, NotFoundError, Runtime, Sandbox, TimeoutError
 
 from conftest import HELLO_SERVER, Daemon
 
@@ -92,3 +92,23 @@ def test_ready_times_out_on_its_own_deadline(sbx: Sandbox) -> None:
     with pytest.raises(TimeoutError) as e:
         sbx.mcp.ready(timeout_ms=1500)
     assert "mute" in str(e.value)
+
+
+def test_logs_and_follow_logs(sbx: Sandbox) -> None:
+    # The server copies /workspace/say to its stderr whenever the file appears.
+    script = ("echo 'chatty: starting up' >&2; "
+              "(while :; do if [ -f /workspace/say ]; then cat /workspace/say >&2; "
+              "rm -f /workspace/say; fi; sleep 0.05; done) & exec node /workspace/hello.mjs")
+    sbx.mcp.start([{"name": "chatty", "command": ["sh", "-c", script]}])
+    sbx.mcp.ready(timeout_ms=60_000)
+    assert sbx.mcp.logs("chatty") == "chatty: starting up\n"
+    with pytest.raises(NotFoundError):
+        sbx.mcp.logs("nosuch")
+
+    follow = sbx.mcp.follow_logs("chatty", idle_timeout_ms=15_000)
+    seen = next(follow)
+    assert seen.startswith("chatty: starting up\n"), seen
+    sbx.files.write("say", "said after the follow began\n")
+    while "said after the follow began\n" not in seen:
+        seen += next(follow)  # each read gives up after 15 s of silence
+    follow.close()

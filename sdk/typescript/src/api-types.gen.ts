@@ -226,6 +226,18 @@ export interface McpServer {
   warnings: string[];
   /** why it failed or was refused, or what it is doing */
   error?: string;
+  /** how long it has been in its status, in whole seconds */
+  statusSeconds: number;
+  /** a catalog server's package, as its install names it */
+  package?: McpServerPackage;
+  [more: string]: unknown;
+}
+
+/** a catalog server's package, as its install names it */
+export interface McpServerPackage {
+  manager: 'npm' | 'pip';
+  name: string;
+  version: string;
   [more: string]: unknown;
 }
 
@@ -410,6 +422,9 @@ export type EventKind =
   | 'limit.reached'
   | 'secret.used'
   | 'secret.misdirected'
+  | 'mcp.installing'
+  | 'mcp.installed'
+  | 'mcp.starting'
   | 'mcp.ready'
   | 'mcp.failed'
   | 'mcp.refused'
@@ -428,6 +443,9 @@ export type Event =
   | LimitReachedEvent
   | SecretUsedEvent
   | SecretMisdirectedEvent
+  | McpInstallingEvent
+  | McpInstalledEvent
+  | McpStartingEvent
   | McpReadyEvent
   | McpFailedEvent
   | McpRefusedEvent
@@ -498,11 +516,49 @@ export interface SecretMisdirectedEvent {
   [more: string]: unknown;
 }
 
+/** a catalog server's install began */
+export interface McpInstallingEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.installing';
+  server: string;
+  manager: 'npm' | 'pip';
+  package: string;
+  version: string;
+  [more: string]: unknown;
+}
+
+/** a catalog server's install ended well (it starts next) */
+export interface McpInstalledEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.installed';
+  server: string;
+  manager: 'npm' | 'pip';
+  package: string;
+  version: string;
+  /** how long the install took */
+  seconds: number;
+  [more: string]: unknown;
+}
+
+/** a process of the server is being started (restarts counts those after it ended) */
+export interface McpStartingEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.starting';
+  server: string;
+  restarts: number;
+  [more: string]: unknown;
+}
+
 export interface McpReadyEvent {
   seq: EventSeq;
   time: Time;
   kind: 'mcp.ready';
   server: string;
+  /** from its start to a fingerprinted tool list */
+  seconds: number;
   [more: string]: unknown;
 }
 
@@ -512,6 +568,10 @@ export interface McpFailedEvent {
   kind: 'mcp.failed';
   server: string;
   error: string;
+  /** what it was doing when it failed */
+  phase: 'installing' | 'starting' | 'running' | 'stopped' | 'failed' | 'refused';
+  /** how long it had been doing it */
+  seconds: number;
   [more: string]: unknown;
 }
 

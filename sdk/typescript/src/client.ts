@@ -332,6 +332,31 @@ export class Mcp {
     }
   }
 
+  /**
+   * What the server wrote on stderr, and its install's output, oldest first. The daemon
+   * keeps the last 64 KiB of each server, in memory; when older bytes were dropped, the
+   * first line says how many.
+   */
+  async logs(name: string, call: CallOptions = {}): Promise<string> {
+    const a = await this.sbx.runtime.transport.send(
+      { method: 'GET', path: this.sbx.path(`/mcp/${enc(name)}/logs`), ...call });
+    return new TextDecoder().decode(a.body);
+  }
+
+  /**
+   * `logs()`, then what the server writes next, as it comes: text chunks (not lines),
+   * until the server is removed, `signal` aborts or the loop stops (`break`).
+   * `timeoutMs` bounds the start only.
+   */
+  async *followLogs(name: string, call: CallOptions = {}): AsyncGenerator<string> {
+    const decoder = new TextDecoder();
+    for await (const chunk of this.sbx.runtime.transport.stream(
+      { method: 'GET', path: this.sbx.path(`/mcp/${enc(name)}/logs`), query: { follow: 1 }, ...call })) {
+      const text = decoder.decode(chunk, { stream: true });
+      if (text) yield text;
+    }
+  }
+
   /** Stops a server; its URL answers 503 until it is started again. */
   async stop(name: string, call: CallOptions = {}): Promise<void> {
     await this.sbx.runtime.transport.send({ method: 'DELETE', path: this.sbx.path(`/mcp/${enc(name)}`), ...call });

@@ -45,6 +45,31 @@ export class ConnectionError extends RuntimeError {}
 /** The call did not finish within its time-out. */
 export class TimeoutError extends RuntimeError {}
 
+const NOTICE = /^(npm (notice|WARN|warn)\b|\[notice\]|WARNING:|DEPRECATION:)/;
+const NPM_ERROR = /^npm (ERR!|error)(?= |$) */;
+const NPM_META = /^(code|errno|syscall|path|dest|signal|command|cwd|A complete log of this run|Log files were not written)\b|^\/|^$/;
+
+/** Notices, warnings, and npm's lines about its run (its error code, where its log is). */
+function noise(line: string): boolean {
+  if (NOTICE.test(line)) return true;
+  const m = NPM_ERROR.exec(line);
+  return m !== null && NPM_META.test(line.slice(m[0].length));
+}
+
+/**
+ * The line of a failed command's stderr that says what went wrong: the first line
+ * that names an error ("error" in any case, or npm's "ERR!") and is not a notice (npm's
+ * "notice" and "WARN" lines, pip's "[notice]", "WARNING:", "DEPRECATION:") nor npm's
+ * bookkeeping ("code", "errno", "syscall", "path", where its log is); else the first
+ * line that is neither; else the last line; '' for none. The daemon and the Python
+ * SDK pick it the same way.
+ */
+export function errorLine(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.replace(/[\r \t]+$/, '')).filter((l) => l);
+  const plain = lines.filter((l) => !noise(l));
+  return plain.find((l) => /error/i.test(l) || l.includes('ERR!')) ?? plain[0] ?? lines.at(-1) ?? '';
+}
+
 /** `exec(argv, { check: true })` ran the command and it failed (or timed out). */
 export class CommandError extends RuntimeError {
   readonly argv: readonly string[];
@@ -55,8 +80,8 @@ export class CommandError extends RuntimeError {
 
   constructor(argv: readonly string[], r: { exitCode: number; stdout: string; stderr: string; timedOut?: boolean }) {
     const why = r.timedOut ? 'timed out' : `exited with status ${r.exitCode}`;
-    const tail = r.stderr.trim().split('\n').slice(-3).join('\n');
-    super(`command ${JSON.stringify(argv)} ${why}${tail ? `: ${tail}` : ''}`, { code: 'command_failed' });
+    const line = errorLine(r.stderr);
+    super(`command ${JSON.stringify(argv)} ${why}${line ? `: ${line}` : ''}`, { code: 'command_failed' });
     this.argv = argv;
     this.exitCode = r.exitCode;
     this.stdout = r.stdout;

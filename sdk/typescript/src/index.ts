@@ -12,7 +12,7 @@ export type { RuntimeOptions, ExecOptions, ReadyOptions } from './client.js';
 export type { CallOptions, FetchLike } from './transport.js';
 export {
   RuntimeError, BadRequestError, UnauthorizedError, ForbiddenError, NotFoundError, ConflictError, LimitError,
-  UnavailableError, ConnectionError, TimeoutError, CommandError, McpServerError,
+  UnavailableError, ConnectionError, TimeoutError, CommandError, McpServerError, errorLine,
 } from './errors.js';
 export type { RuntimeErrorInit } from './errors.js';
 export type * from './types.js';

@@ -84,6 +84,56 @@ export class Transport {
     }
   }
 
+  /**
+   * One attempt whose body is read as it comes (a followed log): the body's chunks.
+   * `timeoutMs` bounds the connection and the answer's head; the body then flows until
+   * the daemon ends it or `signal` aborts. An error answer throws before the first chunk.
+   */
+  async *stream(req: Request): AsyncGenerator<Uint8Array> {
+    if (!this.config.apiKey) throw new RuntimeError(this.config.keyProblem, { code: 'no_api_key' });
+    req.signal?.throwIfAborted();
+    const timeoutMs = req.timeoutMs ?? this.config.timeoutMs;
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), timeoutMs);
+    const onAbort = () => ctl.abort();
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    let res: Response;
+    try {
+      res = await this.config.fetch(this.url(req), { ...this.init(req), signal: ctl.signal });
+    } catch (e) {
+      req.signal?.removeEventListener('abort', onAbort);
+      if (req.signal?.aborted) throw req.signal.reason;
+      if (ctl.signal.aborted) {
+        throw new TimeoutError(`${req.method} ${req.path} took longer than ${timeoutMs} ms`, { code: 'timeout', cause: e });
+      }
+      throw connectionError(this.config.apiUrl, req, e);
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      if (res.status >= 400 || !res.body) {
+        checked({ status: res.status, headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) });
+        return;
+      }
+      const reader = res.body.getReader();
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          yield value;
+        }
+      } catch (e) {
+        if (req.signal?.aborted) return; // the caller's way out
+        throw connectionError(this.config.apiUrl, req, e);
+      } finally {
+        reader.releaseLock();
+        ctl.abort(); // closes the connection when the caller stops early
+      }
+    } finally {
+      req.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** One attempt; an error answer is returned, not thrown, so that send() can decide. */
   private async once(req: Request, deadline: number, timeoutMs: number): Promise<Answer> {
     if (!this.config.apiKey) throw new RuntimeError(this.config.keyProblem, { code: 'no_api_key' });

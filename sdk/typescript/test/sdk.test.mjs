@@ -172,6 +172,38 @@ test('mcp.ready() throws McpServerError for a failed server, unless throwOnFailu
   await sbx.delete();
 });
 
+test('mcp.logs() and mcp.followLogs(): what a server wrote on stderr, and what comes next', { skip }, async () => {
+  const sbx = await rt.sandboxes.create();
+  d.track(sbx.id);
+  await sbx.files.write('/workspace/hello-server.mjs', fs.readFileSync(HELLO_SERVER));
+  // The server copies /workspace/say to its stderr whenever the file appears.
+  const script = "echo 'chatty: starting up' >&2; (while :; do if [ -f /workspace/say ]; then " +
+    'cat /workspace/say >&2; rm -f /workspace/say; fi; sleep 0.05; done) & exec node /workspace/hello-server.mjs';
+  await sbx.mcp.start({ name: 'chatty', command: ['sh', '-c', script] });
+  await sbx.mcp.ready({ timeoutMs: 60_000 });
+  assert.equal(await sbx.mcp.logs('chatty'), 'chatty: starting up\n');
+  await assert.rejects(sbx.mcp.logs('nosuch'), NotFoundError);
+  await assert.rejects(async () => {
+    for await (const _ of sbx.mcp.followLogs('nosuch')) assert.fail('a chunk of a server that does not exist');
+  }, NotFoundError);
+
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new Error('nothing came within 15 s')), 15_000);
+  let seen = '';
+  try {
+    for await (const text of sbx.mcp.followLogs('chatty', { signal: ctl.signal })) {
+      if (!seen) await sbx.files.write('/workspace/say', 'said after the follow began\n');
+      seen += text;
+      if (seen.includes('said after the follow began\n')) break;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  assert.ok(seen.startsWith('chatty: starting up\n'), seen);
+  assert.ok(seen.includes('said after the follow began\n'), seen);
+  await sbx.delete();
+});
+
 test('typed errors: wrong key, unknown sandbox, name taken, bad option', { skip }, async () => {
   const wrong = runtimeFor(d, { apiKey: 'not-the-key' });
   const e = await wrong.sandboxes.list().catch((x) => x);

@@ -23,6 +23,7 @@ from .errors import (
     TimeoutError,
     UnauthorizedError,
     UnavailableError,
+    error_line,
 )
 from .models import (
     Account,
@@ -76,6 +77,7 @@ __all__ = [
     "TimeoutError",
     "CommandError",
     "McpServerError",
+    "error_line",
     "Account",
     "AccountCreated",
     "AccountKey",

@@ -34,6 +34,7 @@ __all__ = [
     "McpStartRequest",
     "McpServerStatus",
     "McpServer",
+    "McpServerPackage",
     "McpStatus",
     "McpStatusHeaders",
     "CatalogSetting",
@@ -57,6 +58,9 @@ __all__ = [
     "LimitReachedEvent",
     "SecretUsedEvent",
     "SecretMisdirectedEvent",
+    "McpInstallingEvent",
+    "McpInstalledEvent",
+    "McpStartingEvent",
     "McpReadyEvent",
     "McpFailedEvent",
     "McpRefusedEvent",
@@ -281,6 +285,8 @@ class _McpServerRequired(TypedDict):
     #: the names of the tools clients see (none from a failed or refused server)
     tools: list[str]
     warnings: list[str]
+    #: how long it has been in its status, in whole seconds
+    statusSeconds: int
 
 
 class McpServer(_McpServerRequired, total=False):
@@ -290,6 +296,16 @@ class McpServer(_McpServerRequired, total=False):
     approved: str
     #: why it failed or was refused, or what it is doing
     error: str
+    #: a catalog server's package, as its install names it
+    package: McpServerPackage
+
+
+class McpServerPackage(TypedDict):
+    """a catalog server's package, as its install names it"""
+
+    manager: Literal["npm", "pip"]
+    name: str
+    version: str
 
 
 class McpStatus(TypedDict):
@@ -471,6 +487,9 @@ EventKind: TypeAlias = Literal[
     "limit.reached",
     "secret.used",
     "secret.misdirected",
+    "mcp.installing",
+    "mcp.installed",
+    "mcp.starting",
     "mcp.ready",
     "mcp.failed",
     "mcp.refused",
@@ -543,11 +562,49 @@ class SecretMisdirectedEvent(_SecretMisdirectedEventRequired, total=False):
     path: str
 
 
+class McpInstallingEvent(TypedDict):
+    """a catalog server's install began"""
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.installing"]
+    server: str
+    manager: Literal["npm", "pip"]
+    package: str
+    version: str
+
+
+class McpInstalledEvent(TypedDict):
+    """a catalog server's install ended well (it starts next)"""
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.installed"]
+    server: str
+    manager: Literal["npm", "pip"]
+    package: str
+    version: str
+    #: how long the install took
+    seconds: float
+
+
+class McpStartingEvent(TypedDict):
+    """a process of the server is being started (restarts counts those after it ended)"""
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["mcp.starting"]
+    server: str
+    restarts: int
+
+
 class McpReadyEvent(TypedDict):
     seq: EventSeq
     time: Time
     kind: Literal["mcp.ready"]
     server: str
+    #: from its start to a fingerprinted tool list
+    seconds: float
 
 
 class McpFailedEvent(TypedDict):
@@ -556,6 +613,10 @@ class McpFailedEvent(TypedDict):
     kind: Literal["mcp.failed"]
     server: str
     error: str
+    #: what it was doing when it failed
+    phase: Literal["installing", "starting", "running", "stopped", "failed", "refused"]
+    #: how long it had been doing it
+    seconds: float
 
 
 class _McpRefusedEventRequired(TypedDict):
@@ -652,6 +713,9 @@ Event: TypeAlias = (
     | LimitReachedEvent
     | SecretUsedEvent
     | SecretMisdirectedEvent
+    | McpInstallingEvent
+    | McpInstalledEvent
+    | McpStartingEvent
     | McpReadyEvent
     | McpFailedEvent
     | McpRefusedEvent

@@ -10,7 +10,7 @@ import os
 import ssl
 import time
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConnectionError, NotFoundError, RuntimeError, error_for_status
@@ -160,6 +160,33 @@ class Runtime:
         if 200 <= response.status < 300:
             return response
         raise error_for_status(response.status, response.body)
+
+    def stream(self, method: str, path: str, *, query: Query | None = None,
+               timeout_ms: int | None = None, idle_timeout_ms: int | None = None) -> Iterator[bytes]:
+        """One API call whose answer is read as it comes (a followed log): its body in
+        chunks. ``timeout_ms`` bounds the connection and the answer's head;
+        ``idle_timeout_ms`` (None: none) how long the body may then be silent.
+
+        Needs a transport with ``stream`` (:class:`~withruntime.transport.HTTPTransport`).
+        Raises the typed error of an error answer before the first chunk.
+        """
+        stream = getattr(self.transport, "stream", None)
+        if stream is None:
+            raise TypeError(f"{type(self.transport).__name__} cannot stream an answer; "
+                            "following needs withruntime's HTTPTransport")
+        if not self.api_key:
+            raise RuntimeError("no API key: pass Runtime(api_key=...), set RUNTIME_API_KEY, or "
+                               "set RUNTIME_STATE_DIR to a state dir whose admin.key you may read",
+                               code="no_api_key")
+        h = {"User-Agent": "withruntime-python", "Authorization": f"Bearer {self.api_key}"}
+        timeout = (self.timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        idle = None if idle_timeout_ms is None else idle_timeout_ms / 1000
+        head, chunks = stream(Request(method.upper(), _target(path, query), h, None, timeout),
+                              idle_timeout=idle)
+        if 200 <= head.status < 300:
+            return chunks  # type: ignore[no-any-return]
+        body = b"".join(chunks)
+        raise error_for_status(head.status, body)
 
     def _send(self, req: Request, *, deadline: float) -> Response:
         """Sends with the bounded retries that cannot run a request twice."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "CommandError",
     "McpServerError",
     "error_for_status",
+    "error_line",
 ]
 
 
@@ -99,6 +101,40 @@ class TimeoutError(RuntimeError, builtins.TimeoutError):  # noqa: A001
         RuntimeError.__init__(self, message, status=None, code="timeout")
 
 
+_NOTICE = re.compile(r"^(npm (notice|WARN|warn)\b|\[notice\]|WARNING:|DEPRECATION:)")
+_NPM_ERROR = re.compile(r"^npm (ERR!|error)(?= |$) *")
+_NPM_META = re.compile(r"^(code|errno|syscall|path|dest|signal|command|cwd|"
+                       r"A complete log of this run|Log files were not written)\b|^/|^$")
+
+
+def _noise(line: str) -> bool:
+    """Notices, warnings, and npm's lines about its run (its error code, where its log is)."""
+    if _NOTICE.match(line):
+        return True
+    m = _NPM_ERROR.match(line)
+    return m is not None and _NPM_META.match(line[m.end():]) is not None
+
+
+def error_line(stderr: str) -> str:
+    """The line of a failed command's stderr that says what went wrong.
+
+    The first line that names an error ("error" in any case, or npm's "ERR!") and is
+    not a notice (npm's "notice" and "WARN" lines, pip's "[notice]", "WARNING:",
+    "DEPRECATION:") nor npm's bookkeeping ("code", "errno", "syscall", "path", where its
+    log is); else the first line that is neither; else the last line; "" for none. The
+    daemon and the TypeScript SDK pick it the same way.
+    """
+    lines = [line.rstrip("\r \t") for line in stderr.split("\n")]
+    lines = [line for line in lines if line]
+    plain = [line for line in lines if not _noise(line)]
+    for line in plain:
+        if "error" in line.lower() or "ERR!" in line:
+            return line
+    if plain:
+        return plain[0]
+    return lines[-1] if lines else ""
+
+
 class CommandError(RuntimeError):
     """``exec(..., check=True)`` ran a command that failed or timed out.
 
@@ -116,8 +152,8 @@ class CommandError(RuntimeError):
         self.stderr: str = str(result.get("stderr", ""))
         self.timed_out: bool = bool(result.get("timedOut", False))
         how = "timed out" if self.timed_out else f"exited with status {self.exit_code}"
-        tail = self.stderr.strip().splitlines()[-1:] or [""]
-        message = f"{' '.join(self.argv)} {how}" + (f": {tail[0]}" if tail[0] else "")
+        line = error_line(self.stderr)
+        message = f"{' '.join(self.argv)} {how}" + (f": {line}" if line else "")
         super().__init__(message, status=None, code="command_failed")
 
 

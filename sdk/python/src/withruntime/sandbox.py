@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import builtins
+import codecs
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .client import Runtime, default_runtime, quote
@@ -351,6 +352,36 @@ class Mcp:
         if check and broken:
             raise McpServerError(broken, gateway)
         return gateway
+
+    def logs(self, name: str, *, timeout_ms: int | None = None) -> str:
+        """What the server ``name`` wrote on stderr, and its install's output, oldest first.
+
+        The daemon keeps the last 64 KiB of each server, in memory; when older bytes were
+        dropped, the first line says how many.
+        """
+        response = self._sbx.runtime.request("GET", self._sbx._path(f"/mcp/{quote(name)}/logs"),
+                                             timeout_ms=timeout_ms)
+        return response.body.decode("utf-8", errors="replace")
+
+    def follow_logs(self, name: str, *, timeout_ms: int | None = None,
+                    idle_timeout_ms: int | None = None) -> Iterator[str]:
+        """:meth:`logs`, then what the server writes next, as it comes: text chunks
+        (not lines), until the server is removed or the iterator is closed (``break``
+        out of a ``for`` loop, or ``close()``). ``timeout_ms`` bounds the start;
+        ``idle_timeout_ms`` (default: none) raises TimeoutError when nothing comes for
+        that long.
+        """
+        chunks = self._sbx.runtime.stream("GET", self._sbx._path(f"/mcp/{quote(name)}/logs"),
+                                          query={"follow": "1"}, timeout_ms=timeout_ms,
+                                          idle_timeout_ms=idle_timeout_ms)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            for chunk in chunks:
+                text = decoder.decode(chunk)
+                if text:
+                    yield text
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
 
     def stop(self, name: str, *, timeout_ms: int | None = None) -> None:
         """Stops one server and removes it from the gateway."""

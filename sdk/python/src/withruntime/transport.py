@@ -16,7 +16,7 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -113,6 +113,50 @@ class HTTPTransport:
         else:
             self._give_back(conn)
         return Response(answer.status, headers, body)
+
+    def stream(self, request: Request, *, idle_timeout: float | None = None
+               ) -> tuple[Response, Iterator[bytes]]:
+        """Sends ``request`` on a connection of its own; returns the answer's status and
+        headers (``body`` empty) and its body as it comes, in chunks. Closing the iterator
+        (or its end) closes the connection.
+
+        ``request.timeout`` bounds the connection and the answer's head; ``idle_timeout``
+        (seconds, None: none) how long the body may then be silent.
+        """
+        conn = self._connect(request.timeout)
+        try:
+            conn.request(request.method, self._prefix + request.target, body=request.body,
+                         headers=dict(request.headers))
+            answer = conn.getresponse()
+        except socket.timeout as e:
+            conn.close()
+            raise TimeoutError(f"no answer from {self._where()} within {request.timeout:g} s "
+                               f"({request.method} {request.target})") from e
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            raise ConnectionError(f"the connection to {self._where()} broke during "
+                                  f"{request.method} {request.target}: {type(e).__name__}: {e}", sent=True) from e
+        headers = {k.lower(): v for k, v in answer.getheaders()}
+        if conn.sock is not None:
+            conn.sock.settimeout(idle_timeout)
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                while True:
+                    chunk = answer.read1(65536)
+                    if not chunk:
+                        return
+                    yield chunk
+            except socket.timeout as e:
+                raise TimeoutError(f"nothing came from {self._where()} for {idle_timeout:g} s "
+                                   f"({request.method} {request.target})") from e
+            except (OSError, http.client.HTTPException) as e:
+                raise ConnectionError(f"the connection to {self._where()} broke during "
+                                      f"{request.method} {request.target}: {e}", sent=True) from e
+            finally:
+                conn.close()
+
+        return Response(answer.status, headers, b""), chunks()
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,47 @@
+/* common: the helpers that turn what a program printed into a message. */
+#include <jansson.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "unit.h"
+
+TEST(text_escape_shows_control_bytes_and_cuts)
+{
+    char out[300];
+    const char in[] = "Starting \"server\"\tv1\r\n\x01\xc3\xa9\\";
+    text_escape(in, sizeof in - 1, 200, out, sizeof out);
+    CHECK_STR(out, "Starting \\\"server\\\"\\tv1\\r\\n\\x01\\xc3\\xa9\\\\");
+    /* Cut at max bytes of the input: "..." says there was more. */
+    text_escape("abcdefgh", 8, 3, out, sizeof out);
+    CHECK_STR(out, "abc...");
+    /* Cut by the room in out: never a half escape, always terminated. */
+    char small[8];
+    text_escape("\x01\x02\x03", 3, 200, small, sizeof small);
+    CHECK_STR(small, "\\x01...");
+    text_escape("ab", 2, 200, small, sizeof small);
+    CHECK_STR(small, "ab");
+}
+
+/* The shapes of tests/fixtures/error-lines.json (npm 9 and 11, pip, a traceback), which
+ * the SDKs' tests read too: the same rule in the daemon and both SDKs. */
+TEST(text_error_line_takes_the_error_not_the_notices)
+{
+    json_error_t jerr;
+    json_t *cases = json_load_file("tests/fixtures/error-lines.json", 0, &jerr);
+    CHECK(json_array_size(cases) >= 8);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cases, i, c)
+    {
+        char out[300];
+        json_t *in = json_object_get(c, "stderr");
+        text_error_line(json_string_value(in), json_string_length(in), out, sizeof out);
+        if (strcmp(out, json_string_value(json_object_get(c, "line"))) != 0)
+            fprintf(stderr, "  case: %s\n", json_string_value(json_object_get(c, "what")));
+        CHECK_STR(out, json_string_value(json_object_get(c, "line")));
+    }
+    json_decref(cases);
+    char small[6]; /* cut to fit */
+    text_error_line("error: abcdef", 13, small, sizeof small);
+    CHECK_STR(small, "error");
+}
