@@ -53,14 +53,17 @@ int model_network_parse(json_t *v, struct model_network *out, err_t *err)
 {
     *out = (struct model_network){.internet = true};
     if (!v || json_is_null(v)) return 0;
+    static const char *const known[] = {"internet", "allow", NULL};
     json_t *inet = json_object_get(v, "internet"), *list = json_object_get(v, "allow");
     if (!json_is_object(v)) return err_set(err, -EINVAL, "network must be {internet, allow[]}");
+    int r = json_known_fields(v, "network", known, err);
+    if (r < 0) return r;
     if (inet && !json_is_boolean(inet))
         return err_set(err, -EINVAL, "network.internet must be true or false");
     if (list && !json_is_array(list))
         return err_set(err, -EINVAL, "network.allow must be an array of host names");
     out->internet = !inet || json_is_true(inet);
-    int r = parse_allow(list, out, err);
+    r = parse_allow(list, out, err);
     if (r < 0) model_network_clear(out);
     return r;
 }
