@@ -512,7 +512,7 @@ static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
         list[i] = json_string_value(json_array_get(hosts, i));
     struct policy pol;
     if (n == 0 ||
-        policy_build(true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
+        policy_build(true, true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
         return false;
     bool ok = policy_check(&pol, host, NULL, port) == POLICY_ALLOW;
     policy_clear(&pol);

@@ -258,8 +258,7 @@ static int sandbox_policy(struct server *srv, struct sbx *sb, const struct model
                           struct policy *out, err_t *err)
 {
     if (srv->hooks.policy) return srv->hooks.policy(sb, network, out, err);
-    return policy_build(network->internet, (const char *const *)network->allow, network->n_allow,
-                        out, err);
+    return model_network_policy(network, out, err);
 }
 
 /* Its egress on the listeners the keeper made in its network namespace (taken);

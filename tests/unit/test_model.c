@@ -1,6 +1,7 @@
 #include <errno.h>
 
 #include "model/model.h"
+#include "policy/policy.h"
 #include "unit.h"
 
 static int parse(const char *text, struct model_sandbox *out, err_t *err)
@@ -212,4 +213,49 @@ TEST(model_refuses_unknown_fields_at_every_level)
     CHECK(strstr(err.msg, "unknown fields: tool, user; known: ") != NULL);
     CHECK(parse_mcp("{\"id\":\"memory\",\"command\":[\"sh\"]}", &m, &err) == -EINVAL);
     CHECK(strstr(err.msg, "command") != NULL);
+}
+
+/* allow: [] is a list with no host; no allow is no list (any public host). The
+ * difference survives the JSON the API answers with and the store keeps. */
+TEST(model_network_empty_list_is_not_no_list)
+{
+    static const struct {
+        const char *in, *out;
+        bool listed;
+    } cases[] = {
+        {"{\"internet\":true}", "{\"internet\":true}", false},
+        {"{\"internet\":true,\"allow\":null}", "{\"internet\":true}", false},
+        {"{\"internet\":true,\"allow\":[]}", "{\"internet\":true,\"allow\":[]}", true},
+        {"{\"internet\":false,\"allow\":[]}", "{\"internet\":false,\"allow\":[]}", true},
+        {"{\"allow\":[\"a.example\"]}", "{\"internet\":true,\"allow\":[\"a.example\"]}", true},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        err_t err = {0};
+        struct model_network n, back, copy;
+        json_t *in = json_loads(cases[i].in, 0, NULL), *want = json_loads(cases[i].out, 0, NULL);
+        CHECK(model_network_parse(in, &n, &err) == 0);
+        CHECK(n.listed == cases[i].listed);
+        json_t *v = model_network_json(&n);
+        CHECK(json_equal(v, want));
+        CHECK(model_network_parse(v, &back, &err) == 0 && back.listed == n.listed);
+        CHECK(model_network_copy(&copy, &n, &err) == 0 && copy.listed == n.listed);
+        struct policy pol;
+        CHECK(model_network_policy(&n, &pol, &err) == 0);
+        enum policy_verdict any = policy_check(&pol, "anywhere.example", NULL, 443);
+        CHECK(any == (!n.internet       ? POLICY_DENY_OFFLINE
+                      : cases[i].listed ? POLICY_DENY_NOT_LISTED
+                                        : POLICY_ALLOW));
+        policy_clear(&pol);
+        json_decref(in);
+        json_decref(want);
+        json_decref(v);
+        model_network_clear(&n);
+        model_network_clear(&back);
+        model_network_clear(&copy);
+    }
+    struct model_network added = {.internet = true};
+    err_t err = {0};
+    CHECK(model_network_add(&added, "a.example", &err) == 0 && added.listed);
+    model_network_clear(&added);
+    CHECK(!added.listed && added.internet);
 }

@@ -51,16 +51,22 @@ export type StringMap = Record<string, string>;
 export interface Network {
   /** whether public addresses may be reached at all (private and metadata addresses never are) */
   internet: boolean;
-  /** the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host */
-  allow: string[];
+  /**
+   * the hosts allowed (names, *.suffix, addresses or CIDR ranges), besides those of the
+   * sandbox's catalog MCP servers; empty: no host but those; absent: any public host
+   */
+  allow?: string[];
   [more: string]: unknown;
 }
 
 export interface NetworkInput {
   /** @default true */
   internet?: boolean;
-  /** @default [] */
-  allow?: string[];
+  /**
+   * absent or null: any public host; []: no host (but the sandbox's catalog MCP
+   * servers' own); a list: only those hosts (and the catalog servers')
+   */
+  allow?: string[] | null;
 }
 
 export interface SandboxCreate {
@@ -87,7 +93,7 @@ export interface SandboxCreate {
    * @default {}
    */
   env?: Record<string, string>;
-  /** @default {"internet":true,"allow":[]} */
+  /** @default {"internet":true} */
   network?: NetworkInput;
   /**
    * when a sandbox of this name exists, answer it (200) instead of 409
@@ -262,7 +268,7 @@ export interface CatalogEntry {
   runtime: 'node' | 'python';
   license: string;
   command: string[];
-  /** the hosts it needs; added to the sandbox's allow list while it runs */
+  /** the hosts it needs; allowed while it runs, whatever the sandbox's allow list or internet say */
   egress: string[];
   settings: CatalogSetting[];
   /** of the reviewed tool list, or null */

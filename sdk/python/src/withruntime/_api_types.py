@@ -116,18 +116,23 @@ Time: TypeAlias = str
 StringMap: TypeAlias = dict[str, str]
 
 
-class Network(TypedDict):
+class _NetworkRequired(TypedDict):
     #: whether public addresses may be reached at all (private and metadata addresses never are)
     internet: bool
-    #: the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host
+
+
+class Network(_NetworkRequired, total=False):
+    #: the hosts allowed (names, *.suffix, addresses or CIDR ranges), besides those of the
+    #: sandbox's catalog MCP servers; empty: no host but those; absent: any public host
     allow: list[str]
 
 
 class NetworkInput(TypedDict, total=False):
     #: default: True
     internet: bool
-    #: default: []
-    allow: list[str]
+    #: absent or null: any public host; []: no host (but the sandbox's catalog MCP
+    #: servers' own); a list: only those hosts (and the catalog servers')
+    allow: list[str] | None
 
 
 class SandboxCreate(TypedDict, total=False):
@@ -145,7 +150,7 @@ class SandboxCreate(TypedDict, total=False):
     labels: dict[str, str]
     #: environment variables of every exec (default: {})
     env: dict[str, str]
-    #: default: {"internet": True, "allow": []}
+    #: default: {"internet": True}
     network: NetworkInput
     #: when a sandbox of this name exists, answer it (200) instead of 409 (default: False)
     getOrCreate: bool
@@ -325,7 +330,7 @@ class _CatalogEntryRequired(TypedDict):
     runtime: Literal["node", "python"]
     license: str
     command: list[str]
-    #: the hosts it needs; added to the sandbox's allow list while it runs
+    #: the hosts it needs; allowed while it runs, whatever the sandbox's allow list or internet say
     egress: list[str]
     settings: list[CatalogSetting]
     #: of the reviewed tool list, or null
