@@ -55,6 +55,8 @@ void mcp_metrics_write(struct sbx *sb, FILE *f)
                  sb->id, ms->name);
         fprintf(f, "runtime_gateway_requests_total{%s} %llu\n", labels,
                 (unsigned long long)ms->requests);
+        fprintf(f, "runtime_gateway_notifications_dropped_total{%s} %llu\n", labels,
+                (unsigned long long)ms->notifications_dropped);
         meter_histogram_write(f, "runtime_gateway_request_seconds", labels, &ms->latency);
     }
 }

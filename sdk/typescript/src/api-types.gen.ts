@@ -522,7 +522,9 @@ export interface McpFailedEvent {
 /**
  * the server's tool list is not the approved one: at start (fingerprint, error), or
  * while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
- * a tool its tools option does not expose (tool, reason)
+ * a tool its tools option does not expose (tool, reason); or a client sent a method
+ * as a notification (no id) that MCP does not define, which was dropped (method,
+ * tool for a tools/call, reason; at most a few a second, all counted in /metrics)
  */
 export interface McpRefusedEvent {
   seq: EventSeq;
@@ -536,6 +538,7 @@ export interface McpRefusedEvent {
   hidden?: string[];
   changes?: string;
   tool?: string;
+  method?: string;
   reason?: string;
   [more: string]: unknown;
 }

@@ -571,7 +571,9 @@ class _McpRefusedEventRequired(TypedDict):
 class McpRefusedEvent(_McpRefusedEventRequired, total=False):
     """the server's tool list is not the approved one: at start (fingerprint, error), or
     while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
-    a tool its tools option does not expose (tool, reason)
+    a tool its tools option does not expose (tool, reason); or a client sent a method
+    as a notification (no id) that MCP does not define, which was dropped (method,
+    tool for a tools/call, reason; at most a few a second, all counted in /metrics)
     """
 
     fingerprint: str
@@ -581,6 +583,7 @@ class McpRefusedEvent(_McpRefusedEventRequired, total=False):
     hidden: list[str]
     changes: str
     tool: str
+    method: str
     reason: str
 
 
