@@ -61,10 +61,12 @@ static bool owned_by(const struct sbx *s, const char *account)
     return !account || strcmp(s->account, account) == 0;
 }
 
+/* Only the account's own sandboxes are looked at, ids first: another account's id must
+ * read as no id at all, or a name equal to it would tell the caller that it exists. */
 struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *key)
 {
     for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (strcmp(s->id, key) == 0) return owned_by(s, account) ? s : NULL;
+        if (owned_by(s, account) && strcmp(s->id, key) == 0) return s;
     for (struct sbx *s = srv->sandboxes; account && s; s = s->next)
         if (owned_by(s, account) && s->settings.name[0] && strcmp(s->settings.name, key) == 0)
             return s;
