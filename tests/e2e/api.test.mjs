@@ -198,6 +198,23 @@ test('sandbox network: no list and an empty list stay apart in the CLI', async (
   await d.remove(sb.id);
 });
 
+// --cpus 64 was accepted on a 2-core host (issue 23): a limit that never limits.
+test("cpus above the host's online CPUs is refused naming both numbers; the host's own count is not", async () => {
+  const online = Number((await run('getconf', ['_NPROCESSORS_ONLN'])).stdout.trim());
+  assert.ok(online >= 1, 'getconf _NPROCESSORS_ONLN');
+  const over = await d.api('POST', '/v1/sandboxes', { name: 'too-many-cpus', cpus: online + 0.5 });
+  assertErrorShape(over, 400, 'bad_request');
+  assert.match(over.body.error.message, new RegExp(`cpus ${online + 0.5} is more than this host's ${online} online CPUs`));
+  const cli = await d.cli(['sandbox', 'create', '--name', 'too-many-cpus', '--cpus', String(online * 32)]);
+  assert.notEqual(cli.code, 0, cli.stdout);
+  assert.match(cli.stderr, new RegExp(`cpus ${online * 32} .*${online} online CPUs`));
+  const list = await d.api('GET', '/v1/sandboxes');
+  assert.equal(list.body.some((s) => s.name === 'too-many-cpus'), false, 'nothing was made');
+  const all = await d.create({ cpus: online });
+  assert.equal(all.cpus, online);
+  await d.remove(all.id);
+});
+
 test('401 without a key and with a wrong key; nothing leaks', async () => {
   for (const key of [null, 'wrong', d.key + 'x', d.key.slice(0, -1), '']) {
     for (const [m, p] of [['GET', '/v1/sandboxes'], ['POST', '/v1/sandboxes'], ['GET', '/v1/sandboxes/x']]) {
