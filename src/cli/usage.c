@@ -85,7 +85,8 @@ static const char sandbox_usage[] =
 #define CREATE_OPTIONS                                                                             \
     "  --name N              a unique name, usable in place of the id\n"                           \
     "  --memory MiB          memory limit (default 1024)\n"                                        \
-    "  --cpus N              CPU limit, fractions allowed, e.g. 0.5 (default 1)\n"                 \
+    "  --cpus N              CPU limit, fractions allowed, e.g. 0.5 (default 1; at most the\n"     \
+    "                        host's online CPUs)\n"                                                \
     "  --disk MiB            size limit of /workspace (default 2048)\n"                            \
     "  --idle-pause SECONDS  pause after this long without traffic (default 300)\n"                \
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
