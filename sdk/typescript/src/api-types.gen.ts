@@ -74,7 +74,10 @@ export interface SandboxCreate {
   name?: string | null;
   /** @default 1024 */
   memoryMiB?: number;
-  /** @default 1 */
+  /**
+   * at most the host's online CPUs (more is refused with 400 naming both)
+   * @default 1
+   */
   cpus?: number;
   /** @default 2048 */
   diskMiB?: number;

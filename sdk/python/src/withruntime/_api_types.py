@@ -140,7 +140,7 @@ class SandboxCreate(TypedDict, total=False):
     name: str | None
     #: default: 1024
     memoryMiB: int
-    #: default: 1
+    #: at most the host's online CPUs (more is refused with 400 naming both) (default: 1)
     cpus: float
     #: default: 2048
     diskMiB: int
