@@ -215,19 +215,10 @@ static int limit_field(json_t *body, const char *field, long long max, long long
 
 static int parse_body(json_t *body, struct account *acct, err_t *err)
 {
+    static const char *const known[] = {"name", "maxSandboxes", "maxMemoryMiB", NULL};
     if (!json_is_object(body))
         return err_set(err, -EINVAL, "the body must be {name, maxSandboxes?, maxMemoryMiB?}");
-    const char *k;
-    json_t *v;
-    json_object_foreach(body, k, v)
-    {
-        if (strcmp(k, "name") != 0 && strcmp(k, "maxSandboxes") != 0 &&
-            strcmp(k, "maxMemoryMiB") != 0)
-            return err_set(err, -EINVAL,
-                           "unknown field \"%.64s\"; an account is {name, maxSandboxes?, "
-                           "maxMemoryMiB?}",
-                           k);
-    }
+    if (json_known_fields(body, NULL, known, err) < 0) return -EINVAL;
     const char *name = json_string_value(json_object_get(body, "name"));
     long long sandboxes = 0, memory = 0;
     int r = account_check_name(name, err);

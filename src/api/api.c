@@ -194,6 +194,17 @@ static int check_limits(struct server *srv, const char *account,
     return 0;
 }
 
+/* A sandbox gets at most the host's online CPUs: more would be a limit that never
+ * limits, and a user who asks for 64 on a 2-core host should hear so. */
+static int check_host_cpus(double cpus, long online, err_t *err)
+{
+    if (online > 0 && cpus > (double)online)
+        return err_set(err, -EINVAL,
+                       "cpus %g is more than this host's %ld online CPUs; ask for at most %ld",
+                       cpus, online, online);
+    return 0;
+}
+
 static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
@@ -214,6 +225,8 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "
                   "getOrCreate",
                   settings.name, old->id);
+    } else if (check_host_cpus(settings.cpus, sysconf(_SC_NPROCESSORS_ONLN), &err) < 0) {
+        api_fail(req, &err);
     } else if (check_limits(srv, who->account, &settings, &err) < 0) {
         log_warn("refused a sandbox of account %s: %s", who->account, err.msg);
         api_fail(req, &err);

@@ -83,7 +83,9 @@ int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err)
 static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
                          struct server_run_spec *spec, const char **argv, char ***envp, err_t *err)
 {
-    int r = api_argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
+    static const char *const known[] = {"argv", "env", "cwd", "stdin", "timeoutMs", NULL};
+    int r = json_known_fields(body, NULL, known, err);
+    if (r == 0) r = api_argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
     if (r < 0) return r;
     json_t *e = json_object_get(body, "env");
     if (e && !json_is_object(e)) return err_set(err, -EINVAL, "env must be an object of strings");

@@ -19,7 +19,7 @@ struct change {
     const char *sid;
     int internet;  /* -1: unchanged, else 0 (off) or 1 (on) */
     json_t *allow; /* hosts to add, in the order given, without repeats */
-    bool clear;    /* empty the allow list before adding */
+    bool clear;    /* drop the allow list before adding (none left: any public host) */
     bool json;
 };
 
@@ -95,19 +95,26 @@ static int scan(struct args *a, struct change *ch)
 }
 
 /* The sandbox's network object with the change applied; members this client does not know
- * are sent back as they came. NULL when out of memory. */
+ * are sent back as they came. No allow list (any public host) stays none unless hosts are
+ * added, and --clear without hosts drops it: an empty list would be no host at all. NULL
+ * when out of memory. */
 static json_t *changed(json_t *net, const struct change *ch)
 {
     json_t *out = json_is_object(net) ? json_deep_copy(net) : json_object();
     json_t *old = json_object_get(out, "allow"), *allow = json_array(), *h;
     size_t i;
     if (!out || !allow) goto fail;
-    if (!ch->clear && json_is_array(old) && json_array_extend(allow, old) < 0) goto fail;
+    bool keep = !ch->clear && json_is_array(old);
+    if (keep && json_array_extend(allow, old) < 0) goto fail;
     json_array_foreach(ch->allow, i, h)
     {
         if (!listed(allow, json_string_value(h)) && json_array_append(allow, h) < 0) goto fail;
     }
-    if (json_object_set_new(out, "allow", allow) < 0) goto fail_out;
+    if (!keep && json_array_size(allow) == 0) {
+        json_decref(allow);
+        json_object_del(out, "allow");
+    } else if (json_object_set_new(out, "allow", allow) < 0)
+        goto fail_out;
     if (ch->internet >= 0 && json_object_set_new(out, "internet", json_boolean(ch->internet)) < 0)
         goto fail_out;
     return out;
@@ -118,7 +125,7 @@ fail_out:
     return NULL;
 }
 
-/* "internet: on\nallow: a, b"; an empty list lets any public host through. */
+/* "internet: on\nallow: a, b"; no list lets any public host through, an empty one none. */
 static int show_policy(json_t *net)
 {
     json_t *internet = json_object_get(net, "internet"), *h;
@@ -136,6 +143,8 @@ static int show_policy(json_t *net)
     }
     if (n)
         putchar('\n');
+    else if (json_is_array(json_object_get(net, "allow")))
+        puts("(no host: the list is empty)");
     else
         puts(json_is_true(internet) ? "(any public host)"
                                     : "(any public host once internet is on)");

@@ -155,7 +155,8 @@ static void show_network(json_t *net)
         if (w < 0 || (size_t)w >= sizeof buf - n) break;
         n += (size_t)w;
     }
-    line("Allow:", buf[0] ? buf : "-");
+    json_t *allow = json_object_get(net, "allow");
+    line("Allow:", buf[0] ? buf : json_is_array(allow) ? "(no host)" : "(any public host)");
 }
 
 void show_sandbox(json_t *sb)

@@ -86,7 +86,8 @@ static const char sandbox_usage[] =
 #define CREATE_OPTIONS                                                                             \
     "  --name N              a unique name, usable in place of the id\n"                           \
     "  --memory MiB          memory limit (default 1024)\n"                                        \
-    "  --cpus N              CPU limit, fractions allowed, e.g. 0.5 (default 1)\n"                 \
+    "  --cpus N              CPU limit, fractions allowed, e.g. 0.5 (default 1; at most the\n"     \
+    "                        host's online CPUs)\n"                                                \
     "  --disk MiB            size limit of /workspace (default 2048)\n"                            \
     "  --idle-pause SECONDS  pause after this long without traffic (default 300)\n"                \
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
@@ -179,15 +180,17 @@ static const char network_usage[] =
     "  internet: on\n"
     "  allow: api.github.com, *.example.com\n"
     "\n"
-    "An empty allow list lets the sandbox reach any public host; with internet off\n"
-    "every connection is refused. Private, loopback and metadata addresses are\n"
-    "always refused.\n"
+    "With no allow list the sandbox reaches any public host; with an empty one (the\n"
+    "API's \"allow\": []) or with internet off, none. The hosts of the sandbox's\n"
+    "catalog MCP servers stay reachable in every case. Private, loopback and\n"
+    "metadata addresses are always refused.\n"
     "\n"
     "Options:\n"
     "  --internet on|off     turn internet access on or off\n"
     "  --allow HOST          add a host to the allow list (e.g. api.github.com,\n"
     "                        *.example.com); repeatable\n"
-    "  --clear               empty the allow list first (then add any --allow)\n"
+    "  --clear               drop the allow list first (then add any --allow); with\n"
+    "                        no --allow the sandbox reaches any public host again\n"
     "  --json                print the API's JSON of the network policy\n";
 
 static const char events_usage[] =

@@ -62,6 +62,15 @@ void close_fds_except(const int *keep, size_t n);
 /* The version of this build (version.c: VERSION and git describe, from the Makefile). */
 const char *runtime_version(void);
 
+/* What a user asks for is never silently widened: the keys of a JSON body (or of an
+ * object in it) that its reader does not know are refused, every one named in one
+ * message with the keys it knows: "network: unknown fields: deny, foo; known: internet,
+ * allow" (-EINVAL). known ends with NULL; where ("" or NULL: none) names the object.
+ * Anything but an object passes: its type is its reader's to check. */
+struct json_t;
+int json_known_fields(const struct json_t *obj, const char *where, const char *const *known,
+                      err_t *err);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
 /* Seconds since the epoch with millisecond precision, as RFC 3339 text. */

@@ -55,6 +55,8 @@ void mcp_metrics_write(struct sbx *sb, FILE *f)
                  sb->id, ms->name);
         fprintf(f, "runtime_gateway_requests_total{%s} %llu\n", labels,
                 (unsigned long long)ms->requests);
+        fprintf(f, "runtime_gateway_notifications_dropped_total{%s} %llu\n", labels,
+                (unsigned long long)ms->notifications_dropped);
         meter_histogram_write(f, "runtime_gateway_request_seconds", labels, &ms->latency);
     }
 }
@@ -365,7 +367,7 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
         int r = parse_config(srv, sb, json_array_get(list, i), &cfgs[i], &entries[i], err);
-        if (r < 0) return r;
+        if (r < 0) return err_wrap(err, "servers[%zu]", i);
         *made = i + 1;
         const char *name = cfgs[i].name;
         struct mcp_server *old = mcp_server_find(sb->mcp, name);
@@ -412,7 +414,9 @@ static void start_one(struct mcp_box *box, struct model_mcp_server *cfg, json_t 
 
 int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, err_t *err)
 {
+    static const char *const known[] = {"servers", NULL};
     json_t *list = json_object_get(body, "servers");
+    if (json_known_fields(body, NULL, known, err) < 0) return -EINVAL;
     if (!json_is_array(list) || json_array_size(list) == 0)
         return err_set(err, -EINVAL,
                        "give the servers to start: {\"servers\": [{\"id\": "

@@ -74,14 +74,15 @@ static int installing_hosts(const struct mcp_box *box, struct model_network *hos
     return r;
 }
 
-/* Servers' hosts are allowed even with internet off; the rest as the sandbox says. */
+/* Servers' hosts are allowed even with internet off or an empty allow list; the rest
+ * as the sandbox says. */
 static int serving_hosts(const struct mcp_box *box, const struct model_network *network,
                          struct model_network *hosts, err_t *err)
 {
     int r = 0;
     for (struct mcp_server *ms = box ? box->servers : NULL; ms && r == 0; ms = ms->next)
         if (serving(ms)) r = add_catalog_hosts(hosts, ms, err);
-    bool everything = network->internet && network->n_allow == 0;
+    bool everything = network->internet && !network->listed;
     if (r == 0 && (hosts->n_allow == 0 || everything)) { /* the sandbox's own policy as it is */
         model_network_clear(hosts);
         return model_network_copy(hosts, network, err);
@@ -89,6 +90,7 @@ static int serving_hosts(const struct mcp_box *box, const struct model_network *
     for (size_t i = 0; r == 0 && network->internet && i < network->n_allow; i++)
         r = add_host(hosts, network->allow[i], err);
     hosts->internet = true;
+    hosts->listed = true;
     return r;
 }
 
@@ -98,8 +100,7 @@ int mcp_policy(struct sbx *sb, const struct model_network *network, struct polic
     struct mcp_box *box = sb->mcp;
     int r = box && box->installing > 0 ? installing_hosts(box, &hosts, err)
                                        : serving_hosts(box, network, &hosts, err);
-    if (r == 0)
-        r = policy_build(hosts.internet, (const char *const *)hosts.allow, hosts.n_allow, out, err);
+    if (r == 0) r = model_network_policy(&hosts, out, err);
     model_network_clear(&hosts);
     return r;
 }

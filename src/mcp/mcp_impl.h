@@ -88,7 +88,9 @@ struct mcp_server {
     struct event *restart_timer;
     unsigned restarts;
     uint64_t started_ms;
-    uint64_t requests; /* POSTs served, for /metrics */
+    uint64_t requests;                 /* POSTs served, for /metrics */
+    uint64_t notifications_dropped;    /* methods MCP does not define for clients, for /metrics */
+    struct rate_limit dropped_reports; /* their events and log lines */
     struct meter_histogram latency;
     struct mcp_server *next;
 };
@@ -271,6 +273,13 @@ void mcp_sessions_expire(struct mcp_server *ms);
 void mcp_route_from_server(struct mcp_backend *be, json_t *msg);
 void mcp_backend_lost(struct mcp_backend *be, const char *why);
 bool mcp_valid_message(json_t *m);
+/* Whether method (of a message without an id) is a notification MCP lets a client send a
+ * server. Any other is dropped with mcp_notification_dropped: a tools/call sent as a
+ * notification would reach the process past the tools option and the fingerprint gate. */
+bool mcp_client_notification(const char *method);
+/* Counts a notification the gateway dropped, and reports it (an mcp.refused event and a
+ * log line, at most a few a second). */
+void mcp_notification_dropped(struct mcp_server *ms, json_t *msg);
 /* Messages from a client on a POST: 0, or an HTTP status to reply with. */
 int mcp_session_post(struct mcp_session *s, struct httpd_req *req, json_t *body);
 void mcp_session_initialize(struct mcp_server *ms, struct httpd_req *req, json_t *msg);

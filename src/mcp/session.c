@@ -331,9 +331,55 @@ static struct mcp_pending *pending_of(struct mcp_backend *be, struct mcp_session
     return NULL;
 }
 
+/* MCP's ClientNotification (2025-03-26 to 2025-11-25). */
+bool mcp_client_notification(const char *method)
+{
+    static const char *const defined[] = {
+        "notifications/initialized",        "notifications/cancelled",    "notifications/progress",
+        "notifications/roots/list_changed", "notifications/tasks/status",
+    };
+    for (size_t i = 0; method && i < ARRAY_LEN(defined); i++)
+        if (strcmp(method, defined[i]) == 0) return true;
+    return false;
+}
+
+/* A client's string as logs and events show it: at most size-1 bytes, cut between UTF-8
+ * characters, control characters as '?' (a newline would forge a log line). */
+static const char *shown(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; in && in[n] && n + 1 < size; n++)
+        out[n] = (unsigned char)in[n] < 0x20 || in[n] == 0x7f ? '?' : in[n];
+    if (in && in[n]) /* cut short: not inside a UTF-8 character */
+        while (n > 0 && ((unsigned char)in[n] & 0xc0) == 0x80)
+            n--;
+    out[n] = '\0';
+    return out;
+}
+
+void mcp_notification_dropped(struct mcp_server *ms, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    ms->notifications_dropped++;
+    if (!ms->dropped_reports.rate) ms->dropped_reports = RATE_LIMIT(1, 5);
+    if (!rate_allow(&ms->dropped_reports, now_ms())) return;
+    char m[81], t[129];
+    shown(method, m, sizeof m);
+    log_warn("sandbox %s, MCP server %s: dropped a %s sent as a notification (no id): only "
+             "the notifications MCP defines reach the server",
+             ms->box->sb->id, ms->name, m[0] ? m : "(no method)");
+    json_t *fields = json_pack("{s:s,s:s}", "method", m, "reason",
+                               "sent as a notification, which MCP does not define: dropped");
+    if (tool && method && strcmp(method, "tools/call") == 0)
+        json_object_set_new(fields, "tool", json_string(shown(tool, t, sizeof t)));
+    mcp_event(ms, "mcp.refused", fields);
+}
+
 static void client_notification(struct mcp_session *s, json_t *msg)
 {
     const char *method = json_string_value(json_object_get(msg, "method"));
+    if (!mcp_client_notification(method)) return mcp_notification_dropped(s->server, msg);
     struct mcp_backend *be = mcp_session_backend(s);
     if (!be || be->state != BE_READY) return;
     if (strcmp(method, "notifications/initialized") == 0 ||

@@ -439,6 +439,8 @@ static void post(struct mcp_server *ms, struct httpd_req *req)
                       mcp_modern_error(json_object_get(body, "id"), v.code, v.message, v.data));
     } else if (v.era == MCP_ERA_NOTIFICATION) {
         ms->requests++; /* none is defined over HTTP in 2026-07-28: accepted, dropped */
+        const char *method = json_string_value(json_object_get(body, "method"));
+        if (!mcp_client_notification(method)) mcp_notification_dropped(ms, body);
         httpd_reply(req, 202, NULL);
     } else if (v.era == MCP_ERA_MODERN) {
         mcp_modern_post(ms, req, body);

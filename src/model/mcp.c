@@ -73,6 +73,12 @@ static int parse_identity(json_t *in, struct model_mcp_server *s, err_t *err)
         return err_set(err, -EINVAL,
                        "a server needs a catalog id, or a name and a command (an argv array of "
                        "strings)");
+    /* A catalog server runs the catalog's command: one given beside it is refused, not dropped. */
+    if (id && command)
+        return err_set(err, -EINVAL,
+                       "server %.64s: command is for a server of one's own, not beside a catalog "
+                       "id; give {\"name\", \"command\"} without id to run your own",
+                       id);
     if (!name) name = id;
     if (!valid_name(name) || (id && strlen(id) >= sizeof s->id))
         return err_set(err, -EINVAL,
@@ -131,6 +137,10 @@ static int parse_options(json_t *in, struct model_mcp_server *s, err_t *err)
     return parse_tools(json_object_get(in, "tools"), s, err);
 }
 
+static const char *const known_fields[] = {
+    "id", "name", "command", "args", "env", "secrets", "fingerprint", "isolation", "tools", NULL,
+};
+
 int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err)
 {
     *out = (struct model_mcp_server){0};
@@ -138,7 +148,9 @@ int model_mcp_server_parse(json_t *in, struct model_mcp_server *out, err_t *err)
         return err_set(err, -EINVAL,
                        "each server is an object: {\"id\": \"memory\"} or {\"name\": \"mine\", "
                        "\"command\": [\"node\", \"/workspace/server.js\"]}");
-    int r = parse_identity(in, out, err);
+    int r = json_known_fields(in, NULL, known_fields, err);
+    if (r < 0) return r;
+    r = parse_identity(in, out, err);
     if (r == 0) r = parse_options(in, out, err);
     if (r < 0) model_mcp_server_clear(out);
     return r;

@@ -34,18 +34,26 @@ json_t *model_map_json(const struct model_map *m);
 void model_map_clear(struct model_map *m);
 
 /* network: who the sandbox may reach. allow holds the entries as given; the egress
- * policy (policy.h) is built from them. */
+ * policy (policy.h) is built from them. An empty list and no list differ: listed
+ * with no entry reaches no host (but what the gateway adds: its catalog servers'
+ * hosts), no list (listed false) any public host. internet false: none. */
 struct model_network {
     bool internet;
+    bool listed; /* an allow list was given */
     char **allow;
     size_t n_allow;
 };
-/* v: the API's {internet, allow[]} or NULL/null for the default (internet on, no
- * list). Every entry is checked as a policy rule; err names the bad one. */
+/* v: the API's {internet, allow?[]} or NULL/null for the default (internet on, no
+ * list). allow absent or null: no list. Every entry is checked as a policy rule;
+ * err names the bad one, or every unknown field. */
 int model_network_parse(json_t *v, struct model_network *out, err_t *err);
+/* {internet, allow[]}, allow only when there is a list: parsing it gives n back. */
 json_t *model_network_json(const struct model_network *n);
-/* Adds host to allow unless it is listed already. */
+/* Adds host to allow unless it is listed already; n is limited to its list from then on. */
 int model_network_add(struct model_network *n, const char *host, err_t *err);
+struct policy;
+/* The egress policy of these settings (policy.h); policy_clear it. */
+int model_network_policy(const struct model_network *n, struct policy *out, err_t *err);
 int model_network_copy(struct model_network *dst, const struct model_network *src, err_t *err);
 void model_network_clear(struct model_network *n);
 

@@ -127,23 +127,13 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
 static const char *const known_fields[] = {
     "name",   "memoryMiB", "cpus",    "diskMiB",     "idlePauseSeconds",
     "labels", "env",       "network", "getOrCreate", /* a create's, read by the API */
+    NULL,
 };
 
 static int check_fields(json_t *body, err_t *err)
 {
     if (!json_is_object(body)) return err_set(err, -EINVAL, "the body must be a JSON object");
-    const char *k;
-    json_t *v;
-    json_object_foreach(body, k, v)
-    {
-        bool known = false;
-        for (size_t i = 0; i < ARRAY_LEN(known_fields); i++)
-            known |= strcmp(k, known_fields[i]) == 0;
-        if (!known)
-            return err_set(err, -EINVAL,
-                           "unknown field \"%.64s\"; see SPEC.md for the sandbox fields", k);
-    }
-    return 0;
+    return json_known_fields(body, NULL, known_fields, err);
 }
 
 int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)

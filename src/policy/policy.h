@@ -79,17 +79,21 @@ int policy_parse_rule(const char *text, struct policy_rule *out, err_t *err);
 #define POLICY_RULES_MAX 256 /* entries in network.allow */
 struct policy {
     bool internet;
+    bool listed; /* only what a rule matches (nothing when there is none); false and no
+                    rule: any public host */
     struct policy_rule *rules; /* owned */
     size_t n_rules;
 };
 /* Builds from the network.allow strings of a sandbox's settings; err names the
- * bad entry. */
-int policy_build(bool internet, const char *const *allow, size_t n, struct policy *out, err_t *err);
+ * bad entry. listed: an allow list was given (even empty: then no host); false
+ * with n 0: no list, any public host. */
+int policy_build(bool internet, bool listed, const char *const *allow, size_t n, struct policy *out,
+                 err_t *err);
 void policy_clear(struct policy *p);
 
 /* Decision for a destination: name is canonical or NULL (IP-only connection),
- * addr may be NULL (not resolved yet). internet=false refuses all; an empty
- * list allows any public host; otherwise a rule must match the name (or the
+ * addr may be NULL (not resolved yet). internet=false refuses all; no list
+ * (listed false) allows any public host; otherwise a rule must match the name (or the
  * address, for IP and CIDR rules) and the port. Port 0 in a rule matches any
  * port; port 0 here means "any port" too (a DNS question has no port yet). */
 enum policy_verdict { POLICY_ALLOW, POLICY_DENY_OFFLINE, POLICY_DENY_NOT_LISTED };

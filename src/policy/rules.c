@@ -285,7 +285,8 @@ int policy_parse_rule(const char *text, struct policy_rule *out, err_t *err)
     return r;
 }
 
-int policy_build(bool internet, const char *const *allow, size_t n, struct policy *out, err_t *err)
+int policy_build(bool internet, bool listed, const char *const *allow, size_t n, struct policy *out,
+                 err_t *err)
 {
     memset(out, 0, sizeof *out);
     if (n > POLICY_RULES_MAX)
@@ -307,6 +308,7 @@ int policy_build(bool internet, const char *const *allow, size_t n, struct polic
         }
     }
     out->internet = internet;
+    out->listed = listed || n > 0;
     out->rules = rules;
     out->n_rules = n;
     return 0;
@@ -343,7 +345,7 @@ enum policy_verdict policy_check(const struct policy *p, const char *name,
                                  const struct policy_addr *addr, uint16_t port)
 {
     if (!p || !p->internet) return POLICY_DENY_OFFLINE;
-    if (p->n_rules == 0) return POLICY_ALLOW;
+    if (!p->listed && p->n_rules == 0) return POLICY_ALLOW; /* any rule makes it a list */
     for (size_t i = 0; i < p->n_rules; i++)
         if (rule_matches(&p->rules[i], name, addr, port)) return POLICY_ALLOW;
     return POLICY_DENY_NOT_LISTED;

@@ -354,8 +354,11 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
     json_t *value = json_object_get(body, "value");
     int r = secrets_check_name(name, err);
     if (r < 0) return r;
+    static const char *const known[] = {"value", "hosts", "methods", "paths", NULL};
     if (!json_is_object(body) || !json_is_string(value))
         return err_set(err, -EINVAL, "the body must be {value, hosts[], methods?[], paths?[]}");
+    r = json_known_fields(body, NULL, known, err);
+    if (r < 0) return r;
     r = secrets_check_value(json_string_value(value), json_string_length(value), err);
     if (r < 0) return r;
     struct secret_entry *s = find_secret(v, account, name);
@@ -509,7 +512,7 @@ static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
         list[i] = json_string_value(json_array_get(hosts, i));
     struct policy pol;
     if (n == 0 ||
-        policy_build(true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
+        policy_build(true, true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
         return false;
     bool ok = policy_check(&pol, host, NULL, port) == POLICY_ALLOW;
     policy_clear(&pol);

@@ -228,7 +228,10 @@ char *server_metrics_text(struct server *srv)
     fputs("# HELP runtime_gateway_requests_total MCP gateway requests by server.\n"
           "# TYPE runtime_gateway_requests_total counter\n"
           "# HELP runtime_gateway_request_seconds MCP gateway request latency by server.\n"
-          "# TYPE runtime_gateway_request_seconds histogram\n",
+          "# TYPE runtime_gateway_request_seconds histogram\n"
+          "# HELP runtime_gateway_notifications_dropped_total Client messages without an id "
+          "that are not notifications MCP defines (a tools/call sent as one), by server.\n"
+          "# TYPE runtime_gateway_notifications_dropped_total counter\n",
           f);
     if (srv->hooks.metrics)
         for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)

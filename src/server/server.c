@@ -66,10 +66,12 @@ static bool owned_by(const struct sbx *s, const char *account)
     return !account || strcmp(s->account, account) == 0;
 }
 
+/* Only the account's own sandboxes are looked at, ids first: another account's id must
+ * read as no id at all, or a name equal to it would tell the caller that it exists. */
 struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *key)
 {
     for (struct sbx *s = srv->sandboxes; s; s = s->next)
-        if (strcmp(s->id, key) == 0) return owned_by(s, account) ? s : NULL;
+        if (owned_by(s, account) && strcmp(s->id, key) == 0) return s;
     for (struct sbx *s = srv->sandboxes; account && s; s = s->next)
         if (owned_by(s, account) && s->settings.name[0] && strcmp(s->settings.name, key) == 0)
             return s;
@@ -274,8 +276,7 @@ static int sandbox_policy(struct server *srv, struct sbx *sb, const struct model
                           struct policy *out, err_t *err)
 {
     if (srv->hooks.policy) return srv->hooks.policy(sb, network, out, err);
-    return policy_build(network->internet, (const char *const *)network->allow, network->n_allow,
-                        out, err);
+    return model_network_policy(network, out, err);
 }
 
 /* Its egress on the listeners the keeper made in its network namespace (taken);

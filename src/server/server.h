@@ -128,8 +128,9 @@ json_t *server_catalog(struct server *srv);             /* borrowed */
 /* What the server holds for requests that name no sandbox (the parent of theirs). */
 struct budget *server_budget(struct server *srv);
 
-/* Registry. Lookups take an id or a name (names are an account's own): a
- * sandbox of another account is not found. account NULL: any, by id only. */
+/* Registry. Lookups take an id or a name, among the account's own sandboxes only (ids
+ * first): a sandbox of another account is not found, and its id is no id here (a name
+ * equal to it finds the account's sandbox of that name). account NULL: any, by id only. */
 struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *id_or_name);
 struct sbx *server_sandbox_first(struct server *srv);
 /* Creates with these settings (taken: *settings is left empty). The keeper builds it while the loop

@@ -92,6 +92,12 @@ static const char *const migrations[] = {
     "DROP TABLE secrets;"
     "ALTER TABLE secrets1 RENAME TO secrets;"
     "ALTER TABLE placeholders ADD COLUMN account TEXT NOT NULL DEFAULT 'default';",
+    /* 2: network.allow [] now means no host, and no allow field any public host
+     * (issue 23): the rows written before, where [] meant any public host, lose the
+     * empty list so that they keep their meaning. */
+    "UPDATE sandboxes SET spec = json_remove(spec, '$.network.allow') "
+    "WHERE CASE WHEN json_valid(spec) THEN json_type(spec, '$.network.allow') = 'array' "
+    "AND json_array_length(spec, '$.network.allow') = 0 ELSE 0 END;",
 };
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)

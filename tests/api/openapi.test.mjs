@@ -294,7 +294,7 @@ test('the document is OpenAPI 3.1: refs resolve, schemas compile and say their t
 test('the validator is not vacuous: wrong shapes and undocumented fields fail', () => {
   const sandbox = {
     id: 'abc123', name: null, status: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
-    cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, labels: {}, env: {}, network: { internet: true, allow: [] },
+    cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, labels: {}, env: {}, network: { internet: true },
   };
   const v = validator(schemas.Sandbox, '#/components/schemas/Sandbox', true);
   assert.ok(v(sandbox), errorsText(v));
@@ -381,8 +381,7 @@ test('sandboxes: create, defaults, getOrCreate, get, list by label', { skip }, a
     assert.deepEqual(probeSb[k], props[k].default, `${k}: the default the document says`);
   }
   assert.deepEqual(probeSb.network, props.network.default);
-  assert.deepEqual(probeSb.network, { internet: schemas.NetworkInput.properties.internet.default,
-    allow: schemas.NetworkInput.properties.allow.default });
+  assert.deepEqual(probeSb.network, { internet: schemas.NetworkInput.properties.internet.default });
   assert.equal(probeSb.name, null);
 
   for (const ref of [sb.id, NAME]) await call('GET', '/v1/sandboxes/{id}', { params: { id: ref }, expect: 200 });
@@ -472,7 +471,9 @@ test('network: replace the policy, see it on the sandbox, errors', { skip }, asy
   const g = await call('GET', '/v1/sandboxes/{id}', { params: { id: sb.id }, expect: 200 });
   assert.deepEqual(g.body.network, r.body);
   const empty = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: {} });
-  assert.deepEqual(empty.body, { internet: true, allow: [] }, 'an omitted field takes its default');
+  assert.deepEqual(empty.body, { internet: true }, 'an omitted field takes its default: no allow list');
+  const none = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { allow: [] } });
+  assert.deepEqual(none.body, { internet: true, allow: [] }, 'an empty list is kept: no host');
   await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { internet: false } });
   await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_request', { params: { id: sb.id }, body: { allow: 'example.com' }, reqValid: false });
   await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_json', { params: { id: sb.id }, raw: '' });

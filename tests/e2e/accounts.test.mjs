@@ -5,6 +5,7 @@
 // account, and an account removed with a SIGKILL of the daemon half-way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -229,6 +230,37 @@ test("names and secrets are per account: B's customer-42 and GH_TOKEN are its ow
   assert.equal(await gatewayStatus(gwA.url, gwA.authorization), 200);
   assert.equal(await gatewayStatus(gwB.url, gwA.authorization), 401);
   assert.equal(await gatewayStatus(gwA.url, gwB.authorization), 401);
+});
+
+// The id oracle (issue 23): ids were matched across accounts before names, so B's
+// sandbox named after an id of A's could not be found by that name, which told B the
+// id existed. A name equal to another account's id must behave exactly as any free name.
+test("a sandbox of B named after an id of A's behaves as one named after no id", {
+  skip: !isRoot() && 'needs root',
+}, async () => {
+  const b = as(keyB);
+  const control = crypto.randomBytes(boxA.id.length / 2).toString('hex'); // shaped as an id, not one
+  const seen = {};
+  for (const name of [boxA.id, control]) {
+    const made = await b.api('POST', '/v1/sandboxes', { name });
+    if (made.body?.id) d.track(made.body.id);
+    const again = await b.api('POST', '/v1/sandboxes', { name, getOrCreate: true });
+    const dup = await b.api('POST', '/v1/sandboxes', { name });
+    const got = await b.api('GET', `/v1/sandboxes/${name}`);
+    const cli = await b.cli(['sandbox', 'get', name, '--json']);
+    seen[name === control ? 'control' : 'id of A'] = {
+      made: made.status, again: again.status, sameAgain: again.body?.id === made.body?.id,
+      dup: dup.status, dupCode: dup.body?.error?.code, got: got.status, sameGot: got.body?.id === made.body?.id,
+      cli: cli.code, sameCli: cli.code === 0 && JSON.parse(cli.stdout).id === made.body?.id,
+    };
+    if (made.body?.id) await b.api('DELETE', `/v1/sandboxes/${made.body.id}`);
+  }
+  assert.deepEqual(seen.control, { made: 201, again: 200, sameAgain: true, dup: 409, dupCode: 'name_taken',
+    got: 200, sameGot: true, cli: 0, sameCli: true });
+  assert.deepEqual(seen['id of A'], seen.control);
+  const a = await as(keyA).api('GET', `/v1/sandboxes/${boxA.id}`);
+  assert.equal(a.status, 200, a.text);
+  assert.equal(a.body.name, 'customer-42', "A's sandbox is A's, untouched");
 });
 
 test('limits: the sandbox past maxSandboxes, past maxMemoryMiB and the 51st secret are 429 naming the limit', {

@@ -170,6 +170,51 @@ test('bad input is a 400 whose message names the field', async () => {
   assert.equal(usage.code, 2, `usage errors exit 2: ${usage.stderr}`);
 });
 
+// No allow list (any public host) and an empty one (no host) are different settings:
+// the CLI shows them apart and never turns one into the other unasked.
+test('sandbox network: no list and an empty list stay apart in the CLI', async () => {
+  const sb = await d.create({});
+  const net = async (...args) => {
+    const r = await d.cli(['sandbox', 'network', sb.id, ...args]);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+  const api = async () => (await d.api('GET', `/v1/sandboxes/${sb.id}`)).body.network;
+  assert.match(await net(), /^internet: on\nallow: \(any public host\)$/m);
+  await net('--internet', 'off');
+  assert.deepEqual(await api(), { internet: false }, 'turning internet off makes no list');
+  await net('--internet', 'on', '--allow', 'api.example.com');
+  assert.deepEqual(await api(), { internet: true, allow: ['api.example.com'] });
+  await net('--clear');
+  assert.deepEqual(await api(), { internet: true }, '--clear alone: no list, any public host');
+  const put = await d.api('PUT', `/v1/sandboxes/${sb.id}/network`, { internet: true, allow: [] });
+  assert.equal(put.status, 200, put.text);
+  assert.match(await net(), /^allow: \(no host: the list is empty\)$/m);
+  await net('--internet', 'off');
+  await net('--internet', 'on');
+  assert.deepEqual(await api(), { internet: true, allow: [] }, 'the empty list is kept');
+  const show = await d.cli(['sandbox', 'get', sb.id]);
+  assert.match(show.stdout, /^Allow:\s+\(no host\)$/m, show.stdout);
+  await d.remove(sb.id);
+});
+
+// --cpus 64 was accepted on a 2-core host (issue 23): a limit that never limits.
+test("cpus above the host's online CPUs is refused naming both numbers; the host's own count is not", async () => {
+  const online = Number((await run('getconf', ['_NPROCESSORS_ONLN'])).stdout.trim());
+  assert.ok(online >= 1, 'getconf _NPROCESSORS_ONLN');
+  const over = await d.api('POST', '/v1/sandboxes', { name: 'too-many-cpus', cpus: online + 0.5 });
+  assertErrorShape(over, 400, 'bad_request');
+  assert.match(over.body.error.message, new RegExp(`cpus ${online + 0.5} is more than this host's ${online} online CPUs`));
+  const cli = await d.cli(['sandbox', 'create', '--name', 'too-many-cpus', '--cpus', String(online * 32)]);
+  assert.notEqual(cli.code, 0, cli.stdout);
+  assert.match(cli.stderr, new RegExp(`cpus ${online * 32} .*${online} online CPUs`));
+  const list = await d.api('GET', '/v1/sandboxes');
+  assert.equal(list.body.some((s) => s.name === 'too-many-cpus'), false, 'nothing was made');
+  const all = await d.create({ cpus: online });
+  assert.equal(all.cpus, online);
+  await d.remove(all.id);
+});
+
 test('401 without a key and with a wrong key; nothing leaks', async () => {
   for (const key of [null, 'wrong', d.key + 'x', d.key.slice(0, -1), '']) {
     for (const [m, p] of [['GET', '/v1/sandboxes'], ['POST', '/v1/sandboxes'], ['GET', '/v1/sandboxes/x']]) {

@@ -71,10 +71,10 @@ function query(i) {
 let d, noisy, victim, closed;
 before(async () => {
   d = await startDaemon({ prefix: 'runtime-neighbour-' });
-  // An empty allow list with internet on: any public name resolves (to the stub's
+  // Internet on and no allow list: any public name resolves (to the stub's
   // synthetic addresses); nothing here ever reaches a real host.
-  noisy = await d.create({ name: 'noisy', network: { internet: true, allow: [] } });
-  victim = await d.create({ name: 'victim', network: { internet: true, allow: [] } });
+  noisy = await d.create({ name: 'noisy', network: { internet: true } });
+  victim = await d.create({ name: 'victim', network: { internet: true } });
   // No Internet: every name it asks for is refused, each with an event.
   closed = await d.create({ name: 'closed', network: { internet: false, allow: [] } });
   for (const sb of [noisy, victim, closed]) {

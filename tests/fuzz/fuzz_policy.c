@@ -332,7 +332,7 @@ static void fuzz_lines(const char *s)
     }
     struct policy pol;
     err_t err = {0};
-    int r = policy_build(true, lines, n, &pol, &err);
+    int r = policy_build(true, true, lines, n, &pol, &err);
     REQUIRE((r == 0) == all_ok);
     if (r < 0) {
         check_error(r, &err);

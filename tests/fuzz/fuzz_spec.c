@@ -107,10 +107,10 @@ static void check_spec(json_t *spec)
     check_string_map(json_object_get(spec, "labels"), "labels");
     check_string_map(json_object_get(spec, "env"), "env");
     json_t *net = json_object_get(spec, "network");
-    json_t *allow = json_object_get(net, "allow");
-    if (!json_is_object(net) || json_object_size(net) != 2 ||
-        !json_is_boolean(json_object_get(net, "internet")) || !json_is_array(allow))
-        fail("network is not {internet, allow[]}");
+    json_t *allow = json_object_get(net, "allow"); /* absent: no list, any public host */
+    if (!json_is_object(net) || json_object_size(net) != (allow ? 2u : 1u) ||
+        !json_is_boolean(json_object_get(net, "internet")) || (allow && !json_is_array(allow)))
+        fail("network is not {internet, allow?[]}");
     size_t i;
     json_t *h;
     json_array_foreach(allow, i, h) if (!json_is_string(h) || json_string_length(h) == 0 ||

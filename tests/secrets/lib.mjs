@@ -189,7 +189,7 @@ export class SecretsDaemon extends EgressDaemon {
 
   /** A sandbox with inside.mjs and the test CA (for spliced hosts) in /workspace. */
   async secretsSandbox(spec = {}) {
-    const sb = await this.create({ network: { internet: true, allow: [] }, ...spec });
+    const sb = await this.create({ network: { internet: true }, ...spec }); // no allow list: any public host
     await this.putFile(sb.id, '/workspace/inside.mjs', fs.readFileSync(INSIDE_JS));
     await this.putFile(sb.id, '/workspace/testca.pem', fs.readFileSync(this.upstreamCa));
     return sb;

@@ -114,7 +114,7 @@ TEST(egress_dns_answer_of_a_new_name_waits_for_its_write)
     CHECK(fds[0] >= 0 && fds[1] >= 0 && fds[2] >= 0 && client >= 0);
     const char *allow[] = {"a.example", "b.example"};
     struct policy pol;
-    CHECK(policy_build(true, allow, 2, &pol, &err) == 0);
+    CHECK(policy_build(true, true, allow, 2, &pol, &err) == 0);
     struct egress_sandbox *es = NULL;
     CHECK(egress_sandbox_add(eg, "sb1", fds, &pol, &es, &err) == 0);
     uint16_t ids[8];
@@ -144,7 +144,7 @@ TEST(egress_dns_answer_of_a_new_name_waits_for_its_write)
 
     /* Removed while a write is going: the answer is dropped, the callback frees. */
     const char *allow2[] = {"c.example"};
-    CHECK(policy_build(true, allow2, 1, &pol, &err) == 0);
+    CHECK(policy_build(true, true, allow2, 1, &pol, &err) == 0);
     egress_sandbox_set_policy(es, &pol);
     ask(base, client, &stub, 5, "c.example");
     CHECK(hook.calls == 3);

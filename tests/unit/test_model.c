@@ -1,6 +1,7 @@
 #include <errno.h>
 
 #include "model/model.h"
+#include "policy/policy.h"
 #include "unit.h"
 
 static int parse(const char *text, struct model_sandbox *out, err_t *err)
@@ -150,4 +151,111 @@ TEST(model_mcp_server_rejects)
         CHECK(strstr(err.msg, cases[i].word) != NULL);
         CHECK(s.env.v == NULL && s.command.v == NULL && s.args.v == NULL);
     }
+}
+
+/* Unknown keys: refused, every one named at once with the known ones. */
+TEST(json_known_fields_names_every_unknown_key)
+{
+    static const char *const known[] = {"internet", "allow", NULL};
+    err_t err = {0};
+    json_t *ok = json_loads("{\"internet\":true,\"allow\":[]}", 0, NULL);
+    json_t *bad = json_loads("{\"internet\":true,\"deny\":[\"x\"],\"foo\":1}", 0, NULL);
+    json_t *one = json_loads("{\"deny\":[]}", 0, NULL);
+    json_t *arr = json_loads("[1]", 0, NULL);
+    CHECK(json_known_fields(ok, "network", known, &err) == 0);
+    CHECK(json_known_fields(arr, "network", known, &err) == 0); /* its type: the reader's */
+    CHECK(json_known_fields(bad, "network", known, &err) == -EINVAL);
+    CHECK_STR(err.msg, "network: unknown fields: deny, foo; known: internet, allow");
+    CHECK(json_known_fields(one, NULL, known, &err) == -EINVAL);
+    CHECK_STR(err.msg, "unknown field: deny; known: internet, allow");
+    json_decref(ok);
+    json_decref(bad);
+    json_decref(one);
+    json_decref(arr);
+}
+
+TEST(json_known_fields_counts_what_the_message_cannot_hold)
+{
+    static const char *const known[] = {"a", NULL};
+    json_t *o = json_object();
+    char key[80];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "unknown_key_number_%02d", i);
+        json_object_set_new(o, key, json_true());
+    }
+    err_t err = {0};
+    CHECK(json_known_fields(o, "body", known, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "unknown_key_number_00, unknown_key_number_01") != NULL);
+    CHECK(strstr(err.msg, " more; known: a") != NULL);
+    json_decref(o);
+}
+
+TEST(model_refuses_unknown_fields_at_every_level)
+{
+    static const struct {
+        const char *body, *msg;
+    } cases[] = {
+        {"{\"bogus\":1,\"memoryMiB\":256,\"extra\":2}",
+         "unknown fields: bogus, extra; known: name,"},
+        {"{\"network\":{\"internet\":true,\"deny\":[\"example.com\"]}}",
+         "network: unknown field: deny; known: internet, allow"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err_t err = {0};
+        struct model_sandbox s;
+        CHECK(parse(cases[i].body, &s, &err) == -EINVAL);
+        if (!strstr(err.msg, cases[i].msg)) fprintf(stderr, "  got: %s\n", err.msg);
+        CHECK(strstr(err.msg, cases[i].msg) != NULL);
+    }
+    err_t err = {0};
+    struct model_mcp_server m;
+    CHECK(parse_mcp("{\"id\":\"memory\",\"tool\":[\"x\"],\"user\":\"root\"}", &m, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "unknown fields: tool, user; known: ") != NULL);
+    CHECK(parse_mcp("{\"id\":\"memory\",\"command\":[\"sh\"]}", &m, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "command") != NULL);
+}
+
+/* allow: [] is a list with no host; no allow is no list (any public host). The
+ * difference survives the JSON the API answers with and the store keeps. */
+TEST(model_network_empty_list_is_not_no_list)
+{
+    static const struct {
+        const char *in, *out;
+        bool listed;
+    } cases[] = {
+        {"{\"internet\":true}", "{\"internet\":true}", false},
+        {"{\"internet\":true,\"allow\":null}", "{\"internet\":true}", false},
+        {"{\"internet\":true,\"allow\":[]}", "{\"internet\":true,\"allow\":[]}", true},
+        {"{\"internet\":false,\"allow\":[]}", "{\"internet\":false,\"allow\":[]}", true},
+        {"{\"allow\":[\"a.example\"]}", "{\"internet\":true,\"allow\":[\"a.example\"]}", true},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        err_t err = {0};
+        struct model_network n, back, copy;
+        json_t *in = json_loads(cases[i].in, 0, NULL), *want = json_loads(cases[i].out, 0, NULL);
+        CHECK(model_network_parse(in, &n, &err) == 0);
+        CHECK(n.listed == cases[i].listed);
+        json_t *v = model_network_json(&n);
+        CHECK(json_equal(v, want));
+        CHECK(model_network_parse(v, &back, &err) == 0 && back.listed == n.listed);
+        CHECK(model_network_copy(&copy, &n, &err) == 0 && copy.listed == n.listed);
+        struct policy pol;
+        CHECK(model_network_policy(&n, &pol, &err) == 0);
+        enum policy_verdict any = policy_check(&pol, "anywhere.example", NULL, 443);
+        CHECK(any == (!n.internet       ? POLICY_DENY_OFFLINE
+                      : cases[i].listed ? POLICY_DENY_NOT_LISTED
+                                        : POLICY_ALLOW));
+        policy_clear(&pol);
+        json_decref(in);
+        json_decref(want);
+        json_decref(v);
+        model_network_clear(&n);
+        model_network_clear(&back);
+        model_network_clear(&copy);
+    }
+    struct model_network added = {.internet = true};
+    err_t err = {0};
+    CHECK(model_network_add(&added, "a.example", &err) == 0 && added.listed);
+    model_network_clear(&added);
+    CHECK(!added.listed && added.internet);
 }

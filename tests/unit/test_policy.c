@@ -584,17 +584,17 @@ TEST(policy_build_limits)
     }
     struct policy p;
     err_t err = {0};
-    CHECK(policy_build(true, allow, POLICY_RULES_MAX, &p, &err) == 0);
+    CHECK(policy_build(true, true, allow, POLICY_RULES_MAX, &p, &err) == 0);
     CHECK(p.internet && p.n_rules == POLICY_RULES_MAX);
     CHECK_STR(p.rules[255].name, "host255.example.com");
     policy_clear(&p);
     CHECK(p.rules == NULL && p.n_rules == 0 && !p.internet);
-    CHECK(policy_build(true, allow, POLICY_RULES_MAX + 1, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, allow, POLICY_RULES_MAX + 1, &p, &err) == -EINVAL);
     CHECK(strstr(err.msg, "257 entries") && strstr(err.msg, "at most 256"));
     CHECK(p.rules == NULL && !p.internet);
-    CHECK(policy_build(false, NULL, 0, &p, &err) == 0 && !p.internet && p.n_rules == 0);
+    CHECK(policy_build(false, false, NULL, 0, &p, &err) == 0 && !p.internet && p.n_rules == 0);
     policy_clear(&p);
-    CHECK(policy_build(true, NULL, 2, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, NULL, 2, &p, &err) == -EINVAL);
     policy_clear(NULL);
 }
 
@@ -603,21 +603,21 @@ TEST(policy_build_names_the_bad_entry)
     const char *allow[] = {"example.com", "*.co.uk", "b.example"};
     struct policy p;
     err_t err = {0};
-    CHECK(policy_build(true, allow, 3, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, allow, 3, &p, &err) == -EINVAL);
     CHECK(strstr(err.msg, "network.allow[1] \"*.co.uk\"") != NULL);
     CHECK(strstr(err.msg, "public suffix") != NULL);
     CHECK(p.rules == NULL && p.n_rules == 0 && !p.internet); /* fails closed */
     const char *ctl[] = {"exa\x01mple\xff.com"};
-    CHECK(policy_build(true, ctl, 1, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, ctl, 1, &p, &err) == -EINVAL);
     CHECK(strstr(err.msg, "network.allow[0] \"exa?mple?.com\"") != NULL);
     const char *utf[] = {"bücher.example", "bü cher.example"};
-    CHECK(policy_build(true, utf, 2, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, utf, 2, &p, &err) == -EINVAL);
     CHECK(strstr(err.msg, "\"bü cher.example\"") != NULL);
     char big[400];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     const char *longname[] = {big};
-    CHECK(policy_build(true, longname, 1, &p, &err) == -EINVAL);
+    CHECK(policy_build(true, true, longname, 1, &p, &err) == -EINVAL);
     CHECK(strstr(err.msg, "...\"") != NULL && strlen(err.msg) < 200);
 }
 
@@ -625,7 +625,7 @@ static struct policy mkpolicy(bool internet, const char *const *allow, size_t n)
 {
     struct policy p;
     err_t err = {0};
-    if (policy_build(internet, allow, n, &p, &err) < 0) {
+    if (policy_build(internet, n > 0, allow, n, &p, &err) < 0) {
         fprintf(stderr, "policy_build: %s\n", err.msg);
         abort();
     }
@@ -689,6 +689,21 @@ TEST(policy_check_addresses)
     a = ip("::c000:209"); /* compatible is not mapped */
     CHECK(policy_check(&p, NULL, &a, 443) == POLICY_DENY_NOT_LISTED);
     policy_clear(&p);
+}
+
+TEST(policy_check_empty_list_is_no_host)
+{
+    struct policy none, any;
+    err_t err = {0};
+    CHECK(policy_build(true, true, NULL, 0, &none, &err) == 0);
+    CHECK(policy_build(true, false, NULL, 0, &any, &err) == 0);
+    struct policy_addr a = ip("93.184.216.34");
+    CHECK(policy_check(&none, "example.com", NULL, 443) == POLICY_DENY_NOT_LISTED);
+    CHECK(policy_check(&none, NULL, &a, 443) == POLICY_DENY_NOT_LISTED);
+    CHECK(policy_check(&any, "example.com", NULL, 443) == POLICY_ALLOW);
+    CHECK(policy_check(&any, NULL, &a, 443) == POLICY_ALLOW);
+    policy_clear(&none);
+    policy_clear(&any);
 }
 
 TEST(policy_check_internet_and_empty)

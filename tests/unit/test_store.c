@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "store/store.h"
 #include "unit.h"
 
@@ -464,5 +466,59 @@ TEST(store_read_only_connection_refuses_writes)
     CHECK(store_mcp_get(d.reader, "sb2", &json, &err) == 0);
     CHECK(json && strcmp(json, "{\"w\":1}") == 0);
     free(json);
+    db_close(&d, failed_);
+}
+
+static int collect_spec(const struct store_sandbox *sb, void *arg)
+{
+    char **specs = arg;
+    int i = sb->id[2] - '0';
+    if (i >= 0 && i < 4) specs[i] = strdup(sb->spec_json);
+    return 0;
+}
+
+/* Schema 2: rows written when network.allow [] meant any public host lose the empty
+ * list (no list: any public host), so that they keep their meaning; a list with
+ * hosts, and a row without one, are left as they were. */
+TEST(store_schema_2_keeps_what_an_empty_allow_list_meant)
+{
+    static const char *const before[] = {
+        "{\"name\":null,\"network\":{\"internet\":true,\"allow\":[]}}",
+        "{\"name\":null,\"network\":{\"internet\":false,\"allow\":[]}}",
+        "{\"name\":null,\"network\":{\"internet\":true,\"allow\":[\"a.example\"]}}",
+        "{\"name\":null,\"network\":{\"internet\":true}}",
+    };
+    static const char *const after[] = {
+        "{\"name\":null,\"network\":{\"internet\":true}}",
+        "{\"name\":null,\"network\":{\"internet\":false}}",
+        "{\"name\":null,\"network\":{\"internet\":true,\"allow\":[\"a.example\"]}}",
+        "{\"name\":null,\"network\":{\"internet\":true}}",
+    };
+    struct db d;
+    db_open(&d, failed_);
+    err_t err = {0};
+    for (int i = 0; i < 4; i++) {
+        struct store_sandbox sb = {
+            .slot = (uint32_t)i, .created_ms = i, .spec_json = (char *)before[i]};
+        snprintf(sb.id, sizeof sb.id, "sb%d", i);
+        strcpy(sb.account, "default");
+        strcpy(sb.status, "running");
+        CHECK(store_sandbox_insert(d.reader, &sb, &err) == 0);
+    }
+    store_writer_stop(d.writer);
+    store_close(d.reader);
+    /* As a daemon of schema 1 left it. */
+    sqlite3 *db;
+    CHECK(sqlite3_open(d.path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version=1", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_open(d.path, &d.reader, &err) == 0);
+    CHECK(store_writer_start(d.path, &d.writer, &err) == 0);
+    char *specs[4] = {0};
+    CHECK(store_sandbox_each(d.reader, collect_spec, specs, &err) == 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK_STR(specs[i], after[i]);
+        free(specs[i]);
+    }
     db_close(&d, failed_);
 }

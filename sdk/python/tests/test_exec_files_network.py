@@ -69,14 +69,15 @@ def test_files_errors(sbx: Sandbox) -> None:
 
 
 def test_network_get_set(sbx: Sandbox) -> None:
-    assert sbx.network.get() == {"internet": True, "allow": []}
+    assert sbx.network.get() == {"internet": True}  # no allow list: any public host
     assert sbx.network.set(internet=False, allow=["api.example.com"]) == \
         {"internet": False, "allow": ["api.example.com"]}
     assert sbx.network.get() == {"internet": False, "allow": ["api.example.com"]}
     with pytest.raises(BadRequestError):
         sbx.network.set(allow=[""])
+    assert sbx.network.set(allow=[]) == {"internet": True, "allow": []}  # no host
     sbx.network.set()
-    assert sbx.network.get() == {"internet": True, "allow": []}
+    assert sbx.network.get() == {"internet": True}
 
 
 def test_events(sbx: Sandbox, runtime: Runtime) -> None:

@@ -51,16 +51,22 @@ export type StringMap = Record<string, string>;
 export interface Network {
   /** whether public addresses may be reached at all (private and metadata addresses never are) */
   internet: boolean;
-  /** the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host */
-  allow: string[];
+  /**
+   * the hosts allowed (names, *.suffix, addresses or CIDR ranges), besides those of the
+   * sandbox's catalog MCP servers; empty: no host but those; absent: any public host
+   */
+  allow?: string[];
   [more: string]: unknown;
 }
 
 export interface NetworkInput {
   /** @default true */
   internet?: boolean;
-  /** @default [] */
-  allow?: string[];
+  /**
+   * absent or null: any public host; []: no host (but the sandbox's catalog MCP
+   * servers' own); a list: only those hosts (and the catalog servers')
+   */
+  allow?: string[] | null;
 }
 
 export interface SandboxCreate {
@@ -68,7 +74,10 @@ export interface SandboxCreate {
   name?: string | null;
   /** @default 1024 */
   memoryMiB?: number;
-  /** @default 1 */
+  /**
+   * at most the host's online CPUs (more is refused with 400 naming both)
+   * @default 1
+   */
   cpus?: number;
   /** @default 2048 */
   diskMiB?: number;
@@ -87,7 +96,7 @@ export interface SandboxCreate {
    * @default {}
    */
   env?: Record<string, string>;
-  /** @default {"internet":true,"allow":[]} */
+  /** @default {"internet":true} */
   network?: NetworkInput;
   /**
    * when a sandbox of this name exists, answer it (200) instead of 409
@@ -274,7 +283,7 @@ export interface CatalogEntry {
   runtime: 'node' | 'python';
   license: string;
   command: string[];
-  /** the hosts it needs; added to the sandbox's allow list while it runs */
+  /** the hosts it needs; allowed while it runs, whatever the sandbox's allow list or internet say */
   egress: string[];
   settings: CatalogSetting[];
   /** of the reviewed tool list, or null */
@@ -578,7 +587,9 @@ export interface McpFailedEvent {
 /**
  * the server's tool list is not the approved one: at start (fingerprint, error), or
  * while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
- * a tool its tools option does not expose (tool, reason)
+ * a tool its tools option does not expose (tool, reason); or a client sent a method
+ * as a notification (no id) that MCP does not define, which was dropped (method,
+ * tool for a tools/call, reason; at most a few a second, all counted in /metrics)
  */
 export interface McpRefusedEvent {
   seq: EventSeq;
@@ -592,6 +603,7 @@ export interface McpRefusedEvent {
   hidden?: string[];
   changes?: string;
   tool?: string;
+  method?: string;
   reason?: string;
   [more: string]: unknown;
 }

@@ -116,7 +116,8 @@ function sandboxOptions(p: Parsed): SandboxOptions {
     idlePauseSeconds: num(p, '--idle-pause'), labels: pairs(p, '--label'), env: pairs(p, '--env'),
   };
   const allow = p.values.get('--allow');
-  if (allow || p.flags.has('--no-internet')) o.network = { internet: !p.flags.has('--no-internet'), allow: allow ?? [] };
+  // No --allow: no list (any public host); an empty one would be no host at all.
+  if (allow || p.flags.has('--no-internet')) o.network = { internet: !p.flags.has('--no-internet'), ...(allow ? { allow } : {}) };
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as SandboxOptions;
 }
 

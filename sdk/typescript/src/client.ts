@@ -278,12 +278,17 @@ export class Files {
 export class Network {
   constructor(private readonly sbx: Sandbox) {}
 
-  /** The policy in force (read from the sandbox). */
+  /** The policy in force (read from the sandbox); no `allow`: any public host. */
   async get(call: CallOptions = {}): Promise<NetworkPolicy> {
     return (await this.sbx.refresh(call)).network;
   }
 
-  /** Replaces the policy; it takes effect at once, also on open connections. */
+  /**
+   * Replaces the policy; it takes effect at once, also on open connections.
+   * `allow` left out: any public host; `allow: []`: no host; a list: only those hosts.
+   * The hosts of the sandbox's catalog MCP servers are reachable in every case, and
+   * `internet: false` leaves only them.
+   */
   async set(policy: Partial<NetworkPolicy>, call: CallOptions = {}): Promise<NetworkPolicy> {
     const net = await this.sbx.call<NetworkPolicy>(
       { method: 'PUT', path: this.sbx.path('/network'), json: policy, ...call });

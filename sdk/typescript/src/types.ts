@@ -12,7 +12,9 @@ type Closed<T> = { [K in keyof T as string extends K ? never : number extends K 
 export type SandboxStatus = api.SandboxStatus;
 
 /**
- * A sandbox's egress policy: `internet` on or off, and the hosts allowed.
+ * A sandbox's egress policy: `internet` on or off, and the hosts allowed. No `allow`:
+ * any public host; `allow: []`: no host; a list: only those. The hosts of the sandbox's
+ * catalog MCP servers are reachable in every case (even with `internet: false`).
  * Closed, unlike the wire type (an answer, so open): `network.set()` takes
  * `Partial<NetworkPolicy>`, and there a misspelt key must not pass.
  */

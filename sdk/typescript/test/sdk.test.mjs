@@ -84,7 +84,10 @@ test('files: write with mode, read back bytes, text and mode', { skip }, async (
 test('network get/set, pause/resume, events', { skip }, async () => {
   const sbx = await rt.sandboxes.create({ network: { internet: false } });
   d.track(sbx.id);
-  assert.deepEqual(await sbx.network.get(), { internet: false, allow: [] });
+  assert.deepEqual(await sbx.network.get(), { internet: false });
+  assert.deepEqual(await sbx.network.set({ internet: true, allow: [] }), { internet: true, allow: [] },
+    'an empty list is kept: no host');
+  assert.deepEqual(await sbx.network.set({ internet: true }), { internet: true }, 'no list: any public host');
   const net = await sbx.network.set({ internet: true, allow: ['example.com'] });
   assert.deepEqual(net, { internet: true, allow: ['example.com'] });
   assert.deepEqual((await sbx.refresh()).network, net);

@@ -121,18 +121,23 @@ Time: TypeAlias = str
 StringMap: TypeAlias = dict[str, str]
 
 
-class Network(TypedDict):
+class _NetworkRequired(TypedDict):
     #: whether public addresses may be reached at all (private and metadata addresses never are)
     internet: bool
-    #: the hosts allowed (names, *.suffix, addresses or CIDR ranges); empty allows every public host
+
+
+class Network(_NetworkRequired, total=False):
+    #: the hosts allowed (names, *.suffix, addresses or CIDR ranges), besides those of the
+    #: sandbox's catalog MCP servers; empty: no host but those; absent: any public host
     allow: list[str]
 
 
 class NetworkInput(TypedDict, total=False):
     #: default: True
     internet: bool
-    #: default: []
-    allow: list[str]
+    #: absent or null: any public host; []: no host (but the sandbox's catalog MCP
+    #: servers' own); a list: only those hosts (and the catalog servers')
+    allow: list[str] | None
 
 
 class SandboxCreate(TypedDict, total=False):
@@ -140,7 +145,7 @@ class SandboxCreate(TypedDict, total=False):
     name: str | None
     #: default: 1024
     memoryMiB: int
-    #: default: 1
+    #: at most the host's online CPUs (more is refused with 400 naming both) (default: 1)
     cpus: float
     #: default: 2048
     diskMiB: int
@@ -150,7 +155,7 @@ class SandboxCreate(TypedDict, total=False):
     labels: dict[str, str]
     #: environment variables of every exec (default: {})
     env: dict[str, str]
-    #: default: {"internet": True, "allow": []}
+    #: default: {"internet": True}
     network: NetworkInput
     #: when a sandbox of this name exists, answer it (200) instead of 409 (default: False)
     getOrCreate: bool
@@ -342,7 +347,7 @@ class _CatalogEntryRequired(TypedDict):
     runtime: Literal["node", "python"]
     license: str
     command: list[str]
-    #: the hosts it needs; added to the sandbox's allow list while it runs
+    #: the hosts it needs; allowed while it runs, whatever the sandbox's allow list or internet say
     egress: list[str]
     settings: list[CatalogSetting]
     #: of the reviewed tool list, or null
@@ -629,7 +634,9 @@ class _McpRefusedEventRequired(TypedDict):
 class McpRefusedEvent(_McpRefusedEventRequired, total=False):
     """the server's tool list is not the approved one: at start (fingerprint, error), or
     while it ran (fingerprint, approved, blocked, hidden, changes); or a client called
-    a tool its tools option does not expose (tool, reason)
+    a tool its tools option does not expose (tool, reason); or a client sent a method
+    as a notification (no id) that MCP does not define, which was dropped (method,
+    tool for a tools/call, reason; at most a few a second, all counted in /metrics)
     """
 
     fingerprint: str
@@ -639,6 +646,7 @@ class McpRefusedEvent(_McpRefusedEventRequired, total=False):
     hidden: list[str]
     changes: str
     tool: str
+    method: str
     reason: str
 
 

@@ -284,18 +284,28 @@ class Network:
         self._sbx = sandbox
 
     def get(self, *, timeout_ms: int | None = None) -> NetworkPolicy:
-        """The policy in force: ``{internet, allow}``."""
+        """The policy in force: ``{internet, allow}``; no ``allow`` key: any public host."""
         return self._sbx.refresh(timeout_ms=timeout_ms).get("network", {})
 
-    def set(self, *, internet: bool = True, allow: Sequence[str] = (),
+    def set(self, *, internet: bool = True, allow: Sequence[str] | None = None,
             timeout_ms: int | None = None) -> NetworkPolicy:
         """Replaces the policy at once, also for open connections.
 
+        Args:
+            internet: False: no host at all (but the sandbox's catalog MCP servers' own).
+            allow: None (the default): any public host. A list: only those hosts, and
+                an empty list no host; the hosts of the sandbox's catalog MCP servers
+                are reachable either way.
+
         Private and metadata addresses stay refused whatever it says.
         """
+        body: dict[str, Any] = {"internet": internet}
+        if allow is not None:
+            if isinstance(allow, str):
+                raise TypeError("allow is a list of hosts, e.g. ['api.github.com']")
+            body["allow"] = list(allow)
         policy: NetworkPolicy = self._sbx.runtime.call(
-            "PUT", self._sbx._path("/network"),
-            json_body={"internet": internet, "allow": list(allow)}, timeout_ms=timeout_ms)
+            "PUT", self._sbx._path("/network"), json_body=body, timeout_ms=timeout_ms)
         self._sbx.info["network"] = policy
         return policy
 

@@ -1,0 +1,102 @@
+// What a user asks for is never silently widened (issue 23, finding 6): every body
+// the API takes refuses a field it does not know, with a 400 that names every wrong
+// field in one answer and the fields it knows, and nothing changes. Before, exec,
+// network, secrets and MCP start dropped them: {"deny": [...]} answered 200 and left
+// the host reachable, a secret sent with `rules` was stored with no limit, and
+// {"user": "root"} ran as uid 1000.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startDaemon, stopDaemon, isRoot } from './lib.mjs';
+
+const skip = !isRoot() && 'needs root';
+let d;
+let box; // a running sandbox with a narrowed network
+
+before(async () => {
+  if (!isRoot()) return;
+  d = await startDaemon({ prefix: 'runtime-fields-' });
+  box = await d.create({ name: 'fields', network: { internet: true, allow: ['api.example.com'] } });
+});
+
+after(async () => {
+  if (!d) return;
+  await d.api('DELETE', '/v1/accounts/fieldtest').catch(() => {});
+  await stopDaemon(d);
+});
+
+/** A 400 bad_request whose message names every one of fields as unknown, and `known`. */
+function assertUnknown(r, fields, known) {
+  assert.equal(r.status, 400, r.text);
+  assert.equal(r.body.error.code, 'bad_request', r.text);
+  const msg = r.body.error.message;
+  const list = new RegExp(`unknown fields?: ([^;]*); known: (.*)$`).exec(msg);
+  assert.ok(list, `the message lists the unknown and the known fields: ${msg}`);
+  assert.deepEqual(list[1].split(', ').sort(), [...fields].sort(), msg);
+  for (const k of known) assert.ok(list[2].split(', ').includes(k), `${k} is among the known: ${msg}`);
+}
+
+test('create: unknown fields, at the top and in network, are refused and nothing is made', { skip }, async () => {
+  const top = await d.api('POST', '/v1/sandboxes', { name: 'widened', cpu: 2, memory: 256 });
+  assertUnknown(top, ['cpu', 'memory'], ['name', 'cpus', 'memoryMiB', 'network']);
+  const nested = await d.api('POST', '/v1/sandboxes',
+    { name: 'widened', network: { internet: true, deny: ['example.com'], connect: [] } });
+  assertUnknown(nested, ['deny', 'connect'], ['internet', 'allow']);
+  assert.match(nested.body.error.message, /^network: /);
+  const list = await d.api('GET', '/v1/sandboxes');
+  assert.deepEqual(list.body.map((s) => s.name), ['fields']);
+});
+
+test('network: {deny} is refused and the policy is as before', { skip }, async () => {
+  const before_ = (await d.api('GET', `/v1/sandboxes/${box.id}`)).body.network;
+  const r = await d.api('PUT', `/v1/sandboxes/${box.id}/network`,
+    { internet: true, deny: ['example.com'], foo: 1 });
+  assertUnknown(r, ['deny', 'foo'], ['internet', 'allow']);
+  const after_ = (await d.api('GET', `/v1/sandboxes/${box.id}`)).body.network;
+  assert.deepEqual(after_, before_);
+  assert.deepEqual(after_.allow, ['api.example.com']);
+});
+
+test('exec: {user: "root"} is refused and nothing runs', { skip }, async () => {
+  const r = await d.api('POST', `/v1/sandboxes/${box.id}/exec`,
+    { argv: ['sh', '-c', 'echo ran > /workspace/ran'], user: 'root', shell: true });
+  assertUnknown(r, ['user', 'shell'], ['argv', 'env', 'cwd', 'stdin', 'timeoutMs']);
+  const f = await d.api('GET', `/v1/sandboxes/${box.id}/files?path=/workspace/ran`);
+  assert.equal(f.status, 404, `the program must not have run: ${f.text}`);
+  const ok = await d.exec(box.id, ['id', '-u']);
+  assert.equal(ok.stdout.trim(), '1000');
+});
+
+test('secret put: {rules} is refused and no secret is stored', { skip }, async () => {
+  const r = await d.api('PUT', '/v1/secrets/RULED',
+    { value: 'sk-unlimited', hosts: ['api.example.com'], rules: [{ methods: ['GET'] }], header: 'X' });
+  assertUnknown(r, ['rules', 'header'], ['value', 'hosts', 'methods', 'paths']);
+  assert.ok(!r.text.includes('sk-unlimited'), 'the value is not echoed');
+  const list = await d.api('GET', '/v1/secrets');
+  assert.equal(list.status, 200, list.text);
+  assert.equal(list.body.some((s) => s.name === 'RULED'), false, list.text);
+});
+
+test('MCP start: unknown fields of the body and of a server entry are refused, nothing starts', { skip }, async () => {
+  const top = await d.api('POST', `/v1/sandboxes/${box.id}/mcp`,
+    { servers: [{ name: 'mine', command: ['node', '/workspace/s.mjs'] }], wait: 60 });
+  assertUnknown(top, ['wait'], ['servers']);
+  const entry = await d.api('POST', `/v1/sandboxes/${box.id}/mcp`,
+    { servers: [{ name: 'mine', command: ['node', '/workspace/s.mjs'], user: 'root', tool: ['x'] }] });
+  assertUnknown(entry, ['user', 'tool'], ['name', 'command', 'tools', 'env']);
+  assert.match(entry.body.error.message, /^servers\[0\]: /);
+  // A catalog server runs its catalog command: a command beside an id is not dropped.
+  const both = await d.api('POST', `/v1/sandboxes/${box.id}/mcp`,
+    { servers: [{ id: 'memory', command: ['sh', '-c', 'id'] }] });
+  assert.equal(both.status, 400, both.text);
+  assert.match(both.body.error.message, /command/);
+  const st = await d.api('GET', `/v1/sandboxes/${box.id}/mcp`);
+  assert.deepEqual(st.body.servers ?? [], [], st.text);
+});
+
+test('account create: every unknown field is named, and no account is made', { skip }, async () => {
+  const r = await d.api('POST', '/v1/accounts', { name: 'fieldtest', maxSandbox: 1, maxMemory: 512 });
+  assertUnknown(r, ['maxSandbox', 'maxMemory'], ['name', 'maxSandboxes', 'maxMemoryMiB']);
+  const list = await d.api('GET', '/v1/accounts');
+  assert.equal(list.body.some((a) => a.name === 'fieldtest'), false, list.text);
+});
