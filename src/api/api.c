@@ -239,7 +239,8 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
 /* Sandbox paths: absolute as given; relative ones are under /workspace. */
 static int sandbox_path(const char *in, char *out, size_t size)
 {
-    if (!in || !*in || strlen(in) >= size - 12) return -EINVAL;
+    /* Room for /workspace/ and an upload's temporary name beside it. */
+    if (!in || !*in || strlen(in) >= size - 40) return -EINVAL;
     if (in[0] == '/')
         snprintf(out, size, "%s", in);
     else
@@ -247,35 +248,82 @@ static int sandbox_path(const char *in, char *out, size_t size)
     return 0;
 }
 
-/* A file request waiting for the keeper to open its file. httpd keeps a request
- * that was not answered alive even when its client leaves (answering it then
- * frees it), so req is valid until the answer. */
+/* A file request waiting for the keeper. httpd keeps a request that was not
+ * answered alive even when its client leaves (answering it then frees it), so
+ * req is valid until the answer. */
 struct file_req {
     struct httpd_req *req;
-    char path[PROTO_PATH_LEN]; /* for messages */
+    struct server *srv;
+    char sandbox[PROTO_ID_LEN]; /* looked up again: it may be removed meanwhile */
+    char path[PROTO_PATH_LEN];
+    char temp[PROTO_PATH_LEN]; /* PUT: where the bytes go before they take path's place */
+    bool keep_mode;
+    err_t err; /* PUT: why it failed, told once the temporary file is gone */
 };
 
-static struct file_req *file_req_new(struct httpd_req *req, const char *path)
+static struct file_req *file_req_new(struct httpd_req *req, struct server *srv,
+                                     const struct sbx *sb, const char *path)
 {
-    struct file_req *f = malloc(sizeof *f);
+    struct file_req *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->req = req;
+    f->srv = srv;
+    memcpy(f->sandbox, sb->id, sizeof f->sandbox);
     snprintf(f->path, sizeof f->path, "%s", path);
     return f;
 }
 
-/* PUT: the body (read in full already) into the file the keeper opened. */
+/* An upload is atomic: its bytes go to a new file beside PATH, which takes PATH's
+ * place once they are all on disk, or is removed. A reader never sees half a file,
+ * and a full disk leaves nothing behind. */
+static void temp_name(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    char rnd[9];
+    random_hex(rnd, 4);
+    snprintf(out, size, "%.*s.%s.runtime-%s", (int)(slash - path + 1), path, slash + 1, rnd);
+}
+
+static void put_answer(struct file_req *f, const err_t *err)
+{
+    if (err)
+        api_fail(f->req, err);
+    else
+        httpd_reply(f->req, 204, NULL);
+    free(f);
+}
+
+static void on_temp_removed(struct server *srv, const err_t *err, void *arg)
+{
+    struct file_req *f = arg;
+    if (err) log_warn("upload into sandbox %s: %s", f->sandbox, err->msg);
+    put_answer(f, &f->err);
+}
+
+/* Gives up the upload: the temporary file goes, then the client hears f->err. */
+static void put_abandon(struct file_req *f)
+{
+    err_t err = {0};
+    struct sbx *sb = server_sandbox_find(f->srv, NULL, f->sandbox);
+    if (!sb || server_rename_file(f->srv, sb, f->temp, NULL, false, on_temp_removed, f, &err) < 0)
+        put_answer(f, &f->err);
+}
+
+static void on_put_renamed(struct server *srv, const err_t *err, void *arg)
+{
+    struct file_req *f = arg;
+    if (!err) return put_answer(f, NULL);
+    f->err = *err;
+    put_abandon(f);
+}
+
+/* PUT: the body (read in full already) into the new file the keeper opened, then
+ * in place of the old one. */
 static void on_put_open(struct server *srv, int fd, const err_t *error, void *arg)
 {
     struct file_req *f = arg;
-    struct httpd_req *req = f->req;
-    err_t err = {0};
-    if (fd < 0) {
-        api_fail(req, error);
-        free(f);
-        return;
-    }
-    struct evbuffer *in = httpd_body(req);
+    if (fd < 0) return put_answer(f, error);
+    struct evbuffer *in = httpd_body(f->req);
     int r = 0;
     while (r == 0 && evbuffer_get_length(in) > 0) {
         int n = evbuffer_write(in, fd);
@@ -283,13 +331,16 @@ static void on_put_open(struct server *srv, int fd, const err_t *error, void *ar
     }
     if (r == 0 && fsync(fd) < 0) r = -errno;
     close(fd);
-    if (r < 0) {
-        err_set(&err, r, "cannot write %s: %s", f->path, strerror(-r));
-        api_fail(req, &err);
-    } else {
-        httpd_reply(req, 204, NULL);
-    }
-    free(f);
+    httpd_drop_body(f->req);
+    struct sbx *sb = server_sandbox_find(srv, NULL, f->sandbox);
+    if (r < 0)
+        err_set(&f->err, r, "cannot write %s: %s", f->path, strerror(-r));
+    else if (!sb)
+        err_set(&f->err, -ENOENT, "sandbox %s was removed during the upload", f->sandbox);
+    else if (server_rename_file(srv, sb, f->temp, f->path, f->keep_mode, on_put_renamed, f,
+                                &f->err) == 0)
+        return;
+    put_abandon(f);
 }
 
 /* GET: the file's bytes and mode. */
@@ -327,9 +378,15 @@ static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb,
                       bool put, unsigned mode)
 {
     err_t err = {0};
-    struct file_req *f = file_req_new(req, path);
+    struct file_req *f = file_req_new(req, srv, sb, path);
     if (!f) return api_error(req, 500, "internal", "out of memory");
-    if (server_open_file(srv, sb, path, put, mode, put ? on_put_open : on_get_open, f, &err) < 0) {
+    if (put) {
+        temp_name(path, f->temp, sizeof f->temp);
+        f->keep_mode = mode == 0; /* no mode given: a file replaced keeps its own */
+    }
+    int r = put ? server_open_file(srv, sb, f->temp, 2, mode, on_put_open, f, &err)
+                : server_open_file(srv, sb, path, 0, 0, on_get_open, f, &err);
+    if (r < 0) {
         free(f);
         api_fail(req, &err);
     }

@@ -258,10 +258,21 @@ static int on_open_file(struct keeper *k, struct request *rq)
 {
     const struct proto_file *p = (const void *)rq->buf;
     if (!memchr(p->path, '\0', sizeof p->path) || p->mode > 0777) return -EPROTO;
+    if (p->write > 2) return -EPROTO;
     int r = from_driver(
-        k->drv->open_file(rq->e->sb, p->path, p->write != 0, p->mode, &rq->fds[0], &rq->err));
+        k->drv->open_file(rq->e->sb, p->path, p->write, p->mode, &rq->fds[0], &rq->err));
     if (r == 0) rq->nfds = 1;
     return r;
+}
+
+static int on_rename_file(struct keeper *k, struct request *rq)
+{
+    const struct proto_rename *p = (const void *)rq->buf;
+    if (!memchr(p->from, '\0', sizeof p->from) || !memchr(p->to, '\0', sizeof p->to) ||
+        p->keep_mode > 1)
+        return -EPROTO;
+    return from_driver(k->drv->rename_file(rq->e->sb, p->from, p->to[0] ? p->to : NULL,
+                                           p->keep_mode != 0, &rq->err));
 }
 
 static int on_freeze(struct keeper *k, struct request *rq)

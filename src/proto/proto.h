@@ -39,6 +39,8 @@
  *   FREEZE       - ; flag 1 freeze, 0 thaw
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
+ *   RENAME_FILE  - ; a file written whole under a temporary name takes its place
+ *                (or, with no destination, is removed): how an upload is atomic
  *   TLS_FILES    fds certificate, key: sealed memfds holding the bytes of the
  *                --tls-cert and --tls-key files as the keeper read them now
  *                (it never parses them); -ENOENT when no TLS was given
@@ -55,7 +57,8 @@
     X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                             \
     X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
     X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
-    X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)
+    X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)                         \
+    X(RENAME_FILE, rename_file, struct proto_rename, false, 0, PROTO_NEEDS_SANDBOX)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 
@@ -129,8 +132,17 @@ struct proto_exec_status {
 struct proto_file {
     char id[PROTO_ID_LEN];
     char path[PROTO_PATH_LEN];
-    uint32_t write; /* 1: create/truncate for writing, 0: read */
+    uint32_t write; /* 0: read; 1: create or truncate; 2: create, failing if it exists */
     uint32_t mode;  /* writing: permission bits to set (at most 0777), 0 for the default */
+};
+
+/* Renames from to to in the sandbox, as its user; to "" removes from. With
+ * keep_mode, from takes the permission bits of the to it replaces. */
+struct proto_rename {
+    char id[PROTO_ID_LEN];
+    char from[PROTO_PATH_LEN];
+    char to[PROTO_PATH_LEN];
+    uint32_t keep_mode;
 };
 
 /* The listener's certificate and key, read by root (the server cannot read

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -209,22 +210,37 @@ out:
 
 /* In a forked child: the sandbox's mount namespace and root, the sandbox user's
  * identity, and openat2 that cannot leave the root or follow magic links. */
-static int open_inside(struct sandbox *sb, const char *path, bool write, unsigned mode)
+/* In a forked child: the sandbox's mount namespace and its user's identity; the
+ * root to resolve paths in. */
+static int enter_as_user(struct sandbox *sb)
 {
     uid_t uid = ns_host_uid(&sb->spec, SANDBOX_USER_UID);
     if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
     if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -errno;
     int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return -errno;
-    struct open_how how = {
-        .flags =
-            (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-        .mode = write ? 0644 : 0,
-        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
+    return root < 0 ? -errno : root;
+}
+
+/* openat2 that cannot leave the root or follow magic links. */
+static int open_in_root(int root, const char *path, uint64_t flags, unsigned mode)
+{
+    struct open_how how = {.flags = flags | O_CLOEXEC,
+                           .mode = mode,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
     int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
-    if (fd < 0) return -errno;
+    return fd < 0 ? -errno : fd;
+}
+
+static int open_inside(struct sandbox *sb, const char *path, unsigned write, unsigned mode)
+{
+    int root = enter_as_user(sb);
+    if (root < 0) return root;
+    uint64_t flags = write == 2   ? O_WRONLY | O_CREAT | O_EXCL
+                     : write == 1 ? O_WRONLY | O_CREAT | O_TRUNC
+                                  : O_RDONLY;
+    int fd = open_in_root(root, path, flags | O_NONBLOCK | O_NOCTTY, write ? 0644 : 0);
+    if (fd < 0) return fd;
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         close(fd);
@@ -282,7 +298,7 @@ int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg,
 
 struct open_args {
     const char *path;
-    bool write;
+    unsigned write;
     unsigned mode;
 };
 
@@ -293,12 +309,70 @@ static int open_helper(struct sandbox *sb, const void *arg, int *fds)
     return fds[0] < 0 ? fds[0] : 0;
 }
 
-int ns_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                  err_t *err)
 {
     if (path[0] != '/') return err_set(err, -EINVAL, "path must be absolute: %s", path);
     struct open_args a = {path, write, mode};
     int r = ns_helper(sb, open_helper, &a, fd, 1);
     if (r < 0) return err_set(err, r, "cannot open %s in the sandbox: %s", path, strerror(-r));
+    return 0;
+}
+
+/* The directory a path names its file in (opened within the root), and the
+ * file's name: "/a/b/c" gives /a/b and "c". */
+static int parent_of(int root, const char *path, const char **name)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || !slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
+        return -EINVAL;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    *name = slash + 1;
+    return open_in_root(root, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+struct rename_args {
+    const char *from, *to;
+    bool keep_mode;
+};
+
+static int rename_helper(struct sandbox *sb, const void *arg, int *fds)
+{
+    const struct rename_args *a = arg;
+    int root = enter_as_user(sb);
+    if (root < 0) return root;
+    const char *from_name, *to_name;
+    int from_dir = parent_of(root, a->from, &from_name);
+    if (from_dir < 0) return from_dir;
+    if (!a->to) return unlinkat(from_dir, from_name, 0) < 0 ? -errno : 0;
+    int to_dir = parent_of(root, a->to, &to_name);
+    if (to_dir < 0) return to_dir;
+    /* A regular file is replaced; anything else (a FIFO, a device, a directory, a
+     * symlink) is refused, as opening it for writing was. */
+    struct stat old;
+    if (fstatat(to_dir, to_name, &old, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISREG(old.st_mode)) return S_ISDIR(old.st_mode) ? -EISDIR : -EINVAL;
+        if (a->keep_mode && fchmodat(from_dir, from_name, old.st_mode & 07777, 0) < 0)
+            return -errno;
+    }
+    return renameat(from_dir, from_name, to_dir, to_name) < 0 ? -errno : 0;
+}
+
+int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
+                   err_t *err)
+{
+    if (from[0] != '/' || (to && to[0] != '/'))
+        return err_set(err, -EINVAL, "paths must be absolute: %s", from);
+    struct rename_args a = {from, to, keep_mode};
+    int r = ns_helper(sb, rename_helper, &a, NULL, 0);
+    if (r == -EINVAL && to)
+        return err_set(err, r,
+                       "%s is not a regular file (a FIFO, a device or a symlink): an upload "
+                       "replaces only regular files",
+                       to);
+    if (r < 0 && to)
+        return err_set(err, r, "cannot put %s in place of %s: %s", from, to, strerror(-r));
+    if (r < 0) return err_set(err, r, "cannot remove %s: %s", from, strerror(-r));
     return 0;
 }

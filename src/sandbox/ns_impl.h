@@ -45,7 +45,9 @@ void ns_exec_init(void);
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
-int ns_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
+                   err_t *err);
+int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                  err_t *err);
 
 #endif

@@ -80,8 +80,13 @@ struct sandbox_driver {
     int (*exec)(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
     /* Opens a path inside the sandbox's root as its user, never leaving the root. */
     /* mode (writing only): permission bits to give the file, 0 to leave them (0644 when new). */
-    int (*open_file)(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+    /* write: 0 read, 1 create or truncate, 2 create a new file (fails if it exists). */
+    int (*open_file)(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                      err_t *err);
+    /* Renames from to to (to NULL: removes from), as the sandbox's user; keep_mode gives
+     * from the mode of the file it replaces. */
+    int (*rename_file)(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
+                       err_t *err);
     /* Listening sockets made inside the sandbox's network namespace for the
      * egress proxy and DNS stub: fds[0] TCP proxy, fds[1] UDP 53, fds[2] TCP 53. */
     int (*net_sockets)(struct sandbox *sb, int fds[3], err_t *err);

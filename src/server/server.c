@@ -760,6 +760,39 @@ int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec
     return r;
 }
 
+struct file_rename {
+    server_renamed_fn *done;
+    void *arg;
+};
+
+static void on_file_renamed(struct server *srv, const struct proto_result *res, int *fds,
+                            unsigned nfds, void *arg)
+{
+    struct file_rename *o = arg;
+    err_t err = {0};
+    for (unsigned i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (res->status < 0) err_set(&err, res->status, "%s", res->msg);
+    o->done(srv, res->status < 0 ? &err : NULL, o->arg);
+    free(o);
+}
+
+int server_rename_file(struct server *srv, struct sbx *sb, const char *from, const char *to,
+                       bool keep_mode, server_renamed_fn *done, void *arg, err_t *err)
+{
+    struct proto_rename f = {.keep_mode = keep_mode};
+    memcpy(f.id, sb->id, sizeof f.id);
+    if (str_copy(f.from, sizeof f.from, from) < 0 ||
+        (to && str_copy(f.to, sizeof f.to, to) < 0))
+        return err_set(err, -ENAMETOOLONG, "path too long");
+    struct file_rename *o = malloc(sizeof *o);
+    if (!o) return err_set(err, -ENOMEM, "out of memory");
+    *o = (struct file_rename){.done = done, .arg = arg};
+    int r = server_keeper_send(srv, PROTO_RENAME_FILE, &f, sizeof f, 0, on_file_renamed, o, err);
+    if (r < 0) free(o);
+    return r;
+}
+
 /* Who gets a file the keeper opens. */
 struct file_open {
     server_file_fn *done;
@@ -786,7 +819,7 @@ static void on_file_opened(struct server *srv, const struct proto_result *res, i
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
                      server_file_fn *done, void *arg, err_t *err)
 {
-    struct proto_file f = {.write = write ? 1 : 0, .mode = mode};
+    struct proto_file f = {.write = (uint32_t)write, .mode = mode};
     memcpy(f.id, sb->id, sizeof f.id);
     if (str_copy(f.path, sizeof f.path, path) < 0)
         return err_set(err, -ENAMETOOLONG, "path too long");

@@ -195,6 +195,12 @@ int server_account_remove(struct server *srv, const char *name, server_account_r
 typedef void server_file_fn(struct server *srv, int fd, const err_t *err, void *arg);
 int server_open_file(struct server *srv, struct sbx *sb, const char *path, int write, unsigned mode,
                      server_file_fn *done, void *arg, err_t *err);
+/* Puts the file from in place of to (to NULL: removes from), in the sandbox as its
+ * user; keep_mode: from takes the mode of the file it replaces. done gets NULL or
+ * why not, from the loop. */
+typedef void server_renamed_fn(struct server *srv, const err_t *err, void *arg);
+int server_rename_file(struct server *srv, struct sbx *sb, const char *from, const char *to,
+                       bool keep_mode, server_renamed_fn *done, void *arg, err_t *err);
 
 /* Activity keeps a sandbox awake (src/idle): touch marks it, a hold (an exec or
  * gateway request under way) keeps it awake until released. */

@@ -319,3 +319,29 @@ test('the files API cannot write kernel knobs or read what the sandbox user may 
     assert.ok(r.status >= 400, `GET ${p}: ${r.status} ${r.text.slice(0, 100)}`);
   }
 });
+
+// Issue 23: a full disk used to leave half an upload in place of the file. An upload
+// now goes to a new file beside its path and takes the path's place only once it is
+// all on disk: the old file stays whole, and nothing is left behind.
+test('an upload that fills the disk leaves the old file whole and no part of the new one', async () => {
+  const small = await d.create({ name: 'files-full', diskMiB: 64 });
+  const put = (p, raw, q = '') => d.api('PUT', `/v1/sandboxes/${small.id}/files?path=${encodeURIComponent(p)}${q}`,
+    undefined, { raw });
+  assert.equal((await put('/workspace/keep.txt', Buffer.from('version one\n'), '&mode=0600')).status, 204);
+  const big = await put('/workspace/keep.txt', Buffer.alloc(63 * 1024 * 1024, 'y'));
+  assert.equal(big.status, 507, big.text);
+  assert.equal(big.body.error.code, 'disk_full');
+  const got = await d.api('GET', `/v1/sandboxes/${small.id}/files?path=/workspace/keep.txt`);
+  assert.equal(got.buf.toString(), 'version one\n', 'the old file is whole');
+  const ls = await d.exec(small.id, ['ls', '-a', '/workspace']);
+  assert.deepEqual(ls.stdout.split('\n').filter((n) => n && !['.', '..', 'lost+found'].includes(n)), ['keep.txt'],
+    'no partial or temporary file is left');
+  // A replacement without a mode keeps the file's own; one with a mode sets it.
+  assert.equal((await put('/workspace/keep.txt', Buffer.from('version two\n'))).status, 204);
+  let st = await d.exec(small.id, ['stat', '-c', '%a %s', '/workspace/keep.txt']);
+  assert.equal(st.stdout.trim(), '600 12');
+  assert.equal((await put('/workspace/keep.txt', Buffer.from('v3\n'), '&mode=0644')).status, 204);
+  st = await d.exec(small.id, ['stat', '-c', '%a', '/workspace/keep.txt']);
+  assert.equal(st.stdout.trim(), '644');
+  await d.remove(small.id);
+});

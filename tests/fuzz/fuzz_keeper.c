@@ -347,7 +347,7 @@ static int fake_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[
     return 0;
 }
 
-static int fake_open_file(struct sandbox *sb, const char *path, bool write, unsigned mode, int *fd,
+static int fake_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                           err_t *err)
 {
     driver_called();
@@ -362,6 +362,20 @@ static int fake_open_file(struct sandbox *sb, const char *path, bool write, unsi
     if (r < 0) return r;
     *fd = fcntl(g_devnull, F_DUPFD_CLOEXEC, 0);
     return *fd < 0 ? -errno : 0;
+}
+
+static int fake_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
+                            err_t *err)
+{
+    driver_called();
+    live_index(sb, "rename_file");
+    if (!from || strnlen(from, PROTO_PATH_LEN) == PROTO_PATH_LEN)
+        fail("rename_file: from not terminated within %d bytes", PROTO_PATH_LEN);
+    if (to && strnlen(to, PROTO_PATH_LEN) == PROTO_PATH_LEN)
+        fail("rename_file: to not terminated within %d bytes", PROTO_PATH_LEN);
+    if (from[0] != '/' || (to && to[0] != '/'))
+        return g.driver_ret = err_set(err, -EINVAL, "paths must be absolute");
+    return driver_result(OP_OPEN, err, "rename_file");
 }
 
 static int fake_net_sockets(struct sandbox *sb, int fds[3], err_t *err)
@@ -425,6 +439,7 @@ static const struct sandbox_driver fake_driver = {
     .destroy = fake_destroy,
     .exec = fake_exec,
     .open_file = fake_open_file,
+    .rename_file = fake_rename_file,
     .net_sockets = fake_net_sockets,
     .freeze = fake_freeze,
     .stats = fake_stats,
