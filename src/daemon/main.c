@@ -90,6 +90,7 @@ static const char usage[] =
     "                        waits for the client's retry (default 300 s)\n"
     "  --rate NAME=N         a sandbox's rate a second (repeatable): dns-queries\n"
     "                        (default 500), dns-names (new names, 100), connections (100)\n"
+    "  --sandbox-connections N  proxied connections a sandbox may hold open (default 256)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
     "                        which TLS the egress proxy opens (default secret-hosts:\n"
     "                        those a secret may go to); allowed-hosts also opens, to\n"
@@ -120,6 +121,21 @@ static int parse_rate(const char *arg, struct egress_rates *r)
             "connections and N from 1 to 1000000\n",
             arg);
     return -EINVAL;
+}
+
+/* --sandbox-connections N: the open proxied connections of one sandbox. Each holds up to 6
+ * descriptors, and all sandboxes' together stay within what the descriptor limit leaves. */
+static int parse_open_connections(const char *arg, struct egress_rates *r)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < 1 || v > 1000000) {
+        fprintf(stderr, "runtimed: --sandbox-connections %s: give a number from 1 to 1000000\n",
+                arg);
+        return -EINVAL;
+    }
+    r->open_connections = (unsigned)v;
+    return 0;
 }
 
 static void opt_default(char *dst, size_t size, const char *env, const char *def)
@@ -214,6 +230,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"price-gb-month", 1, 0, 'G'},
                                           {"tls-inspect", 1, 0, 'T'},
                                           {"rate", 1, 0, 'R'},
+                                          {"sandbox-connections", 1, 0, 'O'},
                                           {"tls-cert", 1, 0, 'c'},
                                           {"tls-key", 1, 0, 'k'},
                                           {"insecure-listen", 0, 0, 'I'},
@@ -230,6 +247,9 @@ static int parse_options(int argc, char **argv, struct options *o)
     opt_default(prices[0], sizeof prices[0], "RUNTIME_PRICE_VCPU_HOUR", "0.025");
     opt_default(prices[1], sizeof prices[1], "RUNTIME_PRICE_GIB_HOUR", "0.0075");
     opt_default(prices[2], sizeof prices[2], "RUNTIME_PRICE_GB_MONTH", "0.08");
+    const char *env_conns = getenv("RUNTIME_SANDBOX_CONNECTIONS");
+    if (env_conns && *env_conns && parse_open_connections(env_conns, &o->rates_egress) < 0)
+        return -EINVAL;
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -EINVAL;
     int c;
@@ -283,6 +303,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'R':
             if (parse_rate(optarg, &o->rates_egress) < 0) return -EINVAL;
+            break;
+        case 'O':
+            if (parse_open_connections(optarg, &o->rates_egress) < 0) return -EINVAL;
             break;
         case 'c':
             snprintf(o->tls_cert, sizeof o->tls_cert, "%s", optarg);
