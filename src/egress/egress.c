@@ -87,11 +87,11 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->on_event = cfg->on_event;
     eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
     const struct egress_rates *want = &cfg->rates;
-    eg->rates = (struct egress_rates){
-        want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
-        want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
-        want->connections ? want->connections : EGRESS_CONNS_PER_S,
-        want->open_connections ? want->open_connections : EGRESS_MAX_CONNS};
+    eg->rates =
+        (struct egress_rates){want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
+                              want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
+                              want->connections ? want->connections : EGRESS_CONNS_PER_S,
+                              want->open_connections ? want->open_connections : EGRESS_MAX_CONNS};
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->sign ? cfg->secrets : NULL; /* no leaves, no interception */
     eg->secrets_arg = cfg->secrets_arg;
