@@ -35,11 +35,11 @@
 #include "../secrets/secrets.h"
 #include "../server/server.h"
 
-/* The server's own uid and gid, just below the sandbox uid ranges: owned by no
- * account, shared with nothing. */
-#define SERVER_UID (SANDBOX_UID_BASE - 1)
+/* The server's own uid and gid, just below the sandbox uid ranges of this daemon's uid
+ * block: owned by no account, shared with nothing, not even another daemon's server. */
+#define SERVER_UID(o) ((o)->uid_base - 1)
 /* The signer's: another one, so that the server can neither signal nor trace it. */
-#define SIGNER_UID (SANDBOX_UID_BASE - 2)
+#define SIGNER_UID(o) ((o)->uid_base - 2)
 
 struct options {
     char state_dir[512];
@@ -59,6 +59,8 @@ struct options {
     bool insecure_listen;
     struct egress_rates rates_egress;
     struct meter_rates rates;
+    uint32_t uid_block; /* claimed at start (keeper_uid_block_claim) */
+    uid_t uid_base;     /* sandbox_uid_base(uid_block) */
 };
 
 static const char usage[] =
@@ -467,7 +469,6 @@ static int lock_state(const char *state, err_t *err)
     return fd;
 }
 
-/* STATE/db belongs to the server: it is the only directory it may write. */
 static int prepare_state(const struct options *o, err_t *err)
 {
     char db[600];
@@ -475,13 +476,28 @@ static int prepare_state(const struct options *o, err_t *err)
     if (r == 0) chmod(o->state_dir, 0711);
     snprintf(db, sizeof db, "%s/db", o->state_dir);
     if (r == 0) r = mkdir_p(db, 0700);
-    if (r == 0 && chown(db, SERVER_UID, SERVER_UID) < 0) r = -errno;
     char sandboxes[600];
     snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", o->state_dir);
     if (r == 0) r = mkdir_p(sandboxes, 0700);
     if (r < 0)
         return err_set(err, r, "cannot prepare the state directory %s: %s", o->state_dir,
                        strerror(-r));
+    return 0;
+}
+
+/* The daemon's uid block (its sandboxes', server's and signer's host uids), then STATE/db
+ * for the server: it is the only directory it may write. Under the state lock, so that
+ * the block's record is this daemon's alone to write. */
+static int claim_uids(struct options *o, err_t *err)
+{
+    int r = keeper_uid_block_claim(KEEPER_UID_REGISTRY, o->state_dir, &o->uid_block, err);
+    if (r < 0) return r;
+    o->uid_base = sandbox_uid_base(o->uid_block);
+    char db[600];
+    snprintf(db, sizeof db, "%s/db", o->state_dir);
+    if (chown(db, SERVER_UID(o), SERVER_UID(o)) < 0)
+        return err_set(err, -errno, "cannot hand %s to the server's uid %u: %m", db,
+                       (unsigned)SERVER_UID(o));
     return 0;
 }
 
@@ -536,7 +552,8 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
     log_init("server", strcmp(o->log_format, "json") == 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     err_t err = {0};
-    if (confine_drop_to(SERVER_UID, SERVER_UID, &err) < 0 || confine_server_seccomp(&err) < 0) {
+    if (confine_drop_to(SERVER_UID(o), SERVER_UID(o), &err) < 0 ||
+        confine_server_seccomp(&err) < 0) {
         log_error("cannot confine the server: %s", err.msg);
         _exit(1);
     }
@@ -607,7 +624,7 @@ static int warm_up(struct mitm_ca *ca, err_t *err)
 /* What the signer keeps: stdio (its log), its socket and, until it is ready,
  * the pipe that says so. No core dumps (they would hold the key), a handful of
  * descriptors, its own uid, the signer's seccomp filter. */
-static int confine_signer(int sock, int ready, err_t *err)
+static int confine_signer(const struct options *o, int sock, int ready, err_t *err)
 {
     int keep[] = {sock, ready};
     close_fds_except(keep, ARRAY_LEN(keep));
@@ -616,7 +633,7 @@ static int confine_signer(int sock, int ready, err_t *err)
         return err_set(err, errno, "cannot limit the signer: %m");
     if (chdir("/") < 0) return err_set(err, errno, "cannot leave the state directory: %m");
     if (prctl(PR_SET_DUMPABLE, 0) < 0) return err_set(err, errno, "cannot make it undumpable: %m");
-    int r = confine_drop_to(SIGNER_UID, SIGNER_UID, err);
+    int r = confine_drop_to(SIGNER_UID(o), SIGNER_UID(o), err);
     if (r == 0) r = confine_signer_seccomp(err);
     return r;
 }
@@ -639,7 +656,7 @@ static void __attribute__((noreturn)) run_signer(const struct options *o, int so
     int r = mitm_ca_load_or_create(cadir, &ca, &err);
     if (r == 0) r = write_bundle(o->state_dir, ca, &err);
     if (r == 0) r = warm_up(ca, &err);
-    if (r == 0) r = confine_signer(sock, ready, &err);
+    if (r == 0) r = confine_signer(o, sock, ready, &err);
     if (r == 0 && (r = write_all(ready, "1", 1)) < 0) err_set(&err, r, "cannot say it is ready");
     if (r < 0) {
         log_error("the signer cannot start: %s", err.msg);
@@ -755,7 +772,7 @@ int main(int argc, char **argv)
     if (cgroup_version() < 0)
         err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
     else if (prepare_state(&o, &err) == 0 && lock_state(o.state_dir, &err) >= 0 &&
-             admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
+             claim_uids(&o, &err) == 0 && admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
              secrets_key_load(sealing_path, sealing_key, &err) == 0 &&
              (tcp = listen_tcp(o.listen, &err)) >= 0)
         unx = listen_unix(o.socket_path, &err);
@@ -803,6 +820,7 @@ int main(int argc, char **argv)
     snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
     bundle_path(o.state_dir, host.ca_bundle, sizeof host.ca_bundle);
     instance_name(o.state_dir, host.instance, sizeof host.instance);
+    host.uid_base = o.uid_base;
     host.title = argv[0];
     host.title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
     /* The server stops first and the keeper follows when its socket closes. */
@@ -813,6 +831,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     log_info("runtimed started: API on %s%s and %s, state in %s", o.listen,
              o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
+    log_info("uid block %u: sandbox host uids %u..%u, server %u, signer %u", o.uid_block,
+             o.uid_base, o.uid_base + SANDBOX_MAX_SLOTS * SANDBOX_UID_RANGE - 1, SERVER_UID(&o),
+             SIGNER_UID(&o));
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
     keeper_watch(server);
     int status = keeper_main(sp[0], &host, drv, &files);

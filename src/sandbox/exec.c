@@ -211,7 +211,7 @@ out:
  * identity, and openat2 that cannot leave the root or follow magic links. */
 static int open_inside(struct sandbox *sb, const char *path, bool write, unsigned mode)
 {
-    uid_t uid = ns_host_uid(&sb->spec, SANDBOX_USER_UID);
+    uid_t uid = ns_host_uid(sb, SANDBOX_USER_UID);
     if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
     if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -errno;
