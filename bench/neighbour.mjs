@@ -444,12 +444,14 @@ async function openGet(u, auth, streams) {
     await post({ jsonrpc: "2.0", method: "notifications/initialized" }, sid);
     const r = await rawHead(u, "GET", { Authorization: auth, Accept: "text/event-stream", "Mcp-Session-Id": sid,
                                         "MCP-Protocol-Version": LEGACY });
+    const out = { status: r.status };
     const end = () => fetch(u, { method: "DELETE", signal: AbortSignal.timeout(5000),
-        headers: { Authorization: auth, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY } }).catch(() => {});
+        headers: { Authorization: auth, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY } })
+        .then((res) => { out.deleted = res.status; }, (e) => { out.deleted = e.message; });
     streams.push({ sock: r.sock, end });
     if (r.status !== 200) throw new Error(`GET: ${r.head.split("\r\n")[0]}`);
     await post({ jsonrpc: "2.0", id: 2, method: "resources/subscribe", params: { uri: o.uri } }, sid);
-    return { status: r.status };
+    return out; // its DELETE's status is added at the end
 }
 
 // ---- the modes ----------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 // The noisy tenant's MCP server in bench/neighbour.sh's unread phase (issue 23). Node builtins
 // only: it runs in the sandbox. Newline-delimited JSON-RPC on stdin/stdout; offers one resource,
 // with subscribe. While the resource is subscribed, it sends notifications/resources/updated for
-// it, --rate a second, each padded to about --pad bytes, until --mib MiB went out for that
-// subscription or it is unsubscribed (so one phase costs at most --mib MiB, however long it is);
-// a later subscribe starts again. Writes wait for stdout to drain: what the gateway does not
+// it, --rate a second, each padded to about --pad bytes, until --mib MiB went out since the last
+// resources/subscribe or it is unsubscribed (so one phase costs at most --mib MiB, however long
+// it is); the next subscribe starts again. Writes wait for stdout to drain: what the gateway does not
 // take stays here, not in the daemon.
 //
 //   node notify-server.mjs [--rate 2000] [--pad 16384] [--mib 128]
@@ -59,8 +59,8 @@ function result(method, params) {
         return { resources: [{ uri: URI, name: "unread", mimeType: "text/plain" }] };
     case "resources/read":
         return { contents: [{ uri: URI, mimeType: "text/plain", text: "unread" }] };
-    case "resources/subscribe":
-        if (params?.uri === URI && !subscribed) {
+    case "resources/subscribe": // each one starts a new budget, even without an unsubscribe
+        if (params?.uri === URI) {
             subscribed = true;
             sent = 0;
         }
