@@ -476,12 +476,12 @@ run_phase() { # PHASE ROUND
 
 # daemon_died KEY: the daemon is gone during phase-round KEY; says so now and in the summary.
 daemon_died() {
-    local st=running
+    local st="keeper running"
     [[ -n $DIED ]] && return 0
     if ! alive "$KPID"; then
         st=0
         wait "$KPID" 2>/dev/null || st=$?
-        st="keeper exited with status $st$( ((st > 128)) && echo " (signal $((st - 128)))")"
+        if ((st > 128)); then st="keeper exited with status $st (signal $((st - 128)))"; else st="keeper exited with status $st"; fi
     fi
     DIED="phase $1: runtimed died (server $(alive "$SPID" && echo running || echo gone), $st)"
     bench_log "$DIED; its log ends: $(tail -n 5 "$WORK/daemon.log" | tr '\n' ' ')"
