@@ -26,7 +26,8 @@
 # BUDGET=280 (seconds of measuring; --smoke: 60) IDLE_WAIT=1200 (seconds to wait first for
 # fuzzers to end; 0 = don't) SUBNET="198.51.100 203.0.113" (the first free /24 is
 # used) BUILD=DIR (default build/) BENCH_DATA=DIR (keep the raw figures there)
-# PERF=DIR (after the figures, perf record -a -g one run of each kind into DIR).
+# PERF=DIR (after the figures, perf record -a -g one run of each kind into DIR; --smoke
+# does it into the work dir when perf is installed).
 # shellcheck disable=SC2317 # the trap handlers and the C source after exit look unreachable
 set -euo pipefail
 
