@@ -89,7 +89,7 @@ unit: $(BUILD)/unit
 # escape, egress, MCP, catalog and SDK suites against the real daemon (they need
 # root), plain and sanitized. The sanitized daemon checks for leaks when it stops
 # (sanitized builds leave ptrace, which LeakSanitizer needs, to the server), and
-# the tests' teardown fails on a report.
+# the tests' teardown fails on a report. Last, every benchmark in its short mode (bench-smoke).
 check: all $(BUILD)/unit asan format-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
@@ -102,6 +102,24 @@ check: all $(BUILD)/unit asan format-check
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
+	$(MAKE) bench-smoke
+
+# Every script in bench/ in its short mode (BENCH_SMOKE=1: every phase, tiny counts, figures
+# not judged), one after another, against the plain build: so that none stops working
+# unseen. Needs root, like the e2e suites. Each script's output goes to
+# $(BUILD)/bench-smoke/NAME.log; a failure prints its tail.
+BENCH_SCRIPTS := $(filter-out bench/lib.sh,$(wildcard bench/*.sh))
+bench-smoke: all
+	@mkdir -p $(BUILD)/bench-smoke
+	@t0=$$(date +%s); for s in $(BENCH_SCRIPTS); do \
+		n=$$(basename $$s .sh); t=$$(date +%s); \
+		if BUILD=$(abspath $(BUILD)) BENCH_SMOKE=1 $$s >$(BUILD)/bench-smoke/$$n.log 2>&1; then \
+			echo "  BENCH $$n: ok, $$(( $$(date +%s) - t )) s"; \
+		else \
+			echo "  BENCH $$n: FAILED after $$(( $$(date +%s) - t )) s; the end of $(BUILD)/bench-smoke/$$n.log:"; \
+			tail -n 30 $(BUILD)/bench-smoke/$$n.log; exit 1; \
+		fi; \
+	done; echo "  BENCH all: $$(( $$(date +%s) - t0 )) s"
 
 FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c
 
@@ -141,7 +159,7 @@ uninstall:
 	    $(DESTDIR)$(UNITDIR)/runtimed.service $(DESTDIR)$(DOCDIR)/README.md
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
-.PHONY: all asan unit check format clean install uninstall FORCE
+.PHONY: all asan unit check format clean install uninstall bench-smoke FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
 # tests/fuzz/. The sources are compiled again by clang with coverage and

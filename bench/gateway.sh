@@ -29,11 +29,14 @@
 # note, when the gateway's server/discover does not list 2026-07-28.
 # Figures and how to read them: docs/benchmarks.md, "MCP gateway (issue 5)".
 #
-# Usage: sudo bench/gateway.sh [--no-gateway]   (after `make` and
+# Usage: sudo bench/gateway.sh [--no-gateway] [--smoke]   (after `make` and
 #        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq, npm)
+#        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every mode and
+#        era, tiny counts, figures not meaningful; fails when a run fails or measures nothing).
 # Knobs (environment): ROUNDS=2 SECS=3 (seconds per measurement) WARMUP=400
 # (warmup calls per measurement, split over its clients, at least 25 each)
 # CLIENTS="1 16" KINDS="lean sdk" (load clients) FLOOR=1 (0 = skip the floor)
+# (--smoke: ROUNDS=1 SECS=0.2 WARMUP=4, at least 2 each, CLIENTS=2, BUDGET=90)
 # ERA_TOOLS="echo get-sum" (tools for the era comparison, each NAME or
 # NAME=ARGS_JSON; empty = skip it)
 # CPUS=$(nproc) (the sandbox's CPU limit: all, so no quota is measured)
@@ -49,15 +52,18 @@ ROOT=$(dirname "$HERE")
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 
-ROUNDS=${ROUNDS:-2}
-SECS=${SECS:-3}
-WARMUP=${WARMUP:-400}
-CLIENTS=${CLIENTS:-1 16}
+bench_args --no-gateway "$@"
+GATEWAY=$((!FLAG_GIVEN))
+ROUNDS=${ROUNDS:-$(bench_pick 1 2)}
+SECS=${SECS:-$(bench_pick 0.2 3)}
+WARMUP=${WARMUP:-$(bench_pick 4 400)}
+WARMUP_MIN=$(bench_pick 2 25) # warmup calls per client at least
+CLIENTS=${CLIENTS:-$(bench_pick 2 "1 16")}
 KINDS=${KINDS:-lean sdk}
 ERA_TOOLS=${ERA_TOOLS-echo get-sum}
 FLOOR=${FLOOR:-1}
 CPUS=${CPUS:-$(nproc)}
-BUDGET=${BUDGET:-400}
+BUDGET=${BUDGET:-$(bench_pick 90 400)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 SERVER_NODE=${SERVER_NODE:-/usr/bin/node}
 TARGET_ADDED_MS=0.3
@@ -76,9 +82,6 @@ EV_PKG=node_modules/@modelcontextprotocol/server-everything
 EV_JS=$MCP_DIR/$EV_PKG/dist/index.js
 SG_JS=$NM/supergateway/dist/index.js
 SB_EV_JS=/workspace/ev/$EV_PKG/dist/index.js # the server's copy in the sandbox
-
-bench_args --no-gateway "$@"
-GATEWAY=$((!FLAG_GIVEN))
 
 # The era comparison's tools and their arguments (server-everything's schemas).
 declare -A TOOL_ARGS=([echo]='{"message":"ping"}' [get-sum]='{"a":1,"b":2}')
@@ -348,7 +351,7 @@ measure() {
         ;;
     esac
     w=$((WARMUP / c))
-    ((w < 25)) && w=25
+    ((w < WARMUP_MIN)) && w=$WARMUP_MIN
     # shellcheck disable=SC2086 # PROXY holds pid lists
     t0=$(cpu_of ${PROXY[$mode]:-})
     # A session of its own, so that the client and the stdio servers it spawns
@@ -529,3 +532,11 @@ erow() { printf '%-9s %-7s %8s %8s %8s %6s   %8s %8s %8s %6s   %7s %9s\n' "$@"; 
     echo "failed calls (not in the figures): $ERRS; client-side Node warnings (counted, not printed): $WARNS"
     echo "took $TOOK s of measuring"
 } | tee "$WORK/summary.txt"
+
+if ((SMOKE)); then
+    figs=()
+    for k in "${!P50[@]}"; do figs+=("p50:$k=${P50[$k]}" "rps:$k=${RPS[$k]}"); done
+    ((GATEWAY)) && [[ -n $ERA_NOTE && ${#ERA_LIST[@]} -gt 0 ]] && bench_die "smoke: the era comparison did not run: $ERA_NOTE"
+    ((ERRS == 0)) || bench_die "smoke: $ERRS calls failed"
+    bench_smoke_figures "${figs[@]}"
+fi

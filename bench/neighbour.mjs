@@ -43,6 +43,20 @@
 //            share of a create without runtime); counts runs and failures, their latency.
 //   conns --addr IP   (on the host: issue 13's reference for conns) the same connections
 //            straight to the upstream, no proxy.
+//   api-flood --api URL [--conns 5000] [--slow 10] [--bulk BYTES] [--length BYTES] [--gap S]
+//            [--paths P,P] [--idle-from 127.0.0.2] [--slow-from 127.0.0.3]   (issue 23) an
+//            unauthenticated flood of the daemon's API port: --conns idle TCP connections
+//            (nothing sent), opened --rate a second and held, reopened when the daemon closes
+//            them; and --slow connections that send a request head (no credentials) with
+//            Content-Length --length, then --bulk bytes at once, then one byte every --gap s,
+//            to the --paths in turn (reopened 1 s after the daemon ends one). From their own
+//            loopback addresses, so that a per-client limit can tell them from the victim.
+//            Counts what the daemon did to them: closes, answers by status.
+//   unread --url GW --token T [--streams listen,get] [--uri URI]   (issue 23) a tenant that
+//            opens a gateway stream and never reads it: listen = a 2026-07-28
+//            subscriptions/listen for --uri, get = a 2025 session subscribed to --uri with its
+//            GET stream open; each is read up to the end of its answer's head, then paused.
+//            The tenant's server (bench/notify-server.mjs) sends updates of --uri meanwhile.
 //   upstream --listen ADDR --port P   (run in the test network namespace) echo server: every
 //            byte back, then closes after the first chunk; counts connections.
 import dgram from "node:dgram";
@@ -57,17 +71,21 @@ import { eachOption, usageFor } from "./lib.mjs";
 const usage = usageFor(
     "neighbour",
     "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|conns|probe|exec-storm|churn|\n" +
-        "         spawn-churn|upstream\n" +
+        "         spawn-churn|upstream|api-flood|unread\n" +
         "         [--host NAME] [--port P] [--seconds S] [--max N] [--rate R] [--stop FILE]\n" +
         "         [--sockets K] [--conns N] [--churn K] [--concurrency K] [--n N]\n" +
-        "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR] [--addr IP]\n"
+        "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR] [--addr IP]\n" +
+        "         [--slow K --bulk B --length B --gap S --paths P,P --idle-from A --slow-from A]\n" +
+        "         [--url GW --token T --streams listen,get --uri URI]\n"
 );
 
 const mode = process.argv[2];
 const o = { host: "up.bench.test", port: 7000, seconds: 60, max: 2_000_000, rate: 3000,
             stop: "/workspace/stop", sockets: 4, conns: 3000, churn: null, concurrency: null,
             n: 200, api: null, key: null, sandbox: null, argv: ["true"], memory: 256,
-            listen: "127.0.0.1", addr: null };
+            listen: "127.0.0.1", addr: null, slow: 10, bulk: 16 << 20, length: 60 << 20, gap: 3,
+            paths: ["/v1/sandboxes"], idleFrom: "127.0.0.2", slowFrom: "127.0.0.3", url: null,
+            token: null, streams: ["listen", "get"], uri: "bench://unread" };
 eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     switch (a) {
     case "--host": o.host = val(); break;
@@ -88,6 +106,17 @@ eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     case "--memory": o.memory = Math.floor(num(1)); break;
     case "--listen": o.listen = val(); break;
     case "--addr": o.addr = val(); break;
+    case "--slow": o.slow = Math.floor(num(0)); break;
+    case "--bulk": o.bulk = Math.floor(num(0)); break;
+    case "--length": o.length = Math.floor(num(1)); break;
+    case "--gap": o.gap = num(0.05); break;
+    case "--paths": o.paths = val().split(","); break;
+    case "--idle-from": o.idleFrom = val(); break;
+    case "--slow-from": o.slowFrom = val(); break;
+    case "--url": o.url = val(); break;
+    case "--token": o.token = val(); break;
+    case "--streams": o.streams = val().split(","); break;
+    case "--uri": o.uri = val(); break;
     default: usage(`unknown option '${a}'`);
     }
 });
@@ -114,9 +143,10 @@ const more = () => !stopping && attempts < o.max;
 // A token bucket shared by all loops (one timer, a queue of waiters): resolves true when the
 // next attempt may start, false once the run is over.
 const waiters = [];
-let tokens = o.rate / 10;
+const burst = Math.max(1, o.rate / 10); // at least one, or a rate under 10 a second never starts
+let tokens = burst;
 const tick = setInterval(() => {
-    tokens = Math.min(o.rate / 10, tokens + o.rate / 100);
+    tokens = Math.min(burst, tokens + o.rate / 100);
     while (waiters.length && (!more() || tokens >= 1)) {
         if (more()) {
             tokens -= 1;
@@ -216,25 +246,32 @@ function udpFlood(names) {
     });
 }
 
-// The ends of the connections held open, called when the run stops.
+// The ends of the connections held open, called when the run stops; and of those in flight,
+// ended then too (a connection the proxy left in its backlog would hold the stop for seconds).
 const holding = new Set();
-stopped.then(() => { for (const end of [...holding]) end(true, "held"); });
+const inflight = new Set();
+stopped.then(() => {
+    for (const end of [...holding]) end(true, "held");
+    for (const end of [...inflight]) end(false, "stopped");
+});
 
 // One connection: resolves { ok, closedByPeer, ms } when it ends (or when stopping, for held ones).
-function connectOnce(host, port, { send = null, expectEcho = false, hold = false } = {}) {
+function connectOnce(host, port, { send = null, expectEcho = false, hold = false, localAddress } = {}) {
     return new Promise((resolve) => {
         const a = performance.now();
         let connected = false;
         let got = "";
         let settled = false;
-        const s = net.connect({ host, port });
+        const s = net.connect({ host, port, localAddress });
         const end = (ok, why) => {
             if (settled) return;
             settled = true;
             holding.delete(end);
+            inflight.delete(end);
             s.destroy();
             resolve({ ok, why, connected, ms: performance.now() - a });
         };
+        if (!hold) inflight.add(end);
         s.setNoDelay(true);
         s.on("connect", () => {
             connected = true;
@@ -281,6 +318,141 @@ const held = (n, open) => Promise.all(Array.from({ length: n }, async (_, i) => 
         if (!r.connected) await new Promise((res) => setTimeout(res, 20)); // a refused slot backs off a little
     }
 }));
+
+// One slow request (api-flood): the head, --bulk bytes at once, then a byte every --gap s until
+// the run stops or the daemon ends it. Resolves why it ended.
+function slowBody(host, port, path) {
+    return new Promise((resolve) => {
+        const s = net.connect({ host, port, localAddress: o.slowFrom });
+        let settled = false, connected = false, answered = false, got = "", timer = null;
+        const end = (why) => {
+            if (settled) return;
+            settled = true;
+            clearInterval(timer);
+            holding.delete(endHeld);
+            s.destroy();
+            resolve(why);
+        };
+        const endHeld = () => end("held");
+        s.on("connect", async () => {
+            connected = true;
+            count("slow_connected");
+            holding.add(endHeld);
+            if (stopping) return end("held");
+            s.write(`POST ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nContent-Type: application/json\r\n` +
+                    `Content-Length: ${o.length}\r\n\r\n`);
+            const chunk = Buffer.alloc(65536, 0x20); // spaces: JSON whitespace
+            let left = Math.min(o.bulk, o.length - 1);
+            while (left > 0 && !settled) {
+                const n = Math.min(left, chunk.length);
+                left -= n;
+                count("slow_bulk_bytes", n);
+                if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n)))
+                    await new Promise((res) => { s.once("drain", res); s.once("close", res); });
+            }
+            if (settled) return;
+            count("slow_bulk_done");
+            let room = o.length - 1 - Math.min(o.bulk, o.length - 1); // never the last byte
+            timer = setInterval(() => {
+                if (room-- <= 0) return;
+                count("slow_trickle_bytes");
+                s.write(" ");
+            }, o.gap * 1000);
+        });
+        s.on("data", (d) => {
+            if (answered) return;
+            got += d.toString("latin1");
+            const m = got.match(/^HTTP\/1\.[01] (\d{3})/);
+            if (m) {
+                answered = true;
+                count(`slow_answer_${m[1]}`);
+            }
+        });
+        s.on("error", (e) => end(e.code || "error"));
+        s.on("close", () => end(connected ? "closed" : "refused"));
+    });
+}
+
+// Sends a raw HTTP/1.1 request (unread) and resolves at the end of the answer's head with
+// { status, head, sock }, the socket paused: nothing more of the answer is ever read.
+function rawHead(u, method, headers, body = "") {
+    return new Promise((resolve, reject) => {
+        const sock = net.connect({ host: u.hostname, port: Number(u.port || 80) });
+        let got = Buffer.alloc(0);
+        const timer = setTimeout(() => {
+            sock.destroy();
+            reject(new Error(`${method} ${u.pathname}: no answer head in 10 s`));
+        }, 10000);
+        sock.on("error", (e) => {
+            clearTimeout(timer);
+            reject(e);
+        });
+        sock.on("connect", () => {
+            const lines = [`${method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`,
+                           ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+            if (body) lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
+            sock.write(lines.join("\r\n") + "\r\n\r\n" + body);
+        });
+        const onData = (d) => {
+            got = Buffer.concat([got, d]);
+            const end = got.indexOf("\r\n\r\n");
+            if (end < 0) return;
+            sock.pause();
+            sock.off("data", onData);
+            clearTimeout(timer);
+            const head = got.subarray(0, end).toString("latin1");
+            resolve({ status: Number(head.split(" ")[1]), head, sock });
+        };
+        sock.on("data", onData);
+    });
+}
+
+const MODERN = "2026-07-28";
+const LEGACY = "2025-11-25";
+const CLIENT = { name: "bench-unread", version: "1.0.0" };
+
+// A 2026-07-28 subscriptions/listen stream for --uri, left unread.
+async function openListen(u, auth, streams) {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: "unread-listen", method: "subscriptions/listen",
+        params: { notifications: { resourceSubscriptions: [o.uri] }, _meta: {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": CLIENT } } });
+    const r = await rawHead(u, "POST", { Authorization: auth, "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen" }, body);
+    streams.push({ sock: r.sock });
+    if (r.status !== 200 || !/content-type: *text\/event-stream/i.test(r.head))
+        throw new Error(`listen: ${r.head.split("\r\n")[0]}`);
+    return { status: r.status };
+}
+
+// A 2025 session subscribed to --uri, its GET stream open and left unread.
+async function openGet(u, auth, streams) {
+    const h = { Authorization: auth, "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
+    const post = async (msg, sid) => {
+        const res = await fetch(u, { method: "POST", body: JSON.stringify(msg), signal: AbortSignal.timeout(10000),
+            headers: sid ? { ...h, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY } : h });
+        const text = await res.text();
+        if (res.status >= 300) throw new Error(`${msg.method}: HTTP ${res.status} ${text.slice(0, 200)}`);
+        return res;
+    };
+    const init = await post({ jsonrpc: "2.0", id: 1, method: "initialize",
+                              params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: CLIENT } });
+    const sid = init.headers.get("mcp-session-id");
+    if (!sid) throw new Error("initialize: no Mcp-Session-Id");
+    await post({ jsonrpc: "2.0", method: "notifications/initialized" }, sid);
+    const r = await rawHead(u, "GET", { Authorization: auth, Accept: "text/event-stream", "Mcp-Session-Id": sid,
+                                        "MCP-Protocol-Version": LEGACY });
+    const out = { status: r.status };
+    const end = () => fetch(u, { method: "DELETE", signal: AbortSignal.timeout(5000),
+        headers: { Authorization: auth, "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY } })
+        .then((res) => { out.deleted = res.status; }, (e) => { out.deleted = e.message; });
+    streams.push({ sock: r.sock, end });
+    if (r.status !== 200) throw new Error(`GET: ${r.head.split("\r\n")[0]}`);
+    await post({ jsonrpc: "2.0", id: 2, method: "resources/subscribe", params: { uri: o.uri } }, sid);
+    return out; // its DELETE's status is added at the end
+}
 
 // ---- the modes ----------------------------------------------------------------------------
 
@@ -504,6 +676,45 @@ const modes = {
         done({ argv0: o.argv[0], rate: o.rate, per_second: Math.round(attempts / elapsed()),
                runs: counts.runs ?? 0, failures: counts.failures ?? 0, run_p50_ms: pct(runMs, 0.5),
                run_p99_ms: pct(runMs, 0.99), run_max_ms: pct(runMs, 1), first_error: firstError });
+    },
+
+    // Unauthenticated connections to the daemon's API port (issue 23): idle ones by the
+    // thousand, and slow bodies.
+    async "api-flood"() {
+        if (!o.api) usage("api-flood needs --api");
+        const api = new URL(o.api);
+        const host = api.hostname, port = Number(api.port || 80);
+        const idle = held(o.conns, () => connectOnce(host, port, { hold: true, localAddress: o.idleFrom }));
+        const slow = Promise.all(Array.from({ length: o.slow }, async (_, i) => {
+            while (!stopping) {
+                count(`slow_end_${await slowBody(host, port, o.paths[i % o.paths.length])}`);
+                if (!stopping) await Promise.race([sleep(1000), stopped]);
+            }
+        }));
+        await Promise.all([idle, slow]);
+        done({ conns: o.conns, slow: o.slow, bulk: o.bulk, length: o.length, gap: o.gap });
+    },
+
+    // A tenant's gateway streams, opened and never read (issue 23).
+    async unread() {
+        if (!o.url || !o.token) usage("unread needs --url and --token");
+        const u = new URL(o.url);
+        const auth = `Bearer ${o.token}`;
+        const streams = [], opened = {};
+        for (const kind of o.streams) {
+            try {
+                if (kind === "listen") opened[kind] = await openListen(u, auth, streams);
+                else if (kind === "get") opened[kind] = await openGet(u, auth, streams);
+                else usage(`--streams: listen or get, not '${kind}'`);
+            } catch (e) {
+                opened[kind] = { error: e.message };
+                count("stream_errors");
+            }
+        }
+        await stopped;
+        for (const x of streams) x.sock.destroy();
+        await Promise.all(streams.map((x) => x.end?.()));
+        done({ uri: o.uri, streams: opened });
     },
 
     async upstream() {

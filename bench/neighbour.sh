@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Noisy-neighbour benchmark (issues 11 and 13): what one sandbox's floods, and sandboxes
-# made and removed beside it, cost another.
+# Noisy-neighbour benchmark (issues 11, 13 and 23): what one sandbox's floods, sandboxes
+# made and removed beside it, unauthenticated clients and a tenant that never reads its
+# streams cost another, and the daemon's memory meanwhile.
 # One runtimed (root, temp state dir, loopback port, temp socket, --resolve
 # up.bench.test:0:198.51.100.10, --nameserver 127.0.0.1:9: nothing is resolved
 # outside), a fake upstream (an echo server, bench/neighbour.mjs upstream) in a
@@ -8,7 +9,8 @@
 # .10 there), and two sandboxes:
 #   VICTIM  runs tests/mcp/fixtures/hello-server.mjs as its MCP server; allow list
 #           up.bench.test;
-#   NOISY   allow list up.bench.test and *.flood.test; runs the floods.
+#   NOISY   allow list up.bench.test and *.flood.test; runs the floods; for unread, runs
+#           bench/notify-server.mjs as its MCP server.
 # Phases, one after another in the same run; in each, after RAMP s of flood:
 #   1. CALLS tools/call hello {"name":"bench"} through the gateway (one session,
 #      calls one after another, after WARMUP calls; CLIENT=c: build/gwcall, the C
@@ -35,28 +37,48 @@
 # for churn: from the host, BWRAP_RATE bubblewrap sandboxes a second, each with every
 # namespace, /proc, /dev and a tmpfs, run to its exit: the kernel's share of a create with
 # no daemon involved); direct (the reference for conns: CONN_RATE connections a second from
-# the host straight to the upstream, no proxy); after (quiet again). The issue-13 run:
-# PHASES="quiet churn conns after"; with its references: PHASES="quiet churn bwrap conns
-# direct after". Per phase: victim p50/p99/max and their
+# the host straight to the upstream, no proxy); flood (issue 23: from the host, no
+# credentials: FLOOD_CONNS idle TCP connections to the API port, opened FLOOD_RATE a second
+# from 127.0.0.2 and held, and SLOW_CONNS slow bodies from 127.0.0.3: a request head with
+# Content-Length SLOW_LENGTH_MIB MiB, SLOW_BULK_MIB MiB at once, then a byte every SLOW_GAP s,
+# to /v1/sandboxes and to the victim's gateway path); unread (issue 23: the noisy tenant's
+# 2026-07-28 subscriptions/listen stream and 2025 GET stream on its own server's gateway,
+# opened from the host and never read, while that server sends resources/updated,
+# UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a round); after (quiet
+# again). The issue-13 run: PHASES="quiet churn conns after"; with its references:
+# PHASES="quiet churn bwrap conns direct after". The issue-23 run: PHASES="quiet flood
+# unread after". Per phase: victim p50/p99/max and their
 # ratio to quiet, egress setup p50/p99/max, failed calls and probes, the
-# daemon's log growth, the server process's descriptors (peak of 100 ms
+# daemon's log growth, the server process's descriptors, Rss and Pss (peaks of 100 ms
 # samples), its CPU, the noisy sandbox's recorded and dropped events and the
 # limits it reached. Targets: victim p99 <= 2 x quiet for the issue-11 floods; for churn
-# and conns (issue 13) victim gateway p99 <= 1.2 x quiet and max < 10 ms; log growth
-# < 64 KiB per phase, nothing lost. Figures and how to read them: docs/benchmarks.md,
-# "Noisy neighbour (issue 11)" and its issue-13 subsection.
+# and conns (issue 13) victim gateway p99 <= 1.2 x quiet and max < 10 ms; for flood and
+# unread (issue 23) victim gateway p99 <= 2 x quiet, no call or probe lost, and the
+# server's Rss grows at most MEM_BOUND_MIB within the phase; log growth
+# < 64 KiB per phase, nothing lost. A daemon that dies is reported ("DAEMON DIED", the
+# phase, the keeper's exit status, its log's last lines); the phases after it do not run,
+# the summary covers those that did, and the script exits 1. Figures and how to read
+# them: docs/benchmarks.md, "Noisy neighbour (issue 11)" and its issue-13 and issue-23
+# subsections.
 #
-# Usage: sudo bench/neighbour.sh [--quick]   (after `make` and `cd tests/mcp &&
+# Usage: sudo bench/neighbour.sh [--quick] [--smoke]   (after `make` and `cd tests/mcp &&
 #        npm ci --ignore-scripts`; needs curl, jq, ip). --quick: fewer calls and 40
-#        probes a phase, 1 s ramp, one round (a smoke run; not for figures).
+#        probes a phase, 1 s ramp, one round (not for figures). --smoke (or
+#        BENCH_SMOKE=1): the short mode of `make bench-smoke`: every phase, 200 calls and
+#        5 probes each, 0.5 s ramp, small floods, one round, BUDGET=150; fails when a
+#        phase fails or measures nothing.
 # Knobs (environment): ROUNDS=2 (the phases run in this order ROUNDS times; figures
 # pool the rounds) CLIENT=c (or lean, sdk) CALLS=20000 (lean, sdk: 2000; --quick: 3000,
 # lean and sdk 300) WARMUP=50 PROBES=200 PROBE_RATE=40 RAMP=3 (s)
 # FLOOD_S=90 (each flood's own time limit) EXEC_CONC=100 CHURN_CONC=1 CHURN_MAX=5000
 # CHURN_MEMORY=256 (MiB) CONN_RATE=200 (a second) CONN_LIMIT=2*CONN_RATE (runtimed's
 # --rate connections, only when conns runs) BWRAP_RATE (a second; default: the creates a
-# second of this round's churn phase when it ran before, else 100) PHASES="quiet dns-udp dns-tcp proxy refused
-# exec events after" (issue 13: "quiet churn conns after") NOISY_CPUS=1 VICTIM_CPUS=1 (the
+# second of this round's churn phase when it ran before, else 100) FLOOD_CONNS=5000
+# FLOOD_RATE=2000 SLOW_CONNS=10 SLOW_BULK_MIB=16 SLOW_LENGTH_MIB=60 SLOW_GAP=3 (s)
+# UNREAD_STREAMS=listen,get UNREAD_RATE=2000 UNREAD_PAD=16384 UNREAD_MIB=128
+# MEM_BOUND_MIB=64 PHASES="quiet dns-udp dns-tcp proxy refused exec events flood unread
+# after" (issue 13: "quiet churn conns after"; issue 23: "quiet flood unread after";
+# --smoke: all of them) NOISY_CPUS=1 VICTIM_CPUS=1 (the
 # sandboxes' CPU limits; 1 is the default of sandbox create) BUDGET=900 (s)
 # IDLE_WAIT=900 (s to wait for a quiet machine; 0 = don't) SUBNET=198.51.100
 # (the test /24; must be unused on this host) BUILD=DIR (default build/)
@@ -71,26 +93,41 @@ ROOT=$(dirname "$HERE")
 
 bench_args --quick "$@"
 QUICK=$FLAG_GIVEN
+# quick: QUICK's value, else FULL's; the short mode (smoke) has its own, smaller still.
+quick() { if ((SMOKE)); then echo "$3"; elif ((QUICK)); then echo "$1"; else echo "$2"; fi; }
 CLIENT=${CLIENT:-c}
 [[ $CLIENT =~ ^(c|lean|sdk)$ ]] || bench_die "CLIENT is c, lean or sdk, not '$CLIENT'"
-if [[ $CLIENT == c ]]; then CALLS=${CALLS:-$( ((QUICK)) && echo 3000 || echo 20000)}; fi
-CALLS=${CALLS:-$( ((QUICK)) && echo 300 || echo 2000)}
-WARMUP=${WARMUP:-50}
-PROBES=${PROBES:-$( ((QUICK)) && echo 40 || echo 200)}
+if [[ $CLIENT == c ]]; then CALLS=${CALLS:-$(quick 3000 20000 200)}; fi
+CALLS=${CALLS:-$(quick 300 2000 50)}
+WARMUP=${WARMUP:-$(bench_pick 10 50)}
+PROBES=${PROBES:-$(quick 40 200 5)}
 PROBE_RATE=${PROBE_RATE:-40}
-RAMP=${RAMP:-$( ((QUICK)) && echo 1 || echo 3)}
-FLOOD_S=${FLOOD_S:-90}
-EXEC_CONC=${EXEC_CONC:-100}
+RAMP=${RAMP:-$(quick 1 3 0.5)}
+SETTLE=$(bench_pick 0.3 1) # s after a flood stops: its last events reach the store (200 ms)
+FLOOD_S=${FLOOD_S:-$(bench_pick 30 90)}
+EXEC_CONC=${EXEC_CONC:-$(bench_pick 10 100)}
 CHURN_CONC=${CHURN_CONC:-1}
-CHURN_MAX=${CHURN_MAX:-5000}
+CHURN_MAX=${CHURN_MAX:-$(bench_pick 20 5000)}
 CHURN_MEMORY=${CHURN_MEMORY:-256}
-CONN_RATE=${CONN_RATE:-200}
+CONN_RATE=${CONN_RATE:-$(bench_pick 50 200)}
 CONN_LIMIT=${CONN_LIMIT:-$((CONN_RATE * 2))}
-PHASES=${PHASES:-quiet dns-udp dns-tcp proxy refused exec events after}
-ROUNDS=${ROUNDS:-$( ((QUICK)) && echo 1 || echo 2)}
+FLOOD_CONNS=${FLOOD_CONNS:-$(bench_pick 200 5000)}
+FLOOD_RATE=${FLOOD_RATE:-$(bench_pick 1000 2000)}
+SLOW_CONNS=${SLOW_CONNS:-$(bench_pick 2 10)}
+SLOW_BULK_MIB=${SLOW_BULK_MIB:-$(bench_pick 1 16)}
+SLOW_LENGTH_MIB=${SLOW_LENGTH_MIB:-60}
+SLOW_GAP=${SLOW_GAP:-$(bench_pick 0.2 3)}
+UNREAD_STREAMS=${UNREAD_STREAMS:-listen,get}
+UNREAD_RATE=${UNREAD_RATE:-2000}
+UNREAD_PAD=${UNREAD_PAD:-16384}
+UNREAD_MIB=${UNREAD_MIB:-$(bench_pick 2 128)}
+MEM_BOUND_MIB=${MEM_BOUND_MIB:-64}
+PHASES=${PHASES:-$(bench_pick "quiet dns-udp dns-tcp proxy refused exec events churn bwrap conns direct flood unread after" \
+    "quiet dns-udp dns-tcp proxy refused exec events flood unread after")}
+ROUNDS=${ROUNDS:-$(quick 1 2 1)}
 NOISY_CPUS=${NOISY_CPUS:-1}
 VICTIM_CPUS=${VICTIM_CPUS:-1}
-BUDGET=${BUDGET:-900}
+BUDGET=${BUDGET:-$(bench_pick 150 900)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 SUBNET=${SUBNET:-198.51.100}
 MAX_LOAD=2
@@ -98,6 +135,7 @@ TARGET_P99_RATIO=2
 TARGET_LOG_BYTES=65536
 ISSUE13=" churn conns "   # the phases with issue 13's targets
 REFS13=" bwrap direct "   # their references: the same load without runtime
+ISSUE23=" flood unread "  # the phases with issue 23's targets (and a memory bound)
 TARGET13_P99_RATIO=1.2
 TARGET13_MAX_MS=10
 CALL_MAX_S=120 # the gateway client's own time limit per phase
@@ -115,6 +153,7 @@ lean) CLIENT_SAID="lean Node client (bench/mcp-load.mjs)" ;;
 sdk) CLIENT_SAID="TypeScript SDK client (bench/mcp-load.mjs)" ;;
 esac
 NB=$HERE/neighbour.mjs
+NOTIFY=$HERE/notify-server.mjs
 HELLO=$MCP_DIR/fixtures/hello-server.mjs
 NAME=up.bench.test
 PORT=7000
@@ -214,11 +253,33 @@ TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp.json")
 TOKEN=${TOKEN#Bearer }
 [[ $URL == "$RUNTIME_API_URL"/mcp/* && -n $TOKEN ]] || bench_die "no gateway URL and token: $(cat "$WORK/mcp.json")"
 
-# Both sandboxes reach the upstream before anything is measured.
+# unread: the noisy tenant's own MCP server, which sends resource updates while subscribed.
+NOISY_URL= NOISY_TOKEN=
+if [[ " $PHASES " == *" unread "* ]]; then
+    "$RT" sandbox cp "$NOTIFY" "$NOISY:/workspace/notify.mjs" >/dev/null
+    api POST "/v1/sandboxes/$NOISY/mcp" "$(jq -cn --arg r "$UNREAD_RATE" --arg p "$UNREAD_PAD" --arg m "$UNREAD_MIB" \
+        '{servers: [{name: "notify", command: ["node", "/workspace/notify.mjs", "--rate", $r, "--pad", $p, "--mib", $m]}]}')" >/dev/null
+    for ((i = 0; i < 10; i++)); do
+        api GET "/v1/sandboxes/$NOISY/mcp?wait=30" >"$WORK/mcp-noisy.json"
+        st=$(jq -r '.servers[] | select(.name == "notify") | .status' "$WORK/mcp-noisy.json")
+        [[ $st == installing || $st == starting ]] || break
+    done
+    [[ $st == ready ]] || bench_die "the noisy notify server is '$st', not ready: $(jq -c .servers "$WORK/mcp-noisy.json")"
+    NOISY_URL=$(jq -r '.servers[] | select(.name == "notify") | .url' "$WORK/mcp-noisy.json")
+    NOISY_TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp-noisy.json")
+    NOISY_TOKEN=${NOISY_TOKEN#Bearer }
+fi
+
+# Both sandboxes reach the upstream before anything is measured: 3 probes in a row succeed,
+# within 3 tries (the veth's first connections can be reset on a busy machine).
 for sb in "$VICTIM" "$NOISY"; do
-    out=$("$RT" sandbox exec "$sb" --timeout 30 -- node /workspace/neighbour.mjs probe --host "$NAME" \
-        --port "$PORT" --n 3 --rate 10 </dev/null) || bench_die "probe in $sb failed: $out"
-    [[ $(jq -r .ok <<<"$out") == 3 ]] || bench_die "probe in $sb: $out"
+    for try in 1 2 3; do
+        out=$("$RT" sandbox exec "$sb" --timeout 30 -- node /workspace/neighbour.mjs probe --host "$NAME" \
+            --port "$PORT" --n 3 --rate 10 </dev/null) || bench_die "probe in $sb failed: $out"
+        [[ $(jq -r .ok <<<"$out") == 3 ]] && break
+        ((try < 3)) || bench_die "probe in $sb, 3 tries: $out"
+        bench_log "probe in $sb: $(jq -r .ok <<<"$out") of 3 ($(jq -r .firstError <<<"$out")); again"
+    done
 done
 bench_log "victim $VICTIM (hello at $URL), noisy $NOISY; both reach $NAME:$PORT"
 
@@ -243,6 +304,8 @@ events_since "$NOISY" "$WORK/events-setup-noisy.jsonl"
 
 log_size() { stat -c %s "$WORK/daemon.log"; }
 noisy_stop() { "$RT" sandbox exec "$NOISY" --timeout 30 -- "$@" </dev/null >/dev/null; }
+daemon_alive() { alive "$KPID" && alive "$SPID"; }
+server_cpu() { pid_cpu "$SPID" 2>/dev/null || echo 0; } # 0 once it is gone
 
 # start_flood PHASE KEY: the phase's flood in the background (FPID), or nothing for quiet phases.
 start_flood() {
@@ -274,6 +337,18 @@ start_flood() {
             --rate "$CONN_RATE" --max $((CONN_RATE * FLOOD_S)) \
             >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
         ;;
+    flood)
+        rm -f "$WORK/flood.stop"
+        setsid "$NODE" "$NB" api-flood --api "$RUNTIME_API_URL" --conns "$FLOOD_CONNS" --rate "$FLOOD_RATE" \
+            --slow "$SLOW_CONNS" --bulk $((SLOW_BULK_MIB << 20)) --length $((SLOW_LENGTH_MIB << 20)) \
+            --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" --seconds "$FLOOD_S" \
+            --stop "$WORK/flood.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
+    unread)
+        rm -f "$WORK/unread.stop"
+        setsid "$NODE" "$NB" unread --url "$NOISY_URL" --token "$NOISY_TOKEN" --streams "$UNREAD_STREAMS" \
+            --seconds "$FLOOD_S" --stop "$WORK/unread.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
     exec)
         rm -f "$WORK/exec.stop"
         setsid "$NODE" "$NB" exec-storm --api "$RUNTIME_API_URL" --key "$RUNTIME_API_KEY" --sandbox "$NOISY" \
@@ -289,7 +364,7 @@ start_flood() {
     FPID=$!
 }
 
-from_host() { [[ " exec churn$REFS13" == *" $1 "* ]]; } # floods run on the host, not in NOISY
+from_host() { [[ " exec churn$REFS13${ISSUE23:1}" == *" $1 "* ]]; } # floods run on the host, not in NOISY
 
 # bench/sandbox.sh's bwrap reference (lib.sh), as close to runtime's sandbox as bwrap goes
 # without a daemon; no workspace image, cgroup or nft.
@@ -305,38 +380,52 @@ bwrap_rate() {
 stop_flood() {
     local p=$1 deadline=$((SECONDS + 40))
     [[ -n $FPID ]] || return 0
-    if from_host "$p"; then touch "$WORK/$p.stop"; else noisy_stop touch /workspace/stop; fi
+    # A sandbox's flood ends with its exec when the daemon is gone: nothing to tell it then.
+    if from_host "$p"; then touch "$WORK/$p.stop"; else noisy_stop touch /workspace/stop || true; fi
     while alive "$FPID" && ((SECONDS < deadline)); do sleep 0.05; done
     alive "$FPID" && bench_log "the $p flood did not stop in 40 s; killing it"
     stop_pid "$FPID"
     FPID=
-    from_host "$p" || noisy_stop rm -f /workspace/stop
+    from_host "$p" || ! daemon_alive || noisy_stop rm -f /workspace/stop
 }
 
-# The server's open descriptors every 100 ms into fds-$1.txt (no fork for the count).
+# Every 100 ms, the server's open descriptors, Rss and Pss (KiB) as a line of fds-$1.txt
+# (read with builtins: no fork but the sleep's); 0 0 0 once the server is gone.
 sampler() {
-    local f
+    local f k v rss pss
     while [[ ! -e $WORK/sampler.stop ]]; do
         f=(/proc/"$SPID"/fd/*)
-        echo "${#f[@]}"
+        [[ -e ${f[0]} ]] || f=()
+        rss=0 pss=0
+        { while read -r k v _; do [[ $k == VmRSS: ]] && rss=$v && break; done </proc/"$SPID"/status; } 2>/dev/null || true
+        { while read -r k v _; do [[ $k == Pss: ]] && pss=$v && break; done </proc/"$SPID"/smaps_rollup; } 2>/dev/null || true
+        echo "${#f[@]} $rss $pss"
         sleep 0.1
     done >"$WORK/fds-$1.txt"
 }
+# col_max FILE N: the largest number in column N of FILE (0 when none).
+col_max() { awk -v c="$2" '$c + 0 > m { m = $c + 0 } END { print m + 0 }' "$1" 2>/dev/null || echo 0; }
 
 declare -A LOGB=() FDMAX=() FDSTART=() WALL=() MTICKS=() STICKS=() STEAL=()
+declare -A RSS0=() RSSMAX=() PSSMAX=() RSS1=()
+DIED=   # "phase K: what was seen" once the daemon is found dead
+RAN=()  # the phase-rounds that ran, in order
 run_phase() { # PHASE ROUND
     local p=$1 k=$1-$2 l0 l1 c0 c1 b0 b1 s0 s1 t0 t1 rc=0 f
     bench_log "phase $p, round $2"
+    RAN+=("$k")
     f=(/proc/"$SPID"/fd/*)
     FDSTART[$k]=${#f[@]}
+    RSS0[$k]=$(bench_rss_kib "$SPID")
     rm -f "$WORK/sampler.stop"
     sampler "$k" &
     SAMPLER=$!
-    l0=$(log_size) c0=$(pid_cpu "$SPID") b0=$(cpu_busy) s0=$(cpu_steal)
+    l0=$(log_size) c0=$(server_cpu) b0=$(cpu_busy) s0=$(cpu_steal)
     bench_now_us t0
     start_flood "$p" "$k"
     sleep "$RAMP"
-    [[ -z $FPID ]] || alive "$FPID" || bench_die "the $p flood ended early: $(cat "$WORK/flood-$k.json" "$WORK/flood-$k.log" | tail -c 600)"
+    [[ -z $FPID ]] || alive "$FPID" || ! daemon_alive ||
+        bench_die "the $p flood ended early: $(cat "$WORK/flood-$k.json" "$WORK/flood-$k.log" | tail -c 600)"
 
     local client=("$GWCALL")
     [[ $CLIENT == c ]] || client=("$NODE" "$LOAD" --client "$CLIENT")
@@ -356,28 +445,54 @@ run_phase() { # PHASE ROUND
     [[ -s $WORK/probe-$k.json ]] && jq -e . "$WORK/probe-$k.json" >/dev/null 2>&1 ||
         echo '{"ok":0,"failed":'"$PROBES"',"total":[],"lookup":[],"connect":[],"firstError":"no output"}' >"$WORK/probe-$k.json"
 
+    daemon_alive || daemon_died "$k"
     stop_flood "$p"
-    sleep 1 # the events of the flood's last moments reach the store (flushed every 200 ms)
+    [[ -n $DIED ]] || sleep "$SETTLE" # the events of the flood's last moments reach the store (flushed every 200 ms)
+    [[ -n $DIED ]] || daemon_alive || daemon_died "$k"
     touch "$WORK/sampler.stop"
     wait "$SAMPLER" 2>/dev/null || true
     SAMPLER=
     bench_now_us t1
-    l1=$(log_size) c1=$(pid_cpu "$SPID") b1=$(cpu_busy) s1=$(cpu_steal)
+    l1=$(log_size) c1=$(server_cpu) b1=$(cpu_busy) s1=$(cpu_steal)
     WALL[$k]=$((t1 - t0))
     LOGB[$k]=$((l1 - l0))
     MTICKS[$k]=$((b1 - b0))
-    STICKS[$k]=$((c1 - c0))
+    STICKS[$k]=$((c1 > c0 ? c1 - c0 : 0))
     STEAL[$k]=$((s1 - s0))
-    FDMAX[$k]=$(sort -n "$WORK/fds-$k.txt" | tail -n 1)
-    events_since "$NOISY" "$WORK/events-$k-noisy.jsonl"
-    events_since "$VICTIM" "$WORK/events-$k-victim.jsonl"
+    FDMAX[$k]=$(col_max "$WORK/fds-$k.txt" 1)
+    RSSMAX[$k]=$(col_max "$WORK/fds-$k.txt" 2)
+    PSSMAX[$k]=$(col_max "$WORK/fds-$k.txt" 3)
+    RSS1[$k]=$(bench_rss_kib "$SPID")
+    if [[ -z $DIED ]]; then
+        events_since "$NOISY" "$WORK/events-$k-noisy.jsonl"
+        events_since "$VICTIM" "$WORK/events-$k-victim.jsonl"
+    else
+        touch "$WORK/events-$k-noisy.jsonl" "$WORK/events-$k-victim.jsonl"
+    fi
     bench_log "  $k: $(jq -r '"\(.calls) calls, \(.errors) errors, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms"' "$WORK/res-$k.json");" \
         "probes ok $(jq -r .ok "$WORK/probe-$k.json"), p99 $(jq -r '.total | sort | .[(length * 0.99 | ceil) - 1] // 0 | . / 1000' "$WORK/probe-$k.json") ms;" \
-        "log +${LOGB[$k]} B; fds peak ${FDMAX[$k]}"
+        "log +${LOGB[$k]} B; fds peak ${FDMAX[$k]}; server Rss ${RSS0[$k]} -> peak ${RSSMAX[$k]} KiB, Pss peak ${PSSMAX[$k]} KiB"
+}
+
+# daemon_died KEY: the daemon is gone during phase-round KEY; says so now and in the summary.
+daemon_died() {
+    local st="keeper running"
+    [[ -n $DIED ]] && return 0
+    if ! alive "$KPID"; then
+        st=0
+        wait "$KPID" 2>/dev/null || st=$?
+        if ((st > 128)); then st="keeper exited with status $st (signal $((st - 128)))"; else st="keeper exited with status $st"; fi
+    fi
+    DIED="phase $1: runtimed died (server $(alive "$SPID" && echo running || echo gone), $st)"
+    bench_log "$DIED; its log ends: $(tail -n 5 "$WORK/daemon.log" | tr '\n' ' ')"
+    alive "$KPID" || KPID= # nothing left to stop or ask
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
-    for p in $PHASES; do run_phase "$p" "$r"; done
+    for p in $PHASES; do
+        [[ -z $DIED ]] || break 2
+        run_phase "$p" "$r"
+    done
 done
 TOOK=$((SECONDS - START))
 AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(bench_cpu_idle)% over 1 s"
@@ -422,23 +537,45 @@ per_round() { # per_round ARRAY PHASE: "a/b/..." over the rounds
 }
 
 read -r REF _ <<<"$PHASES" # the first phase (quiet) is the reference
+# The phases that ran (all of PHASES, unless the daemon died), and how many rounds of each.
+SHOWN=
+declare -A NR=()
+for k in "${RAN[@]}"; do
+    p=${k%-*}
+    [[ -n ${NR[$p]:-} ]] || SHOWN+=" $p"
+    NR[$p]=$((${NR[$p]:-0} + 1))
+done
 declare -A P50 P99 MAX EP50 EP99 EMAX
-for p in $PHASES; do
+for p in $SHOWN; do
     P50[$p]=$(lat "$p" 50) P99[$p]=$(lat "$p" 99) MAX[$p]=$(lmax "$p")
     EP50[$p]=$(plat "$p" 50) EP99[$p]=$(plat "$p" 99) EMAX[$p]=$(pmax "$p")
 done
 LOST=0 WORST_P99=0 WORST_P99_AT=- WORST_EG99=0 WORST_EG99_AT=- WORST_LOG=0 VBAD=0
 # "ok" when $1 < $2 (numbers), else "MISSED".
 under_target() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "nan" && v != "" && v + 0 < t + 0) ? "ok" : "MISSED" }'; }
-# True when PHASES has a flood of issue 11 (its ratio targets are printed only then).
+# True when a flood of issue 11 ran (its ratio targets are printed only then).
+NOT11=" quiet after$ISSUE13${REFS13:1}${ISSUE23:1}" # the phases that are not issue 11's floods
 issue11_floods() {
     local p
-    for p in $PHASES; do [[ " quiet after$ISSUE13${REFS13:1}" == *" $p "* ]] || return 0; done
+    for p in $SHOWN; do [[ $NOT11 == *" $p "* ]] || return 0; done
     return 1
 }
 worse() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a + 0 > b + 0) }'; }
 row1() { printf '%-8s %10s %7s %7s %8s %6s %6s %6s %7s %7s %8s %6s %6s %8s\n' "$@"; }
 row2() { printf '%-8s %-11s %6s %-12s %-10s %6s %7s %7s %7s  %-s\n' "$@"; }
+row3() { printf '%-8s %10s %10s %10s %10s %10s  %s\n' "$@"; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f\n", k / 1024 }'; }
+# The growth of the server's Rss within phase $1: the peak less the start, largest over its rounds, KiB.
+rss_grew() {
+    local r g out=0
+    for ((r = 1; r <= ${NR[$1]:-0}; r++)); do
+        g=$((${RSSMAX[$1-$r]:-0} - ${RSS0[$1-$r]:-0}))
+        ((g > out)) && out=$g
+    done
+    echo "$out"
+}
+# Victim calls and probes lost in phase $1 (failed, or never made), over the rounds it ran.
+lost_in() { echo $((CALLS * NR[$1] - $(jsum "res-$1" calls) + PROBES * NR[$1] - $(jsum "probe-$1" ok))); }
 # steal_pct PHASE: the share of the machine's CPU time the hypervisor took in PHASE, in %.
 steal_pct() {
     awk -v t="$(over_rounds STEAL "$1" sum)" -v w="$(over_rounds WALL "$1" sum)" -v hz="$HZ" -v n="$(nproc)" \
@@ -458,24 +595,30 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
     [[ " $PHASES " == *" bwrap "* ]] && echo "bwrap: bubblewrap sandboxes (every namespace, /proc, /dev, tmpfs) run to their exit from the host, $(jq -r .rate "$WORK/flood-bwrap-1.json") a second"
     [[ " $PHASES " == *" direct "* ]] && echo "direct: $CONN_RATE connections/s from the host straight to $UP_IP:$PORT (no proxy), one byte + echo each"
     [[ " $PHASES " == *" conns "* ]] && echo "conns: $CONN_RATE connections/s from the noisy sandbox to $NAME:$PORT, one byte + echo each"
+    [[ " $PHASES " == *" flood "* ]] && echo "flood: from the host, unauthenticated: $FLOOD_CONNS idle connections to the API port (from 127.0.0.2," \
+        "$FLOOD_RATE a second, reopened when closed) and $SLOW_CONNS slow bodies (from 127.0.0.3; Content-Length" \
+        "$SLOW_LENGTH_MIB MiB, $SLOW_BULK_MIB MiB at once, then a byte every $SLOW_GAP s; to /v1/sandboxes and the victim's gateway path)"
+    [[ " $PHASES " == *" unread "* ]] && echo "unread: the noisy tenant's streams ($UNREAD_STREAMS) on its own server's gateway, never read, while" \
+        "that server sends resources/updated ($UNREAD_RATE a second, ${UNREAD_PAD}-byte padding, at most $UNREAD_MIB MiB a round)"
     echo "$RATES_SAID"
+    [[ -z $DIED ]] || echo "DAEMON DIED: $DIED; the phases after it did not run"
     echo
     echo "victim: tools/call through the gateway, ms; egress setup (eg), lookup to echo, ms; x = / $REF"
     row1 phase "calls ok" p50 p99 max "p50 x" "p99 x" "max x" "eg p50" "eg p99" "eg max" "eg99 x" "eg ok" "lookup99"
-    for p in $PHASES; do
+    for p in $SHOWN; do
         calls=$(jsum "res-$p" calls)
         pok=$(jsum "probe-$p" ok)
-        LOST=$((LOST + CALLS * ROUNDS - calls + PROBES * ROUNDS - pok)) # failed, or never made
+        LOST=$((LOST + $(lost_in "$p")))
         r99=$(bench_ratio "${P99[$p]}" "${P99[$REF]}")
         e99=$(bench_ratio "${EP99[$p]}" "${EP99[$REF]}")
-        if [[ $p != "$REF" && "$ISSUE13${REFS13:1}" != *" $p "* ]]; then # issue 13's phases: targets of their own
+        if [[ $p != "$REF" && $NOT11 != *" $p "* ]]; then # issues 13 and 23: targets of their own
             worse "$r99" "$WORST_P99" && WORST_P99=$r99 WORST_P99_AT=$p
             worse "$e99" "$WORST_EG99" && WORST_EG99=$e99 WORST_EG99_AT=$p
         fi
-        row1 "$p" "$calls/$((CALLS * ROUNDS))" "$(bench_fmt "${P50[$p]}" 3)" "$(bench_fmt "${P99[$p]}" 3)" \
+        row1 "$p" "$calls/$((CALLS * NR[$p]))" "$(bench_fmt "${P50[$p]}" 3)" "$(bench_fmt "${P99[$p]}" 3)" \
             "$(bench_fmt "${MAX[$p]}" 2)" "$(bench_ratio "${P50[$p]}" "${P50[$REF]}")" "$r99" \
             "$(bench_ratio "${MAX[$p]}" "${MAX[$REF]}")" "$(bench_fmt "${EP50[$p]}" 3)" \
-            "$(bench_fmt "${EP99[$p]}" 3)" "$(bench_fmt "${EMAX[$p]}" 2)" "$e99" "$pok/$((PROBES * ROUNDS))" \
+            "$(bench_fmt "${EP99[$p]}" 3)" "$(bench_fmt "${EMAX[$p]}" 2)" "$e99" "$pok/$((PROBES * NR[$p]))" \
             "$(bench_fmt "$(plat "$p" 99 lookup)" 3)"
     done
     echo
@@ -487,7 +630,7 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
     echo "and the limits it reached"
     row2 phase "log B" s fds cpu steal refused allowed dropped "limits reached (noisy)"
     STOLEN=
-    for p in $PHASES; do
+    for p in $SHOWN; do
         lb=$(over_rounds LOGB "$p" max)
         ((lb > WORST_LOG)) && WORST_LOG=$lb
         VBAD=$((VBAD + $(vbad "$p")))
@@ -499,9 +642,20 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
         worse "$(steal_pct "$p")" "$STEAL_WARN" && STOLEN+=" $p ($(steal_pct "$p") %)"
     done
     echo
+    echo "the server process's memory per phase, MiB (100 ms samples): its Rss at the start of round 1,"
+    echo "the peak Rss and Pss over the rounds, the largest growth within a round (peak - start; bound"
+    echo "for issue 23's phases: $MEM_BOUND_MIB MiB), its Rss at the end of the last round"
+    row3 phase "Rss start" "Rss peak" "Pss peak" "grew" "Rss end" ""
+    for p in $SHOWN; do
+        row3 "$p" "$(mib "${RSS0[$p-1]}")" "$(mib "$(over_rounds RSSMAX "$p" max)")" \
+            "$(mib "$(over_rounds PSSMAX "$p" max)")" "$(mib "$(rss_grew "$p")")" "$(mib "${RSS1[$p-${NR[$p]}]}")" ""
+    done
+    echo
     echo "what the floods did (their own counts, round 1; exec: HTTP statuses and the 200s' latency;"
-    echo "churn: creates, removes, errors and their latency; conns: attempts, echoes, failures):"
-    for p in $PHASES; do
+    echo "churn: creates, removes, errors and their latency; conns: attempts, echoes, failures;"
+    echo "flood: idle (held_*) and slow-body (slow_*) connections, how they ended, the daemon's answers;"
+    echo "unread: the streams opened):"
+    for p in $SHOWN; do
         [[ -s $WORK/flood-$p-1.json ]] || continue
         echo "  $p: $(jq -c 'del(.mode)' "$WORK/flood-$p-1.json" | cut -c1-520)"
     done
@@ -521,7 +675,7 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
         printf '%-56s %-14s <= %s     %s\n' "victim egress p99 / quiet p99, worst flood" "$WORST_EG99 ($WORST_EG99_AT)" \
             "$TARGET_P99_RATIO" "$(bench_verdict "$WORST_EG99" "$TARGET_P99_RATIO")"
     fi
-    for p in $PHASES; do
+    for p in $SHOWN; do
         [[ $ISSUE13 == *" $p "* ]] || continue
         r99=$(bench_ratio "${P99[$p]}" "${P99[$REF]}")
         printf '%-56s %-14s <= %s   %s\n' "victim gateway p99 / quiet p99, $p (issue 13)" "$r99" \
@@ -529,7 +683,18 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
         printf '%-56s %-14s < %s     %s\n' "victim gateway max, $p (issue 13), ms" "$(bench_fmt "${MAX[$p]}" 2)" \
             "$TARGET13_MAX_MS" "$(under_target "${MAX[$p]}" "$TARGET13_MAX_MS")"
     done
-    for p in $PHASES; do # the same load without runtime: what the machine itself costs the victim
+    for p in $SHOWN; do # issue 23: the victim and the daemon's memory under unauthenticated and unread load
+        [[ $ISSUE23 == *" $p "* ]] || continue
+        r99=$(bench_ratio "${P99[$p]}" "${P99[$REF]}")
+        printf '%-56s %-14s <= %s     %s\n' "victim gateway p99 / quiet p99, $p (issue 23)" "$r99" \
+            "$TARGET_P99_RATIO" "$(bench_verdict "$r99" "$TARGET_P99_RATIO")"
+        printf '%-56s %-14s = 0      %s\n' "victim calls and probes lost, $p (issue 23)" "$(lost_in "$p")" \
+            "$(bench_verdict "$(lost_in "$p")" 0)"
+        g=$(mib "$(rss_grew "$p")")
+        printf '%-56s %-14s <= %s    %s\n' "server Rss growth within a round, $p (issue 23), MiB" "$g" \
+            "$MEM_BOUND_MIB" "$(bench_verdict "$g" "$MEM_BOUND_MIB")"
+    done
+    for p in $SHOWN; do # the same load without runtime: what the machine itself costs the victim
         [[ $REFS13 == *" $p "* ]] || continue
         printf '%-56s %-14s (reference, no target)\n' "victim gateway p99 / quiet p99, $p (no runtime)" \
             "$(bench_ratio "${P99[$p]}" "${P99[$REF]}")"
@@ -540,5 +705,24 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
         "$(bench_verdict "$LOST" 0)"
     printf '%-56s %-14s = 0      %s\n' "victim limit.reached / events.dropped events" "$VBAD" "$(bench_verdict "$VBAD" 0)"
     [[ -z $STOLEN ]] || echo "warning: the hypervisor took more than $STEAL_WARN % of the CPUs in:$STOLEN; those figures are not runtime's alone"
+    [[ -z $DIED ]] || echo "DAEMON DIED: $DIED"
     echo "took $TOOK s"
 } | tee "$WORK/summary.txt"
+[[ -z $DIED ]] || exit 1
+if ((SMOKE)); then
+    figs=()
+    for p in $PHASES; do figs+=("p99:$p=${P99[$p]:-}" "eg99:$p=${EP99[$p]:-}"); done
+    if [[ " $PHASES " == *" flood "* ]]; then
+        figs+=("flood_idle=$(jq '.held_connected // empty' "$WORK/flood-flood-1.json")"
+            "flood_slow=$(jq '.slow_bulk_done // empty' "$WORK/flood-flood-1.json")")
+    fi
+    for p in $PHASES; do # every flood did something (unread counts streams, not attempts)
+        [[ $p == unread || ! -e $WORK/flood-$p-1.json ]] && continue
+        figs+=("attempts:$p=$(jq 'if .attempts > 0 then .attempts else empty end' "$WORK/flood-$p-1.json")")
+    done
+    if [[ " $PHASES " == *" unread "* ]]; then
+        jq -e '.streams | length > 0 and all(.[]; .status == 200)' "$WORK/flood-unread-1.json" >/dev/null ||
+            bench_die "smoke: the unread streams did not all open: $(jq -c .streams "$WORK/flood-unread-1.json")"
+    fi
+    bench_smoke_figures "${figs[@]}"
+fi

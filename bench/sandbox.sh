@@ -8,8 +8,11 @@
 #      sandbox init processes' own memory.
 # Figures and how to read them: docs/benchmarks.md, "Sandbox lifecycle".
 #
-# Usage: sudo bench/sandbox.sh        (after `make`; needs bwrap, hyperfine, jq)
-# Knobs (environment): RUNS=50 ROUNDS=5 WARMUP=5 STEPS=30 ALIVE=100 BUDGET=280 (s);
+# Usage: sudo bench/sandbox.sh [--smoke]   (after `make`; needs bwrap, hyperfine, jq)
+#        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every step,
+#        tiny counts, figures not meaningful; fails when a step fails or measures nothing).
+# Knobs (environment): RUNS=50 ROUNDS=5 WARMUP=5 STEPS=30 ALIVE=100 BUDGET=280 (s)
+# (--smoke: 4 2 1 3 5 60);
 # BUILD=DIR takes runtimed and runtime from DIR (default build/); BENCH_DATA=DIR
 # keeps the raw measurements (hyperfine JSON, per-call ms) in DIR.
 set -euo pipefail
@@ -19,12 +22,13 @@ ROOT=$(dirname "$HERE")
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-RUNS=${RUNS:-50}
-ROUNDS=${ROUNDS:-5}
-WARMUP=${WARMUP:-5}
-STEPS=${STEPS:-30}
-ALIVE=${ALIVE:-100}
-BUDGET=${BUDGET:-280}
+bench_args "" "$@"
+RUNS=${RUNS:-$(bench_pick 4 50)}
+ROUNDS=${ROUNDS:-$(bench_pick 2 5)}
+WARMUP=${WARMUP:-$(bench_pick 1 5)}
+STEPS=${STEPS:-$(bench_pick 3 30)}
+ALIVE=${ALIVE:-$(bench_pick 5 100)}
+BUDGET=${BUDGET:-$(bench_pick 60 280)}
 TARGET_RATIO=2.0
 TARGET_KIB=256
 
@@ -33,8 +37,6 @@ RUNTIMED=$BUILD/runtimed
 RT=$BUILD/runtime
 BWRAP="${BENCH_BWRAP_ROOT[*]} /bin/echo ready"
 RUN="$RT sandbox run -- /bin/echo ready"
-
-bench_args "" "$@"
 
 ((RUNS / ROUNDS >= 2)) || bench_die "RUNS must be at least 2 x ROUNDS"
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed makes namespaces and cgroups): sudo $0"
@@ -246,3 +248,6 @@ ms() { echo "$(bench_fmt "$1") ms"; }
     echo
     echo "took $((SECONDS - START)) s"
 } | sed 's/ *$//'
+bench_smoke_figures "run=$RUN_MS" "bwrap=$BWRAP_MS" "exec=$EXEC_MS" "get=$GET_MS" "version=$VERSION_MS" \
+    "create=$CREATE_MS" "rm=$RM_MS" "alive_create=$ALIVE_CREATE_MS" "alive_exec=$ALIVE_EXEC_MS" \
+    "daemon_each=$DAEMON_EACH" "init_uss=$INIT_USS_EACH" "cgroup_each=$CG_EACH"

@@ -19,13 +19,17 @@
 # intercepted requests; then profiles the daemon during more new-name runs
 # (perf record, strace -c). Figures: docs/benchmarks.md, "Secrets (TLS interception)".
 #
-# Usage: sudo bench/secrets.sh        (after `make`; needs cc, libssl-dev, node,
+# Usage: sudo bench/secrets.sh [--smoke]   (after `make`; needs cc, libssl-dev, node,
 #                                      openssl, ip, jq; perf and strace optional)
+#        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every case and
+#        the profiles, tiny counts, figures not meaningful; fails when a case fails or
+#        measures nothing).
 # Knobs (environment): ROUNDS=2 KA_N=1000 NEW_N=300 NAMES_N=300 CONC=16 RPS_S=5
 # CPUS=2 (the sandbox's CPU limit) BUDGET=280 (seconds, measuring) IDLE_WAIT=900
 # (seconds to wait for a quiet machine: no fuzzers, load below 2; 0 = don't)
 # PROFILE=1 (0 = skip the profiling pass) BUILD=DIR (default build/)
-# BENCH_DATA=DIR (keep raw data and profiles).
+# BENCH_DATA=DIR (keep raw data and profiles). --smoke: ROUNDS=1 KA_N=20 NEW_N=10
+# NAMES_N=10 CONC=4 RPS_S=1 BUDGET=60.
 # shellcheck disable=SC2317 # the trap handlers and the sources after exit look unreachable
 set -euo pipefail
 
@@ -34,14 +38,15 @@ ROOT=$(dirname "$HERE")
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 
-ROUNDS=${ROUNDS:-2}
-KA_N=${KA_N:-1000}
-NEW_N=${NEW_N:-300}
-NAMES_N=${NAMES_N:-300}
-CONC=${CONC:-16}
-RPS_S=${RPS_S:-5}
+bench_args "" "$@"
+ROUNDS=${ROUNDS:-$(bench_pick 1 2)}
+KA_N=${KA_N:-$(bench_pick 20 1000)}
+NEW_N=${NEW_N:-$(bench_pick 10 300)}
+NAMES_N=${NAMES_N:-$(bench_pick 10 300)}
+CONC=${CONC:-$(bench_pick 4 16)}
+RPS_S=${RPS_S:-$(bench_pick 1 5)}
 CPUS=${CPUS:-2}
-BUDGET=${BUDGET:-280}
+BUDGET=${BUDGET:-$(bench_pick 60 280)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 PROFILE=${PROFILE:-1}
 TARGET_KA_MS=1
@@ -59,8 +64,6 @@ UP_IP=$NET.30 # the upstream
 NAME=api.bench.test   # a secret goes here: intercepted
 PLAIN=api.plain.test  # no secret names it: spliced undecrypted
 SECRET=BENCH_KEY
-
-bench_args "" "$@"
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed and the namespace need it): sudo $0"
 need_build
@@ -374,6 +377,15 @@ EVENTS=$("$RT" sandbox events "$SB" --json 2>/dev/null |
     fi
 }
 [[ $SWAP_OK == ok && $F_P == 0 && $F_D == 0 && $F_S == 0 ]] || exit 1
+if ((SMOKE)); then
+    figs=("rps_d=$RPS_D" "rps_p=$RPS_P" "rps_s=$RPS_S")
+    for c in ka new names; do
+        for side in $SIDES; do figs+=("$c-$side=$(med "$c-$side")"); done
+    done
+    ((PROFILE)) && command -v perf >/dev/null && figs+=("perf_lines=$(grep -c . "$WORK/perf-sym.txt")")
+    ((PROFILE)) && command -v strace >/dev/null && figs+=("strace_lines=$(grep -c . "$WORK/strace.txt")")
+    bench_smoke_figures "${figs[@]}"
+fi
 exit 0
 
 # The upstream, the client and the fake DNS server, written out by the script.

@@ -37,11 +37,11 @@
 #include "../secrets/secrets.h"
 #include "../server/server.h"
 
-/* The server's own uid and gid, just below the sandbox uid ranges: owned by no
- * account, shared with nothing. */
-#define SERVER_UID (SANDBOX_UID_BASE - 1)
+/* The server's own uid and gid, just below the sandbox uid ranges of this daemon's uid
+ * block: owned by no account, shared with nothing, not even another daemon's server. */
+#define SERVER_UID(o) ((o)->uid_base - 1)
 /* The signer's: another one, so that the server can neither signal nor trace it. */
-#define SIGNER_UID (SANDBOX_UID_BASE - 2)
+#define SIGNER_UID(o) ((o)->uid_base - 2)
 
 struct options {
     char state_dir[512];
@@ -64,6 +64,8 @@ struct options {
     /* 0: worked out from the descriptors the server may hold (httpd.h) */
     unsigned max_conns, max_conns_per_client;
     unsigned held_per_sandbox_mib, held_total_mib;
+    uint32_t uid_block; /* claimed at start (keeper_uid_block_claim) */
+    uid_t uid_base;     /* sandbox_uid_base(uid_block) */
 };
 
 static const char usage[] =
@@ -103,6 +105,7 @@ static const char usage[] =
     "  --held-total MIB      ... for all of them together (default 1024)\n"
     "  --rate NAME=N         a sandbox's rate a second (repeatable): dns-queries\n"
     "                        (default 500), dns-names (new names, 100), connections (100)\n"
+    "  --sandbox-connections N  proxied connections a sandbox may hold open (default 256)\n"
     "  --tls-inspect secret-hosts|allowed-hosts\n"
     "                        which TLS the egress proxy opens (default secret-hosts:\n"
     "                        those a secret may go to); allowed-hosts also opens, to\n"
@@ -165,6 +168,21 @@ static int parse_count(int letter, const char *arg, struct options *o)
         return 0;
     }
     return -EINVAL;
+}
+
+/* --sandbox-connections N: the open proxied connections of one sandbox. Each holds up to 6
+ * descriptors, and all sandboxes' together stay within what the descriptor limit leaves. */
+static int parse_open_connections(const char *arg, struct egress_rates *r)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < 1 || v > 1000000) {
+        fprintf(stderr, "runtimed: --sandbox-connections %s: give a number from 1 to 1000000\n",
+                arg);
+        return -EINVAL;
+    }
+    r->open_connections = (unsigned)v;
+    return 0;
 }
 
 static void opt_default(char *dst, size_t size, const char *env, const char *def)
@@ -259,6 +277,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                                           {"price-gb-month", 1, 0, 'G'},
                                           {"tls-inspect", 1, 0, 'T'},
                                           {"rate", 1, 0, 'R'},
+                                          {"sandbox-connections", 1, 0, 'O'},
                                           {"tls-cert", 1, 0, 'c'},
                                           {"tls-key", 1, 0, 'k'},
                                           {"insecure-listen", 0, 0, 'I'},
@@ -287,6 +306,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         const char *v = getenv(env);
         if (v && *v && parse_count(counts[i].letter, v, o) < 0) return -EINVAL;
     }
+    const char *env_conns = getenv("RUNTIME_SANDBOX_CONNECTIONS");
+    if (env_conns && *env_conns && parse_open_connections(env_conns, &o->rates_egress) < 0)
+        return -EINVAL;
     const char *env_pins = getenv("RUNTIME_RESOLVE"); /* space-separated */
     if (env_pins && add_pins(o, env_pins) < 0) return -EINVAL;
     int c;
@@ -340,6 +362,9 @@ static int parse_options(int argc, char **argv, struct options *o)
             break;
         case 'R':
             if (parse_rate(optarg, &o->rates_egress) < 0) return -EINVAL;
+            break;
+        case 'O':
+            if (parse_open_connections(optarg, &o->rates_egress) < 0) return -EINVAL;
             break;
         case 'c':
             snprintf(o->tls_cert, sizeof o->tls_cert, "%s", optarg);
@@ -510,7 +535,6 @@ static int lock_state(const char *state, err_t *err)
     return fd;
 }
 
-/* STATE/db belongs to the server: it is the only directory it may write. */
 static int prepare_state(const struct options *o, err_t *err)
 {
     char db[600];
@@ -518,13 +542,28 @@ static int prepare_state(const struct options *o, err_t *err)
     if (r == 0) chmod(o->state_dir, 0711);
     snprintf(db, sizeof db, "%s/db", o->state_dir);
     if (r == 0) r = mkdir_p(db, 0700);
-    if (r == 0 && chown(db, SERVER_UID, SERVER_UID) < 0) r = -errno;
     char sandboxes[600];
     snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", o->state_dir);
     if (r == 0) r = mkdir_p(sandboxes, 0700);
     if (r < 0)
         return err_set(err, r, "cannot prepare the state directory %s: %s", o->state_dir,
                        strerror(-r));
+    return 0;
+}
+
+/* The daemon's uid block (its sandboxes', server's and signer's host uids), then STATE/db
+ * for the server: it is the only directory it may write. Under the state lock, so that
+ * the block's record is this daemon's alone to write. */
+static int claim_uids(struct options *o, err_t *err)
+{
+    int r = keeper_uid_block_claim(KEEPER_UID_REGISTRY, o->state_dir, &o->uid_block, err);
+    if (r < 0) return r;
+    o->uid_base = sandbox_uid_base(o->uid_block);
+    char db[600];
+    snprintf(db, sizeof db, "%s/db", o->state_dir);
+    if (chown(db, SERVER_UID(o), SERVER_UID(o)) < 0)
+        return err_set(err, -errno, "cannot hand %s to the server's uid %u: %m", db,
+                       (unsigned)SERVER_UID(o));
     return 0;
 }
 
@@ -586,7 +625,8 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
     log_init("server", strcmp(o->log_format, "json") == 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     err_t err = {0};
-    if (confine_drop_to(SERVER_UID, SERVER_UID, &err) < 0 || confine_server_seccomp(&err) < 0) {
+    if (confine_drop_to(SERVER_UID(o), SERVER_UID(o), &err) < 0 ||
+        confine_server_seccomp(&err) < 0) {
         log_error("cannot confine the server: %s", err.msg);
         _exit(1);
     }
@@ -657,7 +697,7 @@ static int warm_up(struct mitm_ca *ca, err_t *err)
 /* What the signer keeps: stdio (its log), its socket and, until it is ready,
  * the pipe that says so. No core dumps (they would hold the key), a handful of
  * descriptors, its own uid, the signer's seccomp filter. */
-static int confine_signer(int sock, int ready, err_t *err)
+static int confine_signer(const struct options *o, int sock, int ready, err_t *err)
 {
     int keep[] = {sock, ready};
     close_fds_except(keep, ARRAY_LEN(keep));
@@ -666,7 +706,7 @@ static int confine_signer(int sock, int ready, err_t *err)
         return err_set(err, errno, "cannot limit the signer: %m");
     if (chdir("/") < 0) return err_set(err, errno, "cannot leave the state directory: %m");
     if (prctl(PR_SET_DUMPABLE, 0) < 0) return err_set(err, errno, "cannot make it undumpable: %m");
-    int r = confine_drop_to(SIGNER_UID, SIGNER_UID, err);
+    int r = confine_drop_to(SIGNER_UID(o), SIGNER_UID(o), err);
     if (r == 0) r = confine_signer_seccomp(err);
     return r;
 }
@@ -689,7 +729,7 @@ static void __attribute__((noreturn)) run_signer(const struct options *o, int so
     int r = mitm_ca_load_or_create(cadir, &ca, &err);
     if (r == 0) r = write_bundle(o->state_dir, ca, &err);
     if (r == 0) r = warm_up(ca, &err);
-    if (r == 0) r = confine_signer(sock, ready, &err);
+    if (r == 0) r = confine_signer(o, sock, ready, &err);
     if (r == 0 && (r = write_all(ready, "1", 1)) < 0) err_set(&err, r, "cannot say it is ready");
     if (r < 0) {
         log_error("the signer cannot start: %s", err.msg);
@@ -827,7 +867,7 @@ int main(int argc, char **argv)
     if (cgroup_version() < 0)
         err_set(&err, -ENOTSUP, "no usable cgroup hierarchy under /sys/fs/cgroup");
     else if (prepare_state(&o, &err) == 0 && lock_state(o.state_dir, &err) >= 0 &&
-             admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
+             claim_uids(&o, &err) == 0 && admin_key(o.state_dir, key, sizeof key, &err) == 0 &&
              secrets_key_load(sealing_path, sealing_key, &err) == 0 &&
              (tcp = listen_tcp(o.listen, &err)) >= 0)
         unx = listen_unix(o.socket_path, &err);
@@ -875,6 +915,7 @@ int main(int argc, char **argv)
     snprintf(host.state_dir, sizeof host.state_dir, "%s", o.state_dir);
     bundle_path(o.state_dir, host.ca_bundle, sizeof host.ca_bundle);
     instance_name(o.state_dir, host.instance, sizeof host.instance);
+    host.uid_base = o.uid_base;
     host.title = argv[0];
     host.title_len = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) + 1 - argv[0]);
     /* The server stops first and the keeper follows when its socket closes. */
@@ -885,6 +926,9 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     log_info("runtimed %s started: API on %s%s and %s, state in %s", runtime_version(), o.listen,
              o.tls_cert[0] ? " (TLS)" : "", o.socket_path, o.state_dir);
+    log_info("uid block %u: sandbox host uids %u..%u, server %u, signer %u", o.uid_block,
+             o.uid_base, o.uid_base + SANDBOX_MAX_SLOTS * SANDBOX_UID_RANGE - 1, SERVER_UID(&o),
+             SIGNER_UID(&o));
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
     keeper_watch(server);
     int status = keeper_main(sp[0], &host, drv, &files);

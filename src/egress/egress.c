@@ -87,9 +87,11 @@ int egress_new(struct event_base *base, const struct egress_config *cfg, struct 
     eg->on_event = cfg->on_event;
     eg->inspect_allowed_tls = cfg->inspect_allowed_tls;
     const struct egress_rates *want = &cfg->rates;
-    eg->rates = (struct egress_rates){want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
-                                      want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
-                                      want->connections ? want->connections : EGRESS_CONNS_PER_S};
+    eg->rates =
+        (struct egress_rates){want->dns_queries ? want->dns_queries : EGRESS_DNS_PER_S,
+                              want->dns_names ? want->dns_names : EGRESS_NAMES_PER_S,
+                              want->connections ? want->connections : EGRESS_CONNS_PER_S,
+                              want->open_connections ? want->open_connections : EGRESS_MAX_CONNS};
     eg->on_name = cfg->on_name;
     eg->secrets = cfg->sign ? cfg->secrets : NULL; /* no leaves, no interception */
     eg->secrets_arg = cfg->secrets_arg;
@@ -253,7 +255,7 @@ static unsigned limit_value(const struct egress *eg, enum egress_limit which)
 {
     switch (which) {
     case LIMIT_CONNS:
-        return EGRESS_MAX_CONNS;
+        return eg->rates.open_connections;
     case LIMIT_CONN_RATE:
         return eg->rates.connections;
     case LIMIT_DNS_TCP:
@@ -285,7 +287,7 @@ void egress_limited(struct egress_sandbox *es, enum egress_limit which)
 
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open)
 {
-    size_t max = kind == LIMIT_CONNS ? EGRESS_MAX_CONNS : EGRESS_MAX_DNS_TCP;
+    size_t max = kind == LIMIT_CONNS ? es->eg->rates.open_connections : EGRESS_MAX_DNS_TCP;
     enum egress_limit which = open >= max                             ? kind
                               : !rate_allow(&es->conn_rate, now_ms()) ? LIMIT_CONN_RATE
                               : es->eg->n_conns >= es->eg->max_conns  ? LIMIT_DAEMON_CONNS

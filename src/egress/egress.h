@@ -85,9 +85,10 @@ typedef void egress_signed_fn(int r, const uint8_t *der, size_t der_len, void *s
 typedef int (*egress_sign_fn)(void *arg, const char *name, const uint8_t *spki, size_t spki_len,
                               egress_signed_fn *signed_cb, void *signed_arg);
 
-/* What a sandbox may do a second. */
+/* What a sandbox may do a second, and the proxied connections it may hold open. */
 struct egress_rates {
     unsigned dns_queries, dns_names, connections;
+    unsigned open_connections; /* --sandbox-connections; EGRESS_MAX_CONNS by default */
 };
 
 struct egress_config {
@@ -104,7 +105,7 @@ struct egress_config {
     /* Also open TLS on 443 to allowed hosts no secret names, in sandboxes that hold
      * placeholders, so that a placeholder sent there is reported (nothing is swapped). */
     bool inspect_allowed_tls;
-    struct egress_rates rates; /* per sandbox (--rate); 0 for the defaults above */
+    struct egress_rates rates; /* per sandbox (--rate, --sandbox-connections); 0: defaults */
 };
 
 struct egress;

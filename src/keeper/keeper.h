@@ -24,6 +24,20 @@ struct keeper_files {
 void keeper_watch(pid_t pid);
 int keeper_watched_status(void);
 
+/* The host-wide register of uid blocks (sandbox.h): REGISTRY/<b> holds the real path of
+ * the state directory whose daemon holds block b. */
+#define KEEPER_UID_REGISTRY "/var/lib/runtime-uid-blocks"
+
+/* This daemon's uid block, into *block: the one STATE/uid-block names (kept across
+ * restarts, since the workspaces' files are owned by its uids), else the lowest block no
+ * other daemon holds, then recorded there. A block is held while its register entry names
+ * a state directory whose uid-block names it; an entry whose directory is gone or names
+ * another block is taken over. A state directory from before blocks (a database and no
+ * uid-block) takes block 0, its old layout, or fails. Under an exclusive lock of
+ * REGISTRY/.lock, so that daemons starting at once take different blocks. */
+int keeper_uid_block_claim(const char *registry, const char *state_dir, uint32_t *block,
+                           err_t *err);
+
 /* Serves requests on sock until the server hangs up; returns the exit status. */
 int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
                 const struct keeper_files *files);

@@ -214,7 +214,7 @@ out:
  * root to resolve paths in. */
 static int enter_as_user(struct sandbox *sb)
 {
-    uid_t uid = ns_host_uid(&sb->spec, SANDBOX_USER_UID);
+    uid_t uid = ns_host_uid(sb, SANDBOX_USER_UID);
     if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
     if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -errno;
@@ -359,8 +359,7 @@ static int rename_helper(struct sandbox *sb, const void *arg, int *fds)
     return renameat(from_dir, from_name, to_dir, to_name) < 0 ? -errno : 0;
 }
 
-int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
-                   err_t *err)
+int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode, err_t *err)
 {
     if (from[0] != '/' || (to && to[0] != '/'))
         return err_set(err, -EINVAL, "paths must be absolute: %s", from);

@@ -98,10 +98,10 @@ child_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int lo
     init_loop(host);
 }
 
-static int write_id_maps(pid_t pid, const struct sandbox_spec *spec, err_t *err)
+static int write_id_maps(pid_t pid, const struct sandbox *sb, err_t *err)
 {
     char path[64], map[64];
-    snprintf(map, sizeof map, "0 %u %u\n", ns_host_uid(spec, 0), SANDBOX_UID_RANGE);
+    snprintf(map, sizeof map, "0 %u %u\n", ns_host_uid(sb, 0), SANDBOX_UID_RANGE);
     static const char *const files[] = {"uid_map", "gid_map"};
     for (size_t i = 0; i < ARRAY_LEN(files); i++) {
         snprintf(path, sizeof path, "/proc/%d/%s", pid, files[i]);
@@ -161,7 +161,7 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
     if (r == 0) r = ns_net_setup(sb, err);
     if (r == 0) r = sync_send(sp[0], "go");
     if (r == 0) r = sync_expect(sp[0], "user", err);
-    if (r == 0) r = write_id_maps(sb->init_pid, &sb->spec, err);
+    if (r == 0) r = write_id_maps(sb->init_pid, sb, err);
     if (r == 0) r = sync_send(sp[0], "maps");
     if (r == 0) r = sync_expect(sp[0], "ready", err);
     close(sp[0]);

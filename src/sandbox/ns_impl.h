@@ -14,9 +14,10 @@ struct sandbox {
     struct cgroup *cg;
 };
 
-static inline uid_t ns_host_uid(const struct sandbox_spec *s, uint32_t inside)
+/* The host uid of uid `inside` of sandbox sb: in its slot's range of the daemon's block. */
+static inline uid_t ns_host_uid(const struct sandbox *sb, uint32_t inside)
 {
-    return SANDBOX_UID_BASE + s->slot * SANDBOX_UID_RANGE + inside;
+    return sb->host->uid_base + sb->spec.slot * SANDBOX_UID_RANGE + inside;
 }
 
 /* workspace.c: the size-capped /workspace as an ext4 image on a loop device. */

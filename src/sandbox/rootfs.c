@@ -228,7 +228,7 @@ static int step_workspace(struct build *b)
     if (r < 0) return r;
     char path[800];
     snprintf(path, sizeof path, "%s/workspace", b->root);
-    uid_t uid = ns_host_uid(&b->sb->spec, SANDBOX_USER_UID);
+    uid_t uid = ns_host_uid(b->sb, SANDBOX_USER_UID);
     struct stat st;
     if (stat(path, &st) == 0 && st.st_uid != uid) {
         if (chown(path, uid, uid) < 0 || chmod(path, 0755) < 0)

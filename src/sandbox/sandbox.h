@@ -13,12 +13,38 @@
 #include "../cgroup/cgroup.h"
 #include "../common/common.h"
 
-/* Host uid ranges: sandbox slot s maps its uids 0..65535 to base + s*65536.
- * Far above any uid a distribution hands out. */
-#define SANDBOX_UID_BASE 1000000000u
+/* Host uids. Each daemon on a host holds one uid block of its own (the keeper claims it
+ * at start and keeps it across restarts: keeper_uid_block_claim). In block b, sandbox slot
+ * s maps its uids 0..65535 to sandbox_uid_base(b) + s*65536, and the daemon's server and
+ * signer run as the two uids just below sandbox_uid_base(b), in a 65536-uid range of the
+ * block's own. The blocks lie end to end from 1,000,000,000 (far above any uid a
+ * distribution hands out) and all below 2^31, since some programs keep a uid in a
+ * signed int; 65534 (nobody), 65535 and (uid_t)-1 are far outside. Block 0 is the layout
+ * of the daemons from before blocks. Why 1024 slots a block: docs/architecture.md. */
+#define SANDBOX_UID_FLOOR 1000000000u /* block 0's first sandbox uid */
 #define SANDBOX_UID_RANGE 65536u
-#define SANDBOX_MAX_SLOTS 16384u
+#define SANDBOX_MAX_SLOTS 1024u /* a block's slots: the sandboxes a daemon holds at once */
+#define SANDBOX_UID_STRIDE ((SANDBOX_MAX_SLOTS + 1u) * SANDBOX_UID_RANGE)
+#define SANDBOX_UID_LIMIT 0x80000000u /* 2^31: no block reaches it */
+#define SANDBOX_UID_BLOCKS                                                                         \
+    ((SANDBOX_UID_LIMIT - SANDBOX_UID_FLOOR - SANDBOX_MAX_SLOTS * SANDBOX_UID_RANGE) /             \
+         SANDBOX_UID_STRIDE +                                                                      \
+     1u)
 #define SANDBOX_USER_UID 1000u /* the uid programs run as inside */
+
+/* Block b's first sandbox uid; its server runs as this - 1, its signer as this - 2. */
+static inline uid_t sandbox_uid_base(uint32_t block)
+{
+    return SANDBOX_UID_FLOOR + block * SANDBOX_UID_STRIDE;
+}
+_Static_assert(SANDBOX_UID_BLOCKS == 17, "the uid blocks are 17 (docs/architecture.md)");
+_Static_assert((uint64_t)SANDBOX_UID_FLOOR +
+                       (SANDBOX_UID_BLOCKS - 1) * (uint64_t)SANDBOX_UID_STRIDE +
+                       (uint64_t)SANDBOX_MAX_SLOTS * SANDBOX_UID_RANGE <=
+                   SANDBOX_UID_LIMIT,
+               "the last uid block ends below 2^31");
+_Static_assert(SANDBOX_UID_FLOOR - SANDBOX_UID_RANGE > 65535u,
+               "block 0's own range stays above nobody (65534) and 65535");
 
 struct sandbox_spec {
     char id[32];
@@ -42,6 +68,7 @@ struct sandbox_host {
     char ca_bundle[512]; /* file bind-mounted as the sandbox's CA bundle */
     char instance[12];   /* 8 hex digits naming this daemon's cgroups (from its state dir),
                           * so daemons with different state dirs never touch each other's */
+    uid_t uid_base;      /* sandbox_uid_base() of this daemon's uid block */
     char *title;         /* the daemon's argv area, rewritten by each sandbox's pid 1 so it */
     size_t title_len;    /* shows as runtime-init, not as the daemon's command line */
 };

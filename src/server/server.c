@@ -782,8 +782,7 @@ int server_rename_file(struct server *srv, struct sbx *sb, const char *from, con
 {
     struct proto_rename f = {.keep_mode = keep_mode};
     memcpy(f.id, sb->id, sizeof f.id);
-    if (str_copy(f.from, sizeof f.from, from) < 0 ||
-        (to && str_copy(f.to, sizeof f.to, to) < 0))
+    if (str_copy(f.from, sizeof f.from, from) < 0 || (to && str_copy(f.to, sizeof f.to, to) < 0))
         return err_set(err, -ENAMETOOLONG, "path too long");
     struct file_rename *o = malloc(sizeof *o);
     if (!o) return err_set(err, -ENOMEM, "out of memory");

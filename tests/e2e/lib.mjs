@@ -21,8 +21,10 @@ export const RUNTIMED = path.join(BUILD, 'runtimed');
 export const RUNTIME = path.join(BUILD, 'runtime');
 export const PROBE_SRC = path.join(ROOT, 'tests', 'escape', 'probe.c');
 
-// Host uids: the server drops to this one; sandboxes get ranges from SANDBOX_UID_BASE.
-export const SANDBOX_UID_BASE = 1000000000;
+// Host uids: each daemon holds a uid block of its own (src/sandbox/sandbox.h); its
+// sandboxes' ranges, its server's and its signer's uids are in STATE/uid-block
+// (Daemon.uids()). Every block lies at or above this floor.
+export const SANDBOX_UID_FLOOR = 1000000000;
 
 export const delay = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -279,12 +281,28 @@ export class Daemon {
     return this;
   }
 
+  /** This daemon's host uids, from the uid block it recorded in STATE/uid-block:
+   * {block, first, last} (its sandboxes' uids: first..last), server, signer. */
+  uids() {
+    const text = fs.readFileSync(path.join(this.stateDir, 'uid-block'), 'utf8');
+    const m = /^(\d+)\n# runtimed's uid block: sandbox host uids (\d+)\.\.(\d+), server (\d+), signer (\d+)\n/.exec(text);
+    if (!m) throw new Error(`${this.stateDir}/uid-block is not what runtimed writes: ${JSON.stringify(text)}`);
+    const [block, first, last, server, signer] = m.slice(1).map(Number);
+    return { block, first, last, server, signer };
+  }
+
   /** The keeper and the server (the keeper's child that runs as the server's uid,
    * just below the sandbox uids; its other children are short-lived exec monitors). */
   daemonPids() {
     if (!this.proc) return [];
     const keeper = this.proc.pid;
-    const kids = hostProcesses().filter((p) => p.ppid === keeper && p.uid === SANDBOX_UID_BASE - 1);
+    let server; // no uid-block yet: the daemon stopped before it claimed one, so no server
+    try {
+      ({ server } = this.uids());
+    } catch {
+      return [keeper];
+    }
+    const kids = hostProcesses().filter((p) => p.ppid === keeper && p.uid === server);
     return [keeper, ...new Set(kids.map((p) => p.pid))];
   }
 

@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startDaemon, stopDaemon, processesMatching, pidAlive, waitFor, cgroupDirs, loopDevicesInto,
-  mountsOf, token, hostProcesses, SANDBOX_UID_BASE } from './lib.mjs';
+  mountsOf, token, hostProcesses } from './lib.mjs';
 
 const readProcFile = (pid, f) => { try { return fs.readFileSync(`/proc/${pid}/${f}`, 'utf8'); } catch { return ''; } };
 const cgroupOf = (pid) => readProcFile(pid, 'cgroup');
@@ -166,7 +166,8 @@ test('a sandbox whose init is killed on the host is not left "running" with a de
   const marker = token('init');
   await d.sh(s.id, `echo ${marker} > /workspace/f`);
   // The sandbox's init: a child of the keeper running as the sandbox's host root.
-  const init = hostProcesses().find((p) => p.ppid === d.proc.pid && p.uid >= SANDBOX_UID_BASE &&
+  const { first, last } = d.uids();
+  const init = hostProcesses().find((p) => p.ppid === d.proc.pid && p.uid >= first && p.uid <= last &&
     readProcFile(p.pid, 'status').match(/^NSpid:.*\t1$/m) && cgroupOf(p.pid).includes(s.id));
   assert.ok(init, 'found the init of the sandbox on the host');
   process.kill(init.pid, 'SIGKILL'); // as the OOM killer or an admin would

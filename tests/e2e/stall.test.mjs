@@ -74,7 +74,8 @@ test('when the keeper dies the server ends at once; the sandboxes keep running a
   const server = serverPid();
   // This daemon's sandbox only (its cgroups are named INSTANCE-ID): other daemons'
   // sandboxes on the machine may come and go meanwhile.
-  const init = hostProcesses().find((p) => p.ppid !== d.proc.pid && p.uid >= 1000000000 &&
+  const { first, last } = d.uids();
+  const init = hostProcesses().find((p) => p.ppid !== d.proc.pid && p.uid >= first && p.uid <= last &&
     (readOr(`/proc/${p.pid}/cgroup`) ?? '').includes(`-${sb.id}\n`));
   assert.ok(init, 'a process of the sandbox is running');
   process.kill(d.proc.pid, 'SIGKILL');

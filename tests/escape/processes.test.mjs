@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import { startDaemon, stopDaemon, probe, assertRefused, processesMatching, pidAlive, waitFor,
-  SANDBOX_UID_BASE } from '../e2e/lib.mjs';
+} from '../e2e/lib.mjs';
 
 let d, a, b, bSleep, bSleepHost;
 
@@ -132,7 +132,8 @@ test('no capabilities, no_new_privs, seccomp filter; uid 1000 inside, unprivileg
   assert.match(s, /^Gid:\s+1000\s+1000\s+1000\s+1000$/m);
   assert.match(s, /^Groups:\s*$/m, 'no supplementary groups');
 
-  // From the host: the sandbox's processes run as a high, unprivileged uid.
+  // From the host: the sandbox's processes run as a high, unprivileged uid of the daemon's block.
+  const { first, last } = d.uids();
   const aSleepHost = await waitFor(() => {
     const p = processesMatching(`sleep ${aSleep}`);
     return p.length === 1 && p;
@@ -141,23 +142,25 @@ test('no capabilities, no_new_privs, seccomp filter; uid 1000 inside, unprivileg
     const status = fs.readFileSync(`/proc/${p.pid}/status`, 'utf8');
     const uids = /^Uid:\s+(.*)$/m.exec(status)[1].split(/\s+/).map(Number);
     const gids = /^Gid:\s+(.*)$/m.exec(status)[1].split(/\s+/).map(Number);
-    for (const u of [...uids, ...gids]) assert.ok(u >= SANDBOX_UID_BASE, `host uid/gid ${u} of pid ${p.pid}`);
+    for (const u of [...uids, ...gids]) assert.ok(u >= first && u <= last, `host uid/gid ${u} of pid ${p.pid} (the daemon's: ${first}..${last})`);
     assert.match(status, /^CapEff:\s+0{16}$/m);
   }
   // And two sandboxes never share a host uid.
   assert.ok(aSleepHost.every((p) => p.uid !== bSleepHost.uid), `a and b share host uid ${bSleepHost.uid}`);
   const mapA = (await d.exec(a.id, ['cat', '/proc/self/uid_map'])).stdout.trim().split(/\s+/).map(Number);
   const mapB = (await d.exec(b.id, ['cat', '/proc/self/uid_map'])).stdout.trim().split(/\s+/).map(Number);
-  assert.ok(mapA[1] >= SANDBOX_UID_BASE && mapB[1] >= SANDBOX_UID_BASE);
+  assert.ok(mapA[1] >= first && mapA[1] + mapA[2] - 1 <= last && mapB[1] >= first && mapB[1] + mapB[2] - 1 <= last,
+    `uid ranges ${mapA} / ${mapB} in the daemon's block ${first}..${last}`);
   assert.ok(mapA[1] + mapA[2] <= mapB[1] || mapB[1] + mapB[2] <= mapA[1], `uid ranges overlap: ${mapA} / ${mapB}`);
   await d.sh(a.id, `pkill -f 'sleep ${aSleep}'; true`);
 });
 
 test('the init of the sandbox is unprivileged on the host too', async () => {
   const inits = processesMatching('runtime-init').filter((p) => p.ppid === d.proc.pid);
+  const { first, last } = d.uids();
   assert.ok(inits.length >= 2, 'one init per sandbox');
   for (const p of inits) {
-    assert.ok(p.uid >= SANDBOX_UID_BASE, `init ${p.pid} runs as host uid ${p.uid}`);
+    assert.ok(p.uid >= first && p.uid <= last, `init ${p.pid} runs as host uid ${p.uid} (the daemon's: ${first}..${last})`);
     assert.match(p.status, /^CapEff:\s+0{16}$/m);
     assert.match(p.status, /^NoNewPrivs:\s+1$/m);
   }

@@ -347,8 +347,8 @@ static int fake_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[
     return 0;
 }
 
-static int fake_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
-                          err_t *err)
+static int fake_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode,
+                          int *fd, err_t *err)
 {
     driver_called();
     live_index(sb, "open_file");

@@ -24,9 +24,6 @@ import { after, before, describe, test } from 'node:test';
 import { hostProcesses, pidAlive } from '../e2e/lib.mjs';
 import { SecretsWorld, isRoot, searchMemory, waitFor } from './lib.mjs';
 
-const SANDBOX_UID_BASE = 1000000000;
-const SERVER_UID = SANDBOX_UID_BASE - 1;
-const SIGNER_UID = SANDBOX_UID_BASE - 2;
 
 let w, d, sb;
 
@@ -34,7 +31,8 @@ const statusOf = (pid) => fs.readFileSync(`/proc/${pid}/status`, 'utf8');
 const field = (status, name) => (new RegExp(`^${name}:[ \\t]*(.*)$`, 'm').exec(status) || [])[1];
 
 function signerPid() {
-  const kids = hostProcesses().filter((p) => p.ppid === d.proc.pid && p.state !== 'Z' && p.uid === SIGNER_UID);
+  const { signer } = d.uids(); // the daemon's own, from its uid block
+  const kids = hostProcesses().filter((p) => p.ppid === d.proc.pid && p.state !== 'Z' && p.uid === signer);
   assert.equal(kids.length, 1, `one signer among the keeper's children: ${JSON.stringify(kids.map((p) => [p.pid, p.uid]))}`);
   return kids[0].pid;
 }
@@ -72,9 +70,10 @@ describe('secrets: the signer holds the CA key alone', { skip: !isRoot() && 'mus
 
   test('it runs as its own unprivileged uid, confined', () => {
     const s = statusOf(signerPid());
-    assert.equal(field(s, 'Uid'), `${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}`);
-    assert.equal(field(s, 'Gid'), `${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}\t${SIGNER_UID}`);
-    assert.notEqual(SIGNER_UID, SERVER_UID);
+    const { signer, server } = d.uids();
+    assert.equal(field(s, 'Uid'), `${signer}\t${signer}\t${signer}\t${signer}`);
+    assert.equal(field(s, 'Gid'), `${signer}\t${signer}\t${signer}\t${signer}`);
+    assert.notEqual(signer, server);
     assert.equal(field(s, 'Groups'), '', 'no supplementary groups');
     for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) {
       assert.equal(field(s, cap), '0000000000000000', `${cap} is empty`);
