@@ -14,15 +14,8 @@ import tls from 'node:tls';
 import { after, before, describe, test } from 'node:test';
 
 import { Daemon, isRoot, parseMetrics, startDaemon, stopDaemon, testCa, waitFor } from '../e2e/lib.mjs';
+import { MiB, assertBounded, serverRss } from './lib.mjs';
 
-const MiB = 1 << 20;
-
-/** The server process's resident memory, in bytes. */
-function serverRss(d) {
-  const pid = d.daemonPids()[1];
-  const line = fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
-  return Number(line.split(/\s+/)[1]) * 1024;
-}
 
 /**
  * A raw client: connects (from `source`, over TLS with `ca`), writes `head`, then
@@ -95,7 +88,7 @@ describe('bodies and heads before the key', { skip: !isRoot() && 'must run as ro
     }
     // What a client sends after the answer is read and dropped, not kept (5 s, at
     // most 80 MiB); none of it was held.
-    assert.ok(serverRss(d) - rss0 < 16 * MiB, `the server grew by ${(serverRss(d) - rss0) / MiB} MiB`);
+    await assertBounded(d, rss0, 16 * MiB, 'ten unauthenticated 60 MiB bodies');
   });
 
   test('the gateway reads no body before its token', async () => {

@@ -10,7 +10,7 @@ const { stdout } = await sbx.exec(['/workspace/hello.sh'], { check: true });
 console.log(stdout.trim());
 
 await sbx.network.set({ internet: true, allow: ['api.example.com'] });
-console.log('allowed:', (await sbx.network.get()).allow.join(','));
+console.log('allowed:', (await sbx.network.get()).allow?.join(','));
 
 try {
   await sbx.exec(['sh', '-c', 'echo nope >&2; exit 3'], { check: true });

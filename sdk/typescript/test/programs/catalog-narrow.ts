@@ -16,8 +16,10 @@ console.log(`catalog ${entry.id} ${entry.package}@${entry.version} egress=${entr
 
   await tmp.network.set({ internet: false, allow: entry.egress });
   const policy = await tmp.network.get();
-  console.log(`network internet=${policy.internet} allow=${policy.allow.join(',')}`);
-  if (policy.internet || policy.allow.join() !== entry.egress.join()) throw new Error(`policy not in force: ${JSON.stringify(policy)}`);
+  const allow = policy.allow ?? []; // no list would be any public host
+  console.log(`network internet=${policy.internet} allow=${allow.join(',')}`);
+  if (policy.internet || policy.allow === undefined || allow.join() !== entry.egress.join())
+    throw new Error(`policy not in force: ${JSON.stringify(policy)}`);
 
   // A host the entry does not name: the sandbox's resolver does not even give it an address.
   const other = await tmp.exec(['curl', '-sS', '-m', '5', 'https://example.com/']);
