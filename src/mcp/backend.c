@@ -155,12 +155,25 @@ static void drop_start(struct mcp_backend *be)
     be->start = NULL;
 }
 
+/* What waits to be read by the process is held for its sandbox: charged to its
+ * budget as it is queued, given back as the process reads it. */
+static void charge_unsent(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct mcp_backend *be = arg;
+    size_t back = info->n_deleted < be->charged ? info->n_deleted : be->charged;
+    budget_give(be->budget, back);
+    be->charged -= back;
+    budget_force(be->budget, info->n_added);
+    be->charged += info->n_added;
+}
+
 static struct mcp_backend *backend_new(struct mcp_server *ms, struct mcp_session *owner,
                                        void (*on_ready)(struct mcp_backend *be, int r,
                                                         const char *error))
 {
     struct mcp_backend *be = calloc(1, sizeof *be);
     if (!be) return NULL;
+    be->budget = budget_ref(ms->box->sb->budget);
     be->server = ms;
     be->owner = owner;
     be->on_ready = on_ready;
@@ -174,6 +187,7 @@ static struct mcp_backend *backend_new(struct mcp_server *ms, struct mcp_session
         mcp_backend_free(be);
         return NULL;
     }
+    evbuffer_add_cb(be->to_server, charge_unsent, be);
     return be;
 }
 
@@ -236,6 +250,8 @@ void mcp_backend_free(struct mcp_backend *be)
     free(be->pages);
     free(be->page_len);
     if (be->to_server) evbuffer_free(be->to_server);
+    budget_give(be->budget, be->charged);
+    budget_unref(be->budget);
     if (be->from_server) evbuffer_free(be->from_server);
     json_decref(be->init_result);
     json_decref(be->held);

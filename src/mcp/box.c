@@ -49,6 +49,9 @@ void mcp_sandbox_removed(struct sbx *sb)
 
 void mcp_metrics_write(struct sbx *sb, FILE *f)
 {
+    if (sb->mcp && sb->mcp->history)
+        fprintf(f, "runtime_gateway_history_bytes{account=\"%s\",sandbox=\"%s\"} %llu\n",
+                sb->account, sb->id, (unsigned long long)sb->mcp->history->used);
     for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next) {
         char labels[240];
         snprintf(labels, sizeof labels, "account=\"%s\",sandbox=\"%s\",server=\"%s\"", sb->account,
@@ -179,6 +182,9 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
     random_hex(box->link, 16);
     random_hex(box->token, 32);
     random_bytes(box->state_key, sizeof box->state_key);
+    /* Resumption histories get a quarter of what the sandbox may hold: they are best
+     * effort, and must never crowd out the answers its clients are reading. */
+    box->history = budget_new(sb->budget ? sb->budget->limit / 4 : 0, sb->budget);
     box->keepalive = event_new(server_base(srv), -1, EV_PERSIST, keepalive_tick, box);
     struct timeval tv = {MCP_KEEPALIVE_MS / 1000, 0};
     event_add(box->keepalive, &tv);
@@ -531,6 +537,7 @@ void mcp_box_free(struct mcp_box *box)
         server_free(ms);
     }
     event_free(box->keepalive);
+    budget_unref(box->history);
     box->sb->mcp = NULL;
     free(box);
 }

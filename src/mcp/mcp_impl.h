@@ -54,6 +54,7 @@ struct mcp_box {
     char registry[256];    /* host of the package registry, once known */
     char pip_index[512];   /* URL of pip's index, once known */
     struct event *keepalive;
+    struct budget *history; /* what the sessions keep for resumption (transport.c) */
 };
 
 struct mcp_server {
@@ -118,6 +119,8 @@ struct mcp_backend {
     int in_fd, out_fd, err_fd, status_fd;
     struct event *in_ev, *out_ev, *err_ev, *status_ev, *deadline;
     struct evbuffer *to_server, *from_server;
+    struct budget *budget; /* its sandbox's: what waits in to_server is charged to it */
+    size_t charged;
     char errtail[2048];
     size_t errtail_len;
     enum { BE_INIT, BE_LISTING, BE_READY, BE_DEAD } state;
@@ -297,6 +300,8 @@ void mcp_http_error(struct httpd_req *req, int status, json_t *id, int code, con
     __attribute__((format(printf, 5, 6)));
 void mcp_keepalive(struct mcp_box *box);
 void mcp_sse_comment(struct httpd_req *req, const char *text); /* ": text" */
+/* Frees a session's events kept for resumption (given back to its sandbox's budget). */
+void mcp_history_free(struct mcp_session *s);
 
 /* session.c, shared with the 2026-07-28 path */
 /* The capabilities clients are told, from the process's initialize result. */

@@ -62,9 +62,7 @@ void mcp_session_free(struct mcp_session *s)
     drop_pending(mcp_session_backend(s), s);
     if (s->be) mcp_backend_reap(s->be);
     if (s->init_req) mcp_http_error(s->init_req, 503, s->init_id, -32000, "the session ended");
-    for (size_t i = 0; s->history && i < MCP_HISTORY; i++)
-        free(s->history[i].data);
-    free(s->history);
+    mcp_history_free(s);
     json_decref(s->init_id);
     json_decref(s->client_info);
     json_decref(s->subscriptions);
@@ -222,6 +220,10 @@ void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
         return answer(st, mcp_error_msg(id, -32000,
                                         "the server is not reading its input; "
                                         "try again later"));
+    if (budget_over(be->budget))
+        return answer(st, mcp_error_msg(id, -32000,
+                                        "this sandbox holds as much in the daemon as it may "
+                                        "(--held-per-sandbox); try again once answers came"));
     if (be->modern) mcp_stdio_envelope(be, s, msg);
     json_t *client_id = json_incref(id);
     struct mcp_pending *p;

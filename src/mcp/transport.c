@@ -147,23 +147,41 @@ static void start_sse(struct mcp_stream *st)
 
 static void forget(struct mcp_session *s, struct mcp_event *e)
 {
-    if (e->data) s->history_bytes -= strlen(e->data);
+    if (e->data) {
+        s->history_bytes -= strlen(e->data);
+        budget_give(s->server->box->history, strlen(e->data));
+    }
     free(e->data);
     e->data = NULL;
 }
 
 /* Keeps the event for resumption: the last MCP_HISTORY, and no more than
- * MCP_HISTORY_BYTES of them (the oldest go first). */
+ * MCP_HISTORY_BYTES of them, nor more than the sandbox's sessions may keep together (the
+ * oldest go first: resumption is best effort, the daemon's memory is everyone's). */
 static void remember(struct mcp_session *s, unsigned stream, unsigned seq, const char *data)
 {
+    struct budget *b = s->server->box->history;
     struct mcp_event *e = &s->history[s->history_next++ % MCP_HISTORY];
     forget(s, e);
     e->stream = stream;
     e->seq = seq;
     e->data = strdup(data);
-    if (e->data) s->history_bytes += strlen(data);
-    for (size_t i = 0; i < MCP_HISTORY && s->history_bytes > MCP_HISTORY_BYTES; i++)
+    if (e->data) {
+        s->history_bytes += strlen(data);
+        budget_force(b, strlen(data));
+    }
+    for (size_t i = 0;
+         i < MCP_HISTORY && (s->history_bytes > MCP_HISTORY_BYTES || (b && b->used > b->limit));
+         i++)
         forget(s, &s->history[(s->history_next + i) % MCP_HISTORY]);
+}
+
+void mcp_history_free(struct mcp_session *s)
+{
+    for (size_t i = 0; s->history && i < MCP_HISTORY; i++)
+        forget(s, &s->history[i]);
+    free(s->history);
+    s->history = NULL;
 }
 
 /* A client that does not read its stream while the server writes: its connection is

@@ -214,6 +214,14 @@ static void http(FILE *f, struct server *srv)
             "# TYPE runtime_held_refused_total counter\nruntime_held_refused_total %llu\n",
             (unsigned long long)(b ? b->used : 0), (unsigned long long)(b ? b->peak : 0),
             (unsigned long long)(b ? b->refused : 0));
+    fputs("# HELP runtime_sandbox_held_bytes What the server holds for one sandbox's requests "
+          "(bodies, unsent answers, unread input of its servers, resumption histories).\n"
+          "# TYPE runtime_sandbox_held_bytes gauge\n",
+          f);
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        if (sb->budget)
+            fprintf(f, "runtime_sandbox_held_bytes{account=\"%s\",sandbox=\"%s\"} %llu\n",
+                    sb->account, sb->id, (unsigned long long)sb->budget->used);
 }
 
 char *server_metrics_text(struct server *srv)
@@ -231,7 +239,10 @@ char *server_metrics_text(struct server *srv)
           "# TYPE runtime_gateway_request_seconds histogram\n"
           "# HELP runtime_gateway_notifications_dropped_total Client messages without an id "
           "that are not notifications MCP defines (a tools/call sent as one), by server.\n"
-          "# TYPE runtime_gateway_notifications_dropped_total counter\n",
+          "# TYPE runtime_gateway_notifications_dropped_total counter\n"
+          "# HELP runtime_gateway_history_bytes Events a sandbox's sessions keep for "
+          "resumption (at most a quarter of --held-per-sandbox).\n"
+          "# TYPE runtime_gateway_history_bytes gauge\n",
           f);
     if (srv->hooks.metrics)
         for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)

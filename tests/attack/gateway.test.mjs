@@ -13,8 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
-import { McpDaemon, httpCall, skipReason, waitFor } from '../mcp/lib.mjs';
-import { startDaemon, stopDaemon } from '../e2e/lib.mjs';
+import { McpDaemon, RawSession, httpCall, skipReason, waitFor } from '../mcp/lib.mjs';
+import { parseMetrics, startDaemon, stopDaemon } from '../e2e/lib.mjs';
 import { MiB, assertBounded, serverRss } from './lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -114,9 +114,10 @@ describe('a tenant cannot grow the daemon through its gateway', { skip: skipReas
     }
   });
 
+
 });
 
-describe('calls a server never answers', { skip: skipReason() }, () => {
+describe('a tenant at the default budget: unanswered calls, many sessions', { skip: skipReason() }, () => {
   let d, sb, url, auth;
   before(async () => {
     d = await startDaemon({ prefix: 'runtime-attack-never-', make: (dir) => new McpDaemon(dir) });
@@ -154,6 +155,39 @@ describe('calls a server never answers', { skip: skipReason() }, () => {
       await assertBounded(d, rss0, 64 * MiB, '120 pending calls of 4 MiB');
     } finally {
       for (const c of clients) c.kill();
+    }
+  });
+
+  test('thirty sessions\' resumption histories keep at most a quarter of the sandbox\'s budget', async () => {
+    // Each 2025 session keeps its last 256 events (8 MiB) for Last-Event-ID: thirty
+    // sessions subscribed to updates would keep 240 MiB. A sandbox's sessions keep at
+    // most a quarter of --held-per-sandbox (128 MiB) together.
+    const rss0 = serverRss(d);
+    const sessions = [];
+    try {
+      for (let i = 0; i < 30; i++) {
+        const s = new RawSession(url, auth);
+        await s.initialize();
+        await s.request('resources/subscribe', { uri: 'test://flood' });
+        const get = await s.openGet();
+        assert.ok(get.sse, `session ${i}: its GET stream`);
+        get.res.on('data', () => {});
+        sessions.push({ s, get });
+      }
+      const { headers, body } = modern(auth, 'tools/call', { name: 'flood', arguments: { count: 256, size: 32768 } }, 'f-2');
+      const r = await httpCall(url, { method: 'POST', headers, body, timeoutMs: 120000 });
+      assert.equal(r.status, 200, r.text);
+      const m = parseMetrics((await d.api('GET', '/metrics')).text);
+      const history = m.get(`runtime_gateway_history_bytes{account="default",sandbox="${sb.id}"}`);
+      assert.ok(history > 16 * MiB && history <= 32 * MiB, `the sessions keep ${(history / MiB).toFixed(1)} MiB`);
+      // Readers slower than the flood leave answers unsent: the sandbox may hold its
+      // 128 MiB, not the 240 MiB of histories and more that it held before.
+      await assertBounded(d, rss0, 160 * MiB, 'thirty sessions with 8 MiB of updates each');
+    } finally {
+      for (const { s, get } of sessions) {
+        get.res.destroy();
+        await s.close().catch(() => {});
+      }
     }
   });
 });

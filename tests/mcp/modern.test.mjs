@@ -742,6 +742,10 @@ describe('2026-07-28 (stateless) clients at the gateway', { skip: skipReason() }
       const none = call('sample_capital', {}, { caps: { elicitation: {} } });
       const e = assertError(await post(url, auth, none), 400, -32021, none.id, 'sampling not declared');
       assert.deepEqual(e.data?.requiredCapabilities, { sampling: {} });
+      // The process hears of it after the client does: wait, so that the next test's
+      // records do not catch this late answer.
+      await waitFor(async () => (await records()).some((x) => x.event === 'answer' && x.key === 'capital_question' &&
+        x.error), { timeoutMs: 10000, intervalMs: 100, what: 'the process to get an error for its sampling' });
     });
 
     test('a process request id KEY#TAG gives the key KEY, and the answer goes back under the whole id (068757e)', async () => {
