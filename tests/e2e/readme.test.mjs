@@ -14,8 +14,10 @@
 // The files a newcomer brings (notes.txt, token.txt, tickets.mjs, two saved tool lists)
 // are made in the clone as they would make them.
 //
-// Skipped (SKIPPED in CHECKS, with the reason): `scripts/install-deps && make check`, the
-// whole suite this test is a part of.
+// Skipped (its CHECKS entry's `skip` says why): `scripts/install-deps && make check`, the
+// whole suite this test is a part of. The ```ts and ```python blocks are not shell; the
+// SDKs' own tests run them. The whole walk is skipped under another RUNTIME_BUILD (make
+// check's sanitized pass): it builds its own clone, so it would only repeat itself.
 //
 // Online: the demo and the MCP commands install servers from npm and PyPI, as a newcomer's
 // would (RUNTIME_E2E_OFFLINE skips the walk). Nothing else leaves loopback: the github
@@ -308,8 +310,6 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 `;
 
 // ---------------------------------------------------------------- what each command does
-
-const SKIPPED = Symbol('skipped');
 
 /**
  * One entry per README command: `cmd` matches its flat text; `code` is the exit status
@@ -682,7 +682,11 @@ const CHECKS = [
 // ---------------------------------------------------------------- the walk
 
 const README = committedReadme();
+// The walk builds its own clone, so a sanitized pass of the suite (RUNTIME_BUILD=build/asan
+// in make check) would only repeat the plain pass's walk.
+const otherBuild = process.env.RUNTIME_BUILD && path.resolve(ROOT, process.env.RUNTIME_BUILD) !== path.join(ROOT, 'build');
 const skip = (!isRoot() && 'must run as root (the demo starts runtimed)') ||
+  (otherBuild && `the walk builds its own clone, whatever RUNTIME_BUILD says; the pass with ${ROOT}/build runs it`) ||
   (process.env.RUNTIME_E2E_OFFLINE && 'RUNTIME_E2E_OFFLINE is set (the demo installs from npm)') ||
   (README === null && `${ROOT} is not a git checkout with a commit (the walk starts from a clone)`);
 const COMMANDS = README ? readmeCommands(README) : [];
@@ -726,10 +730,14 @@ describe('the README, walked by a newcomer from a clean clone', { skip }, () => 
       for (const s of list?.body ?? []) await w.d.remove(s.id).catch(() => {});
     }
     const keeper = Number(readOr(path.join(w.stateDir, 'lock'), '0'));
+    let stopped = true;
     if (keeper && pidAlive(keeper)) {
       process.kill(keeper, 'SIGTERM');
-      await waitFor(() => !pidAlive(keeper), { timeoutMs: 20000, what: 'the demo\'s runtimed to stop' })
-        .catch(() => process.kill(keeper, 'SIGKILL'));
+      stopped = await waitFor(() => !pidAlive(keeper), { timeoutMs: 20000, what: 'the demo\'s runtimed to stop' })
+        .catch(() => {
+          process.kill(keeper, 'SIGKILL');
+          return false;
+        });
     }
     // Only now: the demo's runtimed is in the shell's process group (the demo started it
     // in the background, as it does from a terminal), and a SIGKILL would orphan its sandboxes.
@@ -739,6 +747,7 @@ describe('the README, walked by a newcomer from a clean clone', { skip }, () => 
       { timeoutMs: 15000, what: 'the demo\'s sandboxes to be gone' }).catch(() => false);
     const left = w.d.forceCleanup();
     if (!process.env.RUNTIME_E2E_KEEP) fs.rmSync(w.dir, { recursive: true, force: true });
+    assert.ok(stopped, `kill $(cat ${w.stateDir}/lock) did not stop the demo's runtimed within 20 s`);
     assert.ok(gone, `the demo's runtimed left ${JSON.stringify(left)}`);
   });
 
