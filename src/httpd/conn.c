@@ -278,7 +278,7 @@ static void read_body(struct httpd_conn *c)
     struct httpd_req *r = c->req;
     struct evbuffer *in = bufferevent_get_input(c->bev);
     size_t n = evbuffer_get_length(in);
-    if (n > r->framing.left) n = (size_t)r->framing.left;
+    if (n > r->body_left) n = (size_t)r->body_left;
     if (n > 0) {
         if (!req_body_add(r, in, n)) {
             c->h->st.body_refused++;
@@ -286,10 +286,10 @@ static void read_body(struct httpd_conn *c)
                             "the sandbox this request is for holds as much in the daemon as it "
                             "may; try again once its other requests are done");
         }
-        r->framing.left -= n;
+        r->body_left -= n;
         set_timer(c, c->h->lim.body_idle_ms);
     }
-    if (r->framing.left == 0) body_done(c);
+    if (r->body_left == 0) body_done(c);
 }
 
 void conn_start_body(struct httpd_conn *c)
@@ -307,13 +307,11 @@ void conn_start_body(struct httpd_conn *c)
                         "the body is %llu bytes; this request may send at most %zu",
                         (unsigned long long)hd->content_length, r->body_max);
     }
-    r->framing.framing = HTTP_BODY_LENGTH;
-    r->framing.left = hd->content_length;
+    r->body_left = hd->content_length;
     const char *expect = httpd_header(r, "Expect");
     if (expect && strcasecmp(expect, "100-continue") == 0 && hd->minor == 1 &&
         evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
         evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
-        r->continue_sent = true;
     }
     c->state = CONN_BODY;
     bufferevent_setwatermark(c->bev, EV_READ, 0, 0);

@@ -62,13 +62,12 @@ struct httpd_req {
     const char *query;
     enum httpd_method method;
     bool keep_alive;
-    bool continue_sent;
     struct evbuffer *out_fields; /* "Name: value\r\n" */
     bool streaming;
     bool budget_spent;   /* its client was dropped because the budget was spent */
     size_t backlog_left; /* ... with this much unsent */
     /* The body */
-    struct http_body framing;
+    uint64_t body_left; /* bytes of the body still to come */
     size_t body_max;
     struct evbuffer *body;
     httpd_body_fn *body_done;
@@ -79,7 +78,6 @@ struct httpd_req {
     void *data;
     httpd_gone_fn *gone;
     void *gone_arg;
-    char scratch[256]; /* httpd_header's answer */
 };
 
 struct httpd_listener {
