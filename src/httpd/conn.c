@@ -184,7 +184,7 @@ static void conn_close_after_output(struct httpd_conn *c)
 }
 
 /* The answer is out: no more is written; the connection ends at the client's
- * EOF, after HTTPD_CLOSE_LINGER_MS, or past HTTPD_LINGER_MAX_BYTES. */
+ * EOF, after HTTPD_CLOSE_LINGER_MS, or past what it may send meanwhile. */
 static void linger(struct httpd_conn *c)
 {
     if (c->lingering) return;
@@ -198,7 +198,12 @@ static void discard(struct httpd_conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
     c->discarded += evbuffer_get_length(in);
     evbuffer_drain(in, evbuffer_get_length(in));
-    if (c->discarded > HTTPD_LINGER_MAX_BYTES) conn_free(c);
+    /* A client that never proved its key gets no more reads: its bytes wait in the
+     * kernel (not here) while it reads its answer, until the linger ends. */
+    if (!c->trusted && c->discarded > HTTPD_LINGER_MAX_UNTRUSTED)
+        bufferevent_disable(c->bev, EV_READ);
+    else if (c->discarded > HTTPD_LINGER_MAX_BYTES)
+        conn_free(c);
 }
 
 void conn_cut(struct httpd_conn *c)

@@ -10,11 +10,18 @@
 #include "httpd.h"
 
 #define HTTPD_CLIENT_BUCKETS 256
-#define HTTPD_ACCEPT_BATCH 64      /* connections taken per wakeup of a listener */
-#define HTTPD_CLOSE_LINGER_MS 5000 /* an answer before a close may take this long to leave, */
-#define HTTPD_LINGER_MAX_BYTES (80u << 20) /* ... and what comes meanwhile is read and dropped */
-#define HTTPD_FD_LOG_EVERY_MS 10000        /* "out of descriptors" at most this often */
-#define HTTPD_MAX_OUT_FIELDS 4096          /* bytes of fields an answer may add */
+/* Connections taken per wakeup of a listener: few, so that a flood of them (each
+ * an accept, and maybe an eviction) interleaves with everyone's requests. */
+#define HTTPD_ACCEPT_BATCH 4
+/* An answer before a close may take this long to leave; what the client sends
+ * meanwhile is read and dropped, up to an upload refused (a client that proved its
+ * key) or a little (one that did not: then reading stops, so that no flood of its
+ * is read, and it can still read its answer). */
+#define HTTPD_CLOSE_LINGER_MS 5000
+#define HTTPD_LINGER_MAX_BYTES (80u << 20)
+#define HTTPD_LINGER_MAX_UNTRUSTED (256u << 10)
+#define HTTPD_FD_LOG_EVERY_MS 10000 /* "out of descriptors" at most this often */
+#define HTTPD_MAX_OUT_FIELDS 4096   /* bytes of fields an answer may add */
 
 /* One client address and its TCP connections. */
 struct httpd_client {
