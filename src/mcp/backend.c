@@ -422,10 +422,12 @@ static void handle_line(struct mcp_backend *be, const char *line, size_t len)
     json_decref(msg);
 }
 
-/* One read: the number of bytes, 0 at EOF (reading stops), negative when none now. */
+/* One read: the number of bytes, 0 at EOF (reading stops), negative when none now.
+ * 16 KiB at a time: what one wakeup parses and routes is the time every other
+ * sandbox's request may wait behind a server that floods its output. */
 static ssize_t read_some(struct mcp_backend *be, int fd)
 {
-    char chunk[65536];
+    char chunk[16384];
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n > 0)
         evbuffer_add(be->from_server, chunk, (size_t)n);
