@@ -103,6 +103,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg);
 static void on_stderr(evutil_socket_t fd, short what, void *arg);
 static void on_exit_status(evutil_socket_t fd, short what, void *arg);
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
+static void on_rested(evutil_socket_t fd, short what, void *arg);
 
 static void watch(struct mcp_backend *be, int fds[4])
 {
@@ -117,6 +118,9 @@ static void watch(struct mcp_backend *be, int fds[4])
     be->out_ev = event_new(base, be->out_fd, EV_READ | EV_PERSIST, on_readable, be);
     be->err_ev = event_new(base, be->err_fd, EV_READ | EV_PERSIST, on_stderr, be);
     be->status_ev = event_new(base, be->status_fd, EV_READ | EV_PERSIST, on_exit_status, be);
+    be->out_rest = evtimer_new(base, on_rested, be);
+    be->out_tokens = MCP_OUTPUT_BURST;
+    be->out_ms = now_ms();
     event_add(be->out_ev, NULL);
     event_add(be->err_ev, NULL);
     event_add(be->status_ev, NULL);
@@ -243,6 +247,7 @@ void mcp_backend_free(struct mcp_backend *be)
     close_fd(&be->err_fd, &be->err_ev);
     close_fd(&be->status_fd, &be->status_ev); /* the monitor kills the process */
     if (be->deadline) event_free(be->deadline);
+    if (be->out_rest) event_free(be->out_rest);
     for (size_t i = 0; i < MCP_PENDING_SLOTS; i++)
         if (be->pend[i].id) mcp_pending_clear(be, &be->pend[i]);
     for (size_t i = 0; i < be->n_pages; i++)
@@ -453,12 +458,36 @@ static void handle_lines(struct mcp_backend *be)
         fail(be, "it wrote a message longer than %u bytes, the limit", MCP_MAX_MESSAGE);
 }
 
+/* Charges n bytes read to the process's output rate; the milliseconds to wait
+ * before the next read (0: none). */
+static uint64_t output_wait(struct mcp_backend *be, size_t n)
+{
+    uint64_t now = now_ms();
+    be->out_tokens += (double)(now - be->out_ms) * MCP_OUTPUT_RATE / 1000.0;
+    if (be->out_tokens > MCP_OUTPUT_BURST) be->out_tokens = MCP_OUTPUT_BURST;
+    be->out_ms = now;
+    be->out_tokens -= (double)n;
+    return be->out_tokens >= 0 ? 0 : (uint64_t)(-be->out_tokens * 1000.0 / MCP_OUTPUT_RATE) + 1;
+}
+
+static void on_rested(evutil_socket_t fd, short what, void *arg)
+{
+    struct mcp_backend *be = arg;
+    if (be->out_ev) event_add(be->out_ev, NULL);
+}
+
 /* One read a wake-up (epoll is level-triggered: more data wakes us again): no FIONREAD
  * and no read that only says EAGAIN, on the path of every answer. */
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct mcp_backend *be = arg;
-    read_some(be, fd);
+    ssize_t n = read_some(be, fd);
+    uint64_t wait = n > 0 ? output_wait(be, (size_t)n) : 0;
+    if (wait) {
+        event_del(be->out_ev);
+        struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000};
+        evtimer_add(be->out_rest, &tv);
+    }
     handle_lines(be);
 }
 

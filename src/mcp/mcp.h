@@ -28,6 +28,11 @@
 #define MCP_INSTALL_TIMEOUT_MS (15 * 60 * 1000)
 #define MCP_START_TIMEOUT_MS (60 * 1000) /* from spawn to a fingerprinted tool list */
 #define MCP_KEEPALIVE_MS (15 * 1000)
+/* A server's output is read at most this fast, after a burst: the daemon's loop is
+ * every sandbox's, and a server that floods its stdout (notifications by the
+ * thousand) would spend it; past the rate it waits, and so do its own clients. */
+#define MCP_OUTPUT_RATE (8u << 20)   /* bytes a second */
+#define MCP_OUTPUT_BURST (32u << 20) /* bytes */
 /* 2026-07-28 (modern.c, mrtr.c, listen.c) */
 #define MCP_MAX_PARKS 256               /* calls waiting on their clients' input, per server */
 #define MCP_MAX_INPUTS 16               /* input requests in one input_required result */

@@ -119,7 +119,10 @@ struct mcp_backend {
     int in_fd, out_fd, err_fd, status_fd;
     struct event *in_ev, *out_ev, *err_ev, *status_ev, *deadline;
     struct evbuffer *to_server, *from_server;
-    struct budget *budget; /* its sandbox's: what waits in to_server is charged to it */
+    double out_tokens;      /* bytes of its output that may be read now (MCP_OUTPUT_RATE) */
+    uint64_t out_ms;        /* ... as of then */
+    struct event *out_rest; /* reading its output again once the rate allows */
+    struct budget *budget;  /* its sandbox's: what waits in to_server is charged to it */
     size_t charged;
     char errtail[2048];
     size_t errtail_len;
