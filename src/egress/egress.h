@@ -72,6 +72,11 @@ struct egress_secrets {
     /* A placeholder seen where it can never be swapped (plain HTTP). */
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
                         const char *placeholder, const char *why);
+    /* The value of placeholder came back from host in an answer, written as
+     * encoding ("verbatim", "base64", "percent", "base64+json", ...), and was
+     * overwritten with the placeholder before the sandbox saw it. */
+    void (*reflected)(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
+                      const char *encoding);
 };
 
 /* The end of a sign: r 0 and the DER leaf (borrowed for the call), or a

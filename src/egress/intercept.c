@@ -41,6 +41,15 @@ struct intercept {
     bool is_head[64]; /* per outstanding request, by forwarded % 64: HEAD has no body */
     bool resp_in_body, resp_until_close;
     struct http_body resp;
+    /* Answers of a TLS connection go through the reflection scan (redact.c):
+     * the values swapped into it are overwritten wherever the upstream echoes
+     * them. Chunked bodies are chunked again by the proxy (resp_rechunk); the
+     * trailer section waits to be scanned whole. */
+    bool scan;
+    struct redactor rd;
+    bool resp_rechunk, resp_last_chunk;
+    struct evbuffer *trailers;
+    bool unredactable; /* a value of this request could not be added to the scan */
     const char *refusal_status, *refusal_why; /* waiting for the answers before it */
     /* Values opened for the request being rewritten; wiped right after. */
     char *opened[OPENED_MAX];
@@ -98,6 +107,8 @@ void intercept_fini(struct egress *eg)
     if (eg->tls_down) SSL_CTX_free(eg->tls_down);
     if (eg->tls_up) SSL_CTX_free(eg->tls_up);
     mitm_leaves_free(eg->leaves);
+    free(eg->scratch);
+    eg->scratch = NULL;
     /* Their sandboxes are gone, and their waiters with them; each answer,
      * which the signer's client still owes, frees its own. */
     for (struct signing *s = eg->signings; s; s = s->next)
@@ -125,6 +136,8 @@ void intercept_stop(struct conn *c)
     if (!t) return;
     if (t->down) bufferevent_free(t->down); /* closes the fds: conn_close must not */
     if (t->up) bufferevent_free(t->up);
+    if (t->trailers) evbuffer_free(t->trailers);
+    redactor_fini(&t->rd);
     free(t);
     c->tls = NULL;
 }
@@ -172,6 +185,9 @@ static const char *decide(void *arg, const struct http_request *req,
     char *v = eg->secrets->value(eg->secrets_arg, t->c->es->id, req->host, t->c->port, req->method,
                                  req->path, ph->token, len, &limited);
     if (!v) return NULL;
+    /* Swapped in only if it will be looked for in the answers: else the
+     * request is refused whole (forward_head). */
+    if (t->scan && redactor_add(&t->rd, v, *len, ph->token) < 0) t->unredactable = true;
     t->limited = t->limited || limited;
     t->opened[t->n_opened] = v;
     t->opened_len[t->n_opened++] = *len;
@@ -184,7 +200,7 @@ static void release_opened(struct intercept *t)
     for (size_t i = 0; i < t->n_opened; i++)
         eg->secrets->release(t->opened[i], t->opened_len[i]);
     t->n_opened = 0;
-    t->limited = t->too_many = false;
+    t->limited = t->too_many = t->unredactable = false;
 }
 
 /* Fields some servers take as the method or the URL instead of the request line's:
@@ -239,6 +255,9 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     if (r == HTTP_OK && t->too_many) {
         r = HTTP_BAD;
         why = "too_many_placeholders";
+    } else if (r == HTTP_OK && t->unredactable) {
+        r = HTTP_BAD;
+        why = "too_many_secrets_on_connection";
     } else if (r == HTTP_OK && t->limited && has_override(buf, req)) {
         r = HTTP_BAD;
         why = "override_header_with_limited_secret";
@@ -314,83 +333,214 @@ static const char *header_value(const char *head, size_t len, const char *name)
     return p;
 }
 
+/* What an answer's head says of its body. */
+struct answer_frame {
+    bool interim;     /* 1xx but 101: the real answer follows */
+    bool until_close; /* no framing: the body ends when the upstream closes */
+    enum http_framing framing;
+    uint64_t content_length;
+};
+
 /* The framing of an answer from its head: 1xx (but 101) come before the real
  * answer; HEAD, 204 and 304 have no body; else Content-Length, chunked, or
- * until the upstream closes. Returns 0 for an interim answer, 1 when a body
- * may follow, -ENOMEM. */
-static int answer_framing(struct intercept *t, const char *head, size_t len)
+ * until the upstream closes. -ENOMEM. */
+static int answer_frame(const struct intercept *t, const char *raw, size_t len,
+                        struct answer_frame *f)
 {
+    char *head = malloc(len + 1); /* a lower-cased copy: what is sent stays as it is */
+    if (!head) return -ENOMEM;
+    for (size_t i = 0; i < len; i++)
+        head[i] = (char)tolower((unsigned char)raw[i]);
+    head[len] = '\0';
     int status = len > 12 ? atoi(head + 9) : 0;
-    if (status >= 100 && status < 200 && status != 101) return 0;
-    struct http_request *fake = calloc(1, sizeof *fake);
-    if (!fake) return -ENOMEM;
-    fake->framing = HTTP_BODY_NONE;
+    *f = (struct answer_frame){.framing = HTTP_BODY_NONE};
+    f->interim = status >= 100 && status < 200 && status != 101;
     bool no_body = t->is_head[t->answered % 64] || status == 204 || status == 304;
     const char *cl = header_value(head, len, "\r\ncontent-length:");
     const char *te = header_value(head, len, "\r\ntransfer-encoding:");
     if (te && strncmp(te, "chunked", 7) != 0) te = NULL;
-    t->resp_until_close = false;
-    if (!no_body && te)
-        fake->framing = HTTP_BODY_CHUNKED;
-    else if (!no_body && cl) {
-        fake->framing = HTTP_BODY_LENGTH;
-        fake->content_length = strtoull(cl, NULL, 10);
-    } else if (!no_body) {
-        t->resp_until_close = true;
+    if (f->interim || no_body) {
+    } else if (te) {
+        f->framing = HTTP_BODY_CHUNKED;
+    } else if (cl) {
+        f->framing = HTTP_BODY_LENGTH;
+        f->content_length = strtoull(cl, NULL, 10);
+    } else {
+        f->until_close = true;
     }
-    http_body_init(&t->resp, fake);
-    free(fake);
+    free(head);
+    return 0;
+}
+
+static void answer_done(struct intercept *t)
+{
+    t->resp_in_body = false;
+    t->answered++;
+}
+
+/* One whole answer head: scanned for the connection's values, its framing
+ * read, sent on. 0 when it is not whole yet, 1 when it was sent, -ENOMEM, or
+ * -EPROTO when a value found in it was part of its framing (the connection
+ * must end: the proxy and the sandbox would frame the answer differently). */
+static int relay_head(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0) return 0;
+    size_t hlen = (size_t)end.pos + 4;
+    char *head = malloc(hlen);
+    if (!head) return -ENOMEM;
+    evbuffer_remove(in, head, hlen);
+    struct answer_frame f, g;
+    int r = answer_frame(t, head, hlen, &f);
+    if (r == 0 && t->scan && !reflect_empty(t->rd.reflect)) {
+        redactor_answer_start(&t->rd);
+        redactor_head(&t->rd, head, hlen);
+        r = answer_frame(t, head, hlen, &g);
+        if (r == 0 && (f.interim != g.interim || f.until_close != g.until_close ||
+                       f.framing != g.framing || f.content_length != g.content_length))
+            r = -EPROTO;
+    }
+    if (r == 0) evbuffer_add(out, head, hlen);
+    free(head);
+    if (r < 0 || f.interim) return r < 0 ? r : 1;
+    struct http_request fake = {.framing = f.framing, .content_length = f.content_length};
+    http_body_init(&t->resp, &fake);
+    t->resp_until_close = f.until_close;
+    t->resp_rechunk = t->scan && f.framing == HTTP_BODY_CHUNKED;
+    t->resp_last_chunk = false;
+    t->resp_in_body = true;
+    if (!f.until_close && http_body_done(&t->resp)) answer_done(t); /* no body */
+    return 1;
+}
+
+/* Body bytes of an answer on a connection that is not scanned: as they come. */
+static int relay_body_as_is(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    size_t have = evbuffer_get_length(in), used = 0;
+    const char *why;
+    const char *b = (const char *)evbuffer_pullup(in, (ssize_t)have);
+    enum http_result r = http_body_feed(&t->resp, b, have, &used, &why);
+    evbuffer_remove_buffer(in, out, used);
+    if (r == HTTP_MORE) return 0;
+    if (r == HTTP_BAD) { /* not ours to judge: pass the rest through */
+        t->resp_until_close = true;
+        return 1;
+    }
+    answer_done(t);
+    return 1;
+}
+
+/* The trailer section of a chunked answer, whole: scanned like a head. */
+static int relay_trailers(struct intercept *t, struct evbuffer *out)
+{
+    size_t n = t->trailers ? evbuffer_get_length(t->trailers) : 0;
+    if (n == 0) return 0;
+    char *b = (char *)evbuffer_pullup(t->trailers, (ssize_t)n);
+    if (!b) return -ENOMEM;
+    redactor_head(&t->rd, b, n);
+    evbuffer_add(out, b, n);
+    evbuffer_drain(t->trailers, n);
+    return 0;
+}
+
+/* One framing byte of a chunked answer on a scanned connection: chunk-size
+ * lines and CRLFs are dropped (relay_body writes its own), the trailer
+ * section is kept to be scanned whole. 1, 0 when the framing is broken (the
+ * rest then passes, scanned, as if until the upstream closes), or -ENOMEM. */
+static int framing_byte(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    char c;
+    size_t used;
+    const char *why;
+    evbuffer_copyout(in, &c, 1);
+    bool trailer = http_body_in_trailers(&t->resp);
+    if (http_body_feed(&t->resp, &c, 1, &used, &why) == HTTP_BAD) {
+        t->resp_until_close = true;
+        return redactor_flush(&t->rd, out, t->resp_rechunk && !t->resp_last_chunk) < 0 ? -ENOMEM
+                                                                                       : 0;
+    }
+    evbuffer_drain(in, 1);
+    if (trailer) {
+        if (!t->trailers && !(t->trailers = evbuffer_new())) return -ENOMEM;
+        evbuffer_add(t->trailers, &c, 1);
+    } else if (http_body_in_trailers(&t->resp)) { /* the last chunk's line has been read */
+        if (redactor_flush(&t->rd, out, true) < 0) return -ENOMEM;
+        evbuffer_add(out, "0\r\n", 3);
+        t->resp_last_chunk = true;
+    }
+    return 1;
+}
+
+/* Body bytes of the answer being relayed on a scanned connection: its content
+ * through the scan, in order. 1 when the answer ended (or turned into
+ * until-close), 0 when more bytes are needed, -ENOMEM. */
+static int relay_body_scanned(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    while (evbuffer_get_length(in) > 0 && !http_body_done(&t->resp)) {
+        uint64_t data = http_body_data_left(&t->resp);
+        size_t have = evbuffer_get_length(in);
+        if (data > 0) {
+            size_t n = data < have ? (size_t)data : have;
+            http_body_take_data(&t->resp, n);
+            if (redactor_content(&t->rd, in, n, out, t->resp_rechunk) < 0) return -ENOMEM;
+            continue;
+        }
+        int r = framing_byte(t, in, out);
+        if (r <= 0) return r;
+    }
+    if (!http_body_done(&t->resp)) return 0;
+    int r = t->resp_rechunk ? relay_trailers(t, out) : redactor_flush(&t->rd, out, false);
+    if (r < 0) return r;
+    answer_done(t);
     return 1;
 }
 
 /* Moves complete answer heads and their bodies to the sandbox, counting each
- * answer; a partial head waits for the rest. */
-static void relay_answers(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+ * answer; a partial head waits for the rest. Negative when the connection must
+ * end. */
+static int relay_answers(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
 {
-    while (evbuffer_get_length(in) > 0) {
-        if (t->resp_until_close) {
-            evbuffer_add_buffer(out, in);
-            return;
-        }
-        if (t->resp_in_body) {
-            size_t have = evbuffer_get_length(in), used = 0;
-            const char *why;
-            const char *b = (const char *)evbuffer_pullup(in, (ssize_t)have);
-            enum http_result r = http_body_feed(&t->resp, b, have, &used, &why);
-            evbuffer_remove_buffer(in, out, used);
-            if (r == HTTP_MORE) return;
-            if (r == HTTP_BAD) { /* not ours to judge: pass the rest through */
-                t->resp_until_close = true;
-                continue;
-            }
-            t->resp_in_body = false;
-            t->answered++;
-            continue;
-        }
-        struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-        if (end.pos < 0) return;
-        size_t hlen = (size_t)end.pos + 4;
-        char *head = malloc(hlen + 1); /* a lower-cased copy: what is sent stays as it is */
-        if (!head) return;
-        evbuffer_copyout(in, head, hlen);
-        head[hlen] = '\0';
-        for (size_t i = 0; i < hlen; i++)
-            head[i] = (char)tolower((unsigned char)head[i]);
-        int f = answer_framing(t, head, hlen);
-        free(head);
-        evbuffer_remove_buffer(in, out, hlen);
-        if (f > 0) t->resp_in_body = true;
+    int r = 1;
+    while (r > 0 && evbuffer_get_length(in) > 0) {
+        if (t->resp_until_close)
+            return t->scan ? redactor_content(&t->rd, in, evbuffer_get_length(in), out, false)
+                           : evbuffer_add_buffer(out, in);
+        if (!t->resp_in_body)
+            r = relay_head(t, in, out);
+        else if (t->scan)
+            r = relay_body_scanned(t, in, out);
+        else
+            r = relay_body_as_is(t, in, out);
     }
+    return r < 0 ? r : 0;
+}
+
+/* The upstream ended: what the scan still holds of the answer is settled and sent. */
+static int relay_last(struct intercept *t, struct evbuffer *out)
+{
+    if (!t->scan || !(t->resp_in_body || t->resp_until_close)) return 0;
+    return redactor_flush(&t->rd, out, t->resp_rechunk && !t->resp_last_chunk);
+}
+
+/* What the upstream sent, on to the sandbox. False when the connection was
+ * closed (t is gone). */
+static bool up_read(struct intercept *t)
+{
+    if (relay_answers(t, bufferevent_get_input(t->up), bufferevent_get_output(t->down)) < 0) {
+        egress_refused(t->c->es, t->c->name, t->c->port, "answer_not_redactable", "answer");
+        conn_close(t->c);
+        return false;
+    }
+    if (t->refusal_why && t->answered == t->forwarded)
+        answer_and_close(t, t->refusal_status, t->refusal_why);
+    else if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
+        bufferevent_disable(t->up, EV_READ);
+    return true;
 }
 
 static void on_up_read(struct bufferevent *bev, void *arg)
 {
-    struct intercept *t = arg;
-    relay_answers(t, bufferevent_get_input(bev), bufferevent_get_output(t->down));
-    if (t->refusal_why && t->answered == t->forwarded)
-        return answer_and_close(t, t->refusal_status, t->refusal_why);
-    if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
-        bufferevent_disable(bev, EV_READ);
+    up_read(arg);
 }
 
 /* The other side drained: read again. */
@@ -420,7 +570,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     /* The upstream said its last word (e.g. after Connection: close): the
      * sandbox still gets every byte of it before the connection ends. */
     if (bev == t->up && (what & BEV_EVENT_EOF)) {
-        on_up_read(bev, t);
+        if (!up_read(t)) return;
+        relay_last(t, bufferevent_get_output(t->down));
         bufferevent_disable(t->up, EV_READ | EV_WRITE);
         if (evbuffer_get_length(bufferevent_get_output(t->down)) > 0) {
             t->closing = true; /* on_down_written closes once it is sent */
@@ -452,6 +603,15 @@ static SSL *upstream_ssl(struct egress *eg, const char *name, bool is_ip)
         SSL_set1_host(ssl, name);
     }
     return ssl;
+}
+
+/* A value swapped into this connection came back in an answer: reported, never the value. */
+static void on_reflected(void *arg, const char *placeholder, const char *encoding)
+{
+    struct intercept *t = arg;
+    struct egress *eg = t->c->es->eg;
+    if (eg->secrets->reflected)
+        eg->secrets->reflected(eg->secrets_arg, t->c->es->id, t->c->name, placeholder, encoding);
 }
 
 /* Hands c's two sockets to t's bufferevents (made by the caller) and starts
@@ -504,6 +664,8 @@ static int tls_start(struct conn *c, X509 *cert)
         return r;
     }
     t->c = c;
+    t->scan = true;
+    redactor_init(&t->rd, eg, on_reflected, t);
     t->down = bufferevent_openssl_socket_new(eg->base, c->client, down, BUFFEREVENT_SSL_ACCEPTING,
                                              BEV_OPT_CLOSE_ON_FREE);
     t->up = bufferevent_openssl_socket_new(eg->base, c->upstream, up, BUFFEREVENT_SSL_CONNECTING,

@@ -619,6 +619,17 @@ void vault_misdirected(void *arg, const char *sandbox, const char *host, const c
     json_decref(f);
 }
 
+void vault_reflected(void *arg, const char *sandbox, const char *host, const char *token,
+                     const char *encoding)
+{
+    struct vault *v = arg;
+    struct placeholder_entry *p = find_placeholder(v, token);
+    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
+    json_t *f = json_pack("{s:s?,s:s,s:s}", "secret", name, "host", host, "encoding", encoding);
+    v->hooks.event(v->hooks.arg, sandbox, "secret.reflected", f);
+    json_decref(f);
+}
+
 bool vault_any(void *arg, const char *sandbox)
 {
     const struct vault *v = arg;

@@ -11,7 +11,9 @@
 //              its own TLS record), and waits for `expect` complete responses
 //              (or the connection's end), and with waitClose for the end
 //              itself. Results also go, step by step, to
-//              arg.log (JSON lines) when given, for runs in the background.
+//              arg.log (JSON lines) when given, for runs in the background;
+//              every byte received, as it comes, to arg.rxLog when given.
+//              Responses framed by Content-Length or chunked (decoded).
 //   handshakes TLS handshakes with many distinct names, `concurrency` at a time
 //              (see there); counts successes and errors; serial numbers of chosen names.
 
@@ -71,7 +73,26 @@ class RecordCounter extends Duplex {
   }
 }
 
-// Complete HTTP/1.1 responses at the start of text: [{status, headers, body}], rest.
+// A chunked body at the start of text: [body, bytes used], or null when incomplete.
+function dechunk(text) {
+  let off = 0;
+  let body = '';
+  for (;;) {
+    const le = text.indexOf('\r\n', off);
+    if (le < 0) return null;
+    const size = parseInt(text.slice(off, le).split(';')[0], 16);
+    off = le + 2;
+    if (size === 0) {
+      const end = text.indexOf('\r\n\r\n', off - 2);
+      return end < 0 ? null : [body, end + 4];
+    }
+    if (text.length < off + size + 2) return null;
+    body += text.slice(off, off + size);
+    off += size + 2;
+  }
+}
+
+// Complete HTTP/1.1 responses at the start of text: [{status, headers, body, chunked}], rest.
 function parseResponses(text) {
   const list = [];
   for (;;) {
@@ -84,6 +105,13 @@ function parseResponses(text) {
     for (const l of lines.slice(1)) {
       const i = l.indexOf(':');
       if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+    }
+    if (headers['transfer-encoding'] === 'chunked') {
+      const c = dechunk(text.slice(end + 4));
+      if (!c) break;
+      list.push({ status: Number(m[1]), headers, body: c[0], chunked: true });
+      text = text.slice(end + 4 + c[1]);
+      continue;
     }
     const len = Number(headers['content-length'] ?? 0);
     if (text.length < end + 4 + len) break;
@@ -120,6 +148,7 @@ async function conn() {
     });
     const onData = (d) => {
       text += d.toString('latin1');
+      if (arg.rxLog) fs.appendFileSync(arg.rxLog, d);
       wake();
     };
     const onClose = () => {
