@@ -218,6 +218,16 @@ static bool has_override(const char *buf, const struct http_request *req)
     return false;
 }
 
+/* Marks the request's Accept-Encoding fields not to be forwarded. */
+static void drop_accept_encoding(const char *buf, struct http_request *req)
+{
+    for (size_t i = 0; i < req->nfields; i++) {
+        const struct http_field *f = &req->fields[i];
+        if (f->name.len == 15 && strncasecmp(buf + f->name.off, "accept-encoding", 15) == 0)
+            req->fields[i].hop = true;
+    }
+}
+
 /* One request head: parse, check Host, rewrite, forward. Returns 1 when it was
  * forwarded, 0 when more bytes are needed, -EPROTO when the request is refused
  * (the refusal is on its way and nothing more is read), or -ENOMEM (nothing
@@ -249,6 +259,10 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     }
     size_t out_size = req->head_len + 64 * 1024, out_len = 0;
     char *out = malloc(out_size);
+    /* Answers are scanned for the values as bytes: a compressed one would hide
+     * them. Without Accept-Encoding any coding is acceptable (RFC 9110 12.5.3),
+     * so the field is replaced (or added), not dropped. */
+    if (t->scan) drop_accept_encoding(buf, req);
     r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size, &out_len,
                                    &why)
             : HTTP_BAD;
@@ -267,6 +281,10 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         /* The rewrite forwards no Connection field: say close when the client did. */
         memcpy(out + out_len - 2, "Connection: close\r\n\r\n", 21);
         out_len += 19;
+    }
+    if (r == HTTP_OK && t->scan && out_len + 27 <= out_size) {
+        memcpy(out + out_len - 2, "Accept-Encoding: identity\r\n\r\n", 29);
+        out_len += 27;
     }
     if (r == HTTP_OK) {
         bufferevent_write(t->up, out, out_len);

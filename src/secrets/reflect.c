@@ -24,6 +24,9 @@
  * placeholder (padded with 'x'), which reveal nothing of where the escapes
  * were. */
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +65,11 @@ struct reflect {
     bool start[256];          /* bytes a match can begin with */
     bool first[256];          /* the needles' first bytes, decoded */
     uint8_t pairs[65536 / 8]; /* and the pairs of bytes: most bytes are passed over on one test */
+    unsigned n_starts;        /* bytes in start[] */
+    unsigned n_firsts;        /* pairs below; past 16 the scan tests each byte alone */
+#ifdef __SSE2__
+    __m128i firsts[16], seconds[16]; /* a needle's first two bytes, each sixteen times */
+#endif
 };
 
 static const char *const ENCODINGS[REFLECT_ENCODINGS] = {
@@ -188,6 +196,13 @@ static bool has_pair(const struct reflect *r, unsigned char a, unsigned char b)
 
 /* The first byte as itself ('+' too for a space), and the second as itself or
  * the start of an escape. Escapes first are found by their own byte. */
+static void set_start(struct reflect *r, unsigned char c)
+{
+    if (r->start[c]) return;
+    r->start[c] = true;
+    r->n_starts++;
+}
+
 static void add_needle(struct reflect *r, struct needle nd)
 {
     r->needles[r->n_needles++] = nd;
@@ -196,8 +211,15 @@ static void add_needle(struct reflect *r, struct needle nd)
     for (int plus = 0; plus < 2; plus++) {
         unsigned char first = plus ? '+' : a;
         if (plus && a != ' ') break;
-        r->start[first] = true;
+        set_start(r, first);
         set_pair(r, first, b);
+#ifdef __SSE2__
+        if (r->n_firsts < 16) {
+            r->firsts[r->n_firsts] = _mm_set1_epi8((char)first);
+            r->seconds[r->n_firsts] = _mm_set1_epi8((char)b);
+        }
+#endif
+        r->n_firsts++; /* a second byte of ' ' may be '+': found by the escapes' test */
         set_pair(r, first, '%');
         set_pair(r, first, '\\');
         if (b == ' ') set_pair(r, first, '+');
@@ -258,7 +280,8 @@ int reflect_add(struct reflect *r, const char *value, size_t len, const char *pl
         v->pad[i] = i < plen ? (unsigned char)v->placeholder[i] : 'x';
     r->n_values++;
     add_needle(r, (struct needle){.text = v->bytes, .len = len, .repl = v->pad, .value = idx});
-    r->start['%'] = r->start['\\'] = true;
+    set_start(r, '%');
+    set_start(r, '\\');
     for (enum form f = FORM_B64; f <= FORM_B64URL; f++)
         for (unsigned k = 0; k < 3; k++)
             if (add_b64(r, idx, f, k) < 0) return -ENOMEM; /* what was added still works */
@@ -611,14 +634,45 @@ static size_t hold_end(const unsigned char *b, size_t len)
     return hold_from(b, t);
 }
 
+/* The next position from s where a match may begin: its byte may begin a
+ * needle, and so may the pair it makes with the next. Sixteen bytes at a time
+ * where the CPU can (SSE2: every x86-64), most of an answer being passed over. */
+static size_t next_candidate(const struct reflect *r, const unsigned char *b, size_t s, size_t len)
+{
+#ifdef __SSE2__
+    if (r->n_firsts <= 16) {
+        const __m128i pct = _mm_set1_epi8('%'), bsl = _mm_set1_epi8('\\'),
+                      plus = _mm_set1_epi8('+');
+        for (; s + 17 <= len; s += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + s));
+            __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(b + s + 1));
+            /* an escape here, or next (it may stand for a needle's second byte) */
+            __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, pct), _mm_cmpeq_epi8(v, bsl));
+            __m128i next =
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(w, pct), _mm_cmpeq_epi8(w, bsl)),
+                             _mm_cmpeq_epi8(w, plus));
+            for (unsigned i = 0; i < r->n_firsts; i++)
+                m = _mm_or_si128(
+                    m, _mm_and_si128(_mm_cmpeq_epi8(v, r->firsts[i]),
+                                     _mm_or_si128(next, _mm_cmpeq_epi8(w, r->seconds[i]))));
+            for (unsigned bits = (unsigned)_mm_movemask_epi8(m); bits; bits &= bits - 1) {
+                size_t p = s + (size_t)__builtin_ctz(bits);
+                if (p + 1 == len || has_pair(r, b[p], b[p + 1])) return p;
+            }
+        }
+    }
+#endif
+    for (; s < len; s++)
+        if (r->start[b[s]] && (s + 1 == len || has_pair(r, b[s], b[s + 1]))) return s;
+    return len;
+}
+
 size_t reflect_scan(const struct reflect *r, unsigned char *b, size_t len, bool final,
                     reflect_hit_fn *hit, void *arg)
 {
     if (reflect_empty(r)) return len;
     size_t s = 0;
-    while (s < len) {
-        while (s + 1 < len && !has_pair(r, b[s], b[s + 1]))
-            s++;
+    while ((s = next_candidate(r, b, s, len)) < len) {
         unsigned char c = b[s];
         if (!r->start[c] ||
             ((c == '%' || c == '\\') && !r->first[c] && !escape_may_start(r, b, len, s))) {

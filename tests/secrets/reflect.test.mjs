@@ -140,6 +140,17 @@ describe('secrets: values an upstream reflects are overwritten before the sandbo
     assert.deepEqual(events.filter((e) => e.kind === 'secret.reflected').map((e) => e.encoding), ['verbatim']);
   });
 
+  test('the upstream is asked for answers it does not compress (a compressed echo would hide the value)', async () => {
+    const mark = w.upstream.mark();
+    const r = await d.inside(sb.id, 'conn', {
+      host: H,
+      steps: [{ send: request('GET', '/plain', H, [['Authorization', 'Bearer {{RFL}}'], ['Accept-Encoding', 'gzip, br'], ['Accept-encoding', 'deflate']]) }],
+    });
+    assert.equal(r.steps[0].responses[0].status, 200);
+    const [req] = w.upstream.since(mark, 'req');
+    assert.deepEqual(req.headers.filter(([k]) => /^accept-encoding$/i.test(k)), [['Accept-Encoding', 'identity']]);
+  });
+
   test('answers that hold no value pass unchanged, and report nothing', async () => {
     const seq = await lastSeq(d, sb.id);
     const r = await d.inside(sb.id, 'conn', {

@@ -483,3 +483,45 @@ TEST(reflect_base64_edges_through_escapes)
     }
     reflect_free(r);
 }
+
+/* A long answer (the scan passes over sixteen bytes at a time): the value at
+ * every offset modulo 16, plainly and percent-encoded, among text full of the
+ * value's first bytes and of escapes, is found each time and nothing else is
+ * touched. */
+TEST(reflect_long_text_every_offset)
+{
+    struct reflect *r = one_value(VALUE);
+    char *e = pct(VALUE, false);
+    size_t cap = 64 * 1024, n = 0;
+    char *in = malloc(cap), *want = malloc(cap);
+    unsigned x = 12345;
+    int placed = 0;
+    for (int k = 0; n + 400 < cap; k++) {
+        size_t filler = 16 + (size_t)(k % 16);
+        for (size_t i = 0; i < filler; i++) { /* the value's first bytes, escapes, text */
+            x = x * 1103515245 + 12345;
+            const char *alpha = "sk-li%\\u+/= abcXYZ09\"";
+            in[n] = want[n] = alpha[(x >> 16) % strlen(alpha)];
+            n++;
+        }
+        const char *v = k % 2 ? e : VALUE;
+        size_t vl = strlen(v);
+        memcpy(in + n, v, vl);
+        for (size_t i = 0; i < vl; i++)
+            want[n + i] = i < strlen(PH) ? PH[i] : 'x';
+        n += vl;
+        in[n] = want[n] = ' ';
+        n++;
+        placed++;
+    }
+    in[n] = want[n] = '\0';
+    struct hits hs = {0};
+    char *out = whole(r, in, &hs);
+    CHECK(hs.n == placed);
+    CHECK(strcmp(out, want) == 0);
+    free(out);
+    free(in);
+    free(want);
+    free(e);
+    reflect_free(r);
+}
