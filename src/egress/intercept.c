@@ -203,21 +203,6 @@ static void release_opened(struct intercept *t)
     t->limited = t->too_many = t->unredactable = false;
 }
 
-/* Fields some servers take as the method or the URL instead of the request line's:
- * beside a value limited to some methods or paths they would undo the limit. */
-static bool has_override(const char *buf, const struct http_request *req)
-{
-    static const char *const names[] = {"x-http-method-override", "x-http-method",
-                                        "x-method-override",      "x-original-url",
-                                        "x-rewrite-url",          "x-original-method"};
-    for (size_t i = 0; i < req->nfields; i++)
-        for (size_t k = 0; k < ARRAY_LEN(names); k++)
-            if (req->fields[i].name.len == strlen(names[k]) &&
-                strncasecmp(buf + req->fields[i].name.off, names[k], strlen(names[k])) == 0)
-                return true;
-    return false;
-}
-
 /* Marks the request's Accept-Encoding fields not to be forwarded. */
 static void drop_accept_encoding(const char *buf, struct http_request *req)
 {
@@ -272,7 +257,7 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     } else if (r == HTTP_OK && t->unredactable) {
         r = HTTP_BAD;
         why = "too_many_secrets_on_connection";
-    } else if (r == HTTP_OK && t->limited && has_override(buf, req)) {
+    } else if (r == HTTP_OK && t->limited && http_request_overrides(buf, req)) {
         r = HTTP_BAD;
         why = "override_header_with_limited_secret";
     }

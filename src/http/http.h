@@ -193,6 +193,16 @@ enum http_result http_request_rewrite(const char *buf, const struct http_request
                                       char *out, size_t out_size, size_t *out_len,
                                       const char **why);
 
+/* ---- method and URL overrides (override.c) ---- */
+
+/* Whether a field of this name is one that some server, framework or proxy
+ * reads as the request's method or URL instead of the request line's: by a
+ * rule over the name (see override.c), not a list. */
+bool http_field_overrides(const char *name, size_t len);
+/* Whether req (parsed from buf) carries such a field, or a "_method" query
+ * parameter. */
+bool http_request_overrides(const char *buf, const struct http_request *req);
+
 /* ---- path globs ---- */
 
 /* A secret's path glob: '/'-separated segments, compared with
