@@ -41,8 +41,8 @@ struct egress_pin {
     struct policy_addr addr;
 };
 
-/* Called for every event a sandbox's traffic raises: kind is "egress.refused" or
- * "egress.allowed"; fields is borrowed. */
+/* Called for every event a sandbox's traffic raises: kind is "egress.refused",
+ * "egress.allowed", "egress.truncated" or "limit.reached"; fields is borrowed. */
 typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *kind,
                                 json_t *fields);
 

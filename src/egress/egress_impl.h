@@ -193,6 +193,10 @@ void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n);
 void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, const char *reason,
                     const char *stage);
+/* An intercepted upstream ended in the middle of an answer (or before it):
+ * what came was passed on, and this says it was not all. */
+void egress_truncated(struct egress_sandbox *es, const char *host, uint16_t port,
+                      const char *reason, bool close_notify);
 /* Whether es may open one more connection of its kind (LIMIT_CONNS or LIMIT_DNS_TCP):
  * its own count and rate, then the daemon's. Says which limit refused it. */
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open);

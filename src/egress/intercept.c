@@ -34,6 +34,12 @@ struct intercept {
     bool up_ready; /* upstream TLS verified: until then requests wait, unread */
     bool plain;    /* plain HTTP: read to report placeholders, never to swap them */
     bool closing;  /* an error answer is on its way; close once it is sent */
+    bool complete; /* closing after the upstream ended: what it sent was whole (close_notify) */
+    bool notified; /* the upstream ended with a close_notify */
+    /* The upstream's end, handled once libevent has stored what it read with
+     * it: an OpenSSL bufferevent calls the event callback before it commits
+     * the bytes of the same read to the input. */
+    struct event *ended;
     struct http_body body;
     /* Answers are counted so that a refusal never overtakes the answer to a
      * request forwarded before it (a pipelining client reads them in order). */
@@ -137,6 +143,7 @@ void intercept_stop(struct conn *c)
     if (t->down) bufferevent_free(t->down); /* closes the fds: conn_close must not */
     if (t->up) bufferevent_free(t->up);
     if (t->trailers) evbuffer_free(t->trailers);
+    if (t->ended) event_free(t->ended);
     redactor_fini(&t->rd);
     free(t);
     c->tls = NULL;
@@ -150,6 +157,7 @@ static void answer_and_close(struct intercept *t, const char *status, const char
                         "Content-Length: %zu\r\n\r\n%s\n",
                         status, strlen(why) + 1, why);
     t->closing = true;
+    t->complete = true; /* a whole answer: the sandbox gets a close_notify after it */
     bufferevent_disable(t->up, EV_READ | EV_WRITE);
 }
 
@@ -547,10 +555,25 @@ static void on_up_read(struct bufferevent *bev, void *arg)
 }
 
 /* The other side drained: read again. */
+/* The connection ends. After a whole answer, the sandbox is told with a
+ * close_notify, whatever the upstream did: the answer's framing says it is
+ * complete (or it ended with the connection). A cut-short one ends without,
+ * as the upstream's did, so the sandbox's TLS sees it cut short too. */
+static void finish(struct intercept *t)
+{
+    if (t->complete) {
+        SSL *ssl = bufferevent_openssl_get_ssl(t->down);
+        if (ssl && SSL_is_init_finished(ssl))
+            SSL_shutdown(ssl); /* a few bytes: the socket takes them */
+        ERR_clear_error();
+    }
+    conn_close(t->c);
+}
+
 static void on_down_written(struct bufferevent *bev, void *arg)
 {
     struct intercept *t = arg;
-    if (t->closing) return conn_close(t->c);
+    if (t->closing) return finish(t);
     bufferevent_enable(t->up, EV_READ);
     if (!t->refusal_why && t->forwarded - t->answered < 64) bufferevent_enable(t->down, EV_READ);
 }
@@ -562,6 +585,61 @@ static void on_up_written(struct bufferevent *bev, void *arg)
         bufferevent_enable(t->down, EV_READ);
 }
 
+/* Whether the upstream's error is only the end of its connection: a reset,
+ * or (OpenSSL 3) the end of the TCP stream with no close_notify before it;
+ * once the handshake is done (before, any end is the handshake's failure;
+ * SSL_is_init_finished cannot tell once an error has been met).
+ * Takes libevent's queue of OpenSSL errors; *tls: some error was TLS's. */
+static bool only_ended(struct bufferevent *up, bool handshake_done, bool *tls)
+{
+    bool other = !handshake_done;
+    *tls = false;
+    for (unsigned long e; (e = bufferevent_get_openssl_error(up)) != 0;) {
+        if (e < 16) continue; /* libevent's note of SSL_get_error()'s kind */
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+        if (handshake_done && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+            ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+            continue;
+#endif
+        *tls = other = true;
+    }
+    ERR_clear_error();
+    return !other;
+}
+
+/* Why what the upstream sent before it ended is not a whole answer, or NULL. */
+static const char *cut_short(struct intercept *t)
+{
+    if (t->resp_until_close) return NULL; /* the end of the connection ends it */
+    if (evbuffer_get_length(bufferevent_get_input(t->up)) > 0 || t->resp_in_body)
+        return "the upstream closed in the middle of an answer";
+    if (t->forwarded != t->answered) return "the upstream closed before answering";
+    return NULL;
+}
+
+/* Whether the upstream ended with a close_notify (plain HTTP: a FIN is all there is). */
+static bool up_notified(struct intercept *t)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(t->up);
+    return !ssl || (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN);
+}
+
+static void upstream_ended(evutil_socket_t fd, short what, void *arg)
+{
+    struct intercept *t = arg;
+    if (!up_read(t)) return;
+    relay_last(t, bufferevent_get_output(t->down));
+    const char *why = cut_short(t);
+    if (why) egress_truncated(t->c->es, t->c->name, t->c->port, why, t->notified);
+    t->complete = !why;
+    while (bufferevent_get_openssl_error(t->up)) {
+    }
+    ERR_clear_error();
+    bufferevent_disable(t->up, EV_READ | EV_WRITE);
+    if (evbuffer_get_length(bufferevent_get_output(t->down)) == 0) return finish(t);
+    t->closing = true; /* on_down_written finishes once it is sent */
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct intercept *t = arg;
@@ -570,19 +648,17 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return on_down_read(t->down, t); /* what the sandbox sent meanwhile */
     }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
-    /* The upstream said its last word (e.g. after Connection: close): the
-     * sandbox still gets every byte of it before the connection ends. */
-    if (bev == t->up && (what & BEV_EVENT_EOF)) {
-        if (!up_read(t)) return;
-        relay_last(t, bufferevent_get_output(t->down));
+    /* The upstream said its last word (after Connection: close, or closing
+     * with or without close_notify, or with a reset): the sandbox still gets
+     * every byte of it before the connection ends. */
+    bool tls = false;
+    if (bev == t->up && ((what & BEV_EVENT_EOF) ||
+                         ((what & BEV_EVENT_ERROR) && only_ended(bev, t->up_ready, &tls)))) {
         bufferevent_disable(t->up, EV_READ | EV_WRITE);
-        if (evbuffer_get_length(bufferevent_get_output(t->down)) > 0) {
-            t->closing = true; /* on_down_written closes once it is sent */
-            return;
-        }
+        t->notified = (what & BEV_EVENT_EOF) && up_notified(t);
+        return event_active(t->ended, EV_TIMEOUT, 0);
     }
-    /* libevent moves OpenSSL's errors to its own queue before calling us. */
-    if (bev == t->up && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev)) {
+    if (tls) { /* libevent moved OpenSSL's errors to its own queue before calling us */
         long v = SSL_get_verify_result(bufferevent_openssl_get_ssl(bev));
         char reason[160];
         snprintf(reason, sizeof reason, "upstream_tls_failed%s%s", v != X509_V_OK ? ": " : "",
@@ -624,7 +700,8 @@ static int intercept_begin(struct conn *c, struct intercept *t)
     c->client = c->upstream = -1; /* the bufferevents own them now */
     c->tls = t;
     c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
+    t->ended = event_new(c->es->eg->base, -1, 0, upstream_ended, t);
+    if (!t->down || !t->up || !t->ended) return -ENOMEM; /* conn_close frees t */
     bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
     bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
     bufferevent_enable(t->down, EV_READ | EV_WRITE);
@@ -675,6 +752,9 @@ static int tls_start(struct conn *c, X509 *cert)
                                            BEV_OPT_CLOSE_ON_FREE);
     r = intercept_begin(c, t);
     if (r == 0) bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);
+    /* An upstream that closes without close_notify after its answer is common;
+     * whether the answer is whole is the HTTP framing's to say (upstream_ended). */
+    if (r == 0) bufferevent_openssl_set_allow_dirty_shutdown(t->up, 1);
     return r;
 }
 
