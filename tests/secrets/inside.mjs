@@ -16,6 +16,7 @@
 //              Responses framed by Content-Length or chunked (decoded).
 //   handshakes TLS handshakes with many distinct names, `concurrency` at a time
 //              (see there); counts successes and errors; serial numbers of chosen names.
+//   dnsflood   DNS queries for refused names, as fast as they go (see there).
 
 import crypto from 'node:crypto';
 import dns from 'node:dns';
@@ -355,7 +356,35 @@ async function handshakes() {
   out(r);
 }
 
-const modes = { conn, handshakes };
+// DNS queries for names the policy refuses (each an egress.refused event), as
+// fast as the socket takes them, until the file arg.stop appears (or 30 s, or
+// arg.max queries): a flood of routine events. Writes arg.started once the
+// first went out, and arg.done with the count at the end.
+async function dnsflood() {
+  const { seconds = 30, max = 1000000, started, done, stop, suffix = 'nope.test' } = arg;
+  const dgram = await import('node:dgram');
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', () => {});
+  const query = (i) => {
+    const labels = [`e${i}`, ...suffix.split('.')];
+    const parts = [Buffer.from([i >> 8 & 0xff, i & 0xff, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0])];
+    for (const l of labels) parts.push(Buffer.from([l.length]), Buffer.from(l, 'latin1'));
+    parts.push(Buffer.from([0, 0, 1, 0, 1]));
+    return Buffer.concat(parts);
+  };
+  const end = Date.now() + Math.min(seconds, 30) * 1000;
+  let n = 0;
+  while (Date.now() < end && n < max && !(stop && n % 200 === 0 && fs.existsSync(stop))) {
+    await new Promise((res) => sock.send(query(n), 53, '127.0.0.1', res));
+    if (n++ === 0 && started) fs.writeFileSync(started, '1');
+    if (n % 50 === 0) await new Promise((res) => setImmediate(res));
+  }
+  sock.close();
+  if (done) fs.writeFileSync(done, String(n));
+  out({ sent: n });
+}
+
+const modes = { conn, handshakes, dnsflood };
 if (!modes[mode]) {
   out({ error: `unknown mode ${mode}` });
   process.exit(2);
