@@ -575,7 +575,13 @@ static void route(struct evhttp_request *req, void *arg)
                          "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
                          "the key from STATE/admin.key or your account's key");
     const char *raw = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    char *path = evhttp_uridecode(raw ? raw : "/", 0, NULL);
+    size_t decoded_len = 0;
+    char *path = evhttp_uridecode(raw ? raw : "/", 0, &decoded_len);
+    if (path && strlen(path) != decoded_len) { /* a %00: the name would end there */
+        free(path);
+        return api_error(req, 400, "bad_request",
+                         "the path holds %%00, a NUL byte, which no name or id may hold");
+    }
     char *seg[5];
     int n = path ? split_path(path, seg, 5) : -ENOMEM;
     enum evhttp_cmd_type m = evhttp_request_get_command(req);

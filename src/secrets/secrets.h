@@ -38,8 +38,12 @@ int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uin
 void secrets_release(char *value, size_t len);
 
 /* A name is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most
- * SECRET_NAME_MAX bytes. */
+ * SECRET_NAME_MAX bytes, and not one of the variables a sandbox's programs
+ * depend on (PATH, HOME, any LD_*, ...: see secrets.c), which the secret's
+ * placeholder would replace. */
 int secrets_check_name(const char *name, err_t *err);
+/* One of those. */
+bool secrets_name_reserved(const char *name);
 /* A value: 1..SECRET_VALUE_MAX bytes, no NUL, CR or LF (it goes into headers). */
 int secrets_check_value(const char *value, size_t len, err_t *err);
 

@@ -474,6 +474,8 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
 {
     for (struct secret_entry *s = v->secrets; s; s = s->next) {
         if (strcmp(s->account, account) != 0) continue; /* another account's: never here */
+        /* Stored before such names were refused: never in place of the variable. */
+        if (secrets_name_reserved(s->name)) continue;
         const char *ph = placeholder_of(v, sandbox, s->name);
         if (!ph) {
             struct placeholder_entry *p = calloc(1, sizeof *p);
