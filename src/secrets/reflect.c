@@ -379,7 +379,8 @@ struct found {
     bool pct, json;  /* escapes met */
     bool plain;      /* no escape anywhere in from..to */
     bool before;     /* the group before holds value bytes: from is its start */
-    size_t after;    /* characters of the group after that hold value bytes (0, 2..4) */
+    size_t after;    /* characters of the group after that hold value bytes (0, 2, 3) */
+    size_t after_c;  /* ... of that group in all (2..4), decoded to find them */
 };
 
 /* The needle at b[s..) with one preference where a byte could be itself or
@@ -392,7 +393,7 @@ static enum verdict match_from(const struct needle *nd, const unsigned char *b, 
     size_t i = 0, p = s;
     f->pct = f->json = false;
     while (i < nd->len) {
-        if (p >= len) return V_MORE;
+        if (p >= len) return final ? V_NO : V_MORE;
         unsigned char c = b[p], want = nd->text[i];
         bool raw = c == want || (c == '+' && want == ' ');
         if (raw && raw_first) {
@@ -486,18 +487,19 @@ static size_t unit_back(const unsigned char *b, size_t from, size_t q, unsigned 
 }
 
 /* The one or two value bytes that share base64 groups with their neighbours:
- * the group before (its last k bytes) and the group after (its first tail
- * bytes), when they hold exactly those bytes; plainly written or escaped like
- * the rest. V_MORE when the group after may still be growing. */
+ * the group before (its last k bytes, after floor: what an earlier match
+ * overwrote is not read again) and the group after (its first tail bytes),
+ * when they hold exactly those bytes; plainly written or escaped like the
+ * rest. V_MORE when the group after may still be growing. */
 static enum verdict edges(const struct reflect *r, const struct needle *nd, const unsigned char *b,
-                          size_t len, size_t s, bool final, struct found *f)
+                          size_t len, size_t floor, size_t s, bool final, struct found *f)
 {
     const struct rvalue *v = &r->values[nd->value];
     const char *alpha = alphabet(nd->form);
     unsigned char g[4], d[3];
     size_t q = s, n = 0, used;
-    while (nd->k && n < 4 && q > 0) {
-        q = unit_back(b, 0, q, &g[3 - n]);
+    while (nd->k && n < 4 && q > floor) {
+        q = unit_back(b, floor, q, &g[3 - n]);
         if (b64_value(alpha, g[3 - n]) < 0) break;
         n++;
     }
@@ -510,14 +512,16 @@ static enum verdict edges(const struct reflect *r, const struct needle *nd, cons
         }
     }
     if (!nd->tail) return V_YES;
-    size_t c = 0, pads = 0, chars_end = f->end;
-    q = f->end;
+    /* The group after: up to 4 characters (at[i]: where the i-th begins), then
+     * its padding. Only its first tail+1 characters hold value bits. */
+    size_t c = 0, pads = 0, at[5] = {f->end};
     int u = 1;
-    while (c < 4 && (u = unit_fwd(b, len, q, &g[c], &used)) == 1 && b64_value(alpha, g[c]) >= 0) {
-        q += used;
+    while (c < 4 && (u = unit_fwd(b, len, at[c], &g[c], &used)) == 1 &&
+           b64_value(alpha, g[c]) >= 0) {
+        at[c + 1] = at[c] + used;
         c++;
     }
-    chars_end = q;
+    q = at[c];
     unsigned char pad;
     while (c >= 2 && c + pads < 4 && (u = unit_fwd(b, len, q, &pad, &used)) == 1 && pad == '=') {
         q += used;
@@ -527,14 +531,15 @@ static enum verdict edges(const struct reflect *r, const struct needle *nd, cons
     if (c < 2) return V_YES;
     b64_group_decode(g, c, alpha, d);
     if (c - 1 < nd->tail || memcmp(d, v->bytes + v->len - nd->tail, nd->tail) != 0) return V_YES;
-    f->after = c;
-    f->plain = f->plain && chars_end - f->end == c;
-    f->to = f->plain ? chars_end : q; /* escaped: the padding is overwritten too */
+    f->after = nd->tail + 1;
+    f->after_c = c;
+    f->plain = f->plain && at[f->after] - f->end == f->after;
+    f->to = at[f->after];
     return V_YES;
 }
 
 static enum verdict match_at(const struct reflect *r, const struct needle *nd,
-                             const unsigned char *b, size_t len, size_t s, bool final,
+                             const unsigned char *b, size_t len, size_t floor, size_t s, bool final,
                              struct found *f)
 {
     bool branched = false, ignored = false;
@@ -551,8 +556,24 @@ static enum verdict match_at(const struct reflect *r, const struct needle *nd,
     f->after = 0;
     f->from = s;
     f->to = f->end;
-    if (nd->form != FORM_VERBATIM && edges(r, nd, b, len, s, final, f) == V_MORE) return V_MORE;
+    if (nd->form != FORM_VERBATIM && edges(r, nd, b, len, floor, s, final, f) == V_MORE)
+        return V_MORE;
     return V_YES;
+}
+
+/* Whether some needle matches at a position in [from, to) (floor: as in edges). */
+static enum verdict begins_within(const struct reflect *r, const unsigned char *b, size_t len,
+                                  size_t floor, size_t from, size_t to, bool final)
+{
+    enum verdict any = V_NO;
+    struct found f;
+    for (size_t p = from; p < to; p++)
+        for (unsigned i = 0; i < r->n_needles; i++) {
+            enum verdict v = match_at(r, &r->needles[i], b, len, floor, p, final, &f);
+            if (v == V_YES) return V_YES;
+            if (v == V_MORE) any = V_MORE;
+        }
+    return any;
 }
 
 /* ---- overwriting ---- */
@@ -575,10 +596,12 @@ static void overwrite(const struct reflect *r, const struct needle *nd, unsigned
         memcpy(d + 3 - nd->k, v->pad, nd->k);
         b64_group_encode(d, 4, alpha, b + s - 4);
     }
-    if (f->after) {
-        b64_group_decode(b + f->end, f->after, alpha, d);
+    if (f->after) { /* the group decoded whole, its first characters written again */
+        unsigned char group[4];
+        b64_group_decode(b + f->end, f->after_c, alpha, d);
         memcpy(d, v->pad + v->len - nd->tail, nd->tail);
-        b64_group_encode(d, f->after, alpha, b + f->end);
+        b64_group_encode(d, f->after_c, alpha, group);
+        memcpy(b + f->end, group, f->after);
     }
 }
 
@@ -605,13 +628,16 @@ static bool escape_may_start(const struct reflect *r, const unsigned char *b, si
 
 /* Where the unsettled bytes begin when a match may start at s: also up to
  * four base64 characters before it (plainly written or escaped), the group a
- * base64 needle's first value bytes may share with what precedes them. */
-static size_t hold_from(const unsigned char *b, size_t s)
+ * base64 needle's first value bytes may share with what precedes them; never
+ * before floor (what a match overwrote is not scanned again: with what
+ * follows it could spell another match, which one scan of the whole answer
+ * would not find). */
+static size_t hold_from(const unsigned char *b, size_t floor, size_t s)
 {
     size_t t = s;
-    for (int n = 0; n < 4 && t > 0; n++) {
+    for (int n = 0; n < 4 && t > floor; n++) {
         unsigned char c;
-        size_t q = unit_back(b, 0, t, &c);
+        size_t q = unit_back(b, floor, t, &c);
         if (!b64_any(c)) break;
         t = q;
     }
@@ -619,10 +645,10 @@ static size_t hold_from(const unsigned char *b, size_t s)
 }
 
 /* The same at the end of what was read, where an escape may be cut short. */
-static size_t hold_end(const unsigned char *b, size_t len)
+static size_t hold_end(const unsigned char *b, size_t floor, size_t len)
 {
     size_t t = len;
-    for (size_t back = 1; back <= 5 && back <= len; back++) {
+    for (size_t back = 1; back <= 5 && back <= len - floor; back++) {
         unsigned char c;
         size_t used;
         size_t p = len - back;
@@ -631,7 +657,7 @@ static size_t hold_end(const unsigned char *b, size_t len)
             break;
         }
     }
-    return hold_from(b, t);
+    return hold_from(b, floor, t);
 }
 
 /* The next position from s where a match may begin: its byte may begin a
@@ -671,7 +697,7 @@ size_t reflect_scan(const struct reflect *r, unsigned char *b, size_t len, bool 
                     reflect_hit_fn *hit, void *arg)
 {
     if (reflect_empty(r)) return len;
-    size_t s = 0;
+    size_t s = 0, floor = 0; /* floor: the end of the last match overwritten */
     while ((s = next_candidate(r, b, s, len)) < len) {
         unsigned char c = b[s];
         if (!r->start[c] ||
@@ -686,15 +712,26 @@ size_t reflect_scan(const struct reflect *r, unsigned char *b, size_t len, bool 
             const struct needle *nd = &r->needles[i];
             if (c != nd->text[0] && c != '%' && c != '\\' && !(c == '+' && nd->text[0] == ' '))
                 continue;
-            enum verdict v = match_at(r, nd, b, len, s, final, &f);
+            enum verdict v = match_at(r, nd, b, len, floor, s, final, &f);
             if (v == V_MORE) more = true;
             if (v == V_YES && (!best || f.to - f.from > bf.to - bf.from)) {
                 best = nd;
                 bf = f;
             }
         }
+        /* The group after a base64 match is not taken when another match
+         * begins inside it (a text that is both cannot be base64): that one
+         * then hides more of a value. */
+        if (best && bf.after) {
+            enum verdict o = begins_within(r, b, len, bf.end, bf.end + 1, bf.to, final);
+            if (o == V_MORE) more = true;
+            if (o == V_YES) {
+                bf.after = 0;
+                bf.to = bf.end;
+            }
+        }
         /* A longer match may still be under way: decide when more bytes come. */
-        if (more) return hold_from(b, s);
+        if (more) return hold_from(b, floor, s);
         if (!best) {
             s++;
             continue;
@@ -706,7 +743,7 @@ size_t reflect_scan(const struct reflect *r, unsigned char *b, size_t len, bool 
                                     .encoding = encoding_of(best, &bf)};
             hit(arg, &h);
         }
-        s = bf.to;
+        s = floor = bf.to;
     }
-    return final ? len : hold_end(b, len);
+    return final ? len : hold_end(b, floor, len);
 }

@@ -350,7 +350,9 @@ TEST(reflect_value_that_looks_like_escapes_echoed_raw_or_encoded)
 TEST(reflect_same_result_at_every_split)
 {
     struct reflect *r = one_value(VALUE);
-    char *b = b64(cat3("user:", VALUE, ""), strlen(VALUE) + 5, B64S, true);
+    char *user = cat3("user:", VALUE, "");
+    char *b = b64(user, strlen(user), B64S, true);
+    free(user);
     char *p = pct(VALUE, false);
     char *j = json(VALUE, "<>&");
     char *jb = json(b, ""), *pb = pct(b, true);
@@ -523,5 +525,38 @@ TEST(reflect_long_text_every_offset)
     free(in);
     free(want);
     free(e);
+    reflect_free(r);
+}
+
+/* The end of an answer inside what could have been a match: the final scan
+ * settles everything (the proxy would otherwise wait for bytes that never come). */
+TEST(reflect_final_scan_settles_a_match_cut_by_the_end)
+{
+    struct reflect *r = one_value(VALUE);
+    char text[64];
+    snprintf(text, sizeof text, "x=%.20s", VALUE);
+    size_t n = strlen(text);
+    CHECK(reflect_scan(r, (unsigned char *)text, n, false, NULL, NULL) < n);
+    CHECK(reflect_scan(r, (unsigned char *)text, n, true, NULL, NULL) == n);
+    reflect_free(r);
+}
+
+/* Unpadded base64url of the value and then the value itself, with nothing
+ * between: the group after the base64 takes only the characters that hold
+ * value bits, and the value that follows is found too. */
+TEST(reflect_value_right_after_its_unpadded_base64)
+{
+    const char *v = "sk-0123456789abcdefghijkl"; /* 25 bytes: the last group holds 1 value byte */
+    struct reflect *r = one_value(v);
+    char *enc = b64(v, strlen(v), B64U, false);
+    char *in = cat3(enc, v, "");
+    struct hits hs = {0};
+    char *out = whole(r, in, &hs);
+    CHECK(hs.n == 2);
+    CHECK(strstr(out, v) == NULL && strstr(out, v + 2) == NULL);
+    CHECK(strstr(out, enc) == NULL);
+    free(out);
+    free(in);
+    free(enc);
     reflect_free(r);
 }
