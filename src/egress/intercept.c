@@ -4,8 +4,11 @@
  * signer's answer, the loop going on meanwhile), opens its own TLS to the real host with full
  * verification, and reads each request head strictly (src/http): Host must be
  * the name, placeholders the secret allows for this host, method and path are
- * swapped for the value, others stay and are reported. Bodies and responses
- * pass through as they arrive. Every other host is spliced undecrypted. */
+ * swapped for the value, others stay and are reported. Request bodies pass
+ * through as they arrive; answers are scanned for the values swapped into the
+ * connection (redact.c) on their way to the sandbox. When the upstream ends,
+ * what it sent is delivered and the HTTP framing says whether it was whole.
+ * Every other host is spliced undecrypted. */
 #include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
