@@ -15,6 +15,9 @@
 #   3. a new connection per request to a new name each time (through the
 #      interception, a new leaf certificate per name);
 #   4. requests per second, 16 keep-alive connections at once;
+#   5. downloads of a large JSON answer on a keep-alive connection, intercepted
+#      with the value swapped in (its answers are scanned for the value:
+#      reflection redaction) and without (nothing to look for), spliced, direct;
 # checks that the upstream received the value, never the placeholder, from
 # intercepted requests; then profiles the daemon during more new-name runs
 # (perf record, strace -c). Figures: docs/benchmarks.md, "Secrets (TLS interception)".
@@ -25,6 +28,7 @@
 #        the profiles, tiny counts, figures not meaningful; fails when a case fails or
 #        measures nothing).
 # Knobs (environment): ROUNDS=2 KA_N=1000 NEW_N=300 NAMES_N=300 CONC=16 RPS_S=5
+# DL_N=20 DL_SIZE=4194304 (downloads per side per round, and their size in bytes)
 # CPUS=2 (the sandbox's CPU limit) BUDGET=280 (seconds, measuring) IDLE_WAIT=900
 # (seconds to wait for a quiet machine: no fuzzers, load below 2; 0 = don't)
 # PROFILE=1 (0 = skip the profiling pass) BUILD=DIR (default build/)
@@ -45,6 +49,8 @@ NEW_N=${NEW_N:-$(bench_pick 10 300)}
 NAMES_N=${NAMES_N:-$(bench_pick 10 300)}
 CONC=${CONC:-$(bench_pick 4 16)}
 RPS_S=${RPS_S:-$(bench_pick 1 5)}
+DL_N=${DL_N:-$(bench_pick 2 20)}
+DL_SIZE=${DL_SIZE:-4194304}
 CPUS=${CPUS:-2}
 BUDGET=${BUDGET:-$(bench_pick 60 280)}
 IDLE_WAIT=${IDLE_WAIT:-900}
@@ -247,6 +253,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
         run_case names "$side" names "r$r${side:0:1}n%.$(host_of "$side" | cut -d. -f2-)" "$NAMES_N" 10
     done
     for side in $SIDES; do run_case rps "$side" rps "$(host_of "$side")" "$CONC" "$RPS_S"; done
+    # Downloads: the value swapped in (answers scanned for it), none swapped (nothing to scan for).
+    run_case dlv proxied dl "$NAME" "$DL_N" "$DL_SIZE" value
+    run_case dl0 proxied dl "$NAME" "$DL_N" "$DL_SIZE" none
+    run_case dls spliced dl "$PLAIN" "$DL_N" "$DL_SIZE" none
+    run_case dld direct dl "$NAME" "$DL_N" "$DL_SIZE" value
 done
 MEASURED=$((SECONDS - START))
 
@@ -360,6 +371,22 @@ EVENTS=$("$RT" sandbox events "$SB" --json 2>/dev/null |
     row "  daemon CPU (server+keeper), us/request" "$(cpu_us rps-proxied)" "" "$(cpu_us rps-spliced)" "" ""
     row "  CPUs busy: machine/daemon/upstream" "" "" "" "" "intercept $(cpus rps-proxied), direct $(cpus rps-direct), spliced $(cpus rps-spliced)"
     echo
+    MIB=$(awk -v b="$DL_SIZE" 'BEGIN { printf "%.1f", b / 1048576 }')
+    echo "downloads of $MIB MiB of JSON, keep-alive (n=$(count dlv-proxied) each), us:"
+    row "case" "median" "p99" "MB/s" "daemon us/MiB" ""
+    for k in dlv-proxied dl0-proxied dls-spliced dld-direct; do
+        case $k in
+        dlv-proxied) label="intercepted, value swapped: scanned" ;;
+        dl0-proxied) label="intercepted, nothing swapped: not scanned" ;;
+        dls-spliced) label="spliced" ;;
+        dld-direct) label="direct" ;;
+        esac
+        mbs=$(awk -v b="$DL_SIZE" -v us="$(med "$k")" 'BEGIN { printf "%.0f", us ? b / us : 0 }')
+        cpu=$([[ $k == dld-direct ]] || awk -v c="$(cpu_us "$k")" -v b="$DL_SIZE" 'BEGIN { printf "%.0f", c * 1048576 / b }')
+        row "$label" "$(med "$k")" "$(p99 "$k")" "$mbs" "$cpu" ""
+    done
+    echo "  scanned / not scanned: median $(bench_ratio "$(med dlv-proxied)" "$(med dl0-proxied)"), daemon CPU $(bench_ratio "$(cpu_us dlv-proxied)" "$(cpu_us dl0-proxied)")"
+    echo
     echo "upstream received: intercepted $P_SENT requests, value in $P_REAL, placeholder in $P_PH;"
     echo "  spliced $S_SENT requests, value in $S_REAL, placeholder in $S_PH: $SWAP_OK"
     echo "failed requests (not in the figures): intercepted $F_P, direct $F_D, spliced $F_S"
@@ -393,7 +420,8 @@ exit 0
 /* secb-up: the secrets benchmark's HTTPS upstream (bench/secrets.sh compiles it).
  *   secb-up PORT CERT KEY VALUEFILE
  * One thread per connection, blocking OpenSSL; HTTP/1.1 keep-alive; every GET
- * gets "ok\n". It counts what each request's Authorization header carried:
+ * gets "ok\n" (GET /big?size=N: N bytes of JSON). It counts what each request's
+ * Authorization header carried:
  * "Bearer <value>" (real), a RUNTIME_PH_ placeholder, or anything else; GET
  * /__stats answers the counts (and is not counted). */
 #define _GNU_SOURCE
@@ -413,6 +441,8 @@ exit 0
 #include <unistd.h>
 
 static SSL_CTX *ctx;
+static char *big; /* GET /big?size=N: the first N bytes of this, N <= BIG_MAX */
+#define BIG_MAX (64 << 20)
 static char value[256];
 static size_t value_len;
 static atomic_ulong n_real, n_ph, n_other, n_conns;
@@ -451,6 +481,41 @@ static int answer(SSL *ssl, const char *body, int close_after)
     return SSL_write(ssl, out, n) == n ? 0 : -1;
 }
 
+/* A JSON array of items like an API's listing: text, numbers, escaped URLs and base64. */
+static void make_big(void)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    big = malloc(BIG_MAX + 512);
+    if (!big) die("out of memory");
+    size_t n = 0;
+    uint32_t x = 2463534242u;
+    for (unsigned i = 0; n < BIG_MAX; i++) {
+        char blob[65];
+        for (int k = 0; k < 64; k++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            blob[k] = b64[x & 63];
+        }
+        blob[64] = '\0';
+        n += (size_t)sprintf(big + n, "%s{\"id\":%u,\"name\":\"item number %u of the listing\","
+                             "\"url\":\"https:\\/\\/api.bench.test\\/v1\\/items\\/%u\",\"blob\":\"%s\"}",
+                             i ? "," : "[", i, i, i, blob);
+    }
+}
+
+static int answer_big(SSL *ssl, size_t size)
+{
+    char head[128];
+    if (size > BIG_MAX) size = BIG_MAX;
+    int n = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n", size);
+    if (SSL_write(ssl, head, n) != n) return -1;
+    for (size_t off = 0; off < size; off += 16384) {
+        int k = (int)(size - off < 16384 ? size - off : 16384);
+        if (SSL_write(ssl, big + off, k) != k) return -1;
+    }
+    return 0;
+}
+
 static void *serve_conn(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -477,6 +542,8 @@ static void *serve_conn(void *arg)
                      (unsigned long)n_real, (unsigned long)n_ph, (unsigned long)n_other,
                      (unsigned long)n_conns);
             r = answer(ssl, body, close_after);
+        } else if (strncmp(buf, "GET /big?size=", 14) == 0) {
+            r = answer_big(ssl, strtoull(buf + 14, NULL, 10));
         } else {
             count(buf);
             r = answer(ssl, "ok\n", close_after);
@@ -500,6 +567,7 @@ int main(int argc, char **argv)
     if (!f) die("cannot open the value file");
     value_len = fread(value, 1, sizeof value - 1, f);
     fclose(f);
+    make_big();
     ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) die("SSL_CTX_new");
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -535,6 +603,8 @@ SECB_C
 //   node secb.js names PATTERN N WARMUP N new connections, the i-th to PATTERN with % replaced by i
 //   node secb.js rps HOST CONC SECONDS  CONC keep-alive connections, requests back to back
 //   node secb.js stats HOST             the upstream's counters
+//   node secb.js dl HOST N SIZE AUTH    N downloads of SIZE bytes on one keep-alive connection,
+//                                       with the Authorization header (AUTH value) or without (none)
 // Environment: BENCH_KEY (sent as "Authorization: Bearer $BENCH_KEY"), BENCH_CONNECT=IP
 // (dial IP, no DNS; SNI and Host stay the name), BENCH_CA=FILE (trust this CA; else node's
 // roots and NODE_EXTRA_CA_CERTS). Prints per measured request "total lookup connect tls
@@ -556,23 +626,25 @@ const us = (a, b) => (a && b ? Number(b - a) / 1000 : 0);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 let sent = 0;
 
-function one(agent, host, path) {
+function one(agent, host, path, noAuth) {
     return new Promise((resolve, reject) => {
         const t = { start: now(), lookup: 0n, connect: 0n, secure: 0n, response: 0n };
         const opts = { host, port: 443, path: path || '/bench', agent, ca, lookup, servername: host,
-                       headers: { Authorization: auth } };
+                       headers: noAuth ? {} : { Authorization: auth } };
         const req = https.request(opts, (res) => {
             t.response = now();
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (d) => (body += d));
+            let body = '', got = 0;
+            res.on('data', (d) => {
+                got += d.length;
+                if (body.length < 4096) body += d.toString('latin1');
+            });
             res.on('end', () => {
                 const end = now();
                 if (res.statusCode !== 200)
                     return reject(new Error(`${host}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
                 const tl = t.lookup || t.start;
-                resolve({ body, line: [us(t.start, end), us(t.start, t.lookup), us(tl, t.connect),
-                                       us(t.connect, t.secure), us(t.secure, t.response)] });
+                resolve({ body, got, line: [us(t.start, end), us(t.start, t.lookup), us(tl, t.connect),
+                                            us(t.connect, t.secure), us(t.secure, t.response)] });
             });
         });
         req.on('socket', (s) => {
@@ -594,9 +666,9 @@ const fresh = () => new https.Agent({ keepAlive: false, maxCachedSessions: 0 });
 // not retried; the run goes on, so that a proxy that drops answers still gets
 // its figures. Timeouts (20 s each) are different: the sixth ends the run.
 let errors = 0, timeouts = 0, firstError = '';
-async function attempt(agent, host) {
+async function attempt(agent, host, path, noAuth) {
     try {
-        return await one(agent, host);
+        return await one(agent, host, path, noAuth);
     } catch (e) {
         errors++;
         if (!firstError) firstError = e.message;
@@ -641,6 +713,17 @@ async function main() {
         await Promise.all(workers);
         agent.destroy();
         out.push(`rps=${(got / secs).toFixed(0)}`);
+    } else if (mode === 'dl') {
+        const size = Number(arg2), noAuth = process.argv[6] === 'none';
+        const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+        for (let i = -1; i < n; i++) { // one warmup
+            const r = await attempt(agent, target, `/big?size=${size}`, noAuth);
+            if (r && r.got !== size) {
+                errors++;
+                if (!firstError) firstError = `got ${r.got} of ${size} bytes`;
+            } else if (r && i >= 0) out.push(r.line[0].toFixed(1));
+        }
+        agent.destroy();
     } else if (mode === 'stats') {
         out.push((await one(fresh(), target, '/__stats')).body.trim());
     } else {

@@ -661,7 +661,13 @@ static void route(struct httpd_req *req, void *arg)
                          "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
                          "the key from STATE/admin.key or your account's key");
     const char *raw = httpd_path(req);
-    char *path = evhttp_uridecode(raw, 0, NULL);
+    size_t decoded_len = 0;
+    char *path = evhttp_uridecode(raw, 0, &decoded_len);
+    if (path && strlen(path) != decoded_len) { /* a %00: the name would end there */
+        free(path);
+        return api_error(req, 400, "bad_request",
+                         "the path holds %%00, a NUL byte, which no name or id may hold");
+    }
     char *seg[6];
     int n = path ? split_path(path, seg, 6) : -ENOMEM;
     enum httpd_method m = httpd_method(req);

@@ -242,6 +242,16 @@ void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, 
     json_decref(f);
 }
 
+void egress_truncated(struct egress_sandbox *es, const char *host, uint16_t port,
+                      const char *reason, bool close_notify)
+{
+    if (!es->eg->on_event) return;
+    json_t *f = json_pack("{s:s,s:i,s:s,s:b}", "host", host, "port", port, "reason", reason,
+                          "closeNotify", close_notify);
+    if (f) es->eg->on_event(es->eg->event_arg, es->id, "egress.truncated", f);
+    json_decref(f);
+}
+
 static const char *const limit_names[LIMIT_COUNT] = {
     [LIMIT_CONNS] = "connections",
     [LIMIT_CONN_RATE] = "connections_per_second",

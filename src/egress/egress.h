@@ -41,8 +41,8 @@ struct egress_pin {
     struct policy_addr addr;
 };
 
-/* Called for every event a sandbox's traffic raises: kind is "egress.refused" or
- * "egress.allowed"; fields is borrowed. */
+/* Called for every event a sandbox's traffic raises: kind is "egress.refused",
+ * "egress.allowed", "egress.truncated" or "limit.reached"; fields is borrowed. */
 typedef void (*egress_event_fn)(void *arg, const char *sandbox_id, const char *kind,
                                 json_t *fields);
 
@@ -72,6 +72,11 @@ struct egress_secrets {
     /* A placeholder seen where it can never be swapped (plain HTTP). */
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
                         const char *placeholder, const char *why);
+    /* The value of placeholder came back from host in an answer, written as
+     * encoding ("verbatim", "base64", "percent", "base64+json", ...), and was
+     * overwritten with the placeholder before the sandbox saw it. */
+    void (*reflected)(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
+                      const char *encoding);
 };
 
 /* The end of a sign: r 0 and the DER leaf (borrowed for the call), or a

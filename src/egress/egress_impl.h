@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include "../secrets/secrets.h"
 #include "egress.h"
 
 /* Synthetic addresses the stub hands out: 198.18.0.0/15, reserved for
@@ -95,6 +96,8 @@ struct egress {
     SSL_CTX *tls_down;          /* toward sandboxes: minted certificates, ALPN http/1.1 */
     SSL_CTX *tls_up;            /* toward real hosts: full verification */
     struct signing *signings;   /* leaves being signed, one per name */
+    unsigned char *scratch;     /* redact.c: answer bytes being scanned (one at a time) */
+    size_t scratch_cap;
 };
 
 struct egress_sandbox {
@@ -147,6 +150,34 @@ int intercept_start(struct conn *c);
 /* Frees what interception holds for c, and takes it off the waiters of a leaf. */
 void intercept_stop(struct conn *c);
 
+struct evbuffer;
+/* redact.c: an intercepted connection's answers through the reflection scan. */
+typedef void redactor_report_fn(void *arg, const char *placeholder, const char *encoding);
+struct redactor {
+    struct egress *eg;
+    struct reflect *reflect; /* the values swapped into the connection; NULL before the first */
+    unsigned char *held;     /* answer content the scan has not settled */
+    size_t held_len, held_cap;
+    uint16_t said[REFLECT_VALUES_MAX]; /* encodings reported in this answer, per value */
+    redactor_report_fn *report;
+    void *arg;
+};
+void redactor_init(struct redactor *rd, struct egress *eg, redactor_report_fn *report, void *arg);
+/* Wipes the values and what is held. */
+void redactor_fini(struct redactor *rd);
+/* A value swapped into the connection (copied): looked for from now on. */
+int redactor_add(struct redactor *rd, const char *value, size_t len, const char *placeholder);
+/* A new answer: each value and encoding found in it is reported once. */
+void redactor_answer_start(struct redactor *rd);
+/* A whole head (or an answer's trailers), scanned in place. */
+void redactor_head(struct redactor *rd, char *head, size_t len);
+/* Moves n bytes of an answer's content from in to out, scanned; the last few may
+ * be kept for the next call. chunked: written to out as a chunk. */
+int redactor_content(struct redactor *rd, struct evbuffer *in, size_t n, struct evbuffer *out,
+                     bool chunked);
+/* The answer's content ended (or the upstream did): what was kept, settled now. */
+int redactor_flush(struct redactor *rd, struct evbuffer *out, bool chunked);
+
 /* dnsstub.c */
 struct dns_tcp;
 struct dns_wait;
@@ -162,6 +193,10 @@ void dnsstub_on_tcp_accept(evutil_socket_t fd, short what, void *arg);
 const struct policy_addr *egress_host_addrs(struct egress *eg, size_t *n);
 void egress_refused(struct egress_sandbox *es, const char *host, uint16_t port, const char *reason,
                     const char *stage);
+/* An intercepted upstream ended in the middle of an answer (or before it):
+ * what came was passed on, and this says it was not all. */
+void egress_truncated(struct egress_sandbox *es, const char *host, uint16_t port,
+                      const char *reason, bool close_notify);
 /* Whether es may open one more connection of its kind (LIMIT_CONNS or LIMIT_DNS_TCP):
  * its own count and rate, then the daemon's. Says which limit refused it. */
 bool egress_conn_allowed(struct egress_sandbox *es, enum egress_limit kind, size_t open);

@@ -4,8 +4,11 @@
  * signer's answer, the loop going on meanwhile), opens its own TLS to the real host with full
  * verification, and reads each request head strictly (src/http): Host must be
  * the name, placeholders the secret allows for this host, method and path are
- * swapped for the value, others stay and are reported. Bodies and responses
- * pass through as they arrive. Every other host is spliced undecrypted. */
+ * swapped for the value, others stay and are reported. Request bodies pass
+ * through as they arrive; answers are scanned for the values swapped into the
+ * connection (redact.c) on their way to the sandbox. When the upstream ends,
+ * what it sent is delivered and the HTTP framing says whether it was whole.
+ * Every other host is spliced undecrypted. */
 #include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
@@ -34,6 +37,12 @@ struct intercept {
     bool up_ready; /* upstream TLS verified: until then requests wait, unread */
     bool plain;    /* plain HTTP: read to report placeholders, never to swap them */
     bool closing;  /* an error answer is on its way; close once it is sent */
+    bool complete; /* closing after the upstream ended: what it sent was whole (close_notify) */
+    bool notified; /* the upstream ended with a close_notify */
+    /* The upstream's end, handled once libevent has stored what it read with
+     * it: an OpenSSL bufferevent calls the event callback before it commits
+     * the bytes of the same read to the input. */
+    struct event *ended;
     struct http_body body;
     /* Answers are counted so that a refusal never overtakes the answer to a
      * request forwarded before it (a pipelining client reads them in order). */
@@ -41,6 +50,15 @@ struct intercept {
     bool is_head[64]; /* per outstanding request, by forwarded % 64: HEAD has no body */
     bool resp_in_body, resp_until_close;
     struct http_body resp;
+    /* Answers of a TLS connection go through the reflection scan (redact.c):
+     * the values swapped into it are overwritten wherever the upstream echoes
+     * them. Chunked bodies are chunked again by the proxy (resp_rechunk); the
+     * trailer section waits to be scanned whole. */
+    bool scan;
+    struct redactor rd;
+    bool resp_rechunk, resp_last_chunk;
+    struct evbuffer *trailers;
+    bool unredactable; /* a value of this request could not be added to the scan */
     const char *refusal_status, *refusal_why; /* waiting for the answers before it */
     /* Values opened for the request being rewritten; wiped right after. */
     char *opened[OPENED_MAX];
@@ -98,6 +116,8 @@ void intercept_fini(struct egress *eg)
     if (eg->tls_down) SSL_CTX_free(eg->tls_down);
     if (eg->tls_up) SSL_CTX_free(eg->tls_up);
     mitm_leaves_free(eg->leaves);
+    free(eg->scratch);
+    eg->scratch = NULL;
     /* Their sandboxes are gone, and their waiters with them; each answer,
      * which the signer's client still owes, frees its own. */
     for (struct signing *s = eg->signings; s; s = s->next)
@@ -125,6 +145,9 @@ void intercept_stop(struct conn *c)
     if (!t) return;
     if (t->down) bufferevent_free(t->down); /* closes the fds: conn_close must not */
     if (t->up) bufferevent_free(t->up);
+    if (t->trailers) evbuffer_free(t->trailers);
+    if (t->ended) event_free(t->ended);
+    redactor_fini(&t->rd);
     free(t);
     c->tls = NULL;
 }
@@ -137,6 +160,7 @@ static void answer_and_close(struct intercept *t, const char *status, const char
                         "Content-Length: %zu\r\n\r\n%s\n",
                         status, strlen(why) + 1, why);
     t->closing = true;
+    t->complete = true; /* a whole answer: the sandbox gets a close_notify after it */
     bufferevent_disable(t->up, EV_READ | EV_WRITE);
 }
 
@@ -172,6 +196,9 @@ static const char *decide(void *arg, const struct http_request *req,
     char *v = eg->secrets->value(eg->secrets_arg, t->c->es->id, req->host, t->c->port, req->method,
                                  req->path, ph->token, len, &limited);
     if (!v) return NULL;
+    /* Swapped in only if it will be looked for in the answers: else the
+     * request is refused whole (forward_head). */
+    if (t->scan && redactor_add(&t->rd, v, *len, ph->token) < 0) t->unredactable = true;
     t->limited = t->limited || limited;
     t->opened[t->n_opened] = v;
     t->opened_len[t->n_opened++] = *len;
@@ -184,22 +211,17 @@ static void release_opened(struct intercept *t)
     for (size_t i = 0; i < t->n_opened; i++)
         eg->secrets->release(t->opened[i], t->opened_len[i]);
     t->n_opened = 0;
-    t->limited = t->too_many = false;
+    t->limited = t->too_many = t->unredactable = false;
 }
 
-/* Fields some servers take as the method or the URL instead of the request line's:
- * beside a value limited to some methods or paths they would undo the limit. */
-static bool has_override(const char *buf, const struct http_request *req)
+/* Marks the request's Accept-Encoding fields not to be forwarded. */
+static void drop_accept_encoding(const char *buf, struct http_request *req)
 {
-    static const char *const names[] = {"x-http-method-override", "x-http-method",
-                                        "x-method-override",      "x-original-url",
-                                        "x-rewrite-url",          "x-original-method"};
-    for (size_t i = 0; i < req->nfields; i++)
-        for (size_t k = 0; k < ARRAY_LEN(names); k++)
-            if (req->fields[i].name.len == strlen(names[k]) &&
-                strncasecmp(buf + req->fields[i].name.off, names[k], strlen(names[k])) == 0)
-                return true;
-    return false;
+    for (size_t i = 0; i < req->nfields; i++) {
+        const struct http_field *f = &req->fields[i];
+        if (f->name.len == 15 && strncasecmp(buf + f->name.off, "accept-encoding", 15) == 0)
+            req->fields[i].hop = true;
+    }
 }
 
 /* One request head: parse, check Host, rewrite, forward. Returns 1 when it was
@@ -233,13 +255,20 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
     }
     size_t out_size = req->head_len + 64 * 1024, out_len = 0;
     char *out = malloc(out_size);
+    /* Answers are scanned for the values as bytes: a compressed one would hide
+     * them. Without Accept-Encoding any coding is acceptable (RFC 9110 12.5.3),
+     * so the field is replaced (or added), not dropped. */
+    if (t->scan) drop_accept_encoding(buf, req);
     r = out ? http_request_rewrite(buf, req, PLACEHOLDER_PREFIX, decide, t, out, out_size, &out_len,
                                    &why)
             : HTTP_BAD;
     if (r == HTTP_OK && t->too_many) {
         r = HTTP_BAD;
         why = "too_many_placeholders";
-    } else if (r == HTTP_OK && t->limited && has_override(buf, req)) {
+    } else if (r == HTTP_OK && t->unredactable) {
+        r = HTTP_BAD;
+        why = "too_many_secrets_on_connection";
+    } else if (r == HTTP_OK && t->limited && http_request_overrides(buf, req)) {
         r = HTTP_BAD;
         why = "override_header_with_limited_secret";
     }
@@ -248,6 +277,10 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         /* The rewrite forwards no Connection field: say close when the client did. */
         memcpy(out + out_len - 2, "Connection: close\r\n\r\n", 21);
         out_len += 19;
+    }
+    if (r == HTTP_OK && t->scan && out_len + 27 <= out_size) {
+        memcpy(out + out_len - 2, "Accept-Encoding: identity\r\n\r\n", 29);
+        out_len += 27;
     }
     if (r == HTTP_OK) {
         bufferevent_write(t->up, out, out_len);
@@ -314,90 +347,236 @@ static const char *header_value(const char *head, size_t len, const char *name)
     return p;
 }
 
+/* What an answer's head says of its body. */
+struct answer_frame {
+    bool interim;     /* 1xx but 101: the real answer follows */
+    bool until_close; /* no framing: the body ends when the upstream closes */
+    enum http_framing framing;
+    uint64_t content_length;
+};
+
 /* The framing of an answer from its head: 1xx (but 101) come before the real
  * answer; HEAD, 204 and 304 have no body; else Content-Length, chunked, or
- * until the upstream closes. Returns 0 for an interim answer, 1 when a body
- * may follow, -ENOMEM. */
-static int answer_framing(struct intercept *t, const char *head, size_t len)
+ * until the upstream closes. -ENOMEM. */
+static int answer_frame(const struct intercept *t, const char *raw, size_t len,
+                        struct answer_frame *f)
 {
+    char *head = malloc(len + 1); /* a lower-cased copy: what is sent stays as it is */
+    if (!head) return -ENOMEM;
+    for (size_t i = 0; i < len; i++)
+        head[i] = (char)tolower((unsigned char)raw[i]);
+    head[len] = '\0';
     int status = len > 12 ? atoi(head + 9) : 0;
-    if (status >= 100 && status < 200 && status != 101) return 0;
-    struct http_request *fake = calloc(1, sizeof *fake);
-    if (!fake) return -ENOMEM;
-    fake->framing = HTTP_BODY_NONE;
+    *f = (struct answer_frame){.framing = HTTP_BODY_NONE};
+    f->interim = status >= 100 && status < 200 && status != 101;
     bool no_body = t->is_head[t->answered % 64] || status == 204 || status == 304;
     const char *cl = header_value(head, len, "\r\ncontent-length:");
     const char *te = header_value(head, len, "\r\ntransfer-encoding:");
     if (te && strncmp(te, "chunked", 7) != 0) te = NULL;
-    t->resp_until_close = false;
-    if (!no_body && te)
-        fake->framing = HTTP_BODY_CHUNKED;
-    else if (!no_body && cl) {
-        fake->framing = HTTP_BODY_LENGTH;
-        fake->content_length = strtoull(cl, NULL, 10);
-    } else if (!no_body) {
-        t->resp_until_close = true;
+    if (f->interim || no_body) {
+    } else if (te) {
+        f->framing = HTTP_BODY_CHUNKED;
+    } else if (cl) {
+        f->framing = HTTP_BODY_LENGTH;
+        f->content_length = strtoull(cl, NULL, 10);
+    } else {
+        f->until_close = true;
     }
-    http_body_init(&t->resp, fake);
-    free(fake);
+    free(head);
+    return 0;
+}
+
+static void answer_done(struct intercept *t)
+{
+    t->resp_in_body = false;
+    t->answered++;
+}
+
+/* One whole answer head: scanned for the connection's values, its framing
+ * read, sent on. 0 when it is not whole yet, 1 when it was sent, -ENOMEM, or
+ * -EPROTO when a value found in it was part of its framing (the connection
+ * must end: the proxy and the sandbox would frame the answer differently). */
+static int relay_head(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0) return 0;
+    size_t hlen = (size_t)end.pos + 4;
+    char *head = malloc(hlen);
+    if (!head) return -ENOMEM;
+    evbuffer_remove(in, head, hlen);
+    struct answer_frame f, g;
+    int r = answer_frame(t, head, hlen, &f);
+    if (r == 0 && t->scan && !reflect_empty(t->rd.reflect)) {
+        redactor_answer_start(&t->rd);
+        redactor_head(&t->rd, head, hlen);
+        r = answer_frame(t, head, hlen, &g);
+        if (r == 0 && (f.interim != g.interim || f.until_close != g.until_close ||
+                       f.framing != g.framing || f.content_length != g.content_length))
+            r = -EPROTO;
+    }
+    if (r == 0) evbuffer_add(out, head, hlen);
+    free(head);
+    if (r < 0 || f.interim) return r < 0 ? r : 1;
+    struct http_request fake = {.framing = f.framing, .content_length = f.content_length};
+    http_body_init(&t->resp, &fake);
+    t->resp_until_close = f.until_close;
+    t->resp_rechunk = t->scan && f.framing == HTTP_BODY_CHUNKED;
+    t->resp_last_chunk = false;
+    t->resp_in_body = true;
+    if (!f.until_close && http_body_done(&t->resp)) answer_done(t); /* no body */
+    return 1;
+}
+
+/* Body bytes of an answer on a connection that is not scanned: as they come. */
+static int relay_body_as_is(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    size_t have = evbuffer_get_length(in), used = 0;
+    const char *why;
+    const char *b = (const char *)evbuffer_pullup(in, (ssize_t)have);
+    enum http_result r = http_body_feed(&t->resp, b, have, &used, &why);
+    evbuffer_remove_buffer(in, out, used);
+    if (r == HTTP_MORE) return 0;
+    if (r == HTTP_BAD) { /* not ours to judge: pass the rest through */
+        t->resp_until_close = true;
+        return 1;
+    }
+    answer_done(t);
+    return 1;
+}
+
+/* The trailer section of a chunked answer, whole: scanned like a head. */
+static int relay_trailers(struct intercept *t, struct evbuffer *out)
+{
+    size_t n = t->trailers ? evbuffer_get_length(t->trailers) : 0;
+    if (n == 0) return 0;
+    char *b = (char *)evbuffer_pullup(t->trailers, (ssize_t)n);
+    if (!b) return -ENOMEM;
+    redactor_head(&t->rd, b, n);
+    evbuffer_add(out, b, n);
+    evbuffer_drain(t->trailers, n);
+    return 0;
+}
+
+/* One framing byte of a chunked answer on a scanned connection: chunk-size
+ * lines and CRLFs are dropped (relay_body writes its own), the trailer
+ * section is kept to be scanned whole. 1, 0 when the framing is broken (the
+ * rest then passes, scanned, as if until the upstream closes), or -ENOMEM. */
+static int framing_byte(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    char c;
+    size_t used;
+    const char *why;
+    evbuffer_copyout(in, &c, 1);
+    bool trailer = http_body_in_trailers(&t->resp);
+    if (http_body_feed(&t->resp, &c, 1, &used, &why) == HTTP_BAD) {
+        t->resp_until_close = true;
+        return redactor_flush(&t->rd, out, t->resp_rechunk && !t->resp_last_chunk) < 0 ? -ENOMEM
+                                                                                       : 0;
+    }
+    evbuffer_drain(in, 1);
+    if (trailer) {
+        if (!t->trailers && !(t->trailers = evbuffer_new())) return -ENOMEM;
+        evbuffer_add(t->trailers, &c, 1);
+    } else if (http_body_in_trailers(&t->resp)) { /* the last chunk's line has been read */
+        if (redactor_flush(&t->rd, out, true) < 0) return -ENOMEM;
+        evbuffer_add(out, "0\r\n", 3);
+        t->resp_last_chunk = true;
+    }
+    return 1;
+}
+
+/* Body bytes of the answer being relayed on a scanned connection: its content
+ * through the scan, in order. 1 when the answer ended (or turned into
+ * until-close), 0 when more bytes are needed, -ENOMEM. */
+static int relay_body_scanned(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+{
+    while (evbuffer_get_length(in) > 0 && !http_body_done(&t->resp)) {
+        uint64_t data = http_body_data_left(&t->resp);
+        size_t have = evbuffer_get_length(in);
+        if (data > 0) {
+            size_t n = data < have ? (size_t)data : have;
+            http_body_take_data(&t->resp, n);
+            if (redactor_content(&t->rd, in, n, out, t->resp_rechunk) < 0) return -ENOMEM;
+            continue;
+        }
+        int r = framing_byte(t, in, out);
+        if (r <= 0) return r;
+    }
+    if (!http_body_done(&t->resp)) return 0;
+    int r = t->resp_rechunk ? relay_trailers(t, out) : redactor_flush(&t->rd, out, false);
+    if (r < 0) return r;
+    answer_done(t);
     return 1;
 }
 
 /* Moves complete answer heads and their bodies to the sandbox, counting each
- * answer; a partial head waits for the rest. */
-static void relay_answers(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
+ * answer; a partial head waits for the rest. Negative when the connection must
+ * end. */
+static int relay_answers(struct intercept *t, struct evbuffer *in, struct evbuffer *out)
 {
-    while (evbuffer_get_length(in) > 0) {
-        if (t->resp_until_close) {
-            evbuffer_add_buffer(out, in);
-            return;
-        }
-        if (t->resp_in_body) {
-            size_t have = evbuffer_get_length(in), used = 0;
-            const char *why;
-            const char *b = (const char *)evbuffer_pullup(in, (ssize_t)have);
-            enum http_result r = http_body_feed(&t->resp, b, have, &used, &why);
-            evbuffer_remove_buffer(in, out, used);
-            if (r == HTTP_MORE) return;
-            if (r == HTTP_BAD) { /* not ours to judge: pass the rest through */
-                t->resp_until_close = true;
-                continue;
-            }
-            t->resp_in_body = false;
-            t->answered++;
-            continue;
-        }
-        struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-        if (end.pos < 0) return;
-        size_t hlen = (size_t)end.pos + 4;
-        char *head = malloc(hlen + 1); /* a lower-cased copy: what is sent stays as it is */
-        if (!head) return;
-        evbuffer_copyout(in, head, hlen);
-        head[hlen] = '\0';
-        for (size_t i = 0; i < hlen; i++)
-            head[i] = (char)tolower((unsigned char)head[i]);
-        int f = answer_framing(t, head, hlen);
-        free(head);
-        evbuffer_remove_buffer(in, out, hlen);
-        if (f > 0) t->resp_in_body = true;
+    int r = 1;
+    while (r > 0 && evbuffer_get_length(in) > 0) {
+        if (t->resp_until_close)
+            return t->scan ? redactor_content(&t->rd, in, evbuffer_get_length(in), out, false)
+                           : evbuffer_add_buffer(out, in);
+        if (!t->resp_in_body)
+            r = relay_head(t, in, out);
+        else if (t->scan)
+            r = relay_body_scanned(t, in, out);
+        else
+            r = relay_body_as_is(t, in, out);
     }
+    return r < 0 ? r : 0;
+}
+
+/* The upstream ended: what the scan still holds of the answer is settled and sent. */
+static int relay_last(struct intercept *t, struct evbuffer *out)
+{
+    if (!t->scan || !(t->resp_in_body || t->resp_until_close)) return 0;
+    return redactor_flush(&t->rd, out, t->resp_rechunk && !t->resp_last_chunk);
+}
+
+/* What the upstream sent, on to the sandbox. False when the connection was
+ * closed (t is gone). */
+static bool up_read(struct intercept *t)
+{
+    if (relay_answers(t, bufferevent_get_input(t->up), bufferevent_get_output(t->down)) < 0) {
+        egress_refused(t->c->es, t->c->name, t->c->port, "answer_not_redactable", "answer");
+        conn_close(t->c);
+        return false;
+    }
+    if (t->refusal_why && t->answered == t->forwarded)
+        answer_and_close(t, t->refusal_status, t->refusal_why);
+    else if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
+        bufferevent_disable(t->up, EV_READ);
+    return true;
 }
 
 static void on_up_read(struct bufferevent *bev, void *arg)
 {
-    struct intercept *t = arg;
-    relay_answers(t, bufferevent_get_input(bev), bufferevent_get_output(t->down));
-    if (t->refusal_why && t->answered == t->forwarded)
-        return answer_and_close(t, t->refusal_status, t->refusal_why);
-    if (evbuffer_get_length(bufferevent_get_output(t->down)) > FLOW_HIGH)
-        bufferevent_disable(bev, EV_READ);
+    up_read(arg);
 }
 
 /* The other side drained: read again. */
+/* The connection ends. After a whole answer, the sandbox is told with a
+ * close_notify, whatever the upstream did: the answer's framing says it is
+ * complete (or it ended with the connection). A cut-short one ends without,
+ * as the upstream's did, so the sandbox's TLS sees it cut short too. */
+static void finish(struct intercept *t)
+{
+    if (t->complete) {
+        SSL *ssl = bufferevent_openssl_get_ssl(t->down);
+        if (ssl && SSL_is_init_finished(ssl))
+            SSL_shutdown(ssl); /* a few bytes: the socket takes them */
+        ERR_clear_error();
+    }
+    conn_close(t->c);
+}
+
 static void on_down_written(struct bufferevent *bev, void *arg)
 {
     struct intercept *t = arg;
-    if (t->closing) return conn_close(t->c);
+    if (t->closing) return finish(t);
     bufferevent_enable(t->up, EV_READ);
     if (!t->refusal_why && t->forwarded - t->answered < 64) bufferevent_enable(t->down, EV_READ);
 }
@@ -409,6 +588,61 @@ static void on_up_written(struct bufferevent *bev, void *arg)
         bufferevent_enable(t->down, EV_READ);
 }
 
+/* Whether the upstream's error is only the end of its connection: a reset,
+ * or (OpenSSL 3) the end of the TCP stream with no close_notify before it;
+ * once the handshake is done (before, any end is the handshake's failure;
+ * SSL_is_init_finished cannot tell once an error has been met).
+ * Takes libevent's queue of OpenSSL errors; *tls: some error was TLS's. */
+static bool only_ended(struct bufferevent *up, bool handshake_done, bool *tls)
+{
+    bool other = !handshake_done;
+    *tls = false;
+    for (unsigned long e; (e = bufferevent_get_openssl_error(up)) != 0;) {
+        if (e < 16) continue; /* libevent's note of SSL_get_error()'s kind */
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+        if (handshake_done && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+            ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+            continue;
+#endif
+        *tls = other = true;
+    }
+    ERR_clear_error();
+    return !other;
+}
+
+/* Why what the upstream sent before it ended is not a whole answer, or NULL. */
+static const char *cut_short(struct intercept *t)
+{
+    if (t->resp_until_close) return NULL; /* the end of the connection ends it */
+    if (evbuffer_get_length(bufferevent_get_input(t->up)) > 0 || t->resp_in_body)
+        return "the upstream closed in the middle of an answer";
+    if (t->forwarded != t->answered) return "the upstream closed before answering";
+    return NULL;
+}
+
+/* Whether the upstream ended with a close_notify (plain HTTP: a FIN is all there is). */
+static bool up_notified(struct intercept *t)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(t->up);
+    return !ssl || (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN);
+}
+
+static void upstream_ended(evutil_socket_t fd, short what, void *arg)
+{
+    struct intercept *t = arg;
+    if (!up_read(t)) return;
+    relay_last(t, bufferevent_get_output(t->down));
+    const char *why = cut_short(t);
+    if (why) egress_truncated(t->c->es, t->c->name, t->c->port, why, t->notified);
+    t->complete = !why;
+    while (bufferevent_get_openssl_error(t->up)) {
+    }
+    ERR_clear_error();
+    bufferevent_disable(t->up, EV_READ | EV_WRITE);
+    if (evbuffer_get_length(bufferevent_get_output(t->down)) == 0) return finish(t);
+    t->closing = true; /* on_down_written finishes once it is sent */
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct intercept *t = arg;
@@ -417,18 +651,17 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return on_down_read(t->down, t); /* what the sandbox sent meanwhile */
     }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) return;
-    /* The upstream said its last word (e.g. after Connection: close): the
-     * sandbox still gets every byte of it before the connection ends. */
-    if (bev == t->up && (what & BEV_EVENT_EOF)) {
-        on_up_read(bev, t);
+    /* The upstream said its last word (after Connection: close, or closing
+     * with or without close_notify, or with a reset): the sandbox still gets
+     * every byte of it before the connection ends. */
+    bool tls = false;
+    if (bev == t->up && ((what & BEV_EVENT_EOF) ||
+                         ((what & BEV_EVENT_ERROR) && only_ended(bev, t->up_ready, &tls)))) {
         bufferevent_disable(t->up, EV_READ | EV_WRITE);
-        if (evbuffer_get_length(bufferevent_get_output(t->down)) > 0) {
-            t->closing = true; /* on_down_written closes once it is sent */
-            return;
-        }
+        t->notified = (what & BEV_EVENT_EOF) && up_notified(t);
+        return event_active(t->ended, EV_TIMEOUT, 0);
     }
-    /* libevent moves OpenSSL's errors to its own queue before calling us. */
-    if (bev == t->up && (what & BEV_EVENT_ERROR) && bufferevent_get_openssl_error(bev)) {
+    if (tls) { /* libevent moved OpenSSL's errors to its own queue before calling us */
         long v = SSL_get_verify_result(bufferevent_openssl_get_ssl(bev));
         char reason[160];
         snprintf(reason, sizeof reason, "upstream_tls_failed%s%s", v != X509_V_OK ? ": " : "",
@@ -454,6 +687,15 @@ static SSL *upstream_ssl(struct egress *eg, const char *name, bool is_ip)
     return ssl;
 }
 
+/* A value swapped into this connection came back in an answer: reported, never the value. */
+static void on_reflected(void *arg, const char *placeholder, const char *encoding)
+{
+    struct intercept *t = arg;
+    struct egress *eg = t->c->es->eg;
+    if (eg->secrets->reflected)
+        eg->secrets->reflected(eg->secrets_arg, t->c->es->id, t->c->name, placeholder, encoding);
+}
+
 /* Hands c's two sockets to t's bufferevents (made by the caller) and starts
  * reading both sides. */
 static int intercept_begin(struct conn *c, struct intercept *t)
@@ -461,7 +703,8 @@ static int intercept_begin(struct conn *c, struct intercept *t)
     c->client = c->upstream = -1; /* the bufferevents own them now */
     c->tls = t;
     c->state = CONN_INTERCEPTING;
-    if (!t->down || !t->up) return -ENOMEM; /* conn_close frees t */
+    t->ended = event_new(c->es->eg->base, -1, 0, upstream_ended, t);
+    if (!t->down || !t->up || !t->ended) return -ENOMEM; /* conn_close frees t */
     bufferevent_setcb(t->down, on_down_read, on_down_written, on_event, t);
     bufferevent_setcb(t->up, on_up_read, on_up_written, on_event, t);
     bufferevent_enable(t->down, EV_READ | EV_WRITE);
@@ -504,12 +747,17 @@ static int tls_start(struct conn *c, X509 *cert)
         return r;
     }
     t->c = c;
+    t->scan = true;
+    redactor_init(&t->rd, eg, on_reflected, t);
     t->down = bufferevent_openssl_socket_new(eg->base, c->client, down, BUFFEREVENT_SSL_ACCEPTING,
                                              BEV_OPT_CLOSE_ON_FREE);
     t->up = bufferevent_openssl_socket_new(eg->base, c->upstream, up, BUFFEREVENT_SSL_CONNECTING,
                                            BEV_OPT_CLOSE_ON_FREE);
     r = intercept_begin(c, t);
     if (r == 0) bufferevent_setwatermark(t->down, EV_WRITE, 0, 0);
+    /* An upstream that closes without close_notify after its answer is common;
+     * whether the answer is whole is the HTTP framing's to say (upstream_ended). */
+    if (r == 0) bufferevent_openssl_set_allow_dirty_shutdown(t->up, 1);
     return r;
 }
 

@@ -161,3 +161,26 @@ enum http_result http_body_feed(struct http_body *b, const char *buf, size_t len
     *used = i;
     return r;
 }
+
+uint64_t http_body_data_left(const struct http_body *b)
+{
+    return b->state == B_LENGTH || b->state == C_DATA ? b->left : 0;
+}
+
+void http_body_take_data(struct http_body *b, uint64_t n)
+{
+    if (n > http_body_data_left(b)) n = http_body_data_left(b);
+    b->left -= n;
+    if (b->left == 0 && b->state == B_LENGTH) b->state = B_DONE;
+    if (b->left == 0 && b->state == C_DATA) b->state = C_DATA_CR;
+}
+
+bool http_body_in_trailers(const struct http_body *b)
+{
+    return b->state >= C_TR_START && b->state <= C_END_LF;
+}
+
+bool http_body_done(const struct http_body *b)
+{
+    return b->state == B_DONE;
+}

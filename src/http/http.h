@@ -131,6 +131,18 @@ void http_body_init(struct http_body *b, const struct http_request *req);
 enum http_result http_body_feed(struct http_body *b, const char *buf, size_t len, size_t *used,
                                 const char **why);
 
+/* For a reader that handles the data itself (the proxy's answers, which it
+ * scans and chunks again): how many data bytes follow now (0 when the next
+ * byte is framing: a chunk-size line, a CRLF, trailers), passing over n of them
+ * without their bytes, whether the bytes now fed are the trailer section (after
+ * the last chunk's line, up to and with the final CRLF), and whether the body
+ * has ended. Framing bytes go through http_body_feed, data bytes through
+ * http_body_take_data; the verdicts are those of feeding everything. */
+uint64_t http_body_data_left(const struct http_body *b);
+void http_body_take_data(struct http_body *b, uint64_t n);
+bool http_body_in_trailers(const struct http_body *b);
+bool http_body_done(const struct http_body *b);
+
 /* ---- rewrite ---- */
 
 /* Where a placeholder was found. */
@@ -180,6 +192,16 @@ enum http_result http_request_rewrite(const char *buf, const struct http_request
                                       const char *prefix, http_decide_fn decide, void *arg,
                                       char *out, size_t out_size, size_t *out_len,
                                       const char **why);
+
+/* ---- method and URL overrides (override.c) ---- */
+
+/* Whether a field of this name is one that some server, framework or proxy
+ * reads as the request's method or URL instead of the request line's: by a
+ * rule over the name (see override.c), not a list. */
+bool http_field_overrides(const char *name, size_t len);
+/* Whether req (parsed from buf) carries such a field, or a "_method" query
+ * parameter. */
+bool http_request_overrides(const char *buf, const struct http_request *req);
 
 /* ---- path globs ---- */
 

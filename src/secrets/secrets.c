@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,6 +105,85 @@ void secrets_release(char *value, size_t len)
     free(value);
 }
 
+/* Environment variables the sandbox's programs depend on: a secret is put in
+ * every program's environment under its name (its placeholder as the value),
+ * so one named after these replaced them everywhere. Three kinds, compared
+ * without regard to case: what runtime itself sets in a sandbox; what the
+ * dynamic loader, libc and the shells read before a program's own code runs
+ * (glibc drops the same ones, LD_* and its "unsecure" list, for setuid
+ * programs); and what an interpreter loads code or trust from. */
+static const char *reserved_why(const char *name)
+{
+    static const struct {
+        const char *name, *why; /* a final '*': every name that begins so */
+    } reserved[] = {
+        {"PATH", "where commands are found"},
+        {"HOME", "the home directory"},
+        {"USER", "the user's name"},
+        {"LOGNAME", "the user's name"},
+        {"SHELL", "the shell"},
+        {"PWD", "the working directory"},
+        {"OLDPWD", "the working directory"},
+        {"TERM", "the terminal"},
+        {"LANG", "the locale"},
+        {"LANGUAGE", "the locale"},
+        {"LC_*", "the locale"},
+        {"TZ", "the time zone"},
+        {"TZDIR", "the time zone"},
+        {"TMPDIR", "where temporary files go"},
+        {"HOSTNAME", "the host name"},
+        {"IFS", "how the shell splits words"},
+        {"ENV", "a file the shell runs at start"},
+        {"BASH_ENV", "a file the shell runs at start"},
+        {"SHLVL", "the shell"},
+        {"LD_*", "the dynamic loader"},
+        {"GLIBC_TUNABLES", "libc"},
+        {"MALLOC_*", "libc's allocator"},
+        {"GCONV_PATH", "libc"},
+        {"GETCONF_DIR", "libc"},
+        {"HOSTALIASES", "the resolver"},
+        {"LOCALDOMAIN", "the resolver"},
+        {"RES_OPTIONS", "the resolver"},
+        {"RESOLV_HOST_CONF", "the resolver"},
+        {"LOCPATH", "libc"},
+        {"NLSPATH", "libc"},
+        {"NIS_PATH", "libc"},
+        {"NODE_EXTRA_CA_CERTS", "the CA bundle runtime points it at"},
+        {"SSL_CERT_FILE", "the CA bundle runtime points it at"},
+        {"SSL_CERT_DIR", "the CA certificates"},
+        {"REQUESTS_CA_BUNDLE", "the CA bundle runtime points it at"},
+        {"GIT_SSL_CAINFO", "the CA bundle runtime points it at"},
+        {"CURL_CA_BUNDLE", "the CA certificates"},
+        {"NODE_OPTIONS", "node's options (it loads code from them)"},
+        {"NODE_PATH", "where node finds modules"},
+        {"PYTHONPATH", "where python finds modules"},
+        {"PYTHONHOME", "python's own modules"},
+        {"PYTHONSTARTUP", "a file python runs at start"},
+        {"PERL5LIB", "where perl finds modules"},
+        {"PERL5OPT", "perl's options"},
+        {"RUBYLIB", "where ruby finds code"},
+        {"RUBYOPT", "ruby's options"},
+        {"JAVA_TOOL_OPTIONS", "the JVM's options"},
+        {"_JAVA_OPTIONS", "the JVM's options"},
+        {"HTTP_PROXY", "the proxy programs send through"},
+        {"HTTPS_PROXY", "the proxy programs send through"},
+        {"ALL_PROXY", "the proxy programs send through"},
+        {"NO_PROXY", "the proxy programs send through"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(reserved); i++) {
+        const char *r = reserved[i].name;
+        size_t k = strlen(r);
+        if (r[k - 1] == '*' ? strncasecmp(name, r, k - 1) == 0 : strcasecmp(name, r) == 0)
+            return reserved[i].why;
+    }
+    return NULL;
+}
+
+bool secrets_name_reserved(const char *name)
+{
+    return reserved_why(name) != NULL;
+}
+
 int secrets_check_name(const char *name, err_t *err)
 {
     size_t n = strlen(name);
@@ -115,6 +195,14 @@ int secrets_check_name(const char *name, err_t *err)
                        "secret name \"%.64s\" must be an environment variable "
                        "name: letters, digits and '_', not starting with a digit, at most %d",
                        name, SECRET_NAME_MAX);
+    const char *why = reserved_why(name);
+    if (why)
+        return err_set(err, -EINVAL,
+                       "secret name %s is reserved: a secret is put in every program's "
+                       "environment under its name, and %s is the variable for %s, which the "
+                       "sandbox's programs depend on; choose another name (the variable the "
+                       "program reads its key from, such as GITHUB_TOKEN)",
+                       name, name, why);
     return 0;
 }
 

@@ -38,8 +38,12 @@ int secrets_open(const uint8_t key[SECRETS_KEY_LEN], const char *name, const uin
 void secrets_release(char *value, size_t len);
 
 /* A name is a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most
- * SECRET_NAME_MAX bytes. */
+ * SECRET_NAME_MAX bytes, and not one of the variables a sandbox's programs
+ * depend on (PATH, HOME, any LD_*, ...: see secrets.c), which the secret's
+ * placeholder would replace. */
 int secrets_check_name(const char *name, err_t *err);
+/* One of those. */
+bool secrets_name_reserved(const char *name);
 /* A value: 1..SECRET_VALUE_MAX bytes, no NUL, CR or LF (it goes into headers). */
 int secrets_check_value(const char *value, size_t len, err_t *err);
 
@@ -47,6 +51,44 @@ int secrets_check_value(const char *value, size_t len, err_t *err);
 void secrets_placeholder(char out[PLACEHOLDER_LEN + 1]);
 /* True when s[0..n) starts with a well-formed placeholder. */
 bool secrets_is_placeholder(const char *s, size_t n);
+
+/* ---- reflection (reflect.c) ----
+ * The values swapped into one connection, looked for in what its upstream
+ * answers: as sent, in base64 (standard and URL-safe, also inside a longer
+ * base64 text such as Basic credentials), and through percent-encoding and
+ * JSON string escapes, in any mix. Each match is overwritten in place, at the
+ * same length (framing never changes), with the value's placeholder: see
+ * reflect.c for exactly what it becomes. The scan runs over a stream: what it
+ * does not settle (a match that may still be under way, the last few base64
+ * characters) the caller keeps and passes again, in front of what follows. */
+#define REFLECT_VALUES_MAX 16 /* per connection: OPENED_MAX distinct values per request */
+#define REFLECT_VALUE_MIN 8   /* shorter values are not looked for (they would match by chance) */
+#define REFLECT_ENCODINGS 12  /* reflect_encoding_name's indexes */
+
+struct reflect;
+struct reflect *reflect_new(void);
+/* Wipes the values and their forms. NULL is fine. */
+void reflect_free(struct reflect *r);
+/* Adds a value (copied) and the placeholder that stands for it: 1 when added,
+ * 0 when it is there already or shorter than REFLECT_VALUE_MIN, -ENOSPC when
+ * REFLECT_VALUES_MAX are held, -ENOMEM. */
+int reflect_add(struct reflect *r, const char *value, size_t len, const char *placeholder);
+/* Nothing to look for (r may be NULL). */
+bool reflect_empty(const struct reflect *r);
+
+struct reflect_hit {
+    unsigned value;          /* which value, in the order added */
+    const char *placeholder; /* its placeholder */
+    unsigned encoding;       /* reflect_encoding_name(encoding): "verbatim", "base64+json", ... */
+};
+typedef void reflect_hit_fn(void *arg, const struct reflect_hit *hit);
+const char *reflect_encoding_name(unsigned encoding);
+/* Overwrites every match in buf[0..len) and calls hit for each. Returns how many
+ * leading bytes are settled (never change again): all of them when final (the
+ * end of the answer); else the bytes from the first place where a match may
+ * still be under way, or the last four base64 characters, are not. */
+size_t reflect_scan(const struct reflect *r, unsigned char *buf, size_t len, bool final,
+                    reflect_hit_fn *hit, void *arg);
 
 /* ---- the vault (vault.c): the secrets in memory and in the store ----
  * A secret belongs to an account, and is seen only in that account's sandboxes:
@@ -98,5 +140,8 @@ char *vault_value(void *arg, const char *sandbox_id, const char *host, uint16_t 
                   bool *limited);
 void vault_misdirected(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
                        const char *why);
+/* A secret.reflected event: the value came back from host, in encoding. */
+void vault_reflected(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
+                     const char *encoding);
 
 #endif

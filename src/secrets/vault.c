@@ -477,6 +477,8 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
 {
     for (struct secret_entry *s = v->secrets; s; s = s->next) {
         if (strcmp(s->account, account) != 0) continue; /* another account's: never here */
+        /* Stored before such names were refused: never in place of the variable. */
+        if (secrets_name_reserved(s->name)) continue;
         const char *ph = placeholder_of(v, sandbox, s->name);
         if (!ph) {
             struct placeholder_entry *p = calloc(1, sizeof *p);
@@ -611,15 +613,28 @@ char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t por
     return value;
 }
 
+/* An event of the sandbox about the placeholder token: its secret's name when
+ * the placeholder is the sandbox's own (null else), host, and one more field. */
+static void record(struct vault *v, const char *sandbox, const char *kind, const char *token,
+                   const char *host, const char *key, const char *value)
+{
+    struct placeholder_entry *p = find_placeholder(v, token);
+    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
+    json_t *f = json_pack("{s:s?,s:s,s:s}", "secret", name, "host", host, key, value);
+    v->hooks.event(v->hooks.arg, sandbox, kind, f);
+    json_decref(f);
+}
+
 void vault_misdirected(void *arg, const char *sandbox, const char *host, const char *token,
                        const char *why)
 {
-    struct vault *v = arg;
-    struct placeholder_entry *p = find_placeholder(v, token);
-    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
-    json_t *f = json_pack("{s:s?,s:s,s:s}", "secret", name, "host", host, "reason", why);
-    v->hooks.event(v->hooks.arg, sandbox, "secret.misdirected", f);
-    json_decref(f);
+    record(arg, sandbox, "secret.misdirected", token, host, "reason", why);
+}
+
+void vault_reflected(void *arg, const char *sandbox, const char *host, const char *token,
+                     const char *encoding)
+{
+    record(arg, sandbox, "secret.reflected", token, host, "encoding", encoding);
 }
 
 bool vault_any(void *arg, const char *sandbox)

@@ -58,36 +58,66 @@ void events_stop(struct server *srv)
     srv->writer = NULL;
 }
 
-static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);
+static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields,
+                   bool security);
 
-/* A sandbox records at most EVENTS_PER_S events a second (bursts of 5x): a flood
- * costs store writes that every sandbox waits for. What was dropped is said in an
- * events.dropped event before the next one that is kept. */
+/* Security events: what says a secret, or the fingerprint gate, was at stake
+ * (a placeholder sent where it may not go, a value echoed back, a server or
+ * tool refused by the gate, a request refused for trying to get round a
+ * secret's limits). Everything else (egress.allowed and .refused, limits,
+ * MCP servers' lives, pauses) is routine: it comes in floods, which must not
+ * push the few that matter out of sight. Each class has its own budget a
+ * second here and its own cap in the store (STORE_SECURITY_EVENTS_KEPT). */
+bool event_is_security(const char *kind, json_t *fields)
+{
+    static const char *const kinds[] = {"secret.misdirected", "secret.reflected", "mcp.refused"};
+    static const char *const refusals[] = {"override_header_with_limited_secret",
+                                           "too_many_placeholders",
+                                           "too_many_secrets_on_connection"};
+    for (size_t i = 0; i < ARRAY_LEN(kinds); i++)
+        if (strcmp(kind, kinds[i]) == 0) return true;
+    if (strcmp(kind, "egress.refused") != 0) return false;
+    const char *reason = json_string_value(json_object_get(fields, "reason"));
+    for (size_t i = 0; reason && i < ARRAY_LEN(refusals); i++)
+        if (strcmp(reason, refusals[i]) == 0) return true;
+    return false;
+}
+
+/* A sandbox records at most EVENTS_PER_S routine events a second (bursts of 5x)
+ * and EVENTS_SECURITY_PER_S security events, each from a budget of its own: a
+ * flood costs store writes that every sandbox waits for. What was dropped is
+ * said in an events.dropped event (of the same class) before the next one that
+ * is kept. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
 {
     metrics_event(srv, kind, fields);
+    bool security = event_is_security(kind, fields);
     struct sbx *sb = server_sandbox_find(srv, NULL, sandbox_id);
     if (sb) {
-        if (!sb->events_rate.rate) sb->events_rate = RATE_LIMIT(EVENTS_PER_S, 5 * EVENTS_PER_S);
-        if (!rate_allow(&sb->events_rate, now_ms())) return;
-        uint64_t dropped = rate_take_dropped(&sb->events_rate);
-        json_t *f = dropped ? json_pack("{s:I,s:i}", "count", (json_int_t)dropped, "limitPerSecond",
-                                        EVENTS_PER_S)
+        struct rate_limit *rl = security ? &sb->security_events_rate : &sb->events_rate;
+        unsigned per_s = security ? EVENTS_SECURITY_PER_S : EVENTS_PER_S;
+        if (!rl->rate) *rl = RATE_LIMIT(per_s, 5 * per_s);
+        if (!rate_allow(rl, now_ms())) return;
+        uint64_t dropped = rate_take_dropped(rl);
+        json_t *f = dropped ? json_pack("{s:I,s:i,s:b}", "count", (json_int_t)dropped,
+                                        "limitPerSecond", per_s, "security", security)
                             : NULL;
-        if (f) record(srv, sandbox_id, "events.dropped", f);
+        if (f) record(srv, sandbox_id, "events.dropped", f, security);
         json_decref(f);
     }
-    record(srv, sandbox_id, kind, fields);
+    record(srv, sandbox_id, kind, fields, security);
 }
 
-static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields)
+static void record(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields,
+                   bool security)
 {
     if (srv->n_pending == EVENTS_PENDING_MAX) events_flush(srv);
     struct pending_event *p = &srv->pending[srv->n_pending];
     snprintf(p->sandbox, sizeof p->sandbox, "%s", sandbox_id);
     p->ev = (struct store_event){.time_ms = now_unix_ms(),
                                  .kind = strdup(kind),
-                                 .fields_json = json_dumps(fields, JSON_COMPACT)};
+                                 .fields_json = json_dumps(fields, JSON_COMPACT),
+                                 .security = security};
     if (!p->ev.kind || !p->ev.fields_json) {
         free((char *)p->ev.kind);
         free((char *)p->ev.fields_json);

@@ -17,7 +17,7 @@ struct metrics {
     uint64_t egress_allowed;
     char reasons[MAX_REASONS][40];
     uint64_t refused[MAX_REASONS];
-    uint64_t secret_used, secret_misdirected;
+    uint64_t secret_used, secret_misdirected, secret_reflected;
     uint64_t keeper[PROTO_TYPE_END];
     uint64_t keeper_waits[PROTO_TYPE_END]; /* of those, the loop waited for (after startup) */
 };
@@ -79,6 +79,8 @@ void metrics_event(struct server *srv, const char *kind, json_t *fields)
         m->secret_used++;
     else if (strcmp(kind, "secret.misdirected") == 0)
         m->secret_misdirected++;
+    else if (strcmp(kind, "secret.reflected") == 0)
+        m->secret_reflected++;
 }
 
 static long rss_bytes(void)
@@ -147,13 +149,18 @@ static void egress(FILE *f, const struct metrics *m)
     for (int i = 0; i < MAX_REASONS && m->reasons[i][0]; i++)
         fprintf(f, "runtime_egress_connections_total{verdict=\"refused\",reason=\"%s\"} %llu\n",
                 m->reasons[i], (unsigned long long)m->refused[i]);
-    fprintf(f,
-            "# HELP runtime_secret_swaps_total Placeholders swapped for a secret's value.\n"
-            "# TYPE runtime_secret_swaps_total counter\nruntime_secret_swaps_total %llu\n"
-            "# HELP runtime_secret_misdirected_total Placeholders sent where their secret may "
-            "not go.\n# TYPE runtime_secret_misdirected_total counter\n"
-            "runtime_secret_misdirected_total %llu\n",
-            (unsigned long long)m->secret_used, (unsigned long long)m->secret_misdirected);
+    fprintf(
+        f,
+        "# HELP runtime_secret_swaps_total Placeholders swapped for a secret's value.\n"
+        "# TYPE runtime_secret_swaps_total counter\nruntime_secret_swaps_total %llu\n"
+        "# HELP runtime_secret_misdirected_total Placeholders sent where their secret may "
+        "not go.\n# TYPE runtime_secret_misdirected_total counter\n"
+        "runtime_secret_misdirected_total %llu\n"
+        "# HELP runtime_secret_reflected_total Answers that echoed a swapped value (overwritten "
+        "before the sandbox saw it).\n# TYPE runtime_secret_reflected_total counter\n"
+        "runtime_secret_reflected_total %llu\n",
+        (unsigned long long)m->secret_used, (unsigned long long)m->secret_misdirected,
+        (unsigned long long)m->secret_reflected);
 }
 
 static void keeper(FILE *f, const struct metrics *m)

@@ -1043,6 +1043,7 @@ static const struct egress_secrets vault_egress = {
     .value = vault_value,
     .release = secrets_release,
     .misdirected = vault_misdirected,
+    .reflected = vault_reflected,
 };
 
 static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, json_t *fields)

@@ -65,16 +65,17 @@ struct sbx {
     int holds;               /* execs and gateway requests under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;
-    int64_t mark_ms;               /* wall clock of the last checkpoint */
-    uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
-    uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
-    bool stats_pending;            /* a checkpoint's figures are on their way */
-    struct rate_limit events_rate; /* events.c: what it may record a second */
-    unsigned execs;                /* api/exec.c: execs running now (4 descriptors each) */
-    struct rate_limit exec_rate;   /* api/exec.c: exec starts a second */
-    struct sbx_waiter *waiters;    /* for the end of its creation */
-    bool removing;                 /* the keeper is destroying it */
-    struct sbx_change *change;     /* activity.c: a pause or resume under way, or NULL */
+    int64_t mark_ms;                        /* wall clock of the last checkpoint */
+    uint64_t mark_cpu_ns;                   /* its cgroup's CPU time then */
+    uint64_t stored_bytes;                  /* its /workspace on the host, at the last look */
+    bool stats_pending;                     /* a checkpoint's figures are on their way */
+    struct rate_limit events_rate;          /* events.c: what it may record a second */
+    struct rate_limit security_events_rate; /* ... of security events, apart */
+    unsigned execs;                         /* api/exec.c: execs running now (4 descriptors each) */
+    struct rate_limit exec_rate;            /* api/exec.c: exec starts a second */
+    struct sbx_waiter *waiters;             /* for the end of its creation */
+    bool removing;                          /* the keeper is destroying it */
+    struct sbx_change *change;              /* activity.c: a pause or resume under way, or NULL */
     struct server *owner;
     struct sbx *next;
 };

@@ -10,7 +10,11 @@
 #define DEFAULT_PIDS_MAX 1024
 #define EVENTS_FLUSH_MS 200
 #define EVENTS_PENDING_MAX 512
-#define EVENTS_PER_S 100 /* per sandbox, bursts of 5x */
+#define EVENTS_PER_S 100         /* routine events per sandbox, bursts of 5x */
+#define EVENTS_SECURITY_PER_S 20 /* security events (events.c), a budget of their own */
+
+/* events.c: whether an event is kept apart from routine ones (and which they are). */
+bool event_is_security(const char *kind, json_t *fields);
 
 struct pending_event {
     char sandbox[PROTO_ID_LEN];

@@ -98,6 +98,12 @@ static const char *const migrations[] = {
     "UPDATE sandboxes SET spec = json_remove(spec, '$.network.allow') "
     "WHERE CASE WHEN json_valid(spec) THEN json_type(spec, '$.network.allow') = 'array' "
     "AND json_array_length(spec, '$.network.allow') = 0 ELSE 0 END;",
+    /* 3: security events are kept apart from routine ones, each class up to its
+     * own cap (the kinds are server/events.c's; these were security then). */
+    "ALTER TABLE events ADD COLUMN security INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE events SET security=1 WHERE kind IN "
+    "  ('secret.misdirected','secret.reflected','mcp.refused');"
+    "CREATE INDEX events_by_class ON events(sandbox, security, seq);",
 };
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
@@ -330,15 +336,22 @@ int store_events_add(struct store *st, const char *sandbox, const struct store_e
      * event loop that also moves proxied bytes is not held up by the disk. */
     without_fsync(st, true);
     int r = run(st, err, "saving events", "BEGIN", "");
-    for (size_t i = 0; r == 0 && i < n; i++)
+    bool classes[2] = {false, false};
+    for (size_t i = 0; r == 0 && i < n; i++) {
         r = run(st, err, "saving an event",
-                "INSERT INTO events(sandbox,time_ms,kind,fields) VALUES(?,?,?,?)", "titt", sandbox,
-                ev[i].time_ms, ev[i].kind, ev[i].fields_json);
-    if (r == 0)
-        r = run(st, err, "dropping old events",
-                "DELETE FROM events WHERE sandbox=?1 AND seq <= "
-                "(SELECT seq FROM events WHERE sandbox=?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
-                "ti", sandbox, (int64_t)STORE_EVENTS_KEPT);
+                "INSERT INTO events(sandbox,time_ms,kind,fields,security) VALUES(?,?,?,?,?)",
+                "titti", sandbox, ev[i].time_ms, ev[i].kind, ev[i].fields_json,
+                (int64_t)ev[i].security);
+        classes[ev[i].security] = true;
+    }
+    for (int c = 0; r == 0 && c < 2; c++) /* each class the batch added to, to its own cap */
+        if (classes[c])
+            r = run(st, err, "dropping old events",
+                    "DELETE FROM events WHERE sandbox=?1 AND security=?3 AND seq <= "
+                    "(SELECT seq FROM events WHERE sandbox=?1 AND security=?3 "
+                    "ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+                    "tii", sandbox, (int64_t)(c ? STORE_SECURITY_EVENTS_KEPT : STORE_EVENTS_KEPT),
+                    (int64_t)c);
     run(st, NULL, "saving events", r == 0 ? "COMMIT" : "ROLLBACK", "");
     without_fsync(st, false);
     return r;

@@ -52,8 +52,12 @@ struct store_event {
     int64_t time_ms;
     const char *kind;
     const char *fields_json; /* an object with the event's own fields */
+    bool security;           /* kept apart from routine events (server/events.c says which) */
 };
-#define STORE_EVENTS_KEPT 10000 /* per sandbox; older ones are dropped */
+/* Per sandbox, each class on its own: a flood of routine events never pushes a
+ * security event out, and the other way round. Older ones are dropped. */
+#define STORE_EVENTS_KEPT 10000
+#define STORE_SECURITY_EVENTS_KEPT 10000
 
 /* Appends events of one sandbox in one transaction (callers batch them). */
 int store_events_add(struct store *st, const char *sandbox, const struct store_event *ev, size_t n,

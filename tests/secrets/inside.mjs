@@ -11,9 +11,12 @@
 //              its own TLS record), and waits for `expect` complete responses
 //              (or the connection's end), and with waitClose for the end
 //              itself. Results also go, step by step, to
-//              arg.log (JSON lines) when given, for runs in the background.
+//              arg.log (JSON lines) when given, for runs in the background;
+//              every byte received, as it comes, to arg.rxLog when given.
+//              Responses framed by Content-Length or chunked (decoded).
 //   handshakes TLS handshakes with many distinct names, `concurrency` at a time
 //              (see there); counts successes and errors; serial numbers of chosen names.
+//   dnsflood   DNS queries for refused names, as fast as they go (see there).
 
 import crypto from 'node:crypto';
 import dns from 'node:dns';
@@ -71,7 +74,26 @@ class RecordCounter extends Duplex {
   }
 }
 
-// Complete HTTP/1.1 responses at the start of text: [{status, headers, body}], rest.
+// A chunked body at the start of text: [body, bytes used], or null when incomplete.
+function dechunk(text) {
+  let off = 0;
+  let body = '';
+  for (;;) {
+    const le = text.indexOf('\r\n', off);
+    if (le < 0) return null;
+    const size = parseInt(text.slice(off, le).split(';')[0], 16);
+    off = le + 2;
+    if (size === 0) {
+      const end = text.indexOf('\r\n\r\n', off - 2);
+      return end < 0 ? null : [body, end + 4];
+    }
+    if (text.length < off + size + 2) return null;
+    body += text.slice(off, off + size);
+    off += size + 2;
+  }
+}
+
+// Complete HTTP/1.1 responses at the start of text: [{status, headers, body, chunked}], rest.
 function parseResponses(text) {
   const list = [];
   for (;;) {
@@ -84,6 +106,13 @@ function parseResponses(text) {
     for (const l of lines.slice(1)) {
       const i = l.indexOf(':');
       if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+    }
+    if (headers['transfer-encoding'] === 'chunked') {
+      const c = dechunk(text.slice(end + 4));
+      if (!c) break;
+      list.push({ status: Number(m[1]), headers, body: c[0], chunked: true });
+      text = text.slice(end + 4 + c[1]);
+      continue;
     }
     const len = Number(headers['content-length'] ?? 0);
     if (text.length < end + 4 + len) break;
@@ -120,6 +149,7 @@ async function conn() {
     });
     const onData = (d) => {
       text += d.toString('latin1');
+      if (arg.rxLog) fs.appendFileSync(arg.rxLog, d);
       wake();
     };
     const onClose = () => {
@@ -326,7 +356,35 @@ async function handshakes() {
   out(r);
 }
 
-const modes = { conn, handshakes };
+// DNS queries for names the policy refuses (each an egress.refused event), as
+// fast as the socket takes them, until the file arg.stop appears (or 30 s, or
+// arg.max queries): a flood of routine events. Writes arg.started once the
+// first went out, and arg.done with the count at the end.
+async function dnsflood() {
+  const { seconds = 30, max = 1000000, started, done, stop, suffix = 'nope.test' } = arg;
+  const dgram = await import('node:dgram');
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', () => {});
+  const query = (i) => {
+    const labels = [`e${i}`, ...suffix.split('.')];
+    const parts = [Buffer.from([i >> 8 & 0xff, i & 0xff, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0])];
+    for (const l of labels) parts.push(Buffer.from([l.length]), Buffer.from(l, 'latin1'));
+    parts.push(Buffer.from([0, 0, 1, 0, 1]));
+    return Buffer.concat(parts);
+  };
+  const end = Date.now() + Math.min(seconds, 30) * 1000;
+  let n = 0;
+  while (Date.now() < end && n < max && !(stop && n % 200 === 0 && fs.existsSync(stop))) {
+    await new Promise((res) => sock.send(query(n), 53, '127.0.0.1', res));
+    if (n++ === 0 && started) fs.writeFileSync(started, '1');
+    if (n % 50 === 0) await new Promise((res) => setImmediate(res));
+  }
+  sock.close();
+  if (done) fs.writeFileSync(done, String(n));
+  out({ sent: n });
+}
+
+const modes = { conn, handshakes, dnsflood };
 if (!modes[mode]) {
   out({ error: `unknown mode ${mode}` });
   process.exit(2);

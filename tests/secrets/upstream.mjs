@@ -20,7 +20,10 @@
 // The answer to each request never repeats what it received (a forwarded
 // secret would otherwise travel back into the sandbox): it is
 // `{"conn":ID,"req":N}`, with keep-alive, so the test looks the request up
-// in the event log.
+// in the event log. Except on purpose: GET /echo?... reflects the value of the
+// request's "Authorization: Bearer VALUE" (see echo() below), for the
+// reflection tests; and GET /close?... answers and then closes the TCP
+// connection without a TLS close_notify (see closeAnswer()).
 //
 // Certificates are picked by SNI (see lib.mjs for what each one is), so one
 // TLS port serves the good, expired, wrong-host and untrusted upstreams.
@@ -33,6 +36,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 
+import { echoParts } from './echo.mjs';
+
 const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
@@ -43,7 +48,7 @@ let many = 0;
 
 // What the proxy forwards must be well-formed; this reads it without judging
 // (the test does that from the log), and answers each request in turn.
-function httpConn(sock, id, quiet) {
+function httpConn(sock, id, quiet, raw = sock) {
   let buf = Buffer.alloc(0);
   let all = '';
   let n = 0;
@@ -65,6 +70,14 @@ function httpConn(sock, id, quiet) {
       const k = ++n;
       emit({ ev: 'req', id, n: k, ...r.req });
       const hold = /[?&]hold=(\w+)/.exec(r.req.target);
+      if (r.req.target.startsWith('/echo?')) {
+        answered = answered.then(() => echo(sock, r.req, hold?.[1], () => emit({ ev: 'released', id, n: k })));
+        continue;
+      }
+      if (r.req.target.startsWith('/close?')) {
+        answered = answered.then(() => closeAnswer(sock, raw, r.req));
+        continue;
+      }
       const body = JSON.stringify({ conn: id, req: k });
       // Answers go in order; a request with hold=NAME in its target is
       // answered once the test creates the file NAME in cfg.holdDir.
@@ -88,6 +101,52 @@ function httpConn(sock, id, quiet) {
   });
   sock.on('close', fin);
   sock.on('error', fin);
+}
+
+// ---------------------------------------------------------------- echoes
+
+// GET /echo?enc=E&frame=cl|chunked[&hold=NAME][&in=header]: the value written
+// as E in the body (or, with in=header, in an X-Echo field of the head and a
+// short body), framed by Content-Length or chunked. With hold, the body goes
+// in two writes split in the middle of the written value (two TLS records;
+// chunked: two chunks, the boundary there too), the second once the test
+// releases NAME.
+async function echo(sock, req, hold, onReleased) {
+  const q = new URLSearchParams(req.target.slice(req.target.indexOf('?') + 1));
+  const auth = req.headers.find(([k]) => k.toLowerCase() === 'authorization')?.[1] ?? '';
+  const value = auth.replace(/^Bearer /, '');
+  const [pre, enc, post] = echoParts(value, q.get('enc'));
+  const inHeader = q.get('in') === 'header';
+  const body = inHeader ? 'see X-Echo' : pre + enc + post;
+  const cut = inHeader ? 4 : pre.length + Math.floor(enc.length / 2);
+  const chunked = q.get('frame') === 'chunked';
+  const head = `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n${inHeader ? `X-Echo: ${pre}${enc}${post}\r\n` : ''}` +
+    (chunked ? 'Transfer-Encoding: chunked\r\n\r\n' : `Content-Length: ${Buffer.byteLength(body, 'latin1')}\r\n\r\n`);
+  const piece = (s) => (chunked ? `${Buffer.byteLength(s, 'latin1').toString(16)}\r\n${s}\r\n` : s);
+  const write = (s) => new Promise((resolve) => (sock.destroyed ? resolve() : sock.write(s, 'latin1', resolve)));
+  await write(head + piece(body.slice(0, cut)));
+  if (hold) {
+    await released(hold);
+    onReleased();
+  }
+  await write(piece(body.slice(cut)) + (chunked ? '0\r\n\r\n' : ''));
+}
+
+// GET /close?frame=cl|chunked|eof[&cut=N]: answers, then ends the TCP connection
+// without a TLS close_notify (the socket is destroyed under the TLS layer once
+// the answer is written). cut=N: only the first N bytes of the body are sent,
+// so the answer is incomplete (never for frame=eof, where EOF ends it).
+async function closeAnswer(sock, raw, req) {
+  const q = new URLSearchParams(req.target.slice(req.target.indexOf('?') + 1));
+  const body = 'the whole answer, delivered\n';
+  const frame = q.get('frame');
+  const framing = frame === 'chunked' ? 'Transfer-Encoding: chunked\r\n'
+    : frame === 'cl' ? `Content-Length: ${body.length}\r\n` : 'Connection: close\r\n';
+  let payload = frame === 'chunked' ? `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n` : body;
+  if (q.has('cut')) payload = payload.slice(0, Number(q.get('cut')));
+  await new Promise((resolve) => sock.write(`HTTP/1.1 200 OK\r\n${framing}\r\n${payload}`, 'latin1', resolve));
+  raw.end(); // FIN on the TCP socket under the TLS one: no close_notify before it
+
 }
 
 // Resolves once cfg.holdDir/name exists (polled, at most 20 s).
@@ -182,7 +241,7 @@ for (const port of cfg.https ?? []) {
         if (!announced) emit({ ev: 'conn', id, tls: true, port, remote: raw.remoteAddress, sni });
         emit({ ev: 'secure', id, sni });
       }
-      httpConn(t, id, quiet);
+      httpConn(t, id, quiet, raw);
     });
   });
   listening.push(listen(server, port));

@@ -880,3 +880,115 @@ TEST(http_path_ambiguous_flags_what_an_upstream_could_read_otherwise)
     CHECK(http_path_ambiguous("/x/\xef\xbc\x8f"));       /* raw UTF-8 */
     CHECK(http_path_ambiguous("/x/%C0%AE"));             /* overlong '.' */
 }
+
+/* Method and URL overrides are refused by a rule over the name: the names
+ * the attack campaign used, those the old list had, their cases, and the
+ * ordinary fields that must pass. */
+TEST(http_field_overrides_by_rule)
+{
+    static const char *const refused[] = {"X-HTTP-Method-Override",
+                                          "X-HTTP-Method",
+                                          "X-Method-Override",
+                                          "X-Original-Method",
+                                          "X-Original-URL",
+                                          "X-Rewrite-URL",
+                                          "X-Forwarded-Method",
+                                          "X-Forwarded-Uri",
+                                          "X-Forwarded-Path",
+                                          "X-Forwarded-Prefix",
+                                          "X-Original-Uri",
+                                          "X-Envoy-Original-Path",
+                                          "x-forwarded-method",
+                                          "X-FORWARDED-URI",
+                                          "x-envoy-original-path",
+                                          "X-Envoy-Original-Url",
+                                          "X-Original-Path",
+                                          "X-Original-Host-Path",
+                                          "X-Rewrite-Path",
+                                          "X-Replaced-Path",
+                                          "X-Request-Uri",
+                                          "X-Request-Url",
+                                          "X-Script-Name",
+                                          "X-Url",
+                                          "X-Uri",
+                                          "Method",
+                                          "HTTP-Method-Override",
+                                          "X-Override",
+                                          "Override-Path",
+                                          "X-Original-Request-Line",
+                                          "X-Rewrite-Anything",
+                                          "X-Envoy-Original-Method",
+                                          "Destination",
+                                          "destination",
+                                          "X-Ms-Original-Url",
+                                          "X-Custom-Path",
+                                          "X-Path",
+                                          "X-Base-Path-Prefix"};
+    static const char *const forwarded[] = {"Authorization",
+                                            "Accept",
+                                            "Accept-Encoding",
+                                            "Content-Type",
+                                            "Content-Length",
+                                            "User-Agent",
+                                            "X-Forwarded-For",
+                                            "X-Forwarded-Proto",
+                                            "X-Forwarded-Host",
+                                            "X-Forwarded-Port",
+                                            "X-Request-Id",
+                                            "X-Api-Key",
+                                            "X-GitHub-Api-Version",
+                                            "Cookie",
+                                            "If-None-Match",
+                                            "X-Correlation-Id",
+                                            "X-Uris-Count",
+                                            "X-Urlish",
+                                            "Path-Info",
+                                            "X-Paths",
+                                            "Referer",
+                                            "Origin",
+                                            "Url",
+                                            "Location",
+                                            "X-Destinations",
+                                            "Prefer"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        if (!http_field_overrides(refused[i], strlen(refused[i]))) {
+            fprintf(stderr, "  %s: not refused\n", refused[i]);
+            *failed_ = 1;
+        }
+    for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+        if (http_field_overrides(forwarded[i], strlen(forwarded[i]))) {
+            fprintf(stderr, "  %s: refused\n", forwarded[i]);
+            *failed_ = 1;
+        }
+}
+
+TEST(http_request_overrides_fields_and_method_parameter)
+{
+    static const struct {
+        const char *target, *field;
+        bool overrides;
+    } cases[] = {
+        {"/repos/acme/x", "X-Api-Key: k", false},
+        {"/repos/acme/x", "X-Forwarded-Prefix: /admin", true},
+        {"/repos/acme/x?_method=DELETE", "X-Api-Key: k", true},
+        {"/repos/acme/x?a=1&_METHOD=delete", "X-Api-Key: k", true},
+        {"/repos/acme/x?a=1;_method=put", "X-Api-Key: k", true},
+        {"/repos/acme/x?%5Fmethod=DELETE", "X-Api-Key: k", true},
+        {"/repos/acme/x?_method", "X-Api-Key: k", true},
+        {"/repos/acme/x?payment_method=card&x_method=1", "X-Api-Key: k", false},
+        {"/repos/acme/x?q=_method", "X-Api-Key: k", false},
+        {"/repos/_method/x", "X-Api-Key: k", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char head[512];
+        snprintf(head, sizeof head, "GET %s HTTP/1.1\r\nHost: h.test\r\n%s\r\n\r\n",
+                 cases[i].target, cases[i].field);
+        const char *why = NULL;
+        CHECK(parse(head, &why) == HTTP_OK);
+        if (http_request_overrides(head, &req_) != cases[i].overrides) {
+            fprintf(stderr, "  %s with %s: expected %d\n", cases[i].target, cases[i].field,
+                    cases[i].overrides);
+            *failed_ = 1;
+        }
+    }
+}

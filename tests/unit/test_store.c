@@ -507,10 +507,13 @@ TEST(store_schema_2_keeps_what_an_empty_allow_list_meant)
     }
     store_writer_stop(d.writer);
     store_close(d.reader);
-    /* As a daemon of schema 1 left it. */
+    /* As a daemon of schema 1 left it (without schema 3's events column). */
     sqlite3 *db;
     CHECK(sqlite3_open(d.path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version=1", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "DROP INDEX events_by_class; ALTER TABLE events DROP COLUMN security;"
+                       "PRAGMA user_version=1",
+                       NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_open(d.path, &d.reader, &err) == 0);
     CHECK(store_writer_start(d.path, &d.writer, &err) == 0);
@@ -520,5 +523,75 @@ TEST(store_schema_2_keeps_what_an_empty_allow_list_meant)
         CHECK_STR(specs[i], after[i]);
         free(specs[i]);
     }
+    db_close(&d, failed_);
+}
+
+/* Every event of a sandbox after seq `after`, counted by class: the API pages
+ * through them 1000 at a time the same way. */
+struct classes {
+    int routine, security;
+    int64_t last;
+    char first_security[32];
+};
+
+static int count_class(const struct store_event *ev, void *arg)
+{
+    struct classes *c = arg;
+    c->last = ev->seq;
+    if (ev->kind[0] == 'k') {
+        c->routine++;
+    } else {
+        if (!c->security) snprintf(c->first_security, sizeof c->first_security, "%s", ev->kind);
+        c->security++;
+    }
+    return 0;
+}
+
+static struct classes count_classes(struct db *d, const char *sandbox, int *failed_)
+{
+    struct classes c = {0};
+    err_t err = {0};
+    for (int page = 0; page < 100; page++) {
+        int before = c.routine + c.security;
+        CHECK(store_events_each(d->reader, sandbox, c.last, 1000, count_class, &c, &err) == 0);
+        if (c.routine + c.security - before < 1000) break;
+    }
+    return c;
+}
+
+/* A sandbox's routine events (egress.allowed, ...) are capped on their own:
+ * more of them than the cap never push a security event (secret.misdirected,
+ * ...) out of the list, and security events have a cap of their own. */
+TEST(store_security_events_outlive_a_flood_of_routine_ones)
+{
+    struct db d;
+    db_open(&d, failed_);
+    struct store_event ev = {.time_ms = 1,
+                             .kind = strdup("secret.misdirected"),
+                             .fields_json = strdup("{\"secret\":\"GH\"}"),
+                             .security = true};
+    store_writer_events_add(d.writer, "sbA", &ev, 1);
+    for (int i = 0; i < STORE_EVENTS_KEPT + 200; i += 64)
+        add_events(&d, "sbA", i, 64);
+    store_writer_sync(d.writer);
+    struct classes c = count_classes(&d, "sbA", failed_);
+    CHECK(c.routine == STORE_EVENTS_KEPT);
+    CHECK(c.security == 1);
+    CHECK_STR(c.first_security, "secret.misdirected");
+    /* and the other way: security events past their own cap go, oldest first */
+    for (int i = 0; i < STORE_SECURITY_EVENTS_KEPT + 10; i += 64) {
+        struct store_event evs[64];
+        for (int k = 0; k < 64; k++)
+            evs[k] = (struct store_event){.time_ms = 2 + i + k,
+                                          .kind = strdup("secret.reflected"),
+                                          .fields_json = strdup("{}"),
+                                          .security = true};
+        store_writer_events_add(d.writer, "sbA", evs, 64);
+    }
+    store_writer_sync(d.writer);
+    c = count_classes(&d, "sbA", failed_);
+    CHECK(c.security == STORE_SECURITY_EVENTS_KEPT);
+    CHECK_STR(c.first_security, "secret.reflected");
+    CHECK(c.routine == STORE_EVENTS_KEPT);
     db_close(&d, failed_);
 }

@@ -135,3 +135,55 @@ TEST(vault_changes_answer_once_written_and_undo_when_not)
     CHECK(vault_has(d.vault, "default", "A")); /* its row is still there */
     vdb_close(&d, failed_);
 }
+
+/* A secret named after a variable the sandbox's programs depend on, stored
+ * before such names were refused (here: written to the store directly), is
+ * never put in place of that variable; the others are. */
+TEST(vault_env_leaves_reserved_names_alone)
+{
+    struct vdb d;
+    vdb_open(&d, failed_);
+    struct answers a = {0};
+    CHECK(put(&d, "GH_TOKEN", "api.example", &a) == 0);
+    CHECK(put(&d, "PATH", "api.example", &a) < 0); /* refused now */
+    wait_answers(&d, &a, 1, failed_);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(d.path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO secrets SELECT account,'PATH',sealed,rules,created_ms,"
+                       "updated_ms FROM secrets WHERE name='GH_TOKEN';"
+                       "INSERT INTO secrets SELECT account,'LD_PRELOAD',sealed,rules,created_ms,"
+                       "updated_ms FROM secrets WHERE name='GH_TOKEN'",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    vault_close(d.vault); /* read again: the rows as a daemon of before left them */
+    uint8_t key[SECRETS_KEY_LEN] = {1};
+    struct vault_hooks hooks = {.event = no_event};
+    err_t err = {0};
+    CHECK(vault_open(d.reader, d.writer, key, &hooks, &d.vault, &err) == 0);
+    json_t *env = json_pack("{s:s}", "PATH", "/usr/bin:/bin");
+    CHECK(vault_env(d.vault, "default", "sb1", env, &err) == 0);
+    CHECK_STR(json_string_value(json_object_get(env, "PATH")), "/usr/bin:/bin");
+    CHECK(json_object_get(env, "LD_PRELOAD") == NULL);
+    CHECK(secrets_is_placeholder(json_string_value(json_object_get(env, "GH_TOKEN")),
+                                 PLACEHOLDER_LEN));
+    json_decref(env);
+    vdb_close(&d, failed_);
+}
+
+TEST(secrets_check_name_refuses_reserved_variables)
+{
+    static const char *const reserved[] = {
+        "PATH",        "path",          "HOME", "LD_PRELOAD",   "LD_X",          "ld_audit",
+        "LC_ALL",      "TMPDIR",        "IFS",  "NODE_OPTIONS", "SSL_CERT_FILE", "MALLOC_ARENA_MAX",
+        "https_proxy", "GLIBC_TUNABLES"};
+    static const char *const fine[] = {"GITHUB_TOKEN", "PATHS", "MY_PATH", "LDAP_PASSWORD",
+                                       "LD",           "HOMER", "_PATH",   "OPENAI_API_KEY"};
+    err_t err = {0};
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+        CHECK(secrets_check_name(reserved[i], &err) == -EINVAL);
+        CHECK(strstr(err.msg, reserved[i]) && strstr(err.msg, "reserved"));
+    }
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+        CHECK(secrets_check_name(fine[i], &err) == 0);
+}

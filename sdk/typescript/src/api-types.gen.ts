@@ -428,9 +428,11 @@ export type EventSeq = number;
 export type EventKind =
   | 'egress.refused'
   | 'egress.allowed'
+  | 'egress.truncated'
   | 'limit.reached'
   | 'secret.used'
   | 'secret.misdirected'
+  | 'secret.reflected'
   | 'mcp.installing'
   | 'mcp.installed'
   | 'mcp.starting'
@@ -449,12 +451,14 @@ export type EventKind =
 export type Event =
   | EgressRefusedEvent
   | EgressAllowedEvent
+  | EgressTruncatedEvent
   | LimitReachedEvent
   | SecretUsedEvent
   | SecretMisdirectedEvent
   | McpInstallingEvent
   | McpInstalledEvent
   | McpStartingEvent
+  | SecretReflectedEvent
   | McpReadyEvent
   | McpFailedEvent
   | McpRefusedEvent
@@ -487,6 +491,24 @@ export interface EgressAllowedEvent {
   host: string;
   port: number;
   address: string;
+  [more: string]: unknown;
+}
+
+/**
+ * an intercepted upstream ended its connection in the middle of an answer (or before
+ * answering a request it was sent): what it sent reached the sandbox, which saw the
+ * connection end without a close_notify. A whole answer followed by the end of the
+ * connection, with or without the upstream's close_notify, raises nothing.
+ */
+export interface EgressTruncatedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'egress.truncated';
+  host: string;
+  port: number;
+  reason: string;
+  /** whether the upstream ended its TLS with a close_notify */
+  closeNotify: boolean;
   [more: string]: unknown;
 }
 
@@ -558,6 +580,22 @@ export interface McpStartingEvent {
   kind: 'mcp.starting';
   server: string;
   restarts: number;
+  [more: string]: unknown;
+}
+
+/**
+ * an answer from host held the value of a secret swapped into that connection, written
+ * as encoding; it was overwritten with the placeholder before the sandbox read it. Once
+ * per answer, secret and encoding; a security event (kept apart from routine ones).
+ */
+export interface SecretReflectedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'secret.reflected';
+  secret: string | null;
+  host: string;
+  /** verbatim, base64, base64url, percent, json, or a base64 form with its escapes: base64+json, base64url+percent, ... */
+  encoding: string;
   [more: string]: unknown;
 }
 
@@ -668,13 +706,18 @@ export interface SandboxExitedEvent {
   [more: string]: unknown;
 }
 
-/** events beyond the rate limit were dropped before the next one kept */
+/**
+ * events beyond the rate limit were dropped before the next one kept; routine and
+ * security events (docs/egress.md, "Events") have limits of their own
+ */
 export interface EventsDroppedEvent {
   seq: EventSeq;
   time: Time;
   kind: 'events.dropped';
   count: number;
   limitPerSecond: number;
+  /** the dropped events were security events */
+  security: boolean;
   [more: string]: unknown;
 }
 

@@ -55,12 +55,14 @@ __all__ = [
     "EventKind",
     "EgressRefusedEvent",
     "EgressAllowedEvent",
+    "EgressTruncatedEvent",
     "LimitReachedEvent",
     "SecretUsedEvent",
     "SecretMisdirectedEvent",
     "McpInstallingEvent",
     "McpInstalledEvent",
     "McpStartingEvent",
+    "SecretReflectedEvent",
     "McpReadyEvent",
     "McpFailedEvent",
     "McpRefusedEvent",
@@ -489,9 +491,11 @@ EventSeq: TypeAlias = int
 EventKind: TypeAlias = Literal[
     "egress.refused",
     "egress.allowed",
+    "egress.truncated",
     "limit.reached",
     "secret.used",
     "secret.misdirected",
+    "secret.reflected",
     "mcp.installing",
     "mcp.installed",
     "mcp.starting",
@@ -529,6 +533,23 @@ class EgressAllowedEvent(TypedDict):
     host: str
     port: int
     address: str
+
+
+class EgressTruncatedEvent(TypedDict):
+    """an intercepted upstream ended its connection in the middle of an answer (or before
+    answering a request it was sent): what it sent reached the sandbox, which saw the
+    connection end without a close_notify. A whole answer followed by the end of the
+    connection, with or without the upstream's close_notify, raises nothing.
+    """
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["egress.truncated"]
+    host: str
+    port: int
+    reason: str
+    #: whether the upstream ended its TLS with a close_notify
+    closeNotify: bool
 
 
 class LimitReachedEvent(TypedDict):
@@ -601,6 +622,21 @@ class McpStartingEvent(TypedDict):
     kind: Literal["mcp.starting"]
     server: str
     restarts: int
+
+
+class SecretReflectedEvent(TypedDict):
+    """an answer from host held the value of a secret swapped into that connection, written
+    as encoding; it was overwritten with the placeholder before the sandbox read it. Once
+    per answer, secret and encoding; a security event (kept apart from routine ones).
+    """
+
+    seq: EventSeq
+    time: Time
+    kind: Literal["secret.reflected"]
+    secret: str | None
+    host: str
+    #: verbatim, base64, base64url, percent, json, or a base64 form with its escapes: base64+json, base64url+percent, ...
+    encoding: str
 
 
 class McpReadyEvent(TypedDict):
@@ -705,25 +741,31 @@ class SandboxExitedEvent(TypedDict):
 
 
 class EventsDroppedEvent(TypedDict):
-    """events beyond the rate limit were dropped before the next one kept"""
+    """events beyond the rate limit were dropped before the next one kept; routine and
+    security events (docs/egress.md, "Events") have limits of their own
+    """
 
     seq: EventSeq
     time: Time
     kind: Literal["events.dropped"]
     count: int
     limitPerSecond: int
+    #: the dropped events were security events
+    security: bool
 
 
 #: one event; `kind` tells which fields it has
 Event: TypeAlias = (
     EgressRefusedEvent
     | EgressAllowedEvent
+    | EgressTruncatedEvent
     | LimitReachedEvent
     | SecretUsedEvent
     | SecretMisdirectedEvent
     | McpInstallingEvent
     | McpInstalledEvent
     | McpStartingEvent
+    | SecretReflectedEvent
     | McpReadyEvent
     | McpFailedEvent
     | McpRefusedEvent
