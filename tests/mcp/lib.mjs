@@ -28,7 +28,7 @@ export { ROOT, RUNTIME, isRoot, run, token, waitFor, Client, StreamableHTTPClien
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const NODE_MODULES = path.join(HERE, 'node_modules');
 export const FIXTURES = path.join(HERE, 'fixtures');
-export const VECTORS = path.resolve(ROOT, '..', 'shared', 'fingerprint', 'vectors.jsonl');
+export const VECTORS = path.join(ROOT, 'tests', 'fixtures', 'fingerprint', 'vectors.jsonl');
 
 /** The protocol versions the gateway speaks (SPEC.md, Gateway), oldest first. */
 export const VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'];
@@ -834,7 +834,7 @@ export function fingerprint(tools) {
   return { sha256, short: sha256.slice(0, 16) };
 }
 
-/** The test vectors of ../shared/fingerprint, by name. */
+/** The fingerprint test vectors (tests/fixtures/fingerprint), by name. */
 export function vectors() {
   const out = {};
   for (const l of fs.readFileSync(VECTORS, 'utf8').split('\n').filter(Boolean)) {

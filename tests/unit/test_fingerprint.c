@@ -8,7 +8,7 @@
 #include "unit.h"
 
 /* Written by the Python reference; the unit runner runs from the repository root. */
-#define VECTORS "../shared/fingerprint/vectors.jsonl"
+#define VECTORS "tests/fixtures/fingerprint/vectors.jsonl"
 
 static const char *str_of(json_t *o, const char *key, size_t *len)
 {
@@ -58,8 +58,7 @@ TEST(fingerprint_vectors)
     FILE *f = fopen(VECTORS, "r");
     if (!f) {
         fprintf(stderr,
-                "  cannot open %s: %s; run build/unit from the repository root, next to which "
-                "../shared/fingerprint/ holds the vectors\n",
+                "  cannot open %s: %s; run build/unit from the repository root\n",
                 VECTORS, strerror(errno));
         CHECK(!"the fingerprint test vectors are missing");
         return;

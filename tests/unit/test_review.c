@@ -7,7 +7,7 @@
 #include "review/review.h"
 #include "unit.h"
 
-#define VECTORS "../shared/fingerprint/vectors.jsonl"
+#define VECTORS "tests/fixtures/fingerprint/vectors.jsonl"
 
 /* The tools_json of the vector called name (malloc'd), or NULL having said why. */
 static char *vector_tools(const char *name)

@@ -33,7 +33,7 @@ const skip = isRoot() ? false : 'needs root (runtimed and network namespaces do)
 const PROGRAM = path.join(REPO, 'sdk', 'typescript', 'test', 'programs', 'weather-server.mjs');
 const WORLD = path.join(REPO, 'tests', 'fixtures', 'weather-registry');
 const TOOLS = path.join(WORLD, 'weather-mcp', 'tools.json');
-const VECTORS = path.resolve(REPO, '..', 'shared', 'fingerprint', 'vectors.jsonl');
+const VECTORS = path.join(REPO, 'tests', 'fixtures', 'fingerprint', 'vectors.jsonl');
 // This file's link; the Python test has its own, so the two can run side by side.
 const NS_V4 = '198.51.100.141';
 const HOST_V4 = '198.51.100.142';
@@ -101,7 +101,7 @@ function canonical(v) {
 const sha256 = (tools) => crypto.createHash('sha256')
   .update(canonical([...tools].sort((a, b) => byCodePoint(a.name, b.name)))).digest('hex');
 
-/** A case of ../shared/fingerprint/vectors.jsonl by name. */
+/** A case of tests/fixtures/fingerprint/vectors.jsonl by name. */
 function vector(name) {
   const found = fs.readFileSync(VECTORS, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
     .find((v) => v.name === name);
