@@ -57,9 +57,8 @@ TEST(fingerprint_vectors)
 {
     FILE *f = fopen(VECTORS, "r");
     if (!f) {
-        fprintf(stderr,
-                "  cannot open %s: %s; run build/unit from the repository root\n",
-                VECTORS, strerror(errno));
+        fprintf(stderr, "  cannot open %s: %s; run build/unit from the repository root\n", VECTORS,
+                strerror(errno));
         CHECK(!"the fingerprint test vectors are missing");
         return;
     }
