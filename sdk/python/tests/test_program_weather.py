@@ -45,7 +45,7 @@ from conftest import BUILD, ROOT, SDK, Daemon, _need_daemon
 PROGRAM = SDK / "tests" / "programs" / "weather_server.py"
 WORLD = ROOT / "tests" / "fixtures" / "weather-registry"
 TOOLS = WORLD / "weather-mcp" / "tools.json"
-VECTORS = ROOT.parent / "shared" / "fingerprint" / "vectors.jsonl"
+VECTORS = ROOT / "tests" / "fixtures" / "fingerprint" / "vectors.jsonl"
 WHEELS = Path("/usr/share/python-wheels")
 # This file's link; the npm package's test has its own, so the two can run side by side.
 NS_V4 = "198.51.100.143"
