@@ -70,6 +70,12 @@ const char *runtime_version(void);
 struct json_t;
 int json_known_fields(const struct json_t *obj, const char *where, const char *const *known,
                       err_t *err);
+/* v as compact JSON text (NUL-terminated, *len its length; free it), as
+ * json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) writes it but faster on long strings
+ * (16 KiB: 15 us against 96 us here): jansson escapes a code point at a time, and the
+ * gateway writes every message a server sends to each stream that gets it, on the loop
+ * every sandbox shares. NULL on ENOMEM. */
+char *json_text(const struct json_t *v, size_t *len);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);

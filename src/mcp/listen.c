@@ -46,10 +46,11 @@ static bool dropped(struct mcp_listen *l)
 static void write_message(struct mcp_listen *l, json_t *msg)
 {
     if (dropped(l)) return;
-    char *text = json_dumps(msg, JSON_COMPACT);
+    size_t len;
+    char *text = json_text(msg, &len);
     if (!text) return;
     struct evbuffer *out = evbuffer_new();
-    evbuffer_add_printf(out, "event: message\ndata: %s\n\n", text);
+    mcp_sse_message(out, text, len);
     httpd_stream_send_buffer(l->req, out);
     evbuffer_free(out);
     free(text);

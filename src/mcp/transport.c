@@ -43,10 +43,11 @@ static void set_header(struct httpd_req *req, const char *name, const char *valu
 
 void mcp_http_json(struct httpd_req *req, int status, const char *session_id, json_t *v)
 {
-    char *text = json_dumps(v, JSON_COMPACT);
+    size_t len = 0;
+    char *text = json_text(v, &len);
     json_decref(v);
     struct evbuffer *out = evbuffer_new();
-    if (text) evbuffer_add(out, text, strlen(text));
+    if (text) evbuffer_add(out, text, len);
     free(text);
     set_header(req, "Content-Type", "application/json");
     if (session_id) set_header(req, "Mcp-Session-Id", session_id);
@@ -199,26 +200,26 @@ static bool backlogged(struct mcp_stream *st)
     return true;
 }
 
-static void write_event(struct mcp_stream *st, unsigned seq, const char *data)
+static void write_event(struct mcp_stream *st, unsigned seq, const char *data, size_t len)
 {
     if (!st->req || backlogged(st)) return;
     struct evbuffer *out = evbuffer_new();
-    if (st->session->modern) /* 2026-07-28 has no resumption: no event ids */
-        evbuffer_add_printf(out, "event: message\ndata: %s\n\n", data);
-    else
-        evbuffer_add_printf(out, "id: %u-%u\nevent: message\ndata: %s\n\n", st->number, seq, data);
+    if (!st->session->modern) /* 2026-07-28 has no resumption: no event ids */
+        evbuffer_add_printf(out, "id: %u-%u\n", st->number, seq);
+    mcp_sse_message(out, data, len);
     httpd_stream_send_buffer(st->req, out);
     evbuffer_free(out);
 }
 
 static void send_event(struct mcp_stream *st, json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT);
+    size_t len;
+    char *text = json_text(msg, &len);
     json_decref(msg);
     if (!text) return;
     unsigned seq = ++st->seq;
     if (!st->session->modern) remember(st->session, st->number, seq, text);
-    write_event(st, seq, text);
+    write_event(st, seq, text, len);
     free(text);
 }
 
@@ -301,7 +302,8 @@ void mcp_stream_resume(struct mcp_session *s, struct httpd_req *req, const char 
     start_sse(st);
     for (size_t i = 0; i < MCP_HISTORY; i++) {
         struct mcp_event *e = &s->history[(s->history_next + i) % MCP_HISTORY];
-        if (e->data && e->stream == stream && e->seq > seq) write_event(st, e->seq, e->data);
+        if (e->data && e->stream == stream && e->seq > seq)
+            write_event(st, e->seq, e->data, strlen(e->data));
     }
     if (!live || (!st->is_get && st->waiting <= 0)) {
         detach(st);
@@ -311,6 +313,13 @@ void mcp_stream_resume(struct mcp_session *s, struct httpd_req *req, const char 
     } else if (st->is_get) {
         s->get = st;
     }
+}
+
+void mcp_sse_message(struct evbuffer *out, const char *data, size_t len)
+{
+    evbuffer_add(out, "event: message\ndata: ", 21);
+    evbuffer_add(out, data, len);
+    evbuffer_add(out, "\n\n", 2);
 }
 
 void mcp_sse_comment(struct httpd_req *req, const char *text)

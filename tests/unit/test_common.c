@@ -1,5 +1,7 @@
 /* common: the helpers that turn what a program printed into a message. */
 #include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/common.h"
@@ -44,4 +46,37 @@ TEST(text_error_line_takes_the_error_not_the_notices)
     char small[6]; /* cut to fit */
     text_error_line("error: abcdef", 13, small, sizeof small);
     CHECK_STR(small, "error");
+}
+
+/* json_text writes what json_dumps(JSON_COMPACT) writes: every escape, nesting, key
+ * order, integers at their limits, reals in jansson's own form, UTF-8 as it is. */
+TEST(json_text_writes_what_jansson_writes)
+{
+    char every_byte[0x80];
+    for (int c = 1; c < 0x80; c++)
+        every_byte[c - 1] = (char)c;
+    every_byte[0x7f] = '\0';
+    json_t *values[] = {
+        json_pack("{s:s,s:i,s:[b,b,n,f,f,f],s:{s:{}},s:[]}", "jsonrpc", "2.0", "id", -7, "a", 1, 0,
+                  0.5, 1e300, -3.0, "nested", "deeper", "empty"),
+        json_string(every_byte),
+        json_string("caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80 \"quoted\" \\back/slash"),
+        json_integer(INT64_MAX),
+        json_integer(INT64_MIN),
+        json_real(0.1),
+        json_pack("{s:s%}", "with\nnewline", "nul\0inside", (size_t)10),
+        json_pack("[{s:[{s:i}]}]", "k", "z", 1),
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        CHECK(values[i] != NULL);
+        char *want = json_dumps(values[i], JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t len = 0;
+        char *got = json_text(values[i], &len);
+        CHECK_STR(got, want);
+        CHECK(len == strlen(want));
+        free(got);
+        free(want);
+        json_decref(values[i]);
+    }
+    CHECK(json_text(NULL, NULL) == NULL);
 }
