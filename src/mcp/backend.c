@@ -242,6 +242,7 @@ void mcp_backend_free(struct mcp_backend *be)
 {
     if (!be) return;
     drop_start(be);
+    if (be->parsing) be->parsing->be = NULL; /* the parser's answer is dropped */
     close_fd(&be->in_fd, &be->in_ev);
     close_fd(&be->out_fd, &be->out_ev);
     close_fd(&be->err_fd, &be->err_ev);
@@ -312,13 +313,14 @@ void mcp_backend_send(struct mcp_backend *be, json_t *msg)
 {
     if (be->modern && json_object_get(msg, "method") && json_object_get(msg, "id"))
         mcp_stdio_envelope(be, NULL, msg); /* the gateway's own requests */
-    char *text = json_dumps(msg, JSON_COMPACT);
+    size_t len;
+    char *text = json_text(msg, &len);
     json_decref(msg);
     if (!text || be->in_fd < 0) {
         free(text);
         return;
     }
-    evbuffer_add(be->to_server, text, strlen(text));
+    evbuffer_add(be->to_server, text, len);
     evbuffer_add(be->to_server, "\n", 1);
     free(text);
     flush(be);
@@ -384,10 +386,9 @@ static bool blank(const char *line, size_t len)
     return true;
 }
 
-static void handle_line(struct mcp_backend *be, const char *line, size_t len)
+/* One line the process wrote, parsed (msg: NULL when it is not JSON; taken). */
+static void handle_line(struct mcp_backend *be, const char *line, size_t len, json_t *msg)
 {
-    json_error_t jerr;
-    json_t *msg = json_loadb(line, len, 0, &jerr);
     bool first = !be->spoke && !blank(line, len);
     be->spoke = be->spoke || first;
     if (first && !mcp_valid_message(msg)) {
@@ -441,20 +442,92 @@ static ssize_t read_some(struct mcp_backend *be, int fd)
     return n;
 }
 
-static void handle_lines(struct mcp_backend *be)
+/* The complete lines in from_server, taken out of it (NULL: none). A line longer than
+ * a message may be is dropped here; a process that writes one without its end fails
+ * in handle_lines. */
+static struct mcp_batch *take_lines(struct mcp_backend *be)
 {
+    struct mcp_batch *b = NULL;
+    size_t cap = 0;
     for (;;) {
         struct evbuffer_ptr eol = evbuffer_search(be->from_server, "\n", 1, NULL);
         if (eol.pos < 0) break;
         size_t len = (size_t)eol.pos;
-        char *line = len <= MCP_MAX_MESSAGE ? malloc(len + 1) : NULL;
-        if (line) evbuffer_remove(be->from_server, line, len);
-        evbuffer_drain(be->from_server, line ? 1 : len + 1);
-        if (line) handle_line(be, line, len);
-        free(line);
-        if (be->state == BE_DEAD) return;
+        if (!b) b = calloc(1, sizeof *b);
+        if (b && b->n == cap) {
+            struct mcp_line *more = realloc(b->lines, (cap ? cap * 2 : 8) * sizeof *more);
+            if (more) b->lines = more, cap = cap ? cap * 2 : 8;
+        }
+        char *text = b && b->n < cap && len <= MCP_MAX_MESSAGE ? malloc(len + 1) : NULL;
+        if (text) {
+            evbuffer_remove(be->from_server, text, len);
+            text[len] = '\0';
+            b->lines[b->n++] = (struct mcp_line){.text = text, .len = len};
+            b->bytes += len;
+        }
+        evbuffer_drain(be->from_server, text ? 1 : len + 1);
     }
-    if (evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE)
+    if (b && b->n == 0) {
+        mcp_batch_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Routes a batch's lines in order (parsing them first when the parser did not). */
+static void handle_batch(struct mcp_backend *be, struct mcp_batch *b)
+{
+    if (!b->parsed) mcp_batch_parse(b);
+    for (size_t i = 0; i < b->n && be->state != BE_DEAD; i++) {
+        json_t *msg = b->lines[i].msg;
+        b->lines[i].msg = NULL;
+        handle_line(be, b->lines[i].text, b->lines[i].len, msg);
+    }
+    mcp_batch_free(b);
+}
+
+static void finish_exit(struct mcp_backend *be);
+
+/* Reading goes on once the batch at the parser is back and the output rate allows. */
+static void read_again(struct mcp_backend *be)
+{
+    if (be->out_ev && !be->parsing && !evtimer_pending(be->out_rest, NULL))
+        event_add(be->out_ev, NULL);
+}
+
+static void handle_lines(struct mcp_backend *be, bool now);
+
+static void on_batch_parsed(struct mcp_batch *b)
+{
+    struct mcp_backend *be = b->be;
+    if (!be) return mcp_batch_free(b); /* it was freed meanwhile */
+    be->parsing = NULL;
+    if (be->state == BE_DEAD) return mcp_batch_free(b);
+    handle_batch(be, b);
+    if (be->state == BE_DEAD) return;
+    if (be->exit_due) return finish_exit(be);
+    read_again(be);
+    handle_lines(be, false);
+}
+
+/* Handles what the process wrote, in order: a batch of more than MCP_PARSE_INLINE
+ * bytes goes to the parser thread (parse.c), and the process's output is not read
+ * again before it is back; now: parse here whatever the size (its last words). */
+static void handle_lines(struct mcp_backend *be, bool now)
+{
+    if (be->parsing) return; /* what it wrote after that batch waits for it */
+    struct mcp_batch *b = take_lines(be);
+    if (b && !now && b->bytes > MCP_PARSE_INLINE) {
+        b->be = be;
+        b->done = on_batch_parsed;
+        if (mcp_parser_submit(server_base(be->server->box->srv), b) == 0) {
+            be->parsing = b;
+            if (be->out_ev) event_del(be->out_ev);
+            return;
+        }
+    }
+    if (b) handle_batch(be, b);
+    if (be->state != BE_DEAD && evbuffer_get_length(be->from_server) > MCP_MAX_MESSAGE)
         fail(be, "it wrote a message longer than %u bytes, the limit", MCP_MAX_MESSAGE);
 }
 
@@ -472,8 +545,7 @@ static uint64_t output_wait(struct mcp_backend *be, size_t n)
 
 static void on_rested(evutil_socket_t fd, short what, void *arg)
 {
-    struct mcp_backend *be = arg;
-    if (be->out_ev) event_add(be->out_ev, NULL);
+    read_again(arg);
 }
 
 /* One read a wake-up (epoll is level-triggered: more data wakes us again): no FIONREAD
@@ -488,7 +560,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000};
         evtimer_add(be->out_rest, &tv);
     }
-    handle_lines(be);
+    handle_lines(be, false);
 }
 
 static void on_stderr(evutil_socket_t fd, short what, void *arg)
@@ -565,17 +637,28 @@ static void on_exit_status(evutil_socket_t fd, short what, void *arg)
     ssize_t n = read(fd, &st, sizeof st);
     if (n < 0 && errno == EAGAIN) return;
     close_fd(&be->status_fd, &be->status_ev);
+    be->exit_status = st;
+    be->exit_status_len = n;
+    if (be->parsing)
+        be->exit_due = true; /* what it wrote before it ended comes first */
+    else
+        finish_exit(be);
+}
+
+static void finish_exit(struct mcp_backend *be)
+{
     while (be->state != BE_DEAD && read_some(be, be->out_fd) > 0) /* its last words */
-        handle_lines(be);
+        handle_lines(be, true);
     if (be->state == BE_DEAD) return;
     for (int i = 0; i < 4 && be->err_fd >= 0; i++)
         on_stderr(be->err_fd, EV_READ, be);
     char tail[600];
     stderr_tail(be, tail, sizeof tail);
+    struct proto_exec_status st = be->exit_status;
     be->exit_code = st.exit_code;
     mcp_log_printf(be->server, "[runtime: the server's process exited with status %d]\n",
                    st.exit_code);
-    if (n == (ssize_t)sizeof st && st.exit_code == -1)
+    if (be->exit_status_len == (ssize_t)sizeof st && st.exit_code == -1)
         fail(be, "cannot start it: %s; check the command", strerror(st.start_errno));
     else
         fail(be, "it exited with status %d%s%s", st.exit_code, tail[0] ? ": " : "", tail);

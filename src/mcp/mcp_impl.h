@@ -13,6 +13,7 @@
 #include "../fingerprint/fingerprint.h"
 #include "../httpd/httpd.h"
 #include "../meter/meter.h"
+#include "../proto/proto.h"
 #include "../server/server.h"
 #include "mcp.h"
 
@@ -96,6 +97,22 @@ struct mcp_server {
     struct mcp_server *next;
 };
 
+/* Lines a process wrote on stdout, to be parsed and routed in order (parse.c). */
+struct mcp_line {
+    char *text;
+    size_t len;
+    json_t *msg; /* once parsed: the message, or NULL when the line is not JSON */
+};
+struct mcp_batch {
+    struct mcp_backend *be; /* the loop's: NULL once the backend is gone */
+    struct mcp_line *lines;
+    size_t n, bytes;
+    bool parsed;
+    void (*done)(struct mcp_batch *b); /* on the loop, once parsed */
+    struct mcp_batch *next;
+};
+#define MCP_PARSE_INLINE 4096 /* bytes of lines the loop parses itself (~45 us) */
+
 /* A request the gateway sent to a process, waiting for its answer. */
 struct mcp_backend;
 typedef void (*mcp_internal_fn)(struct mcp_backend *be, json_t *msg, const char *line, size_t len);
@@ -141,7 +158,11 @@ struct mcp_backend {
     json_t *init_result; /* the process's initialize result */
     int exit_code;
     void (*on_ready)(struct mcp_backend *be, int r, const char *error);
-    struct mcp_start *start; /* the keeper's answer to its exec, while not in */
+    struct mcp_start *start;   /* the keeper's answer to its exec, while not in */
+    struct mcp_batch *parsing; /* its lines at the parser: what it wrote next waits */
+    bool exit_due;             /* it exited while they were: its end waits for them */
+    struct proto_exec_status exit_status;
+    ssize_t exit_status_len;
 };
 
 /* An HTTP answer in progress. A POST's stream ends when its last answer is out; the
@@ -256,6 +277,13 @@ void mcp_server_start(struct mcp_server *ms);
 void mcp_server_halt(struct mcp_server *ms);
 void mcp_server_process_lost(struct mcp_backend *be, const char *why);
 
+/* parse.c: the parser thread. */
+/* Queues b to be parsed off the loop; b->done gets it back on the loop. <0 when the
+ * thread cannot run (the caller parses it itself). */
+int mcp_parser_submit(struct event_base *base, struct mcp_batch *b);
+void mcp_batch_parse(struct mcp_batch *b);
+void mcp_batch_free(struct mcp_batch *b);
+
 /* gate.c */
 /* Whether the server's tools option lets clients see and call tool (no option: all). */
 bool mcp_tool_exposed(const struct mcp_server *ms, const char *tool);
@@ -303,6 +331,8 @@ void mcp_http_error(struct httpd_req *req, int status, json_t *id, int code, con
     __attribute__((format(printf, 5, 6)));
 void mcp_keepalive(struct mcp_box *box);
 void mcp_sse_comment(struct httpd_req *req, const char *text); /* ": text" */
+/* Adds an SSE "message" event carrying data (JSON text on one line) to out. */
+void mcp_sse_message(struct evbuffer *out, const char *data, size_t len);
 /* Frees a session's events kept for resumption (given back to its sandbox's budget). */
 void mcp_history_free(struct mcp_session *s);
 

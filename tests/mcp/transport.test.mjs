@@ -15,8 +15,10 @@ import {
 import { stopDaemon } from '../e2e/lib.mjs';
 
 // A minimal MCP server over stdio (newline-delimited JSON-RPC), no dependencies.
-// Tools: echo {message} -> message; big {bytes} -> that much text; flood {count, bytes}
-// -> count progress notifications of bytes each, then the answer; slow {count,
+// Tools: echo {message} -> message; big {bytes} -> that much text; bye {bytes} -> that
+// much text, then the process exits; flood {count, bytes | sizes, spaced} -> count progress
+// notifications of bytes each (or of the sizes in turn; spaced: each written once the one
+// before is in the pipe), then the answer; slow {count,
 // delayMs} -> count progress notifications (when the call has a progressToken),
 // delayMs apart, then the answer.
 const TINY = String.raw`
@@ -27,8 +29,11 @@ const TOOLS = [
     inputSchema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } },
   { name: 'big', description: 'Answers with that many bytes of text.',
     inputSchema: { type: 'object', properties: { bytes: { type: 'number' } }, required: ['bytes'] } },
+  { name: 'bye', description: 'Answers with that many bytes of text, then exits.',
+    inputSchema: { type: 'object', properties: { bytes: { type: 'number' } }, required: ['bytes'] } },
   { name: 'flood', description: 'Sends count progress messages of bytes each, then answers.',
-    inputSchema: { type: 'object', properties: { count: { type: 'number' }, bytes: { type: 'number' } } } },
+    inputSchema: { type: 'object', properties: { count: { type: 'number' }, bytes: { type: 'number' },
+      sizes: { type: 'array', items: { type: 'number' } }, spaced: { type: 'boolean' } } } },
   { name: 'slow', description: 'Reports progress, then answers.',
     inputSchema: { type: 'object', properties: { count: { type: 'number' }, delayMs: { type: 'number' } } } },
 ];
@@ -39,11 +44,21 @@ function call(msg) {
   const { name, arguments: args = {}, _meta = {} } = msg.params || {};
   if (name === 'echo') return ok(msg.id, { content: [{ type: 'text', text: String(args.message) }] });
   if (name === 'big') return ok(msg.id, { content: [{ type: 'text', text: 'z'.repeat(args.bytes) }] });
+  if (name === 'bye') {
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id,
+      result: { content: [{ type: 'text', text: 'b'.repeat(args.bytes) }] } }) + '\n', () => process.exit(0));
+    return;
+  }
   if (name === 'flood') {
-    for (let i = 0; i < args.count; i++) {
-      send({ jsonrpc: '2.0', method: 'notifications/progress',
-        params: { progressToken: _meta.progressToken, progress: i + 1, message: 'f'.repeat(args.bytes) } });
+    const note = (i) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: {
+      progressToken: _meta.progressToken, progress: i + 1,
+      message: 'f'.repeat(args.sizes ? args.sizes[i % args.sizes.length] : args.bytes) } }) + '\n';
+    if (args.spaced) { // each line once the one before is in the pipe: lines come one by one
+      const next = (i) => i === args.count ? ok(msg.id, { content: [{ type: 'text', text: 'flooded' }] })
+        : process.stdout.write(note(i), () => next(i + 1));
+      return next(0);
     }
+    for (let i = 0; i < args.count; i++) process.stdout.write(note(i));
     // The marker appears once every byte is in the pipe to the gateway.
     process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: 'flooded' }] } }) + '\n',
       () => writeFileSync('/workspace/flooded', '1'));
@@ -144,7 +159,7 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
       ids.add(s.sessionId);
       assert.deepEqual(await s.request('ping', {}), {});
       const tools = await s.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ['big', 'echo', 'flood', 'slow']);
+      assert.deepEqual(tools.map((t) => t.name), ['big', 'bye', 'echo', 'flood', 'slow']);
       await s.close();
     }
     assert.equal(ids.size, VERSIONS.length, 'every session has its own id');
@@ -451,8 +466,49 @@ describe('Streamable HTTP transport of the gateway', { skip: skipReason() }, () 
     await s.close();
   });
 
+  // Lines over 4 KiB are parsed on a thread of their own (src/mcp/parse.c) and short ones on
+  // the loop: what a server writes still reaches its client in the order written.
+  test('long and short messages from a server reach the client in the order it wrote them', async () => {
+    const s = await session();
+    // At once (lines share reads), and one by one (a short line comes alone while the long
+    // one before it is still being parsed).
+    for (const [spaced, sizes] of [[false, [10, 9000, 40, 70000, 5, 300000, 20, 5000]],
+      [true, [400000, 10, 10, 10, 9000, 10]]]) {
+      const count = 24;
+      const r = await s.post({ jsonrpc: '2.0', id: 77, method: 'tools/call',
+        params: { name: 'flood', arguments: { count, sizes, spaced }, _meta: { progressToken: 'order' } } },
+      { timeoutMs: 60000 });
+      assert.equal(r.status, 200);
+      const progress = r.messages.filter((m) => m.method === 'notifications/progress');
+      assert.deepEqual(progress.map((m) => m.params.progress), Array.from({ length: count }, (_, i) => i + 1),
+        `spaced: ${spaced}`);
+      assert.deepEqual(progress.map((m) => m.params.message.length),
+        Array.from({ length: count }, (_, i) => sizes[i % sizes.length]));
+      const last = r.messages.at(-1);
+      assert.equal(last.id, 77, 'the answer comes after every notification');
+      assert.equal(last.result.content[0].text, 'flooded');
+    }
+    await s.close();
+  });
+
+  // The exit comes while the answer's line may still be at the parser: it must not end the
+  // call before the answer is routed.
+  test('a server that answers at length and exits at once: the client gets the answer', async () => {
+    const s = await session();
+    for (const bytes of [200000, 3 * MiB]) {
+      const res = await s.request('tools/call', { name: 'bye', arguments: { bytes } }, { timeoutMs: 60000 });
+      assert.equal(res.content[0].text.length, bytes);
+      await waitFor(async () => {
+        const r = await s.request('tools/call', { name: 'echo', arguments: { message: 'back' } }).catch(() => null);
+        return r?.content[0].text === 'back';
+      }, { timeoutMs: 30000, intervalMs: 200, what: 'the server to answer again after its exit' });
+    }
+    await s.close();
+  });
+
   test('a client that does not read while the server floods it is dropped, not buffered without end', async () => {
     const s = await session();
+    await d.exec(sb.id, ['rm', '-f', '/workspace/flooded']); // an earlier flood's marker
     const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call',
       params: { name: 'flood', arguments: { count: 48, bytes: MiB }, _meta: { progressToken: 'fl' } } });
     const r = await httpSend(url, { method: 'POST', headers: s.headers(), body, timeoutMs: 60000 });
