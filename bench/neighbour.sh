@@ -44,10 +44,14 @@
 # to /v1/sandboxes and to the victim's gateway path); unread (issue 23: the noisy tenant's
 # 2026-07-28 subscriptions/listen stream and 2025 GET stream on its own server's gateway,
 # opened from the host and never read, while that server sends resources/updated,
-# UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a round); after (quiet
-# again). The issue-13 run: PHASES="quiet churn conns after"; with its references:
-# PHASES="quiet churn bwrap conns direct after". The issue-23 run: PHASES="quiet flood
-# unread after". Per phase: victim p50/p99/max and their
+# UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a round); flood-bare and
+# unread-bare (issue 23's references: the same flood at bench/bare-listener.c, a listener
+# that accepts, keeps PER_CLIENT connections a client and answers 401, with no daemon; the
+# same notify server run by exec in the noisy sandbox, its output read by wc -c at the
+# 8 MiB/s the daemon reads a server's at); after (quiet again). The issue-13 run:
+# PHASES="quiet churn conns after"; with its references: PHASES="quiet churn bwrap conns
+# direct after". The issue-23 run: PHASES="quiet flood flood-bare unread unread-bare after".
+# Per phase: victim p50/p99/max and their
 # ratio to quiet, egress setup p50/p99/max, failed calls and probes, the
 # daemon's log growth, the server process's descriptors, Rss and Pss (peaks of 100 ms
 # samples), its CPU, the noisy sandbox's recorded and dropped events and the
@@ -76,9 +80,10 @@
 # second of this round's churn phase when it ran before, else 100) FLOOD_CONNS=5000
 # FLOOD_RATE=2000 SLOW_CONNS=10 SLOW_BULK_MIB=16 SLOW_LENGTH_MIB=60 SLOW_GAP=3 (s)
 # UNREAD_STREAMS=listen,get UNREAD_RATE=2000 UNREAD_PAD=16384 UNREAD_MIB=128
-# MEM_BOUND_MIB=64 PHASES="quiet dns-udp dns-tcp proxy refused exec events flood unread
-# after" (issue 13: "quiet churn conns after"; issue 23: "quiet flood unread after";
-# --smoke: all of them) NOISY_CPUS=1 VICTIM_CPUS=1 (the
+# PER_CLIENT=512 (runtimed's --max-connections-per-client, and the flood-bare listener's)
+# MEM_BOUND_MIB=64 PHASES="quiet dns-udp dns-tcp proxy refused exec events flood flood-bare
+# unread unread-bare after" (issue 13: "quiet churn conns after"; issue 23: "quiet flood
+# flood-bare unread unread-bare after"; --smoke: all of them) NOISY_CPUS=1 VICTIM_CPUS=1 (the
 # sandboxes' CPU limits; 1 is the default of sandbox create) BUDGET=900 (s)
 # IDLE_WAIT=900 (s to wait for a quiet machine; 0 = don't) SUBNET=198.51.100
 # (the test /24; must be unused on this host) BUILD=DIR (default build/)
@@ -122,8 +127,9 @@ UNREAD_RATE=${UNREAD_RATE:-2000}
 UNREAD_PAD=${UNREAD_PAD:-16384}
 UNREAD_MIB=${UNREAD_MIB:-$(bench_pick 2 128)}
 MEM_BOUND_MIB=${MEM_BOUND_MIB:-64}
-PHASES=${PHASES:-$(bench_pick "quiet dns-udp dns-tcp proxy refused exec events churn bwrap conns direct flood unread after" \
-    "quiet dns-udp dns-tcp proxy refused exec events flood unread after")}
+PER_CLIENT=${PER_CLIENT:-512} # runtimed's --max-connections-per-client, and bare-listener's
+PHASES=${PHASES:-$(bench_pick "quiet dns-udp dns-tcp proxy refused exec events churn bwrap conns direct flood flood-bare unread unread-bare after" \
+    "quiet dns-udp dns-tcp proxy refused exec events flood flood-bare unread unread-bare after")}
 ROUNDS=${ROUNDS:-$(quick 1 2 1)}
 NOISY_CPUS=${NOISY_CPUS:-1}
 VICTIM_CPUS=${VICTIM_CPUS:-1}
@@ -136,6 +142,8 @@ TARGET_LOG_BYTES=65536
 ISSUE13=" churn conns "   # the phases with issue 13's targets
 REFS13=" bwrap direct "   # their references: the same load without runtime
 ISSUE23=" flood unread "  # the phases with issue 23's targets (and a memory bound)
+REFS23=" flood-bare unread-bare " # their references: the same floods with no daemon (bare-listener.c;
+                                 # the same server's output read by wc)
 TARGET13_P99_RATIO=1.2
 TARGET13_MAX_MS=10
 CALL_MAX_S=120 # the gateway client's own time limit per phase
@@ -179,6 +187,7 @@ fi
 bench_init
 KEEP="txt json log"
 UPID=     # the upstream (in the namespace)
+BARE_PID= # flood-bare's listener
 FPID=     # the running flood (a runtime sandbox exec, or the host's exec storm)
 SAMPLER=  # the descriptor sampler
 CPID=     # the gateway client or the probe
@@ -222,7 +231,7 @@ if [[ " $PHASES " == *" conns "* ]]; then
     RATES_SAID="runtimed --rate connections=$CONN_LIMIT (for conns; the default is 100)"
 fi
 start_watchdog
-start_daemon --resolve "$NAME:0:$UP_IP" --nameserver 127.0.0.1:9 "${RATES[@]}"
+start_daemon --resolve "$NAME:0:$UP_IP" --nameserver 127.0.0.1:9 --max-connections-per-client "$PER_CLIENT" "${RATES[@]}"
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
 bench_log "runtimed keeper $KPID, server $SPID; upstream $UP_IP:$PORT in netns $NS"
@@ -255,6 +264,9 @@ TOKEN=${TOKEN#Bearer }
 
 # unread: the noisy tenant's own MCP server, which sends resource updates while subscribed.
 NOISY_URL= NOISY_TOKEN=
+if [[ " $PHASES " == *" unread-bare "* ]]; then
+    "$RT" sandbox cp "$NOTIFY" "$NOISY:/workspace/notify.mjs" >/dev/null
+fi
 if [[ " $PHASES " == *" unread "* ]]; then
     "$RT" sandbox cp "$NOTIFY" "$NOISY:/workspace/notify.mjs" >/dev/null
     api POST "/v1/sandboxes/$NOISY/mcp" "$(jq -cn --arg r "$UNREAD_RATE" --arg p "$UNREAD_PAD" --arg m "$UNREAD_MIB" \
@@ -344,10 +356,27 @@ start_flood() {
             --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" --seconds "$FLOOD_S" \
             --stop "$WORK/flood.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
         ;;
+    flood-bare) # the same flood at a listener that does the least, with runtimed's per-client limit
+        rm -f "$WORK/flood-bare.stop"
+        "$BUILD/bare-listener" --per-client "$PER_CLIENT" --stop "$WORK/flood-bare.stop" >"$WORK/bare.port" &
+        BARE_PID=$!
+        for ((i = 0; i < 100; i++)); do [[ -s $WORK/bare.port ]] && break; sleep 0.05; done
+        [[ -s $WORK/bare.port ]] || bench_die "bare-listener did not start"
+        setsid "$NODE" "$NB" api-flood --api "http://127.0.0.1:$(head -n1 "$WORK/bare.port")" --conns "$FLOOD_CONNS" \
+            --rate "$FLOOD_RATE" --slow "$SLOW_CONNS" --bulk $((SLOW_BULK_MIB << 20)) \
+            --length $((SLOW_LENGTH_MIB << 20)) --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" \
+            --seconds "$FLOOD_S" --stop "$WORK/flood-bare.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
     unread)
         rm -f "$WORK/unread.stop"
         setsid "$NODE" "$NB" unread --url "$NOISY_URL" --token "$NOISY_TOKEN" --streams "$UNREAD_STREAMS" \
             --seconds "$FLOOD_S" --stop "$WORK/unread.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        ;;
+    unread-bare) # the daemon lets a server write MCP_OUTPUT_RATE (8 MiB/s): as many updates here
+        setsid "$RT" sandbox exec "$NOISY" --timeout $((FLOOD_S + 30)) -- sh -c \
+            "node /workspace/notify.mjs --subscribed 1 --rate $(((8 << 20) / UNREAD_PAD)) --pad $UNREAD_PAD \
+             --mib $UNREAD_MIB --stop /workspace/stop | wc -c | sed 's/.*/{\"bytes_read\":&}/'" \
+            >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
         ;;
     exec)
         rm -f "$WORK/exec.stop"
@@ -364,7 +393,7 @@ start_flood() {
     FPID=$!
 }
 
-from_host() { [[ " exec churn$REFS13${ISSUE23:1}" == *" $1 "* ]]; } # floods run on the host, not in NOISY
+from_host() { [[ " exec churn flood-bare$REFS13${ISSUE23:1}" == *" $1 "* ]]; } # floods run on the host, not in NOISY
 
 # bench/sandbox.sh's bwrap reference (lib.sh), as close to runtime's sandbox as bwrap goes
 # without a daemon; no workspace image, cgroup or nft.
@@ -386,6 +415,8 @@ stop_flood() {
     alive "$FPID" && bench_log "the $p flood did not stop in 40 s; killing it"
     stop_pid "$FPID"
     FPID=
+    [[ -z $BARE_PID ]] || stop_pid "$BARE_PID"
+    BARE_PID=
     from_host "$p" || ! daemon_alive || noisy_stop rm -f /workspace/stop
 }
 
@@ -508,20 +539,20 @@ AT_END="at the end: load average $(cut -d' ' -f1-3 /proc/loadavg), CPU idle $(be
 
 # Figures of a phase pool its rounds (files *-PHASE-ROUND.*).
 ms() { awk '{ if ($1 == "nan") print "nan"; else printf "%.3f\n", $1 / 1000 }'; }
-raw() { cat "$WORK"/raw-"$1"-*.txt; }                       # gateway latencies of phase $1, us
+raw() { cat "$WORK"/raw-"$1"-[0-9]*.txt; }                  # gateway latencies of phase $1, us
 lat() { raw "$1" | bench_pct "$2" | ms; }                   # lat PHASE P: percentile, ms
 lmax() { raw "$1" | sort -g | tail -n 1 | ms; }             # the slowest, ms
-probe_vals() { jq -r ".${2:-total}[]" "$WORK"/probe-"$1"-*.json; } # PHASE [lookup|connect|total], us
+probe_vals() { jq -r ".${2:-total}[]" "$WORK"/probe-"$1"-[0-9]*.json; } # PHASE [lookup|connect|total], us
 plat() { probe_vals "$1" "${3:-total}" | bench_pct "$2" | ms; }
 pmax() { probe_vals "$1" "${2:-total}" | sort -g | tail -n 1 | ms; }
-jsum() { jq -s "map(.$2) | add // 0" "$WORK"/"$1"-*.json; } # jsum PREFIX-PHASE FIELD
-nev() { cat "$WORK"/events-"$1"-*-noisy.jsonl | jq -s --arg k "$2" '[.[] | select(.kind == $k)] | length'; }
-ndropped() { cat "$WORK"/events-"$1"-*-noisy.jsonl | jq -s '[.[] | select(.kind == "events.dropped") | .count] | add // 0'; }
+jsum() { jq -s "map(.$2) | add // 0" "$WORK"/"$1"-[0-9]*.json; } # jsum PREFIX-PHASE FIELD
+nev() { cat "$WORK"/events-"$1"-[0-9]*-noisy.jsonl | jq -s --arg k "$2" '[.[] | select(.kind == $k)] | length'; }
+ndropped() { cat "$WORK"/events-"$1"-[0-9]*-noisy.jsonl | jq -s '[.[] | select(.kind == "events.dropped") | .count] | add // 0'; }
 limits() {
-    cat "$WORK"/events-"$1"-*-noisy.jsonl |
+    cat "$WORK"/events-"$1"-[0-9]*-noisy.jsonl |
         jq -rs '[.[] | select(.kind == "limit.reached") | .resource] | unique | join(",") | if . == "" then "-" else . end'
 }
-vbad() { cat "$WORK"/events-"$1"-*-victim.jsonl | jq -s '[.[] | select(.kind == "limit.reached" or .kind == "events.dropped")] | length'; }
+vbad() { cat "$WORK"/events-"$1"-[0-9]*-victim.jsonl | jq -s '[.[] | select(.kind == "limit.reached" or .kind == "events.dropped")] | length'; }
 over_rounds() { # over_rounds ARRAY PHASE OP: max or sum of ARRAY[PHASE-r] over the rounds
     local -n a=$1
     local r v out=0
@@ -560,16 +591,16 @@ LOST=0 WORST_P99=0 WORST_P99_AT=- WORST_EG99=0 WORST_EG99_AT=- WORST_LOG=0 VBAD=
 # "ok" when $1 < $2 (numbers), else "MISSED".
 under_target() { awk -v v="$1" -v t="$2" 'BEGIN { print (v != "nan" && v != "" && v + 0 < t + 0) ? "ok" : "MISSED" }'; }
 # True when a flood of issue 11 ran (its ratio targets are printed only then).
-NOT11=" quiet after$ISSUE13${REFS13:1}${ISSUE23:1}" # the phases that are not issue 11's floods
+NOT11=" quiet after$ISSUE13${REFS13:1}${ISSUE23:1}${REFS23:1}" # the phases that are not issue 11's floods
 issue11_floods() {
     local p
     for p in $SHOWN; do [[ $NOT11 == *" $p "* ]] || return 0; done
     return 1
 }
 worse() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a + 0 > b + 0) }'; }
-row1() { printf '%-8s %10s %7s %7s %8s %6s %6s %6s %7s %7s %8s %6s %6s %8s\n' "$@"; }
-row2() { printf '%-8s %-11s %6s %-12s %-10s %6s %7s %7s %7s  %-s\n' "$@"; }
-row3() { printf '%-8s %10s %10s %10s %10s %10s  %s\n' "$@"; }
+row1() { printf '%-11s %10s %7s %7s %8s %6s %6s %6s %7s %7s %8s %6s %6s %8s\n' "$@"; }
+row2() { printf '%-11s %-11s %6s %-12s %-10s %6s %7s %7s %7s  %-s\n' "$@"; }
+row3() { printf '%-11s %10s %10s %10s %10s %10s  %s\n' "$@"; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f\n", k / 1024 }'; }
 # The growth of the server's Rss within phase $1: the peak less the start, largest over its rounds, KiB.
 rss_grew() {
@@ -604,6 +635,10 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
     [[ " $PHASES " == *" flood "* ]] && echo "flood: from the host, unauthenticated: $FLOOD_CONNS idle connections to the API port (from 127.0.0.2," \
         "$FLOOD_RATE a second, reopened when closed) and $SLOW_CONNS slow bodies (from 127.0.0.3; Content-Length" \
         "$SLOW_LENGTH_MIB MiB, $SLOW_BULK_MIB MiB at once, then a byte every $SLOW_GAP s; to /v1/sandboxes and the victim's gateway path)"
+    [[ " $PHASES " == *" flood-bare "* ]] && echo "flood-bare: the same flood at bench/bare-listener.c (accepts, keeps $PER_CLIENT" \
+        "connections a client as runtimed does here, answers a head with 401, reads no more): no daemon"
+    [[ " $PHASES " == *" unread-bare "* ]] && echo "unread-bare: the same server in the noisy sandbox, run by exec with no gateway:" \
+        "$(((8 << 20) / UNREAD_PAD)) updates a second (the 8 MiB/s the daemon reads a server's output at), read by wc -c"
     [[ " $PHASES " == *" unread "* ]] && echo "unread: the noisy tenant's streams ($UNREAD_STREAMS) on its own server's gateway, never read, while" \
         "that server sends resources/updated ($UNREAD_RATE a second, ${UNREAD_PAD}-byte padding, at most $UNREAD_MIB MiB a round)"
     echo "$RATES_SAID"
@@ -701,7 +736,7 @@ STEAL_WARN=2 # %: above it, a phase's latencies are the host's as much as runtim
             "$MEM_BOUND_MIB" "$(bench_verdict "$g" "$MEM_BOUND_MIB")"
     done
     for p in $SHOWN; do # the same load without runtime: what the machine itself costs the victim
-        [[ $REFS13 == *" $p "* ]] || continue
+        [[ $REFS13$REFS23 == *" $p "* ]] || continue
         printf '%-56s %-14s (reference, no target)\n' "victim gateway p99 / quiet p99, $p (no runtime)" \
             "$(bench_ratio "${P99[$p]}" "${P99[$REF]}")"
     done
@@ -723,12 +758,16 @@ if ((SMOKE)); then
             "flood_slow=$(jq '.slow_bulk_done // empty' "$WORK/flood-flood-1.json")")
     fi
     for p in $PHASES; do # every flood did something (unread counts streams, not attempts)
-        [[ $p == unread || ! -e $WORK/flood-$p-1.json ]] && continue
+        [[ $p == unread* || ! -e $WORK/flood-$p-1.json ]] && continue
         figs+=("attempts:$p=$(jq 'if .attempts > 0 then .attempts else empty end' "$WORK/flood-$p-1.json")")
     done
     if [[ " $PHASES " == *" unread "* ]]; then
         jq -e '.streams | length > 0 and all(.[]; .status == 200)' "$WORK/flood-unread-1.json" >/dev/null ||
             bench_die "smoke: the unread streams did not all open: $(jq -c .streams "$WORK/flood-unread-1.json")"
+    fi
+    if [[ " $PHASES " == *" unread-bare "* ]]; then
+        jq -e '.bytes_read > 0' "$WORK/flood-unread-bare-1.json" >/dev/null ||
+            bench_die "smoke: the unread-bare server wrote nothing: $(cat "$WORK/flood-unread-bare-1.json")"
     fi
     bench_smoke_figures "${figs[@]}"
 fi
