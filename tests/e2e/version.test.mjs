@@ -28,6 +28,38 @@ test('runtimed --version and runtime --version: one version, from VERSION and th
   assert.match(help.stdout, /--version/);
 });
 
+// One table makes --help, the RUNTIME_<NAME> variables and the command line
+// (src/daemon/options.c): a bad value is refused from either, naming where it came from
+// and what it may be, before anything starts.
+test('runtimed checks every option the same way from the command line and the environment', async () => {
+  const help = (await run(RUNTIMED, ['--help'])).stdout;
+  for (const line of help.split('\n')) assert.ok(line.length <= 80, `a --help line over 80 columns: ${line}`);
+  const cases = [
+    ['max-sandboxes', '0', /must be a whole number from 1 to 1024, not '0'/],
+    ['held-total', '5', /must be a whole number from 16 to/],
+    ['sandbox-connections', 'many', /must be a whole number from 1 to 1000000/],
+    ['log-format', 'xml', /must be one of text\|json, not 'xml'/],
+    ['tls-inspect', 'everything', /must be one of secret-hosts\|allowed-hosts/],
+    ['price-gib-hour', '-1', /is not a number of dollars/],
+    ['rate', 'dns-queries=0', /give NAME=N with NAME dns-queries, dns-names or connections/],
+    ['resolve', 'nothing', /./],
+  ];
+  for (const [name, value, message] of cases) {
+    assert.match(help, new RegExp(`--${name} `), `--help lists --${name}`);
+    const env = `RUNTIME_${name.toUpperCase().replaceAll('-', '_')}`;
+    const fromArgs = await run(RUNTIMED, [`--${name}`, value]);
+    const fromEnv = await run(RUNTIMED, [], { env: { ...process.env, [env]: value } });
+    for (const [r, where] of [[fromArgs, `--${name}`], [fromEnv, env]]) {
+      assert.equal(r.code, 2, `${where}=${value}: exit ${r.code}, ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^runtimed: ${where}`), `${where}=${value}: ${r.stderr}`);
+      assert.match(r.stderr, message, `${where}=${value}`);
+    }
+  }
+  const unknown = await run(RUNTIMED, ['--no-such-option']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /see runtimed --help/);
+});
+
 describe('GET /healthz', { skip: !isRoot() && 'must run as root (runtimed needs it)' }, () => {
   let d;
   before(async () => {
