@@ -23,9 +23,13 @@ int confine_sandbox_prepare(err_t *err);
  * network daemon never needs. */
 int confine_server_seccomp(err_t *err);
 
-/* The signer's filter: the server's, plus sockets, files (opened, made,
- * changed) and fork; sanitized builds leave it open(at) for their leak check. */
+/* The signer's filter: an allow-list (its socket, memory that is never executable,
+ * what OpenSSL's signing asks of the kernel); any other call kills it. Sanitized builds
+ * also allow what their leak check needs, and fail other calls with EPERM. */
 int confine_signer_seccomp(err_t *err);
+/* The signer's rlimits: no core, 8 descriptors, no new process of its uid (sanitized
+ * builds: no process limit, their leak check starts one). */
+int confine_signer_limits(err_t *err);
 
 /* Drops every capability (bounding, ambient, inheritable) then becomes uid/gid,
  * with no supplementary groups and no_new_privs. */

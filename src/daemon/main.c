@@ -309,12 +309,11 @@ static int confine_signer(const struct options *o, int sock, int ready, err_t *e
 {
     int keep[] = {sock, ready};
     close_fds_except(keep, ARRAY_LEN(keep));
-    struct rlimit none = {0, 0}, few = {16, 16};
-    if (setrlimit(RLIMIT_CORE, &none) < 0 || setrlimit(RLIMIT_NOFILE, &few) < 0)
-        return err_set(err, errno, "cannot limit the signer: %m");
+    int r = confine_signer_limits(err);
+    if (r < 0) return r;
     if (chdir("/") < 0) return err_set(err, errno, "cannot leave the state directory: %m");
     if (prctl(PR_SET_DUMPABLE, 0) < 0) return err_set(err, errno, "cannot make it undumpable: %m");
-    int r = confine_drop_to(SIGNER_UID(o), SIGNER_UID(o), err);
+    r = confine_drop_to(SIGNER_UID(o), SIGNER_UID(o), err);
     if (r == 0) r = confine_signer_seccomp(err);
     return r;
 }

@@ -13,10 +13,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
+#include "confine/confine.h"
 #include "mitm/mitm.h"
 #include "unit.h"
 
@@ -922,4 +924,45 @@ TEST(mitm_signer_client_bounds_inflight)
     event_base_free(base);
     close(sp[0]);
     close(sp[1]);
+}
+
+/* The signer under its own seccomp allow-list (confine_signer_seccomp, as runtimed
+ * installs it after loading the CA) still mints a leaf the CA verifies: the list holds
+ * what signing needs. A forked child, so that the filter stays with it. */
+TEST(mitm_signer_signs_under_its_filter)
+{
+    struct fixture f;
+    CHECK(fixture_open(&f, 4) == 0);
+    int sp[2];
+    CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sp[0]);
+        err_t err = {0};
+        if (confine_signer_seccomp(&err) < 0) _exit(2);
+        _exit(mitm_signer_serve(sp[1], f.ca) == 0 ? 0 : 3);
+    }
+    close(sp[1]);
+    static struct mitm_sign_req rq = {.id = 41};
+    size_t spki_len;
+    const uint8_t *spki = mitm_leaves_spki(f.lv, &spki_len);
+    rq.spki_len = (uint32_t)spki_len;
+    memcpy(rq.spki, spki, spki_len);
+    snprintf(rq.name, sizeof rq.name, "api.example.com");
+    CHECK(send(sp[0], &rq, sizeof rq, 0) == (ssize_t)sizeof rq);
+    static uint8_t buf[MITM_ANSWER_MAX];
+    struct mitm_sign_ans h = {0};
+    ssize_t n = recv(sp[0], buf, sizeof buf, 0);
+    CHECK(n >= (ssize_t)sizeof h);
+    if (n >= (ssize_t)sizeof h) memcpy(&h, buf, sizeof h);
+    CHECK(h.id == 41 && h.status == 0 && h.len > 0 && sizeof h + h.len == (size_t)n);
+    X509 *leaf = h.status == 0 ? der_cert(buf + sizeof h, h.len) : NULL;
+    CHECK(leaf != NULL);
+    CHECK(leaf && X509_verify(leaf, X509_get0_pubkey(f.ca_cert)) == 1);
+    close(sp[0]); /* the signer's loop ends at EOF, with 0 */
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    X509_free(leaf);
+    fixture_close(&f);
 }
