@@ -644,7 +644,8 @@ static void metrics(struct httpd_req *req, struct server *srv)
 static int split_path(char *path, char **seg, int max)
 {
     int n = 0;
-    for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(path, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
         if (n == max) return -E2BIG;
         seg[n++] = tok;
     }

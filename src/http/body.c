@@ -53,7 +53,7 @@ static const char *size_byte(struct http_body *b, unsigned char c)
     if (b->state == C_SIZE && b->digits == 0) return "bad chunk size";
     if (b->state == C_EXT) {
         if (c == '\r') b->state = C_SIZE_LF;
-        return c == '\r' || http_field_char(c) ? NULL : "bad chunk extension";
+        return c == '\r' || sniff_field_char(c) ? NULL : "bad chunk extension";
     }
     if (c == ' ' || c == '\t') {
         b->state = C_SIZE_WS;
@@ -80,7 +80,7 @@ static const char *trailer_byte(struct http_body *b, unsigned char c)
             b->state = C_END_LF;
         else if (c == ' ' || c == '\t')
             return "obs-fold";
-        else if (http_tchar(c))
+        else if (sniff_tchar(c))
             b->state = C_TR_NAME;
         else
             return "bad trailer";
@@ -88,13 +88,13 @@ static const char *trailer_byte(struct http_body *b, unsigned char c)
     case C_TR_NAME:
         if (c == ':')
             b->state = C_TR_VALUE;
-        else if (!http_tchar(c))
+        else if (!sniff_tchar(c))
             return "bad trailer";
         return NULL;
     default: /* C_TR_VALUE */
         if (c == '\r')
             b->state = C_TR_LF;
-        else if (!http_field_char(c))
+        else if (!sniff_field_char(c))
             return "bad trailer";
         return NULL;
     }

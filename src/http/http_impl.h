@@ -5,12 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../sniff/sniff.h"
 #include "http.h"
 
-/* tchar of RFC 9110 5.6.2. */
-bool http_tchar(unsigned char c);
-/* A byte of a field value: SP, HTAB, VCHAR or obs-text (no other control). */
-bool http_field_char(unsigned char c);
+/* tchar and a field value's bytes: sniff_tchar, sniff_field_char (sniff.h). */
 /* ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 2.3). */
 bool http_unreserved(unsigned char c);
 #define HTTP_NOT_HEX (-1)

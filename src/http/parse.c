@@ -15,17 +15,6 @@
 
 /* ---- characters ---- */
 
-bool http_tchar(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return c && strchr("!#$%&'*+-.^_`|~", c);
-}
-
-bool http_field_char(unsigned char c)
-{
-    return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
-}
-
 bool http_unreserved(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -205,13 +194,13 @@ static enum http_result field_line(const unsigned char *b, size_t ls, size_t le,
 {
     if (ows(b[ls])) return refuse(why, "obs-fold");
     size_t i = ls;
-    while (i < le && http_tchar(b[i]))
+    while (i < le && sniff_tchar(b[i]))
         i++;
     if (i > ls && i < le && ows(b[i])) return refuse(why, "space before colon");
     if (i == ls || i == le || b[i] != ':') return refuse(why, "bad header name");
     size_t name_end = i++;
     for (size_t j = i; j < le; j++) {
-        if (!http_field_char(b[j])) return refuse(why, "control character in header");
+        if (!sniff_field_char(b[j])) return refuse(why, "control character in header");
     }
     size_t vs = i, ve = le;
     while (vs < ve && ows(b[vs]))
@@ -251,7 +240,7 @@ static bool list_next(const unsigned char *v, size_t n, size_t *pos, struct http
     while (i < n && ows(v[i]))
         i++;
     size_t ts = i;
-    while (i < n && http_tchar(v[i]))
+    while (i < n && sniff_tchar(v[i]))
         i++;
     *tok = (struct http_span){ts, i - ts};
     while (i < n && ows(v[i]))

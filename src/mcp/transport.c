@@ -541,7 +541,8 @@ static int split(char *path, char **link, char **name)
 {
     char *seg[4];
     int n = 0;
-    for (char *tok = strtok(path, "/"); tok; tok = strtok(NULL, "/")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(path, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
         if (n == 4) return -EINVAL;
         seg[n++] = tok;
     }

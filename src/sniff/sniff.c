@@ -279,15 +279,13 @@ static enum sniff_result tls_peek(const unsigned char *buf, size_t len, size_t m
 
 /* ---- HTTP ---- */
 
-/* tchar of RFC 9110 5.6.2. */
-static bool tchar(unsigned char c)
+bool sniff_tchar(unsigned char c)
 {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
     return c && strchr("!#$%&'*+-.^_`|~", c);
 }
 
-/* field-vchar, SP or HTAB (obs-text allowed, controls are not). */
-static bool field_char(unsigned char c)
+bool sniff_field_char(unsigned char c)
 {
     return c == ' ' || c == '\t' || (c >= 0x21 && c != 0x7f);
 }
@@ -445,7 +443,7 @@ static enum step http_field(struct http_rd *r, struct http_head *h)
 {
     const unsigned char *b = r->buf;
     size_t i = r->pos, name = i;
-    while (i < r->len && tchar(b[i]))
+    while (i < r->len && sniff_tchar(b[i]))
         i++;
     if (i == r->len) return STEP_MORE;
     if (i == name || b[i] != ':') return STEP_BAD; /* also obs-fold, bare LF, "Host :" */
@@ -453,7 +451,7 @@ static enum step http_field(struct http_rd *r, struct http_head *h)
     if (is_host && h->hosts++ > 0) return STEP_BAD;
 
     size_t val = ++i;
-    while (i < r->len && field_char(b[i]))
+    while (i < r->len && sniff_field_char(b[i]))
         i++;
     r->pos = i;
     enum step st = http_crlf(r);

@@ -35,4 +35,9 @@ bool sniff_host_canon(const unsigned char *s, size_t n, bool allow_v6, char out[
  * the canonical host, and the port (1-65535, 0 when none is given). */
 bool sniff_authority(const unsigned char *s, size_t n, char out[SNIFF_NAME_MAX], unsigned *port);
 
+/* RFC 9110's characters (5.6.2, 5.5), for the parsers here and in http: tchar, and a
+ * field value's (field-vchar, SP or HTAB; obs-text allowed, controls are not). */
+bool sniff_tchar(unsigned char c);
+bool sniff_field_char(unsigned char c);
+
 #endif
