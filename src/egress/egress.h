@@ -2,8 +2,8 @@
  * server (unprivileged) on its event loop.
  *
  * In each sandbox's network namespace, nft rules (set up by the keeper) send
- * every TCP connection to EGRESS_PROXY_PORT and every DNS query to port 53 on
- * 127.0.0.1, where sockets the keeper made *inside* that namespace listen. The
+ * every TCP connection to SANDBOX_PROXY_PORT and every DNS query to port 53 on
+ * 127.0.0.1 (sandbox.h), where sockets the keeper made *inside* that namespace listen. The
  * stub resolver answers allowed names with addresses from 198.18.0.0/15 that it
  * maps back to the name; the proxy reads the original destination, the TLS SNI
  * or HTTP Host, checks the policy, resolves the name itself, refuses blocked
@@ -18,8 +18,6 @@
 #include "../common/common.h"
 #include "../policy/policy.h"
 
-#define EGRESS_PROXY_PORT 900 /* privileged inside the sandbox: no one there can squat it */
-#define EGRESS_DNS_PORT 53
 /* What one sandbox may take of the daemon's shared resources: past a limit only
  * that sandbox is refused (a limit.reached event says which), so a sandbox at its
  * limits degrades only itself. Each proxied connection holds up to 6 descriptors. */

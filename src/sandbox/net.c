@@ -20,7 +20,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../egress/egress.h"
 #include "../proto/proto.h"
 #include "ns_impl.h"
 
@@ -104,7 +103,7 @@ static int nft_rules(err_t *err)
              "  ip6 daddr ::1 accept\n"
              " }\n"
              "}\n",
-             EGRESS_DNS_PORT, EGRESS_PROXY_PORT);
+             SANDBOX_DNS_PORT, SANDBOX_PROXY_PORT);
     struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
     if (!nft) return err_set(err, -ENOMEM, "cannot start libnftables");
     nft_ctx_buffer_error(nft);
@@ -202,9 +201,9 @@ static int listen_on(int type, uint16_t port)
 static int make_sockets(void *arg, err_t *err)
 {
     int *fds = arg;
-    fds[0] = listen_on(SOCK_STREAM, EGRESS_PROXY_PORT);
-    fds[1] = listen_on(SOCK_DGRAM, EGRESS_DNS_PORT);
-    fds[2] = listen_on(SOCK_STREAM, EGRESS_DNS_PORT);
+    fds[0] = listen_on(SOCK_STREAM, SANDBOX_PROXY_PORT);
+    fds[1] = listen_on(SOCK_DGRAM, SANDBOX_DNS_PORT);
+    fds[2] = listen_on(SOCK_STREAM, SANDBOX_DNS_PORT);
     for (int i = 0; i < 3; i++) {
         if (fds[i] >= 0) continue;
         int r = fds[i];

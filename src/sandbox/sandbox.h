@@ -31,6 +31,11 @@
          SANDBOX_UID_STRIDE +                                                                      \
      1u)
 #define SANDBOX_USER_UID 1000u /* the uid programs run as inside */
+/* Where the sandbox's egress is caught, on its 127.0.0.1: nft sends every TCP connection
+ * to the proxy port and every DNS query to the DNS port, whose sockets go to the egress
+ * proxy outside. The proxy's port is privileged: no one inside can squat it. */
+#define SANDBOX_PROXY_PORT 900
+#define SANDBOX_DNS_PORT 53
 
 /* Block b's first sandbox uid; its server runs as this - 1, its signer as this - 2. */
 static inline uid_t sandbox_uid_base(uint32_t block)
