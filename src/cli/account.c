@@ -237,7 +237,7 @@ static int cmd_rm(struct cli *c, int argc, char **argv)
                                       "acts as it); it cannot be removed");
     char *path = account_path(name, "");
     if (!path) return cli_error("out of memory");
-    r = api_json(c, "DELETE", path, NULL, NULL);
+    r = cli_call_json(c, "DELETE", path, NULL, NULL);
     free(path);
     if (r == 0) printf("account %s removed, with its sandboxes and secrets\n", name);
     return r;

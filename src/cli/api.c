@@ -30,7 +30,7 @@ static void print_hint(const struct cli *c, const struct http_req *req, long sta
         fputs("; try again in a moment", stderr);
 }
 
-static int api_error(const struct cli *c, const struct http_req *req, const struct http_resp *r)
+static int cli_api_error(const struct cli *c, const struct http_req *req, const struct http_resp *r)
 {
     json_t *j = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
     json_t *err = json_object_get(j, "error");
@@ -56,7 +56,7 @@ int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp)
     if (http_do(c, req, resp)) return EXIT_FAIL;
     if (resp->status >= 200 && resp->status < 300) return 0;
     if (req->accept_status && resp->status == req->accept_status) return 0;
-    api_error(c, req, resp);
+    cli_api_error(c, req, resp);
     http_resp_free(resp);
     return EXIT_FAIL;
 }
@@ -71,7 +71,7 @@ int parse_json_body(const struct http_resp *r, json_t **out)
     return 0;
 }
 
-int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out)
+int cli_call_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (body && !text) return cli_error("out of memory");
@@ -115,7 +115,7 @@ int api_get_sandbox(struct cli *c, const char *id, json_t **sb)
     *sb = NULL;
     char *path = api_sandbox_path(id, "");
     if (!path) return cli_error("out of memory");
-    int r = api_json(c, "GET", path, NULL, sb);
+    int r = cli_call_json(c, "GET", path, NULL, sb);
     free(path);
     if (r == 0 && !json_is_object(*sb)) {
         json_decref(*sb);

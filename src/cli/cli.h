@@ -97,7 +97,7 @@ void http_default_signals(void);
  * error and return EXIT_FAIL. */
 int api_call(struct cli *c, const struct http_req *req, struct http_resp *resp);
 /* JSON in, JSON out: *out is the parsed answer (NULL for an empty body). */
-int api_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out);
+int cli_call_json(struct cli *c, const char *method, const char *path, json_t *body, json_t **out);
 /* GET /v1/sandboxes/{id or name}: 0 and the sandbox (an object), or EXIT_FAIL. */
 int api_get_sandbox(struct cli *c, const char *id, json_t **sb);
 /* "/v1/sandboxes/<encoded id><suffix>"; malloc'd. */
@@ -159,7 +159,7 @@ enum { CREATE_OPT_FIRST = 100, CREATE_OPT_LAST = 120 };
 /* Applies create option id with value val to the POST /v1/sandboxes body. */
 int create_apply(const char *cmd, json_t *body, int id, const char *val);
 /* POSTs the body; returns 0 and the new sandbox's id (malloc'd) or EXIT_FAIL. */
-int create_sandbox(struct cli *c, json_t *body, char **id);
+int cli_create_sandbox(struct cli *c, json_t *body, char **id);
 
 /* exec.c: shared by exec and run. */
 enum { EXEC_ENV = 200, EXEC_CWD, EXEC_TIMEOUT };

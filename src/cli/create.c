@@ -98,11 +98,11 @@ int create_apply(const char *cmd, json_t *body, int id, const char *val)
     return cli_usage_error(cmd, "internal error: unknown option %d", id);
 }
 
-int create_sandbox(struct cli *c, json_t *body, char **id)
+int cli_create_sandbox(struct cli *c, json_t *body, char **id)
 {
     json_t *sb = NULL;
     *id = NULL;
-    int r = api_json(c, "POST", "/v1/sandboxes", body, &sb);
+    int r = cli_call_json(c, "POST", "/v1/sandboxes", body, &sb);
     if (r) return r;
     const char *s = json_string_value(json_object_get(sb, "id"));
     if (s) *id = strdup(s);
@@ -130,7 +130,7 @@ int cmd_sandbox_create(struct cli *c, int argc, char **argv)
     char *id = NULL;
     args_init(&a, argc, argv, "sandbox create", create_opt_specs);
     int r = scan(&a, body);
-    if (r == 0) r = create_sandbox(c, body, &id);
+    if (r == 0) r = cli_create_sandbox(c, body, &id);
     if (r == 0) puts(id);
     free(id);
     json_decref(body);

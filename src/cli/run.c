@@ -49,7 +49,7 @@ static int scan(struct args *a, struct run *r)
 static void delete_sandbox(struct cli *c, const char *id)
 {
     char *path = api_sandbox_path(id, "");
-    if (!path || api_json(c, "DELETE", path, NULL, NULL))
+    if (!path || cli_call_json(c, "DELETE", path, NULL, NULL))
         cli_error("sandbox %s was not deleted; delete it with 'runtime sandbox rm %s'", id, id);
     free(path);
 }
@@ -60,7 +60,7 @@ static int run(struct cli *c, struct run *r)
 {
     char *id = NULL;
     http_catch_signals();
-    int status = create_sandbox(c, r->create, &id);
+    int status = cli_create_sandbox(c, r->create, &id);
     if (status) goto out;
     if (r->keep) fprintf(stderr, "%s\n", id);
     r->exec.interruptible = true;

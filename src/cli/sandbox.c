@@ -113,7 +113,7 @@ static int simple_call(struct cli *c, const char *method, const char *sid, const
 {
     char *path = api_sandbox_path(sid, suffix);
     if (!path) return cli_error("out of memory");
-    int r = api_json(c, method, path, NULL, NULL);
+    int r = cli_call_json(c, method, path, NULL, NULL);
     free(path);
     if (r == 0) puts(sid);
     return r;

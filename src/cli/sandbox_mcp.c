@@ -764,7 +764,7 @@ static int wait_state(struct cli *c, const char *sid, json_int_t wait, json_t **
     char suffix[64];
     snprintf(suffix, sizeof suffix, "/mcp?wait=%lld", (long long)wait);
     char *path = api_sandbox_path(sid, suffix);
-    int r = path ? api_json(c, "GET", path, NULL, ans) : cli_error("out of memory");
+    int r = path ? cli_call_json(c, "GET", path, NULL, ans) : cli_error("out of memory");
     free(path);
     return r;
 }
@@ -791,7 +791,7 @@ static int events_after(struct cli *c, const char *sid, json_int_t after, json_t
     char suffix[64];
     snprintf(suffix, sizeof suffix, "/events?after=%lld", (long long)after);
     char *path = api_sandbox_path(sid, suffix);
-    int r = path ? api_json(c, "GET", path, NULL, page) : cli_error("out of memory");
+    int r = path ? cli_call_json(c, "GET", path, NULL, page) : cli_error("out of memory");
     free(path);
     if (r == 0 && !json_is_array(*page))
         r = cli_error("the daemon's answer is not a list of events; is that runtimed?");
@@ -946,7 +946,7 @@ static int start(struct cli *c, const struct mcp *m)
     if (r == 0) json_object_set(body, "servers", servers);
     if (r == 0 && wait) r = events_mark(c, sid, &prog.after);
     /* The 202 answer is the state at once: with --wait 0 that is what to show. */
-    if (r == 0) r = api_json(c, "POST", path, body, &ans);
+    if (r == 0) r = cli_call_json(c, "POST", path, body, &ans);
     if (r == 0 && wait) r = wait_progress(c, sid, &prog, wait, &ans);
     if (r == 0) r = print_state(sid, ans);
     if (r == 0) fflush(stdout), r = outcome(sid, servers, ans, wait);
@@ -965,7 +965,7 @@ static int stop(struct cli *c, const char *sid, const char *name)
         return cli_usage_error(form_cmd[F_STOP], "give the server's NAME, not NAME=CMD");
     if ((enc = url_encode(name, NULL)) && asprintf(&suffix, "/mcp/%s", enc) >= 0)
         path = api_sandbox_path(sid, suffix);
-    int r = path ? api_json(c, "DELETE", path, NULL, NULL) : cli_error("out of memory");
+    int r = path ? cli_call_json(c, "DELETE", path, NULL, NULL) : cli_error("out of memory");
     if (r == 0) printf("MCP server %s stopped\n", name);
     free(path);
     free(suffix);

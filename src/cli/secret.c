@@ -81,7 +81,7 @@ static int cmd_rm(struct cli *c, int argc, char **argv)
     if (!name) return cli_usage_error(a.cmd, "missing the secret NAME");
     char *path = secret_path(name);
     if (!path) return cli_error("out of memory");
-    int r = api_json(c, "DELETE", path, NULL, NULL);
+    int r = cli_call_json(c, "DELETE", path, NULL, NULL);
     free(path);
     if (r == 0) printf("secret %s removed\n", name);
     return r;
