@@ -125,7 +125,7 @@ bench-smoke: all
 		fi; \
 	done; echo "  BENCH all: $$(( $$(date +%s) - t0 )) s"
 
-FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c bench/*.c
+FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h bench/*.c
 
 format:
 	clang-format -i $(FORMATTED)

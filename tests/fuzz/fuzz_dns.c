@@ -19,16 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_dns"
 #include "../unit/dns_response.h"
 #include "dns/dns.h"
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_dns: %s:%d: %s\n", __FILE__, __LINE__, #cond);                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz.h"
 
 static uint16_t get16(const uint8_t *p)
 {

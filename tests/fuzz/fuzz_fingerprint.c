@@ -18,19 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_fingerprint"
 #include "fingerprint/fingerprint.h"
+#include "fuzz.h"
 #include "review/review.h"
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz_fingerprint: invariant broken: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 /* Whether jansson's acceptance must imply ours: not too deep, no huge integers, no NUL
  * byte (jansson takes one after the value as the end of the text; Python does not). */

@@ -30,16 +30,9 @@
 #include <string.h>
 #include <strings.h>
 
+#define FUZZ_NAME "fuzz_http"
+#include "fuzz.h"
 #include "http/http.h"
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_http: invariant broken: %s:%d: %s\n", __FILE__, __LINE__,        \
-                    #cond);                                                                        \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 #define BIG_MAX (1u << 20)
 #define PFX "RUNTIME_PH_"

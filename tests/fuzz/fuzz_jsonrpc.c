@@ -39,7 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_jsonrpc"
 #include "fingerprint/fingerprint.h"
+#include "fuzz.h"
 #include "mcp/mcp_impl.h"
 
 #define MAX_LINES 64
@@ -50,17 +52,6 @@
 const char catalog_json_text[] = "{}";
 
 static struct mcp_backend g_be;
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz_jsonrpc: invariant broken: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 /* ---- the request table ---------------------------------------------------- */
 

@@ -47,7 +47,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define FUZZ_NAME "fuzz_keeper"
 #include "cgroup/cgroup_impl.h" /* cgi_set_root: sweeps list a fake cgroup tree */
+#include "fuzz.h"
 #include "keeper/keeper.h"
 #include "proto/proto.h"
 
@@ -115,17 +117,6 @@ static bool known(const char *name)
 }
 
 static bool g_trace; /* FUZZ_TRACE=1: one line per request, reply and driver call */
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    dprintf(g_err, "fuzz_keeper: invariant broken: ");
-    vdprintf(g_err, fmt, ap);
-    dprintf(g_err, "\n");
-    va_end(ap);
-    abort();
-}
 
 /* ---- replies ------------------------------------------------------------ */
 

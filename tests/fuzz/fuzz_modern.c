@@ -19,19 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_modern"
+#include "fuzz.h"
 #include "mcp/mcp_impl.h"
 
 /* The catalog's text is assembled from src/catalog/data.S, which the fuzz archive (C
  * only) leaves out; nothing here reads it. */
 const char catalog_json_text[] = "{}";
-
-#define REQUIRE(c)                                                                                 \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "fuzz_modern: %s failed at line %d\n", #c, __LINE__);                  \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* The next line of in (up to '\n'), copied into out; NULL when it is empty. */
 static const char *take_line(const uint8_t **in, size_t *left, char *out, size_t size)

@@ -32,15 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_policy"
+#include "fuzz.h"
 #include "policy/policy.h"
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_policy: %s:%d: %s\n", __FILE__, __LINE__, #cond);                \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 #define MAX_TEXT 4096
 #define MAX_LINES 8

@@ -24,6 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define FUZZ_NAME "fuzz_proto"
+#include "fuzz.h"
 #include "proto/proto.h"
 
 #define FD_WINDOW 32
@@ -35,17 +37,6 @@ static bool known(const char *name)
 {
     const char *k = getenv("FUZZ_KNOWN");
     return k && strstr(k, name);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz_proto: invariant broken: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -17,16 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_reflect"
+#include "fuzz.h"
 #include "secrets/secrets.h"
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_reflect: invariant broken: %s:%d: %s\n", __FILE__, __LINE__,     \
-                    #cond);                                                                        \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static const char PH[] = "RUNTIME_PH_0123456789abcdef0123456789abcdef";
 

@@ -62,6 +62,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define FUZZ_NAME "fuzz_sign"
+#include "fuzz.h"
 #include "mitm/mitm.h"
 
 #define FD_WINDOW 64
@@ -73,17 +75,6 @@ static X509 *g_ca_cert;
 static struct mitm_leaves *g_leaves;
 static uint8_t *g_key_b, *g_key_p384; /* DER SPKIs */
 static size_t g_key_b_len, g_key_p384_len;
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    dprintf(g_err, "fuzz_sign: invariant broken: ");
-    vdprintf(g_err, fmt, ap);
-    dprintf(g_err, "\n");
-    va_end(ap);
-    abort();
-}
 
 static void die(const char *what, const char *msg)
 {

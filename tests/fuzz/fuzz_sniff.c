@@ -18,20 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "fuzz_sniff"
+#include "fuzz.h"
 #include "sniff/sniff.h"
 
 #define BIG_MAX (1u << 20)
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz_sniff: invariant broken: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 static void check_name(enum sniff_result r, const char *name)
 {

@@ -19,19 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#define FUZZ_NAME "fuzz_spec"
 #include "api/api.h"
+#include "fuzz.h"
 #include "model/model.h"
-
-static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz_spec: invariant broken: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 static void check_text(const uint8_t *data, size_t size)
 {
