@@ -577,7 +577,13 @@ int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err)
     free(text);
     const char *link = json_string_value(json_object_get(state, "link"));
     const char *token = json_string_value(json_object_get(state, "token"));
-    struct mcp_box *box = link && token ? box_new(srv, sb) : NULL;
+    if (!link || !token || !json_is_array(json_object_get(state, "servers"))) {
+        server_row_unreadable(srv, "mcp", sb->id,
+                              !state ? jerr.text : "it lacks its link, token or servers");
+        json_decref(state);
+        return 0; /* the sandbox itself is restored */
+    }
+    struct mcp_box *box = box_new(srv, sb);
     if (box) {
         str_copy(box->link, sizeof box->link, link);
         str_copy(box->token, sizeof box->token, token);

@@ -19,8 +19,23 @@ struct metrics {
     uint64_t refused[MAX_REASONS];
     uint64_t secret_used, secret_misdirected, secret_reflected;
     uint64_t keeper[PROTO_TYPE_END];
-    uint64_t keeper_waits[PROTO_TYPE_END]; /* of those, the loop waited for (after startup) */
+    uint64_t keeper_waits[PROTO_TYPE_END];     /* of those, the loop waited for (after startup) */
+    uint64_t unreadable_usage, unreadable_mcp; /* store rows that could not be read */
 };
+
+void server_row_unreadable(struct server *srv, const char *table, const char *sandbox_id,
+                           const char *why)
+{
+    log_error("sandbox %s: its %s row in the store cannot be read (%s); it is kept as it is "
+              "and %s until it is mended or removed",
+              sandbox_id, table, why,
+              strcmp(table, "usage") == 0 ? "the sandbox's usage is not counted"
+                                          : "its MCP servers are not restored");
+    if (strcmp(table, "usage") == 0)
+        srv->metrics->unreadable_usage++;
+    else
+        srv->metrics->unreadable_mcp++;
+}
 
 int metrics_start(struct server *srv)
 {
@@ -256,6 +271,14 @@ char *server_metrics_text(struct server *srv)
             srv->hooks.metrics(sb, f);
     egress(f, srv->metrics);
     keeper(f, srv->metrics);
+    fprintf(f,
+            "# HELP runtime_store_unreadable_rows_total Sandbox rows of the store that could not "
+            "be read at restore (kept as they are, not counted as zero; the log names them).\n"
+            "# TYPE runtime_store_unreadable_rows_total counter\n"
+            "runtime_store_unreadable_rows_total{table=\"usage\"} %llu\n"
+            "runtime_store_unreadable_rows_total{table=\"mcp\"} %llu\n",
+            (unsigned long long)srv->metrics->unreadable_usage,
+            (unsigned long long)srv->metrics->unreadable_mcp);
     http(f, srv);
     fprintf(f,
             "# HELP runtime_daemon_memory_bytes Resident memory of the daemon's server "

@@ -65,11 +65,12 @@ struct sbx {
     int holds;               /* execs and gateway requests under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;
-    int64_t mark_ms;                        /* wall clock of the last checkpoint */
-    uint64_t mark_cpu_ns;                   /* its cgroup's CPU time then */
-    uint64_t stored_bytes;                  /* its /workspace on the host, at the last look */
-    bool stats_pending;                     /* a checkpoint's figures are on their way */
-    struct rate_limit events_rate;          /* events.c: what it may record a second */
+    int64_t mark_ms;               /* wall clock of the last checkpoint */
+    bool usage_unreadable;         /* its stored row could not be read: kept, not counted */
+    uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
+    uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
+    bool stats_pending;            /* a checkpoint's figures are on their way */
+    struct rate_limit events_rate; /* events.c: what it may record a second */
     struct rate_limit security_events_rate; /* ... of security events, apart */
     unsigned execs;                         /* api/exec.c: execs running now (4 descriptors each) */
     struct rate_limit exec_rate;            /* api/exec.c: exec starts a second */
@@ -160,6 +161,12 @@ typedef void server_network_set_fn(struct server *srv, const struct model_networ
 int server_sandbox_set_network(struct server *srv, struct sbx *sb,
                                const struct model_network *network, server_network_set_fn *done,
                                void *arg, err_t *err);
+
+/* A row of a sandbox's in the store that cannot be read (table: "usage", "mcp"): an
+ * error in the log, naming the sandbox and why, and counted in /metrics
+ * (runtime_store_unreadable_rows_total{table}). The caller keeps the row as it is. */
+void server_row_unreadable(struct server *srv, const char *table, const char *sandbox_id,
+                           const char *why);
 
 /* Events: recorded in memory and written to the store in batches. */
 void server_event(struct server *srv, const char *sandbox_id, const char *kind, json_t *fields);

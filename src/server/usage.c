@@ -25,8 +25,66 @@ static json_t *row_json(const struct sbx *sb, const char *state, bool deleted)
         (json_int_t)sb->stored_bytes, "memoryMiB", (json_int_t)sb->settings.memory_mib);
 }
 
+/* A usage row as the store keeps it. */
+struct usage_row {
+    struct meter_usage usage;
+    int64_t mark_ms;
+    uint64_t mark_cpu_ns, stored_bytes;
+    enum sbx_status state;
+    bool deleted;
+    char account[ACCOUNT_NAME_MAX]; /* rows saved before accounts existed: the default's */
+    json_t *name;                   /* a string or null (owned) */
+};
+
+static int number_field(json_t *row, const char *key, double *out, err_t *err)
+{
+    json_t *v = json_object_get(row, key);
+    if (!json_is_number(v) || json_number_value(v) < 0 || !isfinite(json_number_value(v)))
+        return err_set(err, -EINVAL, "%s is %s", key, v ? "not a number >= 0" : "missing");
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* Reads a row into *out; -EINVAL, saying which field is wrong, when it cannot be read:
+ * a row with a counter missing is not a row of zeros. */
+static int usage_row_parse(const char *text, struct usage_row *out, err_t *err)
+{
+    json_error_t jerr;
+    json_t *row = json_loads(text, 0, &jerr);
+    if (!json_is_object(row)) {
+        json_decref(row);
+        return err_set(err, -EINVAL, "not a JSON object: %s", row ? "another type" : jerr.text);
+    }
+    *out = (struct usage_row){0};
+    double mark_ms = 0, mark_cpu_ns = 0, stored = 0;
+    int r = number_field(row, "cpuSeconds", &out->usage.cpu_seconds, err);
+    if (r == 0) r = number_field(row, "runningHours", &out->usage.running_hours, err);
+    if (r == 0) r = number_field(row, "memoryGiBHours", &out->usage.memory_gib_hours, err);
+    if (r == 0) r = number_field(row, "pausedHours", &out->usage.paused_hours, err);
+    if (r == 0) r = number_field(row, "pausedGBHours", &out->usage.paused_gb_hours, err);
+    if (r == 0) r = number_field(row, "markMs", &mark_ms, err);
+    if (r == 0) r = number_field(row, "markCpuNs", &mark_cpu_ns, err);
+    if (r == 0) r = number_field(row, "storedBytes", &stored, err);
+    const char *state = json_string_value(json_object_get(row, "state"));
+    if (r == 0 && (!state || (sbx_status_parse(state) == SBX_FAILED && strcmp(state, "failed"))))
+        r = err_set(err, -EINVAL, "state is not a sandbox status");
+    if (r == 0) {
+        out->mark_ms = (int64_t)mark_ms;
+        out->mark_cpu_ns = (uint64_t)mark_cpu_ns;
+        out->stored_bytes = (uint64_t)stored;
+        out->state = sbx_status_parse(state);
+        out->deleted = json_is_true(json_object_get(row, "deleted"));
+        str_copy(out->account, sizeof out->account,
+                 json_string_value(json_object_get(row, "account")) ?: ACCOUNT_DEFAULT);
+        out->name = json_incref(json_object_get(row, "name") ?: json_null());
+    }
+    json_decref(row);
+    return r;
+}
+
 static void save_as(struct server *srv, const struct sbx *sb, enum sbx_status state, bool deleted)
 {
+    if (sb->usage_unreadable) return; /* its row stays as it is, for the operator */
     json_t *row = row_json(sb, sbx_status_name(state), deleted);
     char *text = json_dumps(row, JSON_COMPACT);
     json_decref(row);
@@ -174,21 +232,22 @@ void usage_restore(struct server *srv, struct sbx *sb)
         sb->mark_ms = now_unix_ms();
         return;
     }
-    json_t *row = json_loads(text, 0, NULL);
+    struct usage_row row;
+    int r = usage_row_parse(text, &row, &err);
     free(text);
-    sb->usage = (struct meter_usage){
-        .cpu_seconds = json_number_value(json_object_get(row, "cpuSeconds")),
-        .running_hours = json_number_value(json_object_get(row, "runningHours")),
-        .memory_gib_hours = json_number_value(json_object_get(row, "memoryGiBHours")),
-        .paused_hours = json_number_value(json_object_get(row, "pausedHours")),
-        .paused_gb_hours = json_number_value(json_object_get(row, "pausedGBHours")),
-    };
-    sb->mark_ms = json_integer_value(json_object_get(row, "markMs"));
-    sb->mark_cpu_ns = (uint64_t)json_integer_value(json_object_get(row, "markCpuNs"));
-    sb->stored_bytes = (uint64_t)json_integer_value(json_object_get(row, "storedBytes"));
-    enum sbx_status state = sbx_status_parse(json_string_value(json_object_get(row, "state")));
-    json_decref(row);
-    checkpoint_as(srv, sb, state);
+    if (r < 0) {
+        /* Not a bill of zero: the row is kept as it is and this sandbox's usage is no
+         * longer counted, until an operator mends or deletes the row. */
+        sb->usage_unreadable = true;
+        server_row_unreadable(srv, "usage", sb->id, err.msg);
+        return;
+    }
+    json_decref(row.name);
+    sb->usage = row.usage;
+    sb->mark_ms = row.mark_ms;
+    sb->mark_cpu_ns = row.mark_cpu_ns;
+    sb->stored_bytes = row.stored_bytes;
+    checkpoint_as(srv, sb, row.state);
 }
 
 /* ---- GET /v1/usage ---- */
@@ -212,6 +271,7 @@ struct listing {
     struct meter_usage total;
     struct account_sum *sums; /* per account, in the order first seen */
     size_t n_sums;
+    size_t unreadable; /* rows that cannot be read (usage_row_parse) */
 };
 
 struct account_sum {
@@ -234,37 +294,32 @@ static void add_account(struct listing *l, const char *account, const struct met
 static void add_row(const char *sandbox, const char *text, void *arg)
 {
     struct listing *l = arg;
-    json_t *row = json_loads(text, 0, NULL);
-    /* Rows saved before accounts existed are the default account's. */
-    const char *account = json_string_value(json_object_get(row, "account")) ?: ACCOUNT_DEFAULT;
-    if (!row || (l->account && strcmp(account, l->account) != 0)) {
-        json_decref(row);
+    struct usage_row row;
+    err_t err = {0};
+    if (usage_row_parse(text, &row, &err) < 0) { /* its account is not known: the admin's */
+        if (!l->account) l->unreadable++;
         return;
     }
-    struct meter_usage u = {
-        .cpu_seconds = json_number_value(json_object_get(row, "cpuSeconds")),
-        .running_hours = json_number_value(json_object_get(row, "runningHours")),
-        .memory_gib_hours = json_number_value(json_object_get(row, "memoryGiBHours")),
-        .paused_hours = json_number_value(json_object_get(row, "pausedHours")),
-        .paused_gb_hours = json_number_value(json_object_get(row, "pausedGBHours")),
-    };
+    const char *account = row.account;
+    if (l->account && strcmp(account, l->account) != 0) {
+        json_decref(row.name);
+        return;
+    }
+    struct meter_usage u = row.usage;
     struct meter_cost c;
     meter_cost(&u, &l->srv->cfg.rates, &c);
     meter_usage_add(&l->total, &u);
     add_account(l, account, &u);
-    bool deleted = json_is_true(json_object_get(row, "deleted"));
-    json_array_append_new(l->list, json_pack(
-        "{s:s,s:s,s:O,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "sandbox", sandbox, "account",
-        account, "name",
-        json_object_get(row, "name") ?: json_null(), "status", deleted ? "removed" :
-        json_string_value(json_object_get(row, "state")) ?: "", "cpuSeconds",
-        round_to(u.cpu_seconds, 1e-3), "vcpuHours", round_to(c.vcpu_hours, 1e-6), "runningHours",
-        round_to(u.running_hours, 1e-6), "memoryGiBHours", round_to(u.memory_gib_hours, 1e-6),
-        "pausedHours", round_to(u.paused_hours, 1e-6), "pausedGBHours",
-        round_to(u.paused_gb_hours, 1e-9), "storedGB",
-        (double)json_integer_value(json_object_get(row, "storedBytes")) / 1e9, "cost",
-        cost_json(&c)));
-    json_decref(row);
+    json_array_append_new(
+        l->list,
+        json_pack("{s:s,s:s,s:o,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "sandbox", sandbox,
+                  "account", account, "name", row.name, "status",
+                  row.deleted ? "removed" : sbx_status_name(row.state), "cpuSeconds",
+                  round_to(u.cpu_seconds, 1e-3), "vcpuHours", round_to(c.vcpu_hours, 1e-6),
+                  "runningHours", round_to(u.running_hours, 1e-6), "memoryGiBHours",
+                  round_to(u.memory_gib_hours, 1e-6), "pausedHours", round_to(u.paused_hours, 1e-6),
+                  "pausedGBHours", round_to(u.paused_gb_hours, 1e-9), "storedGB",
+                  (double)row.stored_bytes / 1e9, "cost", cost_json(&c)));
 }
 
 static json_t *total_json(const struct meter_usage *u, const struct meter_rates *rates)
@@ -292,9 +347,13 @@ static json_t *usage_json(struct server *srv, const char *account, err_t *err)
         json_array_append_new(accounts, json_pack("{s:s,s:o}", "account", l.sums[i].account,
                                                   "total", total_json(&l.sums[i].usage, r)));
     free(l.sums);
-    return json_pack("{s:o,s:o,s:o,s:{s:f,s:f,s:f}}", "sandboxes", l.list, "accounts", accounts,
-                     "total", total_json(&l.total, r), "rates", "vcpuHour", r->vcpu_hour, "gibHour",
-                     r->gib_hour, "gbMonth", r->gb_month);
+    json_t *out = json_pack("{s:o,s:o,s:o,s:{s:f,s:f,s:f}}", "sandboxes", l.list, "accounts",
+                            accounts, "total", total_json(&l.total, r), "rates", "vcpuHour",
+                            r->vcpu_hour, "gibHour", r->gib_hour, "gbMonth", r->gb_month);
+    /* The totals leave those rows out: say so, rather than bill them as nothing. */
+    if (l.unreadable)
+        json_object_set_new(out, "unreadableRows", json_integer((json_int_t)l.unreadable));
+    return out;
 }
 
 /* A GET /v1/usage on its way: checkpoints asked for, then their rows written,

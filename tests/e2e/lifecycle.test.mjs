@@ -2,8 +2,10 @@
 // (SIGKILL) and restart, and nothing left on the host at the end.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { startDaemon, stopDaemon, processesMatching, pidAlive, waitFor, cgroupDirs, loopDevicesInto,
+import path from 'node:path';
+import { startDaemon, stopDaemon, parseMetrics, processesMatching, pidAlive, waitFor, cgroupDirs, loopDevicesInto,
   mountsOf, token, hostProcesses } from './lib.mjs';
 
 const readProcFile = (pid, f) => { try { return fs.readFileSync(`/proc/${pid}/${f}`, 'utf8'); } catch { return ''; } };
@@ -221,4 +223,46 @@ test('after the sandboxes are removed and the daemon stopped, nothing of it is l
   assert.deepEqual(mountsOf(d.stateDir), [], 'no mount of the state dir');
   // Start again for after() and any later test.
   await d.start();
+});
+
+/** Runs SQL on the daemon's database (python3's sqlite3: no other client is installed). */
+function sql(stateDir, statement, ...params) {
+  const r = spawnSync('python3', ['-c', `import sqlite3, sys, json
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()
+db.commit()
+print(json.dumps(rows))`, path.join(stateDir, 'db', 'runtime.db'), statement, JSON.stringify(params)],
+  { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+// A row the daemon cannot read at a restart (issue 24) is an error in its log naming
+// the sandbox, a count in /metrics, and kept as it is: never read as a bill of zero,
+// never written over by the next checkpoint.
+test('a usage or MCP-state row that cannot be read at restart is reported and kept, not read as zero', async () => {
+  const s = await d.create({ name: 'unreadable-rows' });
+  const stopped = await d.stop();
+  assert.equal(stopped.code, 0, d.log());
+  const badUsage = '{"cpuSeconds":"lots","runningHours":1}';
+  sql(d.stateDir, 'INSERT OR REPLACE INTO usage (sandbox, created_ms, state) VALUES (?, ?, ?)', s.id, Date.now(),
+    badUsage);
+  sql(d.stateDir, 'INSERT OR REPLACE INTO mcp (sandbox, state) VALUES (?, ?)', s.id, '{"link": 5}');
+  await d.start();
+
+  assert.match(d.log(), new RegExp(`sandbox ${s.id}: its usage row in the store cannot be read ` +
+    '\\(cpuSeconds is not a number >= 0\\)'));
+  assert.match(d.log(), new RegExp(`sandbox ${s.id}: its mcp row in the store cannot be read`));
+  const m = parseMetrics((await d.api('GET', '/metrics')).text);
+  assert.equal(m.get('runtime_store_unreadable_rows_total{table="usage"}'), 1);
+  assert.equal(m.get('runtime_store_unreadable_rows_total{table="mcp"}'), 1);
+  const usage = await d.api('GET', '/v1/usage');
+  assert.equal(usage.status, 200, usage.text);
+  assert.equal(usage.body.unreadableRows, 1, 'the listing says a row is left out');
+  assert.ok(!usage.body.sandboxes.some((x) => x.sandbox === s.id), 'not listed as zero');
+  assert.equal((await d.exec(s.id, ['true'])).exitCode, 0, 'the sandbox itself is back');
+
+  assert.equal((await d.remove(s.id)).status, 204);
+  assert.deepEqual(sql(d.stateDir, 'SELECT state FROM usage WHERE sandbox = ?', s.id), [[badUsage]],
+    'the removal wrote nothing over the row');
 });
