@@ -16,7 +16,9 @@ struct secret_entry {
     char name[SECRET_NAME_MAX + 1];
     uint8_t *sealed;
     size_t sealed_len;
-    json_t *rules; /* {hosts[], methods[], paths[]} */
+    json_t *rules;       /* {hosts[], methods[], paths[]} */
+    struct policy hosts; /* rules' hosts, compiled once when they are set (compile_hosts) */
+    bool hosts_ok;       /* compiled, and at least one: else no host is allowed */
     int64_t created_ms, updated_ms;
     uint64_t version; /* the put that made its value: an undo applies only to its own */
     struct secret_entry *next;
@@ -65,10 +67,27 @@ static void sealed_as(const char *account, const char *name, char out[SECRETS_AD
         snprintf(out, SECRETS_AD_MAX, "%s/%s", account, name);
 }
 
+/* Compiles s->rules' hosts into s->hosts: each intercepted request checks them, and a
+ * policy built there for every one cost a parse of every rule. Called wherever
+ * s->rules is set. */
+static void compile_hosts(struct secret_entry *s)
+{
+    if (s->hosts_ok) policy_clear(&s->hosts);
+    json_t *hosts = json_object_get(s->rules, "hosts");
+    size_t n = json_array_size(hosts);
+    const char *list[SECRET_RULES_MAX];
+    for (size_t i = 0; i < n && i < SECRET_RULES_MAX; i++)
+        list[i] = json_string_value(json_array_get(hosts, i));
+    s->hosts_ok =
+        n > 0 && policy_build(true, true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX,
+                              &s->hosts, NULL) == 0;
+}
+
 static void free_secret(struct secret_entry *s)
 {
     free(s->sealed);
     json_decref(s->rules);
+    if (s->hosts_ok) policy_clear(&s->hosts);
     free(s);
 }
 
@@ -87,6 +106,7 @@ static void load_secret(const struct store_secret *row, void *arg)
     s->sealed_len = row->sealed_len;
     s->rules = json_loads(row->rules_json, 0, &jerr);
     if (!s->rules) s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
+    compile_hosts(s);
     s->created_ms = row->created_ms;
     s->updated_ms = row->updated_ms;
     s->next = v->secrets;
@@ -289,6 +309,7 @@ static void undo_put(struct vault *v, struct vault_write *w)
         s->sealed = b->sealed;
         s->sealed_len = b->sealed_len;
         s->rules = b->rules;
+        compile_hosts(s);
         s->updated_ms = b->updated_ms;
         b->sealed = sealed; /* freed with b */
         b->rules = rules;
@@ -409,6 +430,7 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
     s->sealed = sealed;
     s->sealed_len = sealed_len;
     s->rules = rules;
+    compile_hosts(s);
     s->updated_ms = now_unix_ms();
     w->version = s->version = ++v->puts;
     r = save(v, s, w, err);
@@ -506,19 +528,9 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
 
 /* ---- what the egress proxy asks (the server's struct egress_secrets) ---- */
 
-static bool host_allowed(json_t *hosts, const char *host, uint16_t port)
+static bool host_allowed(const struct secret_entry *s, const char *host, uint16_t port)
 {
-    size_t n = json_array_size(hosts);
-    const char *list[SECRET_RULES_MAX];
-    for (size_t i = 0; i < n && i < SECRET_RULES_MAX; i++)
-        list[i] = json_string_value(json_array_get(hosts, i));
-    struct policy pol;
-    if (n == 0 ||
-        policy_build(true, true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX, &pol, NULL) < 0)
-        return false;
-    bool ok = policy_check(&pol, host, NULL, port) == POLICY_ALLOW;
-    policy_clear(&pol);
-    return ok;
+    return s->hosts_ok && policy_check(&s->hosts, host, NULL, port) == POLICY_ALLOW;
 }
 
 static bool list_has(json_t *list, const char *s)
@@ -544,7 +556,7 @@ bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port
     for (struct placeholder_entry *p = v->placeholders; p; p = p->next) {
         if (strcmp(p->sandbox, sandbox) != 0) continue;
         struct secret_entry *s = find_secret(v, p->account, p->secret);
-        if (s && host_allowed(json_object_get(s->rules, "hosts"), host, port)) return true;
+        if (s && host_allowed(s, host, port)) return true;
     }
     return false;
 }
@@ -577,7 +589,7 @@ static const char *refusal(struct vault *v, struct placeholder_entry *p, const c
     if (!s) return "secret removed";
     json_t *methods = json_object_get(s->rules, "methods");
     json_t *paths = json_object_get(s->rules, "paths");
-    if (!host_allowed(json_object_get(s->rules, "hosts"), host, port)) return "host not allowed";
+    if (!host_allowed(s, host, port)) return "host not allowed";
     if (json_array_size(methods) && !list_has(methods, method)) return "method not allowed";
     /* A path an upstream could read as another one matches no glob. */
     if (json_array_size(paths) && http_path_ambiguous(path)) return "ambiguous path";
