@@ -39,31 +39,16 @@ struct opt {
 static int add_pins(struct options *o, const char *text, const char *where);
 static int add_rate(struct options *o, const char *text, const char *where);
 
+/* The rows' shapes (one line each: clang-format would spread them over four). */
+// clang-format off
 #define AT(field) offsetof(struct options, field), sizeof(((struct options *)0)->field)
-#define TEXT(n, field, d, a, h)                                                                    \
-    {                                                                                              \
-        n, OPT_TEXT, AT(field), d, 0, 0, NULL, NULL, a, h                                          \
-    }
-#define CHOICE(n, field, d, c, h)                                                                  \
-    {                                                                                              \
-        n, OPT_CHOICE, AT(field), d, 0, 0, c, NULL, c, h                                           \
-    }
-#define COUNT(n, field, d, lo, hi, a, h)                                                           \
-    {                                                                                              \
-        n, OPT_COUNT, AT(field), d, lo, hi, NULL, NULL, a, h                                       \
-    }
-#define PRICE(n, field, d, h)                                                                      \
-    {                                                                                              \
-        n, OPT_PRICE, AT(field), d, 0, 0, NULL, NULL, "USD", h                                     \
-    }
-#define FLAG(n, field, h)                                                                          \
-    {                                                                                              \
-        n, OPT_FLAG, AT(field), NULL, 0, 0, NULL, NULL, NULL, h                                    \
-    }
-#define EACH(n, fn, a, h)                                                                          \
-    {                                                                                              \
-        n, OPT_EACH, 0, 0, NULL, 0, 0, NULL, fn, a, h                                              \
-    }
+#define TEXT(n, field, d, a, h) {n, OPT_TEXT, AT(field), d, 0, 0, NULL, NULL, a, h}
+#define CHOICE(n, field, d, c, h) {n, OPT_CHOICE, AT(field), d, 0, 0, c, NULL, c, h}
+#define COUNT(n, field, d, lo, hi, a, h) {n, OPT_COUNT, AT(field), d, lo, hi, NULL, NULL, a, h}
+#define PRICE(n, field, d, h) {n, OPT_PRICE, AT(field), d, 0, 0, NULL, NULL, "USD", h}
+#define FLAG(n, field, h) {n, OPT_FLAG, AT(field), NULL, 0, 0, NULL, NULL, NULL, h}
+#define EACH(n, fn, a, h) {n, OPT_EACH, 0, 0, NULL, 0, 0, NULL, fn, a, h}
+// clang-format on
 
 static const struct opt opts[] = {
     TEXT("state-dir", state_dir, "/var/lib/runtime", "DIR",
