@@ -572,12 +572,10 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
             return api_fail(req, &err);
         return;
     }
-    if (needs_running) server_sandbox_touch(sb);
-    if (needs_running && (sb->status == SBX_PAUSED || server_sandbox_changing(sb))) {
-        if (server_sandbox_resume(srv, sb, action, serve_when_awake, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
-    }
+    int admitted =
+        needs_running ? server_sandbox_admit(srv, sb, action, serve_when_awake, req, &err) : 0;
+    if (admitted < 0) return api_fail(req, &err);
+    if (admitted > 0) return; /* served once it is awake */
     if (needs_running && sb->status != SBX_RUNNING && strcmp(action, "mcp") != 0)
         return api_error(req, 409, "not_running",
                          "sandbox %s is %s; remove it with `runtime "

@@ -657,12 +657,9 @@ static void serve(struct server *srv, struct httpd_req *req)
     if (!box) goto out;
     struct mcp_server *ms = mcp_server_find(box, name);
     err_t err = {0};
-    server_sandbox_touch(box->sb);
-    if (box->sb->status == SBX_PAUSED || server_sandbox_changing(box->sb)) {
-        if (server_sandbox_resume(srv, box->sb, "gateway", serve_when_awake, req, &err) < 0)
-            mcp_http_error(req, 503, NULL, -32000, "%s", err.msg);
-        goto out;
-    }
+    int admitted = server_sandbox_admit(srv, box->sb, "gateway", serve_when_awake, req, &err);
+    if (admitted < 0) mcp_http_error(req, 503, NULL, -32000, "%s", err.msg);
+    if (admitted != 0) goto out; /* or served once it is awake */
     if (!ms) {
         mcp_http_error(req, 404, NULL, -32000, "Not Found: sandbox %s has no MCP server %.64s",
                        box->sb->id, name);

@@ -208,6 +208,16 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
     return begin_change(srv, sb, false, reason, done, arg, err);
 }
 
+int server_sandbox_admit(struct server *srv, struct sbx *sb, const char *why,
+                         server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    server_sandbox_touch(sb);
+    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
+    if (sb->status != SBX_PAUSED && !sb->change) return 0;
+    int r = server_sandbox_resume(srv, sb, why, done, arg, err);
+    return r < 0 ? r : 1;
+}
+
 /* server_sandbox_delete during a change: it runs when the change is over. */
 int server_sandbox_delete_after_change(struct sbx *sb, server_deleted_fn *done, void *arg,
                                        err_t *err)

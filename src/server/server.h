@@ -231,6 +231,14 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
                           server_sandbox_done_fn *done, void *arg, err_t *err);
 /* A pause or resume is under way: a request must wait for it (resume). */
 bool server_sandbox_changing(const struct sbx *sb);
+/* The one admission of a request that needs its sandbox running (the API's exec, files
+ * and MCP start; the gateway's every request): touches it, then
+ *   0   it is not paused nor being paused or resumed: go on now (done is not called);
+ *   1   it is woken first: done is called once, when it runs or with why it does not;
+ *   <0  it is being removed (-EBUSY), or a wake cannot be asked; err says why.
+ * A sandbox that is creating, stopped or failed is 0: the caller says what it can do. */
+int server_sandbox_admit(struct server *srv, struct sbx *sb, const char *why,
+                         server_sandbox_done_fn *done, void *arg, err_t *err);
 
 /* /metrics in Prometheus text format (malloc'd), or NULL. */
 char *server_metrics_text(struct server *srv);

@@ -469,6 +469,34 @@ describe('idle pause and wake', { skip: skipReason() }, () => {
       }
     });
 
+  // API and gateway requests are admitted the same way (server_sandbox_admit): however many
+  // of each arrive together at a paused sandbox, it is woken once and every one is served.
+  test('execs, file calls and gateway calls at once wake a paused sandbox once, and all are served',
+    async () => {
+      const { sb, status } = await withServer({ name: 'idle-mixed', idlePauseSeconds: 0 },
+        '/workspace/hello.mjs', HELLO_SERVER, { name: 'hello', command: ['node', '/workspace/hello.mjs'] });
+      const clients = [];
+      try {
+        for (let i = 0; i < 3; i++) clients.push(await connect(status, 'hello', `mixed-${i}`));
+        assert.equal((await post(d, sb.id, 'pause')).status, 'paused');
+        const mark = await d.eventMark(sb.id);
+        const results = await Promise.all([
+          ...clients.map((c, i) => c.callTool({ name: 'hello', arguments: { name: `g${i}` } })
+            .then((r) => r.content[0].text)),
+          ...[0, 1, 2].map((i) => d.mustExec(sb.id, ['echo', `e${i}`]).then((r) => r.stdout.trim())),
+          ...[0, 1].map((i) => d.putFile(sb.id, `/workspace/m${i}.txt`, `f${i}`).then(() => `f${i}`)),
+        ]);
+        assert.deepEqual(results, ['hello, g0', 'hello, g1', 'hello, g2', 'e0', 'e1', 'e2', 'f0', 'f1']);
+        assert.equal(await statusOf(d, sb.id), 'running');
+        const ev = (await d.events(sb.id, mark)).filter((e) => e.kind.startsWith('sandbox.'));
+        assert.equal(ev.length, 1, `one event after the pause: ${JSON.stringify(ev)}`);
+        assert.equal(ev[0].kind, 'sandbox.resumed');
+        assert.ok(['gateway', 'exec', 'files'].includes(ev[0].reason), ev[0].reason);
+      } finally {
+        await closeAll(clients);
+      }
+    });
+
   test('an open GET stream alone does not keep a sandbox awake, and survives its idle pause', async () => {
     const { sb, status } = await withServer({ name: 'idle-stream', idlePauseSeconds: IDLE_S },
       '/workspace/hello.mjs', HELLO_SERVER, { name: 'hello', command: ['node', '/workspace/hello.mjs'] });
