@@ -12,8 +12,6 @@
 #define FLAG_OPCODE 0x7800
 #define FLAG_RD 0x0100
 #define FLAG_RA 0x0080
-#define LABEL_MAX 63
-#define NAME_TEXT_MAX (DNS_NAME_MAX - 1) /* 253 characters, no trailing dot */
 #define NAME_WIRE_MAX 255
 /* The longest question: header, the longest name on the wire, type and class. */
 #define QUESTION_END_MAX (HDR_LEN + NAME_WIRE_MAX + 4)
@@ -37,8 +35,7 @@ static void put32(uint8_t *p, uint32_t v)
     put16(p + 2, (uint16_t)v);
 }
 
-/* The characters of host names, plus '_' for service labels (_dmarc, _sip). */
-static int name_char(uint8_t c)
+bool dns_name_char(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_';
@@ -57,12 +54,12 @@ static int read_name(const uint8_t *msg, size_t len, size_t *off, char out[DNS_N
         if (p >= len) return DNS_RCODE_FORMERR;
         size_t l = msg[p++];
         if (l == 0) break;
-        if (l > LABEL_MAX || l > len - p) return DNS_RCODE_FORMERR;
-        if (n + (n > 0) + l > NAME_TEXT_MAX) return DNS_RCODE_FORMERR;
+        if (l > DNS_LABEL_MAX || l > len - p) return DNS_RCODE_FORMERR;
+        if (n + (n > 0) + l > DNS_TEXT_MAX) return DNS_RCODE_FORMERR;
         if (n > 0) out[n++] = '.';
         for (size_t i = 0; i < l; i++) {
             uint8_t c = msg[p + i];
-            if (!name_char(c)) return DNS_RCODE_FORMERR;
+            if (!dns_name_char(c)) return DNS_RCODE_FORMERR;
             out[n++] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
         }
         p += l;

@@ -7,10 +7,19 @@
 #define RUNTIME_DNS_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define DNS_NAME_MAX 254
+/* A DNS name as text, one definition for every reader of names in the daemon (this
+ * parser, sniffed TLS and HTTP names, leaf certificates, allow-list rules): labels of 1
+ * to DNS_LABEL_MAX characters, at most DNS_TEXT_MAX in all (no trailing dot), of
+ * dns_name_char's characters. DNS_NAME_MAX holds one with its NUL. */
+#define DNS_LABEL_MAX 63
+#define DNS_TEXT_MAX 253
+#define DNS_NAME_MAX (DNS_TEXT_MAX + 1)
+/* Letters, digits, '-' and '_' (service labels: _dmarc, _sip). */
+bool dns_name_char(unsigned char c);
 #define DNS_TYPE_A 1
 #define DNS_TYPE_AAAA 28
 #define DNS_CLASS_IN 1

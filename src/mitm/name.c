@@ -6,28 +6,22 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "../dns/dns.h"
 #include "mitm.h"
-
-#define LABEL_MAX 63
 
 static bool is_alpha(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-static bool is_label_char(unsigned char c)
-{
-    return is_alpha(c) || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
-
 /* Checks one label of len bytes; returns NULL or what is wrong with it. */
 static const char *label_problem(const char *s, size_t len)
 {
     if (len == 0) return "has an empty label (leading, trailing or doubled dot)";
-    if (len > LABEL_MAX) return "has a label longer than 63 characters";
+    if (len > DNS_LABEL_MAX) return "has a label longer than 63 characters";
     if (s[0] == '-' || s[len - 1] == '-') return "has a label that starts or ends with '-'";
     for (size_t i = 0; i < len; i++)
-        if (!is_label_char((unsigned char)s[i]))
+        if (!dns_name_char((unsigned char)s[i]))
             return "contains a character other than letters, digits, '-', '_' and '.'";
     return NULL;
 }

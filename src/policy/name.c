@@ -11,10 +11,11 @@
  * as their xn-- form, behave as expected. */
 #include "policy_impl.h"
 
+#include "../dns/dns.h"
+
 #include <errno.h>
 #include <string.h>
 
-#define LABEL_MAX 63
 #define NAME_MAX_LEN (POLICY_NAME_MAX - 1)
 
 /* RFC 3492 section 5 parameters. */
@@ -202,7 +203,7 @@ static int label_cps(const char *in, size_t len, uint32_t cps[POLICY_LABEL_CPS],
             char shown[32];
             policy_show(in, len, shown, sizeof shown);
             return err_set(err, -EINVAL, "label \"%s\" is longer than %d characters", shown,
-                           LABEL_MAX);
+                           DNS_LABEL_MAX);
         }
         cps[(*n)++] = c;
         i += k;
@@ -211,7 +212,7 @@ static int label_cps(const char *in, size_t len, uint32_t cps[POLICY_LABEL_CPS],
 }
 
 /* Writes the canonical form of the label in[0..len) to label (64 bytes). */
-static int canon_label(const char *in, size_t len, char label[LABEL_MAX + 1], err_t *err)
+static int canon_label(const char *in, size_t len, char label[DNS_LABEL_MAX + 1], err_t *err)
 {
     uint32_t cps[POLICY_LABEL_CPS];
     size_t n;
@@ -233,10 +234,10 @@ static int canon_label(const char *in, size_t len, char label[LABEL_MAX + 1], er
         return 0;
     }
     memcpy(label, "xn--", 4);
-    if (policy_punycode_encode(cps, n, label + 4, LABEL_MAX + 1 - 4) < 0) {
+    if (policy_punycode_encode(cps, n, label + 4, DNS_LABEL_MAX + 1 - 4) < 0) {
         policy_show(in, len, shown, sizeof shown);
         return err_set(err, -EINVAL, "label \"%s\" is longer than %d characters as IDNA (xn--)",
-                       shown, LABEL_MAX);
+                       shown, DNS_LABEL_MAX);
     }
     return 0;
 }
@@ -261,7 +262,7 @@ int policy_canon_name(const char *in, char out[POLICY_NAME_MAX], err_t *err)
     for (size_t start = 0; start <= total;) {
         const char *dot = memchr(in + start, '.', total - start);
         size_t len = dot ? (size_t)(dot - (in + start)) : total - start;
-        char label[LABEL_MAX + 1];
+        char label[DNS_LABEL_MAX + 1];
         r = canon_label(in + start, len, label, err);
         if (r < 0) goto fail;
         size_t l = strlen(label);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../dns/dns.h"
+
 /* The outcome of one parsing step. */
 enum step { STEP_OK, STEP_MORE, STEP_BAD };
 
@@ -26,14 +28,13 @@ enum step { STEP_OK, STEP_MORE, STEP_BAD };
 #define TLS_SNI_HOST_NAME 0
 
 #define HTTP_METHOD_MAX 20
-#define DNS_NAME_MAX 253
-#define DNS_LABEL_MAX 63
 
 /* ---- host names ---- */
 
+/* After lower(): a name's characters and its dots. */
 static bool host_char(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    return c == '.' || (dns_name_char(c) && !(c >= 'A' && c <= 'Z'));
 }
 
 static unsigned char lower(unsigned char c)
@@ -71,7 +72,7 @@ static bool ipv4_or_dns_name(const char *s, size_t n, size_t last_label)
  * already gone). */
 static bool dns_labels(const char *s, size_t n, size_t *last_label)
 {
-    if (n == 0 || n > DNS_NAME_MAX) return false;
+    if (n == 0 || n > DNS_TEXT_MAX) return false;
     size_t start = 0;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && s[i] != '.') continue;

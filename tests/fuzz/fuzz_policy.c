@@ -22,9 +22,9 @@
  * Build (from the repository root):
  *   clang -std=gnu17 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
  *     -fno-sanitize-recover=undefined -Isrc \
- *     tests/fuzz/fuzz_policy.c src/policy/addr.c src/policy/name.c src/policy/rules.c \
- *     src/common/common.c -o build/fuzz_policy
- *   build/fuzz_policy -max_len=4096 tests/fuzz/corpus/policy */
+ *     tests/fuzz/fuzz_policy.c src/policy/addr.c src/policy/name.c src/policy/rules.c src/dns/dns.c
+ * \ src/common/common.c -o build/fuzz_policy build/fuzz_policy -max_len=4096
+ * tests/fuzz/corpus/policy */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>

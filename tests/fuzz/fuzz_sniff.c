@@ -11,7 +11,7 @@
  * real first flights captured on loopback (capture_sniff.js). Built by
  * `make fuzz`, or alone:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu17 -D_GNU_SOURCE -Isrc \
- *       tests/fuzz/fuzz_sniff.c src/sniff/sniff.c -o build/fuzz_sniff */
+ *       tests/fuzz/fuzz_sniff.c src/sniff/sniff.c src/dns/dns.c -o build/fuzz_sniff */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
