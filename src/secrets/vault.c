@@ -91,6 +91,8 @@ static void free_secret(struct secret_entry *s)
     free(s);
 }
 
+static json_t *parse_rules(json_t *body, err_t *err);
+
 static void load_secret(const struct store_secret *row, void *arg)
 {
     struct vault *v = arg;
@@ -104,8 +106,18 @@ static void load_secret(const struct store_secret *row, void *arg)
     }
     memcpy(s->sealed, row->sealed, row->sealed_len);
     s->sealed_len = row->sealed_len;
-    s->rules = json_loads(row->rules_json, 0, &jerr);
-    if (!s->rules) s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
+    /* Read as a put's body is: a garbled rule must not widen where the value may go
+     * (a "methods" that is not a list would limit nothing). Unreadable: it goes nowhere. */
+    json_t *stored = json_loads(row->rules_json, 0, &jerr);
+    err_t err = {0};
+    s->rules = stored ? parse_rules(stored, &err) : NULL;
+    if (!s->rules) {
+        log_error("secret %s of account %s: its rules in the store cannot be read (%s); it is "
+                  "sent to no host until it is set again",
+                  s->name, s->account, stored ? err.msg : jerr.text);
+        s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
+    }
+    json_decref(stored);
     compile_hosts(s);
     s->created_ms = row->created_ms;
     s->updated_ms = row->updated_ms;

@@ -187,3 +187,40 @@ TEST(secrets_check_name_refuses_reserved_variables)
     for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
         CHECK(secrets_check_name(fine[i], &err) == 0);
 }
+
+/* A secret's rules that come back from the store garbled (here "methods" a string, not a
+ * list: read raw, it limited nothing) are read as a put's body is: refused, and the
+ * secret goes to no host, rather than to its host with any method. */
+TEST(vault_garbled_rules_row_sends_the_secret_nowhere)
+{
+    struct vdb d;
+    vdb_open(&d, failed_);
+    struct answers a = {0};
+    CHECK(put(&d, "GH_TOKEN", "api.example", &a) == 0);
+    wait_answers(&d, &a, 1, failed_);
+    err_t err = {0};
+    json_t *env = json_object();
+    CHECK(vault_env(d.vault, "default", "sb1", env, &err) == 0);
+    CHECK(vault_wants(d.vault, "sb1", "api.example", 443));
+    json_decref(env);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(d.path, &db) == SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000); /* the writer may be writing the placeholder */
+    CHECK(
+        sqlite3_exec(db,
+                     "UPDATE secrets SET rules='{\"hosts\":[\"api.example\"],\"methods\":\"GET\"}'"
+                     " WHERE name='GH_TOKEN'",
+                     NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    vault_close(d.vault);
+    uint8_t key[SECRETS_KEY_LEN] = {1};
+    struct vault_hooks hooks = {.event = no_event};
+    CHECK(vault_open(d.reader, d.writer, key, &hooks, &d.vault, &err) == 0);
+    env = json_object();
+    CHECK(vault_env(d.vault, "default", "sb1", env, &err) == 0);
+    CHECK(!vault_wants(d.vault, "sb1", "api.example", 443));
+    char host[64];
+    CHECK(strcmp(host_of(&d, "GH_TOKEN", host, sizeof host), "api.example") != 0); /* none */
+    json_decref(env);
+    vdb_close(&d, failed_);
+}
