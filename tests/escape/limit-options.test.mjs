@@ -86,5 +86,5 @@ test('--sandbox-connections and --rate connections raise what one sandbox may ho
 test('runtimed refuses a --sandbox-connections that is not a count', async () => {
   const r = await run(RUNTIMED, ['--sandbox-connections', '0'], { timeoutMs: 5000 });
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /--sandbox-connections 0: give a number from 1 to 1000000/);
+  assert.match(r.stderr, /--sandbox-connections must be a whole number from 1 to 1000000, not '0'/);
 });
