@@ -47,7 +47,7 @@ build_helper() {
     ${CC:-cc} -std=gnu17 -O1 -g -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla \
         -Wno-unused-parameter -Wno-format-truncation -D_GNU_SOURCE -I"$ROOT/src" \
         -o "$BUILD/mitm/mkcerts" "$ROOT/tests/mitm/mkcerts.c" "$ROOT"/src/mitm/*.c \
-        "$ROOT/src/common/common.c" $(pkg-config --libs openssl libevent) # libevent: the signer's client
+        "$ROOT/src/common/common.c" "$ROOT/src/dns/dns.c" $(pkg-config --libs openssl libevent) # libevent: the signer's client
 }
 
 # start_server NAME ADDR: serves WORK/NAME.pem on ADDR with an OS-chosen port,
