@@ -589,7 +589,8 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
         return set_network(req, srv, sb);
     if (action && strcmp(action, "events") == 0 && m == HTTPD_GET) return events(req, srv, sb);
     if (action && strcmp(action, "mcp") == 0) return mcp_route(req, srv, sb, sub);
-    api_error(req, 405, "method_not_allowed", "that method is not allowed here; see SPEC.md");
+    api_error(req, 405, "method_not_allowed",
+              "that method is not allowed here; api/openapi.yaml lists what each path takes");
 }
 
 /* A secret's put or delete is answered once it is on disk. */

@@ -1,4 +1,4 @@
-/* api: the HTTP API of SPEC.md on the server's loop: routing, authentication,
+/* api: the HTTP API (api/openapi.yaml) on the server's loop: routing, authentication,
  * JSON validation and the error shape. */
 #ifndef RUNTIME_API_H
 #define RUNTIME_API_H

@@ -1,5 +1,5 @@
 /* catalog: the MCP servers runtime knows by id, pinned to exact versions
- * (catalog/servers.json, built into the daemon; format in SPEC.md "Catalog entry"). */
+ * (catalog/servers.json, built into the daemon; format in docs/catalog.md). */
 #ifndef RUNTIME_CATALOG_H
 #define RUNTIME_CATALOG_H
 

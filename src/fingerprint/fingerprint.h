@@ -1,4 +1,4 @@
-/* fingerprint: the fingerprint of an MCP server's tools (SPEC.md "Fingerprint"):
+/* fingerprint: the fingerprint of an MCP server's tools (docs/catalog.md, "Fingerprints"):
  * sha256(canonical(tools sorted by name)), where canonical is exactly Python's
  * json.dumps(v, sort_keys=True, separators=(",", ":")).
  *

@@ -1,4 +1,4 @@
-/* mcp: the MCP servers of a sandbox and the gateway to them (DESIGN.md "gateway").
+/* mcp: the MCP servers of a sandbox and the gateway to them (docs/gateway.md).
  *
  * A server is installed in its sandbox (catalog entries: npm with scripts off, exact
  * version, egress narrowed to the registry), started as one long-running stdio process,

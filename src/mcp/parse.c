@@ -23,9 +23,9 @@ static struct parser {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct mcp_batch *todo, **todo_tail; /* the thread's */
-    struct mcp_batch *done, **done_tail; /* the loop's, once parsed */
-    int done_fd;                         /* eventfd: readable when done is not empty */
+    struct mcp_batch *queued, **queued_tail; /* the thread's */
+    struct mcp_batch *done, **done_tail;     /* the loop's, once parsed */
+    int done_fd;                             /* eventfd: readable when done is not empty */
     struct event *done_ev;
 } parser = {.done_fd = -1};
 
@@ -65,9 +65,9 @@ static void *parser_main(void *arg)
         log_warn("cannot lower the MCP parser thread's priority: %s", strerror(errno));
     pthread_mutex_lock(&parser.lock);
     for (;;) {
-        while (!parser.todo)
+        while (!parser.queued)
             pthread_cond_wait(&parser.wake, &parser.lock);
-        struct mcp_batch *b = take(&parser.todo, &parser.todo_tail);
+        struct mcp_batch *b = take(&parser.queued, &parser.queued_tail);
         pthread_mutex_unlock(&parser.lock);
         for (struct mcp_batch *x = b; x; x = x->next)
             mcp_batch_parse(x);
@@ -111,7 +111,7 @@ static int parser_start(struct event_base *base)
         parser.done_fd = -1;
         return -ENOMEM;
     }
-    parser.todo_tail = &parser.todo;
+    parser.queued_tail = &parser.queued;
     parser.done_tail = &parser.done;
     pthread_mutex_init(&parser.lock, NULL);
     pthread_cond_init(&parser.wake, NULL);
@@ -142,8 +142,8 @@ int mcp_parser_submit(struct event_base *base, struct mcp_batch *b)
     }
     b->next = NULL;
     pthread_mutex_lock(&parser.lock);
-    *parser.todo_tail = b;
-    parser.todo_tail = &b->next;
+    *parser.queued_tail = b;
+    parser.queued_tail = &b->next;
     pthread_cond_signal(&parser.wake);
     pthread_mutex_unlock(&parser.lock);
     return 0;

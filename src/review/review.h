@@ -1,5 +1,5 @@
 /* review: what changed between two tool lists of an MCP server, and which strings of the new
- * one look like an attack on the model (SPEC.md `runtime mcp review`). The patterns are a
+ * one look like an attack on the model (`runtime mcp review`, docs/catalog.md). The patterns are a
  * tripwire for the person reviewing; the fingerprint is the guarantee. Used by the CLI and,
  * for the warnings of a server, by the gateway. */
 #ifndef RUNTIME_REVIEW_H
