@@ -229,6 +229,24 @@ static int on_destroy(struct keeper *k, struct request *rq)
     return r;
 }
 
+static int on_stop(struct keeper *k, struct request *rq)
+{
+    int r = from_driver(k->drv->stop(rq->e->sb, &rq->err));
+    if (r == 0) drop(k, rq->e);
+    return r;
+}
+
+static int on_forget(struct keeper *k, struct request *rq)
+{
+    const char *id = rq->buf;
+    if (proto_check_id(id) < 0) return -EPROTO;
+    if (find(k, id)) return err_set(&rq->err, -EBUSY, "sandbox %s is not stopped", id);
+    int r = from_driver(k->drv->sweep(k->host, id));
+    return r < 0
+               ? err_set(&rq->err, r, "cannot remove the files of sandbox %s: %s", id, strerror(-r))
+               : 0;
+}
+
 static int on_exec(struct keeper *k, struct request *rq)
 {
     struct proto_exec h;

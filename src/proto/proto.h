@@ -34,6 +34,10 @@
  *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated
  *   SWEEP        - ; removes the leftovers of all sandboxes not listed
  *   DESTROY      - ; a failure keeps the sandbox, so that it can be retried
+ *   STOP         - ; ends every process and frees what it holds but its
+ *                workspace (its directory stays): ADOPT builds it again on it
+ *   FORGET       - ; removes the files of a sandbox the keeper does not hold
+ *                (a stopped one); -EBUSY when it holds it
  *   EXEC         fds stdin, stdout, stderr, status
  *   OPEN_FILE    fd
  *   FREEZE       - ; flag 1 freeze, 0 thaw
@@ -58,7 +62,9 @@
     X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
     X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
     X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)                         \
-    X(RENAME_FILE, rename_file, struct proto_rename, false, 0, PROTO_NEEDS_SANDBOX)
+    X(RENAME_FILE, rename_file, struct proto_rename, false, 0, PROTO_NEEDS_SANDBOX)                \
+    X(STOP, stop, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                                 \
+    X(FORGET, forget, struct proto_ref, false, 0, PROTO_NEEDS_HELLO)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 

@@ -305,7 +305,7 @@ static void wait_gone(int pidfd, int timeout_ms)
     }
 }
 
-static int ns_destroy(struct sandbox *sb, err_t *err)
+static int ns_stop(struct sandbox *sb, err_t *err)
 {
     if (sb->init_pidfd >= 0) {
         /* A frozen (paused) task takes its SIGKILL only once thawed. */
@@ -314,7 +314,12 @@ static int ns_destroy(struct sandbox *sb, err_t *err)
         wait_gone(sb->init_pidfd, 5000);
     }
     cgroup_kill_all(sb->cg);
-    int r = cgroup_destroy(sb->cg, err);
+    return cgroup_destroy(sb->cg, err);
+}
+
+static int ns_destroy(struct sandbox *sb, err_t *err)
+{
+    int r = ns_stop(sb, err);
     int s = ns_sweep(sb->host, sb->spec.id);
     if (r == 0 && s < 0) r = err_set(err, s, "cannot remove %s: %s", sb->dir, strerror(-s));
     return r;
@@ -349,6 +354,7 @@ const struct sandbox_driver sandbox_ns_driver = {
     .create = ns_create,
     .adopt = ns_adopt,
     .destroy = ns_destroy,
+    .stop = ns_stop,
     .exec = ns_exec,
     .open_file = ns_open_file,
     .rename_file = ns_rename_file,

@@ -107,6 +107,9 @@ struct sandbox_driver {
                  struct sandbox **out, err_t *err);
     /* Kills everything in it and removes its resources, workspace included. */
     int (*destroy)(struct sandbox *sb, err_t *err);
+    /* Kills everything in it and frees its resources but its workspace, which
+     * create with reuse_workspace (or sweep) takes up later. */
+    int (*stop)(struct sandbox *sb, err_t *err);
     /* Starts a process; returns pipes stdin (write end), stdout, stderr (read ends)
      * and a status pipe that carries one struct proto_exec_status when it ends. */
     int (*exec)(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);

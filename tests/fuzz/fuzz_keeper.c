@@ -71,7 +71,8 @@ enum op {
     OP_STATS,
     OP_SWEEP,
     OP_NET,
-    OP_WATCH
+    OP_WATCH,
+    OP_STOP
 };
 static const int fail_errnos[] = {EIO, ENOENT, EPROTO, ENOMEM, EEXIST, EINVAL, EPERM, ENOSPC};
 
@@ -306,6 +307,13 @@ static int fake_destroy(struct sandbox *sb, err_t *err)
     return driver_result(OP_DESTROY, err, "destroy");
 }
 
+static int fake_stop(struct sandbox *sb, err_t *err)
+{
+    driver_called();
+    live_index(sb, "stop");
+    return driver_result(OP_STOP, err, "stop");
+}
+
 static size_t count_strings(const char *const *v, const char *what)
 {
     if (!v) fail("exec: %s is NULL", what);
@@ -428,6 +436,7 @@ static const struct sandbox_driver fake_driver = {
     .create = fake_create,
     .adopt = fake_adopt,
     .destroy = fake_destroy,
+    .stop = fake_stop,
     .exec = fake_exec,
     .open_file = fake_open_file,
     .rename_file = fake_rename_file,

@@ -29,7 +29,8 @@ enum {
     OP_STATS,
     OP_SWEEP,
     OP_NET,
-    OP_WATCH
+    OP_WATCH,
+    OP_STOP
 };
 enum { E_EIO, E_ENOENT, E_EPROTO, E_ENOMEM };
 #define R_RAW 4
@@ -238,6 +239,21 @@ static void keeper_corpus(void)
     ref(PROTO_DESTROY, "alpha", 0);
     ref(PROTO_DESTROY, "alpha", 0);
     save("keeper", "destroy-twice", &s);
+
+    /* stop keeps the files, forget removes them only once it is stopped, adopt builds it again */
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    ref(PROTO_FORGET, "alpha", 0);
+    ref(PROTO_STOP, "alpha", 0);
+    ref(PROTO_STOP, "alpha", 0);
+    ref(PROTO_FORGET, "alpha", 0);
+    save("keeper", "stop-forget", &s);
+
+    session(K_HELLO, 1u << OP_STOP, E_EIO);
+    create("alpha", 1);
+    ref(PROTO_STOP, "alpha", 0);
+    ref(PROTO_STATS, "alpha", 0);
+    save("keeper", "stop-fails", &s);
 
     session(K_HELLO, 1u << OP_DESTROY, E_EIO);
     create("alpha", 1);

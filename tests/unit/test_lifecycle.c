@@ -1,0 +1,141 @@
+/* The sandbox state machine: every pair of state and event, the allowed ones
+ * against a list written here from the issue's words (not copied from the
+ * table), and every other refused. */
+#include "lifecycle/lifecycle.h"
+#include "unit.h"
+
+struct allowed {
+    enum sbx_state from;
+    enum sbx_event event;
+    enum sbx_state to;
+};
+
+static const struct allowed allowed[] = {
+    /* creation */
+    {SBX_CREATING, SBX_BUILT, SBX_RUNNING},
+    {SBX_CREATING, SBX_BUILD_FAILED, SBX_FAILED},
+    /* pause and wake, and a keeper that could not */
+    {SBX_RUNNING, SBX_PAUSE, SBX_PAUSING},
+    {SBX_PAUSING, SBX_FROZEN, SBX_PAUSED},
+    {SBX_PAUSING, SBX_CHANGE_FAILED, SBX_RUNNING},
+    {SBX_PAUSED, SBX_WAKE, SBX_WAKING},
+    {SBX_WAKING, SBX_THAWED, SBX_RUNNING},
+    {SBX_WAKING, SBX_CHANGE_FAILED, SBX_PAUSED},
+    /* stop and start */
+    {SBX_RUNNING, SBX_STOP, SBX_STOPPING},
+    {SBX_PAUSED, SBX_STOP, SBX_STOPPING},
+    {SBX_STOPPING, SBX_HALTED, SBX_STOPPED},
+    {SBX_STOPPING, SBX_HALT_FAILED, SBX_FAILED},
+    {SBX_STOPPED, SBX_START, SBX_STARTING},
+    {SBX_FAILED, SBX_START, SBX_STARTING},
+    {SBX_STARTING, SBX_BUILT, SBX_RUNNING},
+    {SBX_STARTING, SBX_BUILD_FAILED, SBX_STOPPED},
+    /* an init that dies is a stop nobody asked for, from wherever it ran */
+    {SBX_CREATING, SBX_DIED, SBX_STOPPING},
+    {SBX_RUNNING, SBX_DIED, SBX_STOPPING},
+    {SBX_PAUSING, SBX_DIED, SBX_STOPPING},
+    {SBX_PAUSED, SBX_DIED, SBX_STOPPING},
+    {SBX_WAKING, SBX_DIED, SBX_STOPPING},
+    {SBX_STARTING, SBX_DIED, SBX_STOPPING},
+    /* removal, from any state at rest but creating */
+    {SBX_RUNNING, SBX_REMOVE, SBX_REMOVING},
+    {SBX_PAUSED, SBX_REMOVE, SBX_REMOVING},
+    {SBX_STOPPED, SBX_REMOVE, SBX_REMOVING},
+    {SBX_FAILED, SBX_REMOVE, SBX_REMOVING},
+    {SBX_REMOVING, SBX_REMOVE_FAILED, SBX_FAILED},
+};
+#define N_ALLOWED (sizeof allowed / sizeof allowed[0])
+
+static int expected(enum sbx_state from, enum sbx_event event)
+{
+    for (size_t i = 0; i < N_ALLOWED; i++)
+        if (allowed[i].from == from && allowed[i].event == event) return (int)allowed[i].to;
+    return -1;
+}
+
+TEST(lifecycle_every_allowed_move_and_no_other)
+{
+    int moves = 0;
+    for (int s = 0; s < SBX_STATE_COUNT; s++)
+        for (int e = 0; e < SBX_EVENT_COUNT; e++) {
+            int want = expected(s, e), got = lifecycle_next(s, e);
+            if (got != want) {
+                fprintf(stderr, "  %s --%s--> %s, want %s\n", sbx_state_name(s), sbx_event_name(e),
+                        got < 0 ? "(refused)" : sbx_state_name(got),
+                        want < 0 ? "(refused)" : sbx_state_name(want));
+                CHECK(got == want);
+            }
+            moves += got >= 0;
+        }
+    CHECK(moves == (int)N_ALLOWED);
+}
+
+/* Out-of-range values are refused, never read past the table. */
+TEST(lifecycle_refuses_unknown_states_and_events)
+{
+    CHECK(lifecycle_next(SBX_STATE_COUNT, SBX_BUILT) == -1);
+    CHECK(lifecycle_next(SBX_RUNNING, SBX_EVENT_COUNT) == -1);
+    CHECK(lifecycle_event_kind(SBX_STATE_COUNT, SBX_BUILT) == NULL);
+    CHECK_STR(sbx_status_name(SBX_STATE_COUNT), "failed");
+}
+
+/* Every state is reachable from creating, and every state can end in removing. */
+TEST(lifecycle_every_state_reachable_and_removable)
+{
+    bool seen[SBX_STATE_COUNT] = {[SBX_CREATING] = true};
+    for (int round = 0; round < SBX_STATE_COUNT; round++)
+        for (int s = 0; s < SBX_STATE_COUNT; s++)
+            for (int e = 0; e < SBX_EVENT_COUNT && seen[s]; e++) {
+                int to = lifecycle_next(s, e);
+                if (to >= 0) seen[to] = true;
+            }
+    for (int s = 0; s < SBX_STATE_COUNT; s++) {
+        if (!seen[s]) fprintf(stderr, "  %s is unreachable\n", sbx_state_name(s));
+        CHECK(seen[s]);
+    }
+    bool ends[SBX_STATE_COUNT] = {[SBX_REMOVING] = true};
+    for (int round = 0; round < SBX_STATE_COUNT; round++)
+        for (int s = 0; s < SBX_STATE_COUNT; s++)
+            for (int e = 0; e < SBX_EVENT_COUNT; e++) {
+                int to = lifecycle_next(s, e);
+                if (to >= 0 && ends[to]) ends[s] = true;
+            }
+    for (int s = 0; s < SBX_STATE_COUNT; s++) {
+        if (!ends[s]) fprintf(stderr, "  %s can never be removed\n", sbx_state_name(s));
+        CHECK(ends[s]);
+    }
+}
+
+/* What the event log records: the end of each keeper job, never the start of one. */
+TEST(lifecycle_events_recorded_where_a_change_lands)
+{
+    CHECK_STR(lifecycle_event_kind(SBX_PAUSING, SBX_FROZEN), "sandbox.paused");
+    CHECK_STR(lifecycle_event_kind(SBX_WAKING, SBX_THAWED), "sandbox.resumed");
+    CHECK_STR(lifecycle_event_kind(SBX_STOPPING, SBX_HALTED), "sandbox.stopped");
+    CHECK_STR(lifecycle_event_kind(SBX_STARTING, SBX_BUILT), "sandbox.started");
+    CHECK_STR(lifecycle_event_kind(SBX_RUNNING, SBX_DIED), "sandbox.exited");
+    CHECK(lifecycle_event_kind(SBX_CREATING, SBX_BUILT) == NULL);
+    for (int s = 0; s < SBX_STATE_COUNT; s++)
+        for (int e = 0; e < SBX_EVENT_COUNT; e++) {
+            int to = lifecycle_next(s, e);
+            /* a move into a …ing state records nothing but an init's death */
+            if (to >= 0 && sbx_state_transitional(to) && e != SBX_DIED)
+                CHECK(lifecycle_event_kind(s, e) == NULL);
+        }
+}
+
+/* The API and the store see five words; each stored one reads back as itself. */
+TEST(lifecycle_status_words_round_trip)
+{
+    for (int i = 0; i < SBX_STATUS_COUNT; i++) {
+        enum sbx_state s = sbx_status_at(i);
+        CHECK(!sbx_state_transitional(s));
+        CHECK(sbx_status_parse(sbx_status_name(s)) == s);
+    }
+    CHECK_STR(sbx_status_name(SBX_PAUSING), "running");
+    CHECK_STR(sbx_status_name(SBX_WAKING), "paused");
+    CHECK_STR(sbx_status_name(SBX_STARTING), "creating");
+    CHECK(sbx_status_parse("pausing") == SBX_FAILED);
+    CHECK(sbx_status_parse(NULL) == SBX_FAILED);
+    CHECK(sbx_status_parse("garbage") == SBX_FAILED);
+}
