@@ -105,7 +105,7 @@ static json_t *sandbox_json(const struct sbx *sb)
     char created[40];
     time_rfc3339(created, sizeof created, sb->created_ms);
     json_object_set_new(v, "id", json_string(sb->id));
-    json_object_set_new(v, "status", json_string(sbx_status_name(sb->status)));
+    json_object_set_new(v, "status", json_string(sbx_status_name(sb->state)));
     json_object_set_new(v, "createdAt", json_string(created));
     if (sb->mcp) json_object_set_new(v, "mcp", mcp_servers_json(sb->mcp));
     return v;
@@ -465,6 +465,18 @@ static void events(struct httpd_req *req, struct server *srv, struct sbx *sb)
     if (server_events(srv, sb, seq, answer_later, req, &err) < 0) return api_fail(req, &err);
 }
 
+/* 409 for a request that needs the sandbox running, saying what to do. */
+static void not_running(struct httpd_req *req, const struct sbx *sb)
+{
+    if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
+        return api_error(req, 409, "not_running", "sandbox %s is %s; try again in a moment", sb->id,
+                         sbx_state_name(sb->state));
+    api_error(req, 409, "not_running",
+              "sandbox %s is %s; start it with `runtime sandbox start %s` (its /workspace is "
+              "kept), or remove it with `runtime sandbox rm %s`",
+              sb->id, sbx_state_name(sb->state), sb->id, sb->id);
+}
+
 static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *name)
 {
     enum httpd_method m = httpd_method(req);
@@ -486,11 +498,7 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
         return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
     }
     if (!name && m == HTTPD_POST) {
-        if (sb->status != SBX_RUNNING)
-            return api_error(req, 409, "not_running",
-                             "sandbox %s is %s; MCP servers run only in "
-                             "a running sandbox",
-                             sb->id, sbx_status_name(sb->status));
+        if (sb->state != SBX_RUNNING) return not_running(req, sb);
         json_t *body = api_body_json(req, false), *out = NULL;
         if (!body) return;
         int r = mcp_start(srv, sb, body, &out, &err);
@@ -551,7 +559,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
                          "no sandbox %s; `runtime sandbox list` "
                          "shows them",
                          key);
-    if (sb->removing && m != HTTPD_GET)
+    if (sb->state == SBX_REMOVING && m != HTTPD_GET)
         return api_error(req, 409, "busy", "sandbox %s is being removed", sb->id);
     err_t err = {0};
     if (!action && m == HTTPD_GET) return api_json(req, 200, sandbox_json(sb));
@@ -567,8 +575,19 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
             return api_fail(req, &err);
         return;
     }
-    if (action && m == HTTPD_POST && strcmp(action, "resume") == 0) {
+    if (action && m == HTTPD_POST &&
+        (strcmp(action, "resume") == 0 || strcmp(action, "wake") == 0)) {
         if (server_sandbox_resume(srv, sb, "api", answer_sandbox, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
+    }
+    if (action && m == HTTPD_POST && strcmp(action, "stop") == 0) {
+        if (server_sandbox_stop(srv, sb, "api", answer_sandbox, req, &err) < 0)
+            return api_fail(req, &err);
+        return;
+    }
+    if (action && m == HTTPD_POST && strcmp(action, "start") == 0) {
+        if (server_sandbox_start(srv, sb, "api", answer_sandbox, req, &err) < 0)
             return api_fail(req, &err);
         return;
     }
@@ -576,12 +595,8 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
         needs_running ? server_sandbox_admit(srv, sb, action, serve_when_awake, req, &err) : 0;
     if (admitted < 0) return api_fail(req, &err);
     if (admitted > 0) return; /* served once it is awake */
-    if (needs_running && sb->status != SBX_RUNNING && strcmp(action, "mcp") != 0)
-        return api_error(req, 409, "not_running",
-                         "sandbox %s is %s; remove it with `runtime "
-                         "sandbox rm %s` (its /workspace is kept only while it exists), or "
-                         "restart runtimed to rebuild it on its workspace",
-                         sb->id, sbx_status_name(sb->status), sb->id);
+    if (needs_running && sb->state != SBX_RUNNING && strcmp(action, "mcp") != 0)
+        return not_running(req, sb);
     if (action && strcmp(action, "exec") == 0 && m == HTTPD_POST) return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == HTTPD_GET || m == HTTPD_PUT))
         return files(req, srv, sb);

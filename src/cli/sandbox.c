@@ -152,7 +152,8 @@ static int show_changed(json_t *sb, void *arg)
     return 0;
 }
 
-static int pause_resume(struct cli *c, int argc, char **argv, const char *cmd, const char *suffix,
+/* pause, wake, stop, start: a POST to the sandbox's verb, then one line. */
+static int change_state(struct cli *c, int argc, char **argv, const char *cmd, const char *suffix,
                         const char *verb)
 {
     struct args a;
@@ -166,12 +167,27 @@ static int pause_resume(struct cli *c, int argc, char **argv, const char *cmd, c
 
 static int cmd_pause(struct cli *c, int argc, char **argv)
 {
-    return pause_resume(c, argc, argv, "sandbox pause", "/pause", "paused");
+    return change_state(c, argc, argv, "sandbox pause", "/pause", "paused");
+}
+
+static int cmd_wake(struct cli *c, int argc, char **argv)
+{
+    return change_state(c, argc, argv, "sandbox wake", "/wake", "woken");
 }
 
 static int cmd_resume(struct cli *c, int argc, char **argv)
 {
-    return pause_resume(c, argc, argv, "sandbox resume", "/resume", "resumed");
+    return change_state(c, argc, argv, "sandbox resume", "/resume", "resumed");
+}
+
+static int cmd_stop(struct cli *c, int argc, char **argv)
+{
+    return change_state(c, argc, argv, "sandbox stop", "/stop", "stopped");
+}
+
+static int cmd_start(struct cli *c, int argc, char **argv)
+{
+    return change_state(c, argc, argv, "sandbox start", "/start", "started");
 }
 
 struct sub {
@@ -187,7 +203,10 @@ static const struct sub subs[] = {
     {"get", cmd_get},
     {"rm", cmd_rm},
     {"pause", cmd_pause},
-    {"resume", cmd_resume},
+    {"wake", cmd_wake},
+    {"resume", cmd_resume}, /* wake's name before Runtime Cloud's */
+    {"stop", cmd_stop},
+    {"start", cmd_start},
     {"network", cmd_sandbox_network},
     {"cp", cmd_sandbox_cp},
     {"events", cmd_sandbox_events},

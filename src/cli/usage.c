@@ -19,7 +19,9 @@ static const char top_usage[] =
     "  sandbox list [--label K=V] [--json]     list sandboxes\n"
     "  sandbox get ID [--json]                 show a sandbox\n"
     "  sandbox rm ID [ID...]                   delete sandboxes\n"
-    "  sandbox pause ID | resume ID            freeze or thaw a sandbox\n"
+    "  sandbox pause ID | wake ID              freeze or thaw a sandbox\n"
+    "  sandbox stop ID | start ID              end its processes, keeping its files;\n"
+    "                                          build it again on them\n"
     "  sandbox network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
     "                                          show or change where it may connect\n"
     "  sandbox cp LOCAL ID:PATH | ID:PATH LOCAL\n"
@@ -74,7 +76,9 @@ static const char sandbox_usage[] =
     "  list [--label K=V] [--json]             list sandboxes\n"
     "  get ID [--json]                         show a sandbox\n"
     "  rm ID [ID...]                           delete sandboxes\n"
-    "  pause ID | resume ID                    freeze or thaw a sandbox\n"
+    "  pause ID | wake ID                      freeze or thaw a sandbox\n"
+    "  stop ID | start ID                      end its processes, keeping its files;\n"
+    "                                          build it again on them\n"
     "  network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
     "                                          show or change where it may connect\n"
     "  cp LOCAL ID:PATH | ID:PATH LOCAL        copy a file in or out\n"
@@ -154,12 +158,33 @@ static const char pause_usage[] =
     "Options:\n"
     "  --json        print the API's JSON of the sandbox\n";
 
-static const char resume_usage[] = "Usage: runtime sandbox resume ID [--json]\n"
-                                   "\n"
-                                   "Thaws a paused sandbox. Prints: sandbox NAME (ID) resumed\n"
-                                   "\n"
-                                   "Options:\n"
-                                   "  --json        print the API's JSON of the sandbox\n";
+static const char wake_usage[] = "Usage: runtime sandbox wake ID [--json]\n"
+                                 "\n"
+                                 "Thaws a paused sandbox. Prints: sandbox NAME (ID) woken\n"
+                                 "(`sandbox resume ID` is the same.)\n"
+                                 "\n"
+                                 "Options:\n"
+                                 "  --json        print the API's JSON of the sandbox\n";
+
+static const char stop_usage[] =
+    "Usage: runtime sandbox stop ID [--json]\n"
+    "\n"
+    "Ends every process of a sandbox, its MCP servers too. It keeps its /workspace,\n"
+    "settings, name, and its MCP servers' URL and token; while stopped only the files\n"
+    "it stores are billed. `runtime sandbox start ID` builds it again on them.\n"
+    "Prints: sandbox NAME (ID) stopped\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON of the sandbox\n";
+
+static const char start_usage[] =
+    "Usage: runtime sandbox start ID [--json]\n"
+    "\n"
+    "Builds a stopped (or failed) sandbox again on its /workspace and starts its MCP\n"
+    "servers, at the URL and with the token they had. Prints: sandbox NAME (ID) started\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON of the sandbox\n";
 
 static const char cp_usage[] =
     "Usage: runtime sandbox cp LOCAL ID:PATH\n"
@@ -432,7 +457,10 @@ static const struct usage_entry entries[] = {
     {"sandbox get", get_usage},
     {"sandbox rm", rm_usage},
     {"sandbox pause", pause_usage},
-    {"sandbox resume", resume_usage},
+    {"sandbox wake", wake_usage},
+    {"sandbox resume", wake_usage},
+    {"sandbox stop", stop_usage},
+    {"sandbox start", start_usage},
     {"sandbox network", network_usage},
     {"sandbox cp", cp_usage},
     {"sandbox events", events_usage},

@@ -7,8 +7,8 @@
 static bool idle(struct sbx *sb, uint64_t now)
 {
     uint32_t secs = sb->settings.idle_pause_s;
-    return secs > 0 && sb->status == SBX_RUNNING && !sb->removing && !server_sandbox_changing(sb) &&
-           !server_sandbox_busy(sb) && now - sb->last_active_ms >= (uint64_t)secs * 1000;
+    return secs > 0 && sb->state == SBX_RUNNING && !server_sandbox_busy(sb) &&
+           now - sb->last_active_ms >= (uint64_t)secs * 1000;
 }
 
 void idle_tick(struct server *srv)

@@ -12,13 +12,14 @@ struct move {
     const char *kind; /* the event recorded, or NULL */
 };
 
-/* Every move there is. An init that dies while the keeper changes its sandbox
- * moves it to stopping: the keeper's answer to the change then finds it
- * stopping and fails, and the stop runs after it (the keeper answers in order). */
+/* Every move there is. An init that dies while the keeper pauses or wakes its
+ * sandbox moves it to stopping: the keeper's answer to the change then finds it
+ * stopping and fails, and the stop runs after it (the keeper answers in order).
+ * One that dies while its sandbox is being built is stopped once it is built
+ * (the server keeps a flag): a build is not cut short. */
 static const struct move moves[] = {
     {SBX_CREATING, SBX_BUILT, SBX_RUNNING, NULL},
     {SBX_CREATING, SBX_BUILD_FAILED, SBX_FAILED, NULL},
-    {SBX_CREATING, SBX_DIED, SBX_STOPPING, "sandbox.exited"},
 
     {SBX_RUNNING, SBX_PAUSE, SBX_PAUSING, NULL},
     {SBX_RUNNING, SBX_STOP, SBX_STOPPING, NULL},
@@ -46,7 +47,6 @@ static const struct move moves[] = {
 
     {SBX_STARTING, SBX_BUILT, SBX_RUNNING, "sandbox.started"},
     {SBX_STARTING, SBX_BUILD_FAILED, SBX_STOPPED, NULL}, /* its workspace is still there */
-    {SBX_STARTING, SBX_DIED, SBX_STOPPING, "sandbox.exited"},
 
     {SBX_REMOVING, SBX_REMOVE_FAILED, SBX_FAILED, NULL},
 

@@ -41,7 +41,7 @@ bool mcp_sandbox_busy(struct sbx *sb)
     return false;
 }
 
-void mcp_sandbox_removed(struct sbx *sb)
+void mcp_sandbox_halted(struct sbx *sb)
 {
     mcp_box_free(sb->mcp);
     sb->mcp = NULL;

@@ -59,8 +59,8 @@ void mcp_box_free(struct mcp_box *box);
 
 /* The gateway's hooks into a sandbox's life (struct server_hooks, filled in by the
  * daemon): mcp_box_restore above, mcp_policy and mcp_metrics_write below, and: */
-void mcp_sandbox_removed(struct sbx *sb); /* frees sb->mcp */
-bool mcp_sandbox_busy(struct sbx *sb);    /* installing, starting */
+void mcp_sandbox_halted(struct sbx *sb); /* frees sb->mcp (its stored state stays) */
+bool mcp_sandbox_busy(struct sbx *sb);   /* installing, starting */
 void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields);
 
 /* POST /v1/sandboxes/{id}/mcp: validates body {servers:[...]} and starts them; *out is

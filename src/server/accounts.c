@@ -81,11 +81,12 @@ static void sandbox_removed(struct server *srv, const err_t *err, void *arg)
 
 static int check_idle(struct server *srv, const char *name, err_t *err)
 {
+    /* What a removal of the sandbox would refuse (one pausing or waking is removed after). */
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        if (strcmp(sb->account, name) == 0 && (sb->status == SBX_CREATING || sb->removing))
-            return err_set(err, -EBUSY,
-                           "sandbox %s of account %s is being %s; try again in a moment", sb->id,
-                           name, sb->removing ? "removed" : "created");
+        if (strcmp(sb->account, name) == 0 && !server_sandbox_changing(sb) &&
+            lifecycle_next(sb->state, SBX_REMOVE) < 0)
+            return err_set(err, -EBUSY, "sandbox %s of account %s is %s; try again in a moment",
+                           sb->id, name, sbx_state_name(sb->state));
     return 0;
 }
 

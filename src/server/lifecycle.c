@@ -1,8 +1,10 @@
-/* A sandbox's activity (what holds off idle pause, src/idle) and pause and resume:
- * a paused sandbox is frozen with its memory and servers kept, and its open
- * connections closed; the next request thaws it before it is served. The loop
- * does not wait for the keeper: requests that arrive during a wake wait for it
- * (server_sandbox_resume's done), everything else goes on. */
+/* A sandbox's life on the server's side: every change of its state is a move of
+ * src/lifecycle's table (sbx_move), and the keeper's part of each runs while the
+ * loop goes on. Here: pause and wake (a paused sandbox is frozen with its memory
+ * and servers kept and its open connections closed; the next request thaws it
+ * before it is served: server_sandbox_admit), stop (its processes ended, its
+ * workspace kept), and its activity, which holds off idle pause (src/idle).
+ * Creation, start and removal are server.c's: they build and destroy. */
 #include <errno.h>
 #include <event2/event.h>
 #include <stdio.h>
@@ -11,6 +13,25 @@
 #include <time.h>
 
 #include "server_impl.h"
+
+bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *fields)
+{
+    int to = lifecycle_next(sb->state, event);
+    if (to < 0) {
+        log_warn("sandbox %s: no move from %s on %s; it stays %s", sb->id,
+                 sbx_state_name(sb->state), sbx_event_name(event), sbx_state_name(sb->state));
+        json_decref(fields);
+        return false;
+    }
+    const char *kind = lifecycle_event_kind(sb->state, event);
+    log_debug("sandbox %s: %s --%s--> %s", sb->id, sbx_state_name(sb->state), sbx_event_name(event),
+              sbx_state_name(to));
+    sb->state = (enum sbx_state)to;
+    if (!fields && kind) fields = json_object();
+    if (kind) server_event(srv, sb->id, kind, fields);
+    json_decref(fields);
+    return true;
+}
 
 void server_sandbox_touch(struct sbx *sb)
 {
@@ -24,16 +45,18 @@ void server_sandbox_hold(struct sbx *sb, int delta)
     server_sandbox_touch(sb);
 }
 
-/* A pause or a resume under way: the keeper freezes or thaws the sandbox while
- * the loop goes on, then its status is written, then everyone waiting hears.
- * What asks meanwhile waits with them: a resume during a pause waits for the
- * pause and then resumes, a removal runs once the change is over. */
+/* A pause or a wake under way (the sandbox is pausing or waking): the keeper
+ * freezes or thaws it while the loop goes on, then its new status is written,
+ * and once that is on disk it moves (paused or running) and everyone waiting
+ * hears. What asks meanwhile waits with them: a wake during a pause waits for
+ * the pause and then wakes it, a removal runs once the change is over. */
 struct sbx_change {
-    bool pausing; /* else resuming */
+    enum sbx_event landing; /* frozen or thawed, once the keeper has done it */
+    json_t *fields;         /* ... and the fields of its event */
     char reason[32];
     struct timespec started;
     struct sbx_waiter *waiters;     /* hear how this change went */
-    struct sbx_waiter *then_resume; /* asked for a resume during a pause */
+    struct sbx_waiter *then_resume; /* asked for a wake during a pause */
     char resume_reason[32];
     server_deleted_fn *then_delete; /* a removal asked for meanwhile */
     void *delete_arg;
@@ -45,6 +68,7 @@ void server_sandbox_change_free(struct sbx *sb)
     if (!sb->change) return;
     sbx_waiters_free(sb->change->waiters);
     sbx_waiters_free(sb->change->then_resume);
+    json_decref(sb->change->fields);
     free(sb->change);
     sb->change = NULL;
 }
@@ -54,27 +78,25 @@ bool server_sandbox_changing(const struct sbx *sb)
     return sb->change != NULL;
 }
 
-static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
-                        struct sbx_waiter *waiters, err_t *err);
+static int start_change(struct server *srv, struct sbx *sb, enum sbx_event event,
+                        const char *reason, struct sbx_waiter *waiters, err_t *err);
 
-/* The resumes asked for during a pause that is now over. */
+/* The wakes asked for during a pause that is now over. */
 static void resume_after(struct server *srv, struct sbx *sb, const char *reason,
                          struct sbx_waiter *waiters)
 {
     err_t err = {0};
     struct sbx_change *c = sb->change; /* one a waiter of the pause started */
-    if (c) return sbx_waiters_append(c->pausing ? &c->then_resume : &c->waiters, waiters);
-    if (sb->removing) {
-        err_set(&err, -EBUSY, "sandbox %s is being removed", sb->id);
-        return sbx_waiters_tell(srv, sb, waiters, &err);
-    }
-    /* Not paused (the pause failed, or it died): nothing to resume; they see its status. */
-    if (sb->status != SBX_PAUSED) return sbx_waiters_tell(srv, sb, waiters, NULL);
-    if (start_change(srv, sb, false, reason, waiters, &err) < 0)
+    if (c)
+        return sbx_waiters_append(sb->state == SBX_PAUSING ? &c->then_resume : &c->waiters,
+                                  waiters);
+    /* Not paused (the pause failed, or it died): nothing to wake; they see its status. */
+    if (sb->state != SBX_PAUSED) return sbx_waiters_tell(srv, sb, waiters, NULL);
+    if (start_change(srv, sb, SBX_WAKE, reason, waiters, &err) < 0)
         sbx_waiters_tell(srv, sb, waiters, &err);
 }
 
-/* The change is over (err: it failed, and the status is what it was): the
+/* The change is over (err: it failed, and the state is what it was): the
  * waiters hear, then what was asked for meanwhile runs. */
 static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
 {
@@ -85,6 +107,7 @@ static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
     void *del_arg = c->delete_arg;
     char reason[sizeof c->resume_reason];
     memcpy(reason, c->resume_reason, sizeof reason);
+    json_decref(c->fields);
     free(c);
     sbx_waiters_tell(srv, sb, waiters, err);
     if (resume) resume_after(srv, sb, reason, resume);
@@ -92,10 +115,20 @@ static void end_change(struct server *srv, struct sbx *sb, const err_t *err)
     if (del && server_sandbox_delete(srv, sb, del, del_arg, &e) < 0) del(srv, &e, del_arg);
 }
 
+/* Its new status is on disk (or could not be written: it is frozen or thawed
+ * all the same): it moves, unless its init died meanwhile (it is stopping). */
 static void on_status_written(int r, const err_t *err, void *arg)
 {
     struct sbx *sb = arg;
     if (r == -ECANCELED) return; /* stopping: sb went with the registry */
+    struct sbx_change *c = sb->change;
+    err_t died = {0};
+    if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
+        err_set(&died, -EIO, "sandbox %s is %s now", sb->id, sbx_state_name(sb->state));
+        return end_change(sb->owner, sb, &died);
+    }
+    sbx_move(sb->owner, sb, c->landing, c->fields);
+    c->fields = NULL;
     end_change(sb->owner, sb, r < 0 ? err : NULL);
 }
 
@@ -106,52 +139,52 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* The keeper froze or thawed it (or could not): the status goes to the store,
- * and the waiters hear once it is on disk. */
+/* The keeper froze or thawed it (or could not): the new state goes to the store,
+ * and the waiters hear once it is on disk. Its init may have died meanwhile:
+ * it is stopping then, and the change failed. */
 static void on_frozen(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
                       void *arg)
 {
     struct sbx *sb = arg;
     struct sbx_change *c = sb->change;
+    bool pausing = sb->state == SBX_PAUSING;
     err_t err = {0};
+    if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
+        err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_state_name(sb->state));
+        return end_change(srv, sb, &err);
+    }
     if (res->status < 0) {
-        err_set(&err, res->status, "cannot %s sandbox %s: %s", c->pausing ? "pause" : "resume",
-                sb->id, res->msg);
+        err_set(&err, res->status, "cannot %s sandbox %s: %s", pausing ? "pause" : "wake", sb->id,
+                res->msg);
+        sbx_move(srv, sb, SBX_CHANGE_FAILED, NULL);
         return end_change(srv, sb, &err);
     }
-    /* Its init died meanwhile (the death watch marked it): that status stands. */
-    if (sb->status != (c->pausing ? SBX_RUNNING : SBX_PAUSED)) {
-        err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_status_name(sb->status));
-        return end_change(srv, sb, &err);
-    }
-    json_t *f;
-    if (c->pausing) {
+    if (pausing) {
         if (sb->egress) egress_sandbox_close_all(sb->egress);
-        sb->status = SBX_PAUSED;
         metrics_pause(srv);
-        f = json_pack("{s:s}", "reason", c->reason);
-        server_event(srv, sb->id, "sandbox.paused", f);
+        c->landing = SBX_FROZEN;
+        c->fields = json_pack("{s:s}", "reason", c->reason);
     } else {
         double ms = ms_since(&c->started);
-        sb->status = SBX_RUNNING;
         server_sandbox_touch(sb);
         metrics_wake(srv, ms / 1000.0);
-        f = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
-        server_event(srv, sb->id, "sandbox.resumed", f);
+        c->landing = SBX_THAWED;
+        c->fields = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
     }
-    json_decref(f);
-    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(sb->status), on_status_written,
-                                sb);
+    store_writer_sandbox_status(srv->writer, sb->id,
+                                sbx_status_name(lifecycle_next(sb->state, c->landing)),
+                                on_status_written, sb);
 }
 
 /* Takes waiters (on success). The usage checkpoint's stats go first: the
  * keeper answers in order, so they count the time before the change. */
-static int start_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
-                        struct sbx_waiter *waiters, err_t *err)
+static int start_change(struct server *srv, struct sbx *sb, enum sbx_event event,
+                        const char *reason, struct sbx_waiter *waiters, err_t *err)
 {
+    bool pausing = event == SBX_PAUSE;
     struct sbx_change *c = calloc(1, sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
-    *c = (struct sbx_change){.pausing = pausing, .waiters = waiters};
+    *c = (struct sbx_change){.waiters = waiters};
     str_copy(c->reason, sizeof c->reason, reason);
     clock_gettime(CLOCK_MONOTONIC, &c->started);
     usage_checkpoint(srv, sb);
@@ -160,60 +193,66 @@ static int start_change(struct server *srv, struct sbx *sb, bool pausing, const 
     int r = server_keeper_send(srv, PROTO_FREEZE, &ref, sizeof ref, 0, on_frozen, sb, err);
     if (r < 0) {
         free(c);
-        return err_wrap(err, "cannot %s sandbox %s", pausing ? "pause" : "resume", sb->id);
+        return err_wrap(err, "cannot %s sandbox %s", pausing ? "pause" : "wake", sb->id);
     }
     sb->change = c;
+    sbx_move(srv, sb, event, NULL);
     return 0;
 }
 
-static int begin_change(struct server *srv, struct sbx *sb, bool pausing, const char *reason,
-                        server_sandbox_done_fn *done, void *arg, err_t *err)
+static int begin_change(struct server *srv, struct sbx *sb, enum sbx_event event,
+                        const char *reason, server_sandbox_done_fn *done, void *arg, err_t *err)
 {
     struct sbx_waiter *w = NULL;
     int r = sbx_waiters_add(&w, done, arg, err);
-    if (r == 0 && (r = start_change(srv, sb, pausing, reason, w, err)) < 0) sbx_waiters_free(w);
+    if (r == 0 && (r = start_change(srv, sb, event, reason, w, err)) < 0) sbx_waiters_free(w);
     return r;
+}
+
+/* What a request to change a sandbox that is busy with something else hears. */
+static int busy(const struct sbx *sb, err_t *err)
+{
+    return err_set(err, -EBUSY, "sandbox %s is %s; try again in a moment", sb->id,
+                   sbx_state_name(sb->state));
 }
 
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
-    if (sb->change && sb->change->pausing)
-        return sbx_waiters_add(&sb->change->waiters, done, arg, err);
-    if (sb->change)
-        return err_set(err, -EBUSY, "sandbox %s is being resumed; try again in a moment", sb->id);
-    if (sb->status == SBX_PAUSED) {
+    if (sb->state == SBX_PAUSING) return sbx_waiters_add(&sb->change->waiters, done, arg, err);
+    if (sb->state == SBX_PAUSED) {
         if (done) done(srv, sb, NULL, arg);
         return 0;
     }
-    if (sb->status != SBX_RUNNING)
+    if (sb->state != SBX_RUNNING && sbx_state_transitional(sb->state)) return busy(sb, err);
+    if (lifecycle_next(sb->state, SBX_PAUSE) < 0)
         return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
-                       sb->id, sbx_status_name(sb->status));
-    return begin_change(srv, sb, true, reason, done, arg, err);
+                       sb->id, sbx_state_name(sb->state));
+    return begin_change(srv, sb, SBX_PAUSE, reason, done, arg, err);
 }
 
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
                           server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
     struct sbx_change *c = sb->change;
-    if (c && c->pausing && !c->then_resume)
+    if (sb->state == SBX_PAUSING && !c->then_resume)
         str_copy(c->resume_reason, sizeof c->resume_reason, reason);
-    if (c) return sbx_waiters_add(c->pausing ? &c->then_resume : &c->waiters, done, arg, err);
-    if (sb->status != SBX_PAUSED) {
+    if (sb->state == SBX_PAUSING) return sbx_waiters_add(&c->then_resume, done, arg, err);
+    if (sb->state == SBX_WAKING) return sbx_waiters_add(&c->waiters, done, arg, err);
+    if (sb->state == SBX_REMOVING) return busy(sb, err);
+    if (sb->state != SBX_PAUSED) {
         if (done) done(srv, sb, NULL, arg);
         return 0;
     }
-    return begin_change(srv, sb, false, reason, done, arg, err);
+    return begin_change(srv, sb, SBX_WAKE, reason, done, arg, err);
 }
 
 int server_sandbox_admit(struct server *srv, struct sbx *sb, const char *why,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
     server_sandbox_touch(sb);
-    if (sb->removing) return err_set(err, -EBUSY, "sandbox %s is being removed", sb->id);
-    if (sb->status != SBX_PAUSED && !sb->change) return 0;
+    if (sb->state == SBX_REMOVING) return busy(sb, err);
+    if (sb->state != SBX_PAUSED && sb->state != SBX_PAUSING && sb->state != SBX_WAKING) return 0;
     int r = server_sandbox_resume(srv, sb, why, done, arg, err);
     return r < 0 ? r : 1;
 }
@@ -227,6 +266,111 @@ int server_sandbox_delete_after_change(struct sbx *sb, server_deleted_fn *done, 
     sb->change->then_delete = done;
     sb->change->delete_arg = arg;
     return 0;
+}
+
+/* ---- stop: its processes end, its workspace stays ---- */
+
+/* How the keeper's part of a stop went, until its status is on disk. */
+struct halt_answer {
+    struct sbx *sb;
+    enum sbx_event landing; /* halted, or halt failed */
+    err_t err;
+};
+
+/* It moves, and its waiters hear. */
+static void land_halt(struct sbx *sb, enum sbx_event landing, const err_t *err)
+{
+    json_t *fields = landing == SBX_HALTED ? json_pack("{s:s}", "reason", sb->halt_reason) : NULL;
+    sbx_move(sb->owner, sb, landing, fields);
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    sbx_waiters_tell(sb->owner, sb, w, err);
+}
+
+/* Until now it was stopping, which no removal takes: sb is still there (at a
+ * stop of the daemon, it went with the registry). */
+static void on_halt_written(int r, const err_t *err, void *arg)
+{
+    struct halt_answer *a = arg;
+    if (r == -ECANCELED) return free(a);
+    if (r < 0) log_warn("status of sandbox %s not saved: %s", a->sb->id, err->msg);
+    land_halt(a->sb, a->landing, a->err.msg[0] ? &a->err : NULL);
+    free(a);
+}
+
+/* The keeper ended it (or could not): its new status goes to the store, and it
+ * moves once that is on disk. */
+static void on_halted(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
+                      void *arg)
+{
+    struct sbx *sb = arg;
+    struct halt_answer *a = calloc(1, sizeof *a);
+    if (!a) { /* no memory to wait with: it moves now, its status unsaved */
+        log_warn("sandbox %s: out of memory; its status is not saved", sb->id);
+        return land_halt(
+            sb, res->status < 0 && res->status != -ENOENT ? SBX_HALT_FAILED : SBX_HALTED, NULL);
+    }
+    *a = (struct halt_answer){.sb = sb, .landing = SBX_HALTED};
+    char who[300];
+    if (res->status < 0 && res->status != -ENOENT) {
+        a->landing = SBX_HALT_FAILED;
+        err_set(&a->err, res->status,
+                "cannot stop sandbox %s: %s; remove it, or start it to build it again", sb->id,
+                res->msg);
+        log_warn("%s", a->err.msg);
+    } else {
+        log_info("sandbox %s stopped (%s)", sbx_label(sb, who, sizeof who), sb->halt_reason);
+    }
+    store_writer_sandbox_status(srv->writer, sb->id,
+                                sbx_status_name(lifecycle_next(sb->state, a->landing)),
+                                on_halt_written, a);
+}
+
+/* Moves it (stop or died) and asks the keeper to end it. Its usage is counted
+ * up to now first (the keeper answers in order). */
+static int halt(struct server *srv, struct sbx *sb, enum sbx_event event, const char *reason,
+                err_t *err)
+{
+    str_copy(sb->halt_reason, sizeof sb->halt_reason, reason);
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    usage_checkpoint(srv, sb);
+    server_sandbox_detach(srv, sb);
+    int r = server_keeper_send(srv, PROTO_STOP, &ref, sizeof ref, 0, on_halted, sb, err);
+    if (r < 0) return err_wrap(err, "cannot stop sandbox %s", sb->id);
+    sbx_move(srv, sb, event, json_pack("{s:s}", "reason", reason));
+    return 0;
+}
+
+int server_sandbox_stop(struct server *srv, struct sbx *sb, const char *reason,
+                        server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    if (sb->state == SBX_STOPPING) return sbx_waiters_add(&sb->waiters, done, arg, err);
+    if (sb->state == SBX_STOPPED) {
+        if (done) done(srv, sb, NULL, arg);
+        return 0;
+    }
+    if (lifecycle_next(sb->state, SBX_STOP) < 0)
+        return sbx_state_transitional(sb->state)
+                   ? busy(sb, err)
+                   : err_set(err, -EINVAL,
+                             "sandbox %s is %s; only a running or paused sandbox can be stopped",
+                             sb->id, sbx_state_name(sb->state));
+    int r = sbx_waiters_add(&sb->waiters, done, arg, err);
+    if (r == 0) r = halt(srv, sb, SBX_STOP, reason, err);
+    if (r < 0) {
+        sbx_waiters_free(sb->waiters);
+        sb->waiters = NULL;
+    }
+    return r;
+}
+
+void server_sandbox_died(struct server *srv, struct sbx *sb)
+{
+    char who[300];
+    log_warn("sandbox %s stopped: its init process exited", sbx_label(sb, who, sizeof who));
+    err_t err = {0};
+    if (halt(srv, sb, SBX_DIED, "init process exited", &err) < 0) log_warn("%s", err.msg);
 }
 
 bool server_sandbox_busy(struct sbx *sb)

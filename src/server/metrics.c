@@ -110,10 +110,11 @@ static long rss_bytes(void)
 static void sandboxes(FILE *f, struct server *srv)
 {
     fputs("# HELP runtime_sandboxes Sandboxes by status.\n# TYPE runtime_sandboxes gauge\n", f);
-    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
+    for (int i = 0; i < SBX_STATUS_COUNT; i++) {
+        enum sbx_state s = sbx_status_at(i);
         int n = 0;
         for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-            n += sb->status == (enum sbx_status)s;
+            n += sbx_state_shown(sb->state) == s;
         fprintf(f, "runtime_sandboxes{status=\"%s\"} %d\n", sbx_status_name(s), n);
     }
 }
@@ -121,10 +122,11 @@ static void sandboxes(FILE *f, struct server *srv)
 /* One account's sandboxes by status (the statuses it has). */
 static void account_lines(FILE *f, struct server *srv, const char *account)
 {
-    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
+    for (int i = 0; i < SBX_STATUS_COUNT; i++) {
+        enum sbx_state s = sbx_status_at(i);
         int n = 0;
         for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-            n += sb->status == (enum sbx_status)s && strcmp(sb->account, account) == 0;
+            n += sbx_state_shown(sb->state) == s && strcmp(sb->account, account) == 0;
         if (n)
             fprintf(f, "runtime_account_sandboxes{account=\"%s\",status=\"%s\"} %d\n", account,
                     sbx_status_name(s), n);

@@ -141,7 +141,7 @@ static void sbx_free(struct sbx *sb)
 {
     if (!sb) return;
     struct server *srv = sb->owner;
-    if (srv && srv->hooks.removed) srv->hooks.removed(sb);
+    if (srv && srv->hooks.halted) srv->hooks.halted(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
     server_sandbox_change_free(sb);
@@ -178,36 +178,11 @@ const char *sbx_label(const struct sbx *sb, char *out, size_t size)
     return out;
 }
 
-const char *sbx_status_name(enum sbx_status status)
-{
-    switch (status) {
-    case SBX_CREATING:
-        return "creating";
-    case SBX_RUNNING:
-        return "running";
-    case SBX_PAUSED:
-        return "paused";
-    case SBX_STOPPED:
-        return "stopped";
-    case SBX_FAILED:
-        break;
-    }
-    return "failed";
-}
-
-enum sbx_status sbx_status_parse(const char *name)
-{
-    for (int s = 0; s < SBX_STATUS_COUNT; s++)
-        if (name && strcmp(name, sbx_status_name(s)) == 0) return s;
-    return SBX_FAILED;
-}
-
 /* Every write of a sandbox's row goes through the writer's queue, so that they
  * reach the disk in the order they were made; a failed one is logged there. */
-static void save_status(struct server *srv, struct sbx *sb, enum sbx_status status)
+static void save_status(struct server *srv, struct sbx *sb)
 {
-    sb->status = status;
-    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(status), NULL, NULL);
+    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(sb->state), NULL, NULL);
 }
 
 /* The settings as the store keeps them (malloc'd text, or NULL). */
@@ -226,7 +201,7 @@ static int save_new(struct server *srv, struct sbx *sb, store_done_fn *saved, er
     if (!text) return err_set(err, -ENOMEM, "out of memory");
     struct store_sandbox row = {.slot = sb->slot, .created_ms = sb->created_ms, .spec_json = text};
     memcpy(row.id, sb->id, sizeof row.id);
-    snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->status));
+    snprintf(row.status, sizeof row.status, "%s", sbx_status_name(sb->state));
     row.name = sb->settings.name[0] ? sb->settings.name : NULL;
     memcpy(row.account, sb->account, sizeof row.account);
     store_writer_sandbox_insert(srv->writer, &row, saved, sb);
@@ -236,22 +211,19 @@ static int save_new(struct server *srv, struct sbx *sb, store_done_fn *saved, er
 
 static void detach_egress(struct sbx *sb);
 
-/* Its init died (killed from the host, say): nothing runs in it any more. The
- * workspace is kept; a restart of runtimed rebuilds it. */
+/* Its init died (killed from the host, say): nothing runs in it any more, and
+ * it is stopped as a stop would (its workspace kept; start builds it again). One
+ * being built is stopped once it is (on_running). */
 static void on_death(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx *sb = arg;
-    struct server *srv = sb->owner;
     event_free(sb->death);
     sb->death = NULL;
     close(fd);
-    detach_egress(sb);
-    save_status(srv, sb, SBX_STOPPED); /* nobody is answered after it */
-    json_t *f = json_pack("{s:s}", "reason", "init process exited");
-    server_event(srv, sb->id, "sandbox.exited", f);
-    json_decref(f);
-    char who[300];
-    log_warn("sandbox %s stopped: its init process exited", sbx_label(sb, who, sizeof who));
+    if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
+        sb->init_died = true;
+    else
+        server_sandbox_died(sb->owner, sb);
 }
 
 static void watch_death(struct server *srv, struct sbx *sb, int fd)
@@ -312,6 +284,13 @@ static void detach_egress(struct sbx *sb)
     sb->egress = NULL;
 }
 
+void server_sandbox_detach(struct server *srv, struct sbx *sb)
+{
+    if (srv->hooks.halted) srv->hooks.halted(sb);
+    detach_egress(sb);
+    unwatch_death(sb);
+}
+
 /* A network change on its way to the disk; sb may be removed meanwhile. */
 struct network_change {
     struct server *srv;
@@ -350,8 +329,9 @@ int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct 
 {
     /* Its settings are its create's until it runs (the same FIFO would keep a
      * change in order, but the create's answer would not show it). */
-    if (sb->status == SBX_CREATING)
-        return err_set(err, -EBUSY, "sandbox %s is being created; try again in a moment", sb->id);
+    if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
+        return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
+                       sb->state == SBX_CREATING ? "created" : "started");
     struct network_change *c = calloc(1, sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
     *c = (struct network_change){.srv = srv, .sb = sb, .done = done, .arg = arg};
@@ -440,8 +420,21 @@ static void creation_failed_as(struct server *srv, struct sbx *sb, bool saved, c
         answer_now(a);
 }
 
-static void creation_failed(struct server *srv, struct sbx *sb, err_t *err)
+/* A start that failed: it stays stopped, its workspace kept. */
+static void start_failed(struct server *srv, struct sbx *sb, const err_t *err)
 {
+    char who[300];
+    log_warn("sandbox %s was not started: %s", sbx_label(sb, who, sizeof who), err->msg);
+    sbx_move(srv, sb, SBX_BUILD_FAILED, NULL);
+    struct sbx_waiter *w = sb->waiters;
+    sb->waiters = NULL;
+    sbx_waiters_tell(srv, sb, w, err);
+}
+
+/* A build (a create, or a start) that failed. */
+static void build_failed(struct server *srv, struct sbx *sb, const err_t *err)
+{
+    if (sb->state == SBX_STARTING) return start_failed(srv, sb, err);
     creation_failed_as(srv, sb, true, err);
 }
 
@@ -451,14 +444,14 @@ struct unbuilt {
     err_t err; /* what its waiters are told */
 };
 
-/* Whatever the keeper answers, the creation failed with u's reason. sb is still
- * there: it is listed as creating, which no removal takes (at a stop, the
+/* Whatever the keeper answers, the build failed with u's reason. sb is still
+ * there: it is creating or starting, which no removal takes (at a stop, the
  * registry frees it and this is not called). */
 static void on_unbuilt(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
                        void *arg)
 {
     struct unbuilt *u = arg;
-    creation_failed(srv, u->sb, &u->err);
+    build_failed(srv, u->sb, &u->err);
     free(u);
 }
 
@@ -467,45 +460,54 @@ static void on_destroy_ignored(struct server *srv, const struct proto_result *re
 {
 }
 
-/* Built, but it cannot have its network: the keeper destroys it again, and its
- * waiters hear why once that is answered (the slot stays taken until then). */
+/* Built, but it cannot have its network: the keeper destroys it again (a
+ * started one is stopped again: its workspace stays), and its waiters hear why
+ * once that is answered (the slot stays taken until then). */
 static void without_network(struct server *srv, struct sbx *sb, err_t *err)
 {
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
+    uint16_t undo = sb->state == SBX_STARTING ? PROTO_STOP : PROTO_DESTROY;
     unwatch_death(sb);
     err_wrap(err, "cannot give the sandbox its network");
     struct unbuilt *u = malloc(sizeof *u);
     if (u) {
         *u = (struct unbuilt){.sb = sb, .err = *err};
-        if (server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_unbuilt, u,
-                               &(err_t){0}) == 0)
+        if (server_keeper_send(srv, undo, &ref, sizeof ref, 0, on_unbuilt, u, &(err_t){0}) == 0)
             return;
         free(u); /* the keeper is gone: the loop stops */
     } else {
-        /* No memory to wait with: the destroy still goes, unwaited (the keeper is serial). */
-        server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_destroy_ignored, NULL,
-                           &(err_t){0});
+        /* No memory to wait with: it still goes, unwaited (the keeper is serial). */
+        server_keeper_send(srv, undo, &ref, sizeof ref, 0, on_destroy_ignored, NULL, &(err_t){0});
     }
-    creation_failed(srv, sb, err);
+    build_failed(srv, sb, err);
 }
 
-/* Its status is on disk: its waiters get their answer. A sandbox being created
- * cannot be removed, so sb is still there (at a stop, it went with the registry). */
+/* Its status is on disk: it runs, and its waiters get their answer. A sandbox
+ * being built cannot be removed, so sb is still there (at a stop, it went with
+ * the registry). One whose init died meanwhile is stopped now. */
 static void on_running(int r, const err_t *err, void *arg)
 {
     struct sbx *sb = arg;
     if (r == -ECANCELED) return;
+    struct server *srv = sb->owner;
     if (r < 0) log_warn("status of sandbox %s not saved: %s", sb->id, err->msg);
-    if (sb->status == SBX_CREATING) sb->status = SBX_RUNNING; /* not stopped meanwhile */
     char who[300];
-    log_info("sandbox %s created in %lld ms: %u MiB, %g CPUs, %u MiB disk, internet %s",
-             sbx_label(sb, who, sizeof who), (long long)(now_unix_ms() - sb->created_ms),
-             (unsigned)sb->settings.memory_mib, sb->settings.cpus, (unsigned)sb->settings.disk_mib,
-             sb->settings.network.internet ? "on" : "off");
+    if (sb->state == SBX_CREATING)
+        log_info("sandbox %s created in %lld ms: %u MiB, %g CPUs, %u MiB disk, internet %s",
+                 sbx_label(sb, who, sizeof who), (long long)(now_unix_ms() - sb->created_ms),
+                 (unsigned)sb->settings.memory_mib, sb->settings.cpus,
+                 (unsigned)sb->settings.disk_mib, sb->settings.network.internet ? "on" : "off");
+    else
+        log_info("sandbox %s started", sbx_label(sb, who, sizeof who));
+    sbx_move(srv, sb, SBX_BUILT, NULL);
     struct sbx_waiter *w = sb->waiters;
     sb->waiters = NULL;
-    sbx_waiters_tell(sb->owner, sb, w, NULL);
+    sbx_waiters_tell(srv, sb, w, NULL);
+    if (sb->init_died) {
+        sb->init_died = false;
+        server_sandbox_died(srv, sb);
+    }
 }
 
 static void on_net_sockets(struct server *srv, const struct proto_result *res, int *fds,
@@ -520,9 +522,12 @@ static void on_net_sockets(struct server *srv, const struct proto_result *res, i
                 res->status < 0 ? res->msg : "the keeper passed no listeners");
         return without_network(srv, sb, &err);
     }
-    if (attach_egress_with(srv, sb, fds, false, &err) < 0) return without_network(srv, sb, &err);
+    bool started = sb->state == SBX_STARTING;
+    if (attach_egress_with(srv, sb, fds, started, &err) < 0) return without_network(srv, sb, &err);
     sb->last_active_ms = now_ms();
     usage_started(srv, sb);
+    if (started && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
+        log_warn("sandbox %s: MCP servers not started again: %s", sb->id, err.msg);
     /* Running once that is on disk (its row's insert is already). */
     store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(SBX_RUNNING), on_running, sb);
 }
@@ -534,8 +539,9 @@ static void on_created(struct server *srv, const struct proto_result *res, int *
     struct sbx *sb = arg;
     err_t err = {0};
     if (res->status < 0) {
-        err_set(&err, res->status, "cannot create the sandbox: %s", res->msg);
-        return creation_failed(srv, sb, &err);
+        err_set(&err, res->status, "cannot %s the sandbox: %s",
+                sb->state == SBX_STARTING ? "start" : "create", res->msg);
+        return build_failed(srv, sb, &err);
     }
     if (nfds > 0) watch_death(srv, sb, fds[0]);
     struct proto_ref ref = {0};
@@ -563,7 +569,7 @@ static void on_saved(int r, const err_t *err, void *arg)
     fill_proto_sandbox(sb, &p);
     if (server_keeper_send(srv, PROTO_CREATE, &p, sizeof p, 1, on_created, sb, &e) < 0) {
         err_wrap(&e, "cannot create the sandbox");
-        creation_failed(srv, sb, &e);
+        creation_failed_as(srv, sb, true, &e);
     }
 }
 
@@ -571,7 +577,7 @@ void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_crea
                                  void *arg)
 {
     err_t err = {0};
-    if (sb->status != SBX_CREATING) return done(srv, sb, NULL, arg);
+    if (sb->state != SBX_CREATING) return done(srv, sb, NULL, arg);
     if (sbx_waiters_add(&sb->waiters, done, arg, &err) < 0) done(srv, NULL, &err, arg);
 }
 
@@ -598,7 +604,7 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
     random_hex(sb->id, 6);
     sb->slot = free_slot(srv);
     sb->created_ms = now_unix_ms();
-    sb->status = SBX_CREATING;
+    sb->state = SBX_CREATING;
     link_sandbox(srv, sb);
     int r = save_new(srv, sb, on_saved, err);
     if (r < 0) {
@@ -607,6 +613,43 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
         return r;
     }
     server_sandbox_when_created(srv, sb, done, arg);
+    return 0;
+}
+
+/* A stopped (or failed) sandbox built again on its workspace: as a create from
+ * the keeper's build on (on_created), with ADOPT, which builds on a kept
+ * workspace. A failed one may still be held by the keeper (a removal that
+ * failed): a STOP goes first, its answer unread. */
+int server_sandbox_start(struct server *srv, struct sbx *sb, const char *reason,
+                         server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    if (sb->state == SBX_STARTING) return sbx_waiters_add(&sb->waiters, done, arg, err);
+    if (sb->state == SBX_RUNNING) {
+        if (done) done(srv, sb, NULL, arg);
+        return 0;
+    }
+    if (lifecycle_next(sb->state, SBX_START) < 0)
+        return err_set(err, sbx_state_transitional(sb->state) ? -EBUSY : -EINVAL,
+                       "sandbox %s is %s; only a stopped or failed sandbox can be started", sb->id,
+                       sbx_state_name(sb->state));
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    if (sb->state == SBX_FAILED &&
+        server_keeper_send(srv, PROTO_STOP, &ref, sizeof ref, 0, on_destroy_ignored, NULL, err) < 0)
+        return err_wrap(err, "cannot start sandbox %s", sb->id);
+    struct proto_sandbox p;
+    fill_proto_sandbox(sb, &p);
+    int r = sbx_waiters_add(&sb->waiters, done, arg, err);
+    if (r == 0) r = server_keeper_send(srv, PROTO_ADOPT, &p, sizeof p, 1, on_created, sb, err);
+    if (r < 0) {
+        sbx_waiters_free(sb->waiters);
+        sb->waiters = NULL;
+        return err_wrap(err, "cannot start sandbox %s", sb->id);
+    }
+    usage_checkpoint(srv, sb); /* the time it was stopped, counted as stopped */
+    sb->init_died = false;
+    log_info("starting sandbox %s (%s)", sb->id, reason);
+    sbx_move(srv, sb, SBX_START, NULL);
     return 0;
 }
 
@@ -628,54 +671,71 @@ static void forget(struct server *srv, struct sbx *sb, struct answer *rm)
     forget_row(srv, id, rm);
 }
 
-/* A destroy the keeper could not finish (something left in the sandbox's
+/* A removal the keeper could not finish (something left in the sandbox's
  * directory, say) keeps the sandbox, as failed: its processes are gone, and
- * both processes keep their entry, so that the rm can be retried. -ENOENT: the
- * keeper never had it (a create that failed) or no longer has it. */
-static void on_destroyed(struct server *srv, const struct proto_result *res, int *fds,
+ * both processes keep their entry, so that the rm can be retried. */
+static void removal_failed(struct server *srv, struct sbx *sb, struct answer *rm,
+                           const struct proto_result *res)
+{
+    rm->failed = true;
+    err_set(&rm->err, res->status,
+            "cannot remove sandbox %s: %s; its processes are stopped: fix that and remove it again",
+            sb->id, res->msg);
+    log_warn("%s", rm->err.msg);
+    sbx_move(srv, sb, SBX_REMOVE_FAILED, NULL); /* the answer waits for it to be on disk */
+    store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(sb->state), on_answer_written,
+                                rm);
+}
+
+/* The files of one the keeper did not hold (stopped, or never built) are gone. */
+static void on_forgotten(struct server *srv, const struct proto_result *res, int *fds,
                          unsigned nfds, void *arg)
 {
     struct answer *rm = arg;
     struct sbx *sb = rm->sb;
     rm->sb = NULL;
-    sb->removing = false;
-    if (res->status < 0 && res->status != -ENOENT) {
-        rm->failed = true;
-        err_set(&rm->err, res->status,
-                "cannot remove sandbox %s: %s; its processes are stopped: fix "
-                "that and remove it again",
-                sb->id, res->msg);
-        log_warn("%s", rm->err.msg);
-        sb->status = SBX_FAILED; /* the answer waits for it to be on disk */
-        store_writer_sandbox_status(srv->writer, sb->id, sbx_status_name(SBX_FAILED),
-                                    on_answer_written, rm);
+    if (res->status < 0) return removal_failed(srv, sb, rm, res);
+    forget(srv, sb, rm);
+}
+
+/* -ENOENT: the keeper does not hold it (stopped, or a create that failed):
+ * what it left on disk goes next. */
+static void on_destroyed(struct server *srv, const struct proto_result *res, int *fds,
+                         unsigned nfds, void *arg)
+{
+    struct answer *rm = arg;
+    struct sbx *sb = rm->sb;
+    struct proto_ref ref = {0};
+    memcpy(ref.id, sb->id, sizeof ref.id);
+    err_t err = {0};
+    if (res->status == -ENOENT &&
+        server_keeper_send(srv, PROTO_FORGET, &ref, sizeof ref, 0, on_forgotten, rm, &err) == 0)
         return;
-    }
+    rm->sb = NULL;
+    if (res->status < 0 && res->status != -ENOENT) return removal_failed(srv, sb, rm, res);
     forget(srv, sb, rm);
 }
 
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
                           err_t *err)
 {
-    if (sb->status == SBX_CREATING || sb->removing)
-        return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
-                       sb->removing ? "removed" : "created");
     if (server_sandbox_changing(sb)) return server_sandbox_delete_after_change(sb, done, arg, err);
+    if (lifecycle_next(sb->state, SBX_REMOVE) < 0)
+        return err_set(err, -EBUSY, "sandbox %s is %s; try again in a moment", sb->id,
+                       sbx_state_name(sb->state));
     struct answer *rm = malloc(sizeof *rm);
     if (!rm) return err_set(err, -ENOMEM, "out of memory");
     *rm = (struct answer){.srv = srv, .sb = sb, .deleted = done, .arg = arg};
-    usage_removed(srv, sb);
-    if (srv->hooks.removed) srv->hooks.removed(sb);
-    detach_egress(sb);
-    unwatch_death(sb);
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
+    usage_removed(srv, sb); /* its last stats go before the destroy */
     int r = server_keeper_send(srv, PROTO_DESTROY, &ref, sizeof ref, 0, on_destroyed, rm, err);
     if (r < 0) {
         free(rm);
         return r;
     }
-    sb->removing = true;
+    server_sandbox_detach(srv, sb);
+    sbx_move(srv, sb, SBX_REMOVE, NULL);
     return 0;
 }
 
@@ -865,7 +925,14 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     struct proto_result res;
     fill_proto_sandbox(sb, &p);
     int watch = -1;
-    enum sbx_status saved = sbx_status_parse(row->status);
+    enum sbx_state saved = sbx_status_parse(row->status);
+    /* The state a restart finds it in: no move, it is new to this run. */
+    if (readable && saved == SBX_STOPPED) {
+        sb->state = SBX_STOPPED;
+        usage_restore(srv, sb);
+        log_info("sandbox %s is stopped", sb->id);
+        return 0;
+    }
     bool ok = readable && saved != SBX_CREATING &&
               server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
     if (ok && watch >= 0) watch_death(srv, sb, watch);
@@ -874,14 +941,14 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     bool paused = ok && res.values[0] == 1 && saved == SBX_PAUSED;
     if (ok && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
-    sb->status = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
+    sb->state = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     sb->last_active_ms = now_ms();
     usage_restore(srv, sb);
     if (ok)
         log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
     else
         log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
-    save_status(srv, sb, sb->status);
+    save_status(srv, sb);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "../common/common.h"
 #include "../egress/egress.h"
 #include "../httpd/httpd.h"
+#include "../lifecycle/lifecycle.h"
 #include "../meter/meter.h"
 #include "../model/model.h"
 #include "../proto/proto.h"
@@ -41,19 +42,14 @@ struct server_config {
     char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
 };
 
-/* A sandbox's life, as the API names it (SPEC: creating|running|paused|stopped|failed). */
-enum sbx_status { SBX_CREATING, SBX_RUNNING, SBX_PAUSED, SBX_STOPPED, SBX_FAILED };
-#define SBX_STATUS_COUNT 5
-const char *sbx_status_name(enum sbx_status status);
-/* The status a stored or saved name stands for; an unknown name reads as failed. */
-enum sbx_status sbx_status_parse(const char *name);
-
 /* A sandbox as the server knows it. */
 struct sbx {
     char id[PROTO_ID_LEN];
     char account[ACCOUNT_NAME_MAX]; /* whose it is: nobody else sees it */
     uint32_t slot;
-    enum sbx_status status;
+    enum sbx_state state; /* moved only by lifecycle.c's sbx_move (lifecycle.h's table) */
+    bool init_died;       /* its init exited while it was being built: stopped once built */
+    char halt_reason[32]; /* why it is stopping: "api", "init process exited" */
     int64_t created_ms;
     struct model_sandbox settings;
     struct egress_sandbox *egress; /* NULL while not running */
@@ -70,13 +66,13 @@ struct sbx {
     uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
     uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
     bool stats_pending;            /* a checkpoint's figures are on their way */
+    enum sbx_state stats_as;       /* ... counted as the status it showed when asked */
     struct rate_limit events_rate; /* events.c: what it may record a second */
     struct rate_limit security_events_rate; /* ... of security events, apart */
     unsigned execs;                         /* api/exec.c: execs running now (4 descriptors each) */
     struct rate_limit exec_rate;            /* api/exec.c: exec starts a second */
-    struct sbx_waiter *waiters;             /* for the end of its creation */
-    bool removing;                          /* the keeper is destroying it */
-    struct sbx_change *change;              /* activity.c: a pause or resume under way, or NULL */
+    struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */
+    struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
     struct server *owner;
     struct sbx *next;
 };
@@ -99,14 +95,17 @@ struct server_hooks {
     void (*http_head)(struct httpd_req *req, struct server *srv);
     void (*http_fail)(struct httpd_req *req, int status, const char *code, const char *message,
                       struct server *srv);
-    /* A sandbox was re-adopted after a restart: bring back what hangs off it. */
+    /* A sandbox was re-adopted after a restart, or started again after a stop:
+     * bring back what hangs off it. */
     int (*restored)(struct server *srv, struct sbx *sb, err_t *err);
     /* The egress policy of a sandbox for its network settings (the gateway adds
      * the hosts its servers need). NULL: the settings alone. */
     int (*policy)(struct sbx *sb, const struct model_network *network, struct policy *out,
                   err_t *err);
-    /* The sandbox is going away (or has failed to): free what hangs off it. */
-    void (*removed)(struct sbx *sb);
+    /* Its processes are going (a stop or a removal, or a removal that failed):
+     * free what hangs off them. What is stored stays: restored brings it back
+     * when a stopped sandbox starts again. */
+    void (*halted)(struct sbx *sb);
     /* Something in it is busy on the host's side (installs): no idle pause yet. */
     bool (*busy)(struct sbx *sb);
     /* Its egress reported something (egress.refused, ...), before it is recorded. */
@@ -146,7 +145,7 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
 void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_created_fn *done,
                                  void *arg);
 /* Removes a sandbox; done is called once, from the loop (err NULL: it is gone). A
- * sandbox being created or removed is refused (-EBUSY). */
+ * sandbox being created, started, stopped or removed is refused (-EBUSY). */
 typedef void server_deleted_fn(struct server *srv, const err_t *err, void *arg);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
                           err_t *err);
@@ -229,6 +228,16 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err);
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
                           server_sandbox_done_fn *done, void *arg, err_t *err);
+/* Stop ends every process of a running or paused sandbox (or one whose init
+ * died) and keeps its workspace, settings, name and gateway link and token;
+ * start builds a stopped (or failed) one again on its workspace, its MCP servers
+ * with it. done as for pause: once the new status is on disk. Stopping a stopped
+ * sandbox, or starting a running one, calls done at once; a stop or start under
+ * way takes more waiters. -EBUSY during a pause or wake, a creation or a removal. */
+int server_sandbox_stop(struct server *srv, struct sbx *sb, const char *reason,
+                        server_sandbox_done_fn *done, void *arg, err_t *err);
+int server_sandbox_start(struct server *srv, struct sbx *sb, const char *reason,
+                         server_sandbox_done_fn *done, void *arg, err_t *err);
 /* A pause or resume is under way: a request must wait for it (resume). */
 bool server_sandbox_changing(const struct sbx *sb);
 /* The one admission of a request that needs its sandbox running (the API's exec, files

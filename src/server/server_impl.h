@@ -84,7 +84,7 @@ struct ssl_ctx_st *server_tls_context(void *srv); /* for a new connection; NULL:
 void server_tls_stop(struct server *srv);
 
 /* Those waiting to hear how something about a sandbox went (its creation, a
- * pause or a resume), in the order they asked (server.c). */
+ * pause, wake, stop or start), in the order they asked (server.c). */
 struct sbx_waiter {
     server_created_fn *done;
     void *arg;
@@ -99,7 +99,13 @@ void sbx_waiters_tell(struct server *srv, struct sbx *sb, struct sbx_waiter *w, 
 /* Frees the list without telling anyone (at shutdown: their requests end with the loop). */
 void sbx_waiters_free(struct sbx_waiter *w);
 
-/* activity.c */
+/* lifecycle.c: the one place a sandbox's state changes. Moves sb by event
+ * (lifecycle.h's table) and records the move's event, with fields (taken; NULL:
+ * none); false, and the move refused with a warning in the log, when the table
+ * has no such move. */
+bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *fields);
+/* Its init exited on its own: it is stopped as server_sandbox_stop would. */
+void server_sandbox_died(struct server *srv, struct sbx *sb);
 #define SERVER_TICK_MS 1000
 void server_sandbox_change_free(struct sbx *sb); /* at shutdown: drops its waiters */
 /* A removal asked for during a pause or resume runs when it is over. */
@@ -107,6 +113,10 @@ int server_sandbox_delete_after_change(struct sbx *sb, server_deleted_fn *done, 
                                        err_t *err);
 int server_tick_start(struct server *srv);
 void server_tick_stop(struct server *srv);
+
+/* server.c: its processes are going (a stop or a removal): the gateway's hook,
+ * its egress and the watch on its init let go of them. */
+void server_sandbox_detach(struct server *srv, struct sbx *sb);
 
 /* usage.c */
 void usage_checkpoint(struct server *srv, struct sbx *sb);

@@ -30,7 +30,7 @@ struct usage_row {
     struct meter_usage usage;
     int64_t mark_ms;
     uint64_t mark_cpu_ns, stored_bytes;
-    enum sbx_status state;
+    enum sbx_state state;
     bool deleted;
     char account[ACCOUNT_NAME_MAX]; /* rows saved before accounts existed: the default's */
     json_t *name;                   /* a string or null (owned) */
@@ -82,7 +82,7 @@ static int usage_row_parse(const char *text, struct usage_row *out, err_t *err)
     return r;
 }
 
-static void save_as(struct server *srv, const struct sbx *sb, enum sbx_status state, bool deleted)
+static void save_as(struct server *srv, const struct sbx *sb, enum sbx_state state, bool deleted)
 {
     if (sb->usage_unreadable) return; /* its row stays as it is, for the operator */
     json_t *row = row_json(sb, sbx_status_name(state), deleted);
@@ -97,7 +97,7 @@ static void save_as(struct server *srv, const struct sbx *sb, enum sbx_status st
 
 static void save(struct server *srv, const struct sbx *sb, bool deleted)
 {
-    save_as(srv, sb, sb->status, deleted);
+    save_as(srv, sb, sbx_state_shown(sb->state), deleted);
 }
 
 /* At startup only (usage_restore): the loop is not serving yet. */
@@ -115,14 +115,16 @@ static int stats_now(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint6
     return r;
 }
 
-static bool is_live(enum sbx_status state)
+/* The keeper holds it: it has figures to ask for. */
+static bool is_live(enum sbx_state shown)
 {
-    return state == SBX_RUNNING || state == SBX_PAUSED;
+    return shown == SBX_RUNNING || shown == SBX_PAUSED;
 }
 
-/* Counts the time since the last checkpoint as `state` (live: with the keeper's
- * cpu and disk figures), then moves the marks. */
-static void count(struct sbx *sb, enum sbx_status state, bool live, uint64_t cpu, uint64_t disk)
+/* Counts the time since the last checkpoint as `state`, the status it showed
+ * (live: with the keeper's cpu and disk figures), then moves the marks. A
+ * stopped sandbox's kept workspace is stored as a paused one's is. */
+static void count(struct sbx *sb, enum sbx_state state, bool live, uint64_t cpu, uint64_t disk)
 {
     int64_t now = now_unix_ms();
     if (!live) {
@@ -135,7 +137,7 @@ static void count(struct sbx *sb, enum sbx_status state, bool live, uint64_t cpu
         /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
         uint64_t used = cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;
         meter_add_running(&sb->usage, hours, (double)used / 1e9, gib);
-    } else if (live) {
+    } else if (live || state == SBX_STOPPED) {
         meter_add_paused(&sb->usage, hours, (double)sb->stored_bytes / 1e9);
     }
     sb->mark_ms = now;
@@ -143,7 +145,7 @@ static void count(struct sbx *sb, enum sbx_status state, bool live, uint64_t cpu
     sb->stored_bytes = disk;
 }
 
-static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status state)
+static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_state state)
 {
     uint64_t cpu = 0, disk = 0;
     bool live = is_live(state) && stats_now(srv, sb, &cpu, &disk) == 0;
@@ -151,15 +153,16 @@ static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_status st
     save(srv, sb, false);
 }
 
-/* The keeper's figures, counted in the state sb is in when they come: the
- * keeper is serial, so a pause or resume sent after them has not landed yet. */
+/* The keeper's figures, counted in the status sb showed when they were asked
+ * for: the keeper is serial, so a pause, stop or resume asked for after them
+ * has not happened yet when it measures. */
 static void on_stats(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
                      void *arg)
 {
     struct sbx *sb = arg;
     sb->stats_pending = false;
-    bool live = res->status == 0 && is_live(sb->status);
-    count(sb, sb->status, live, res->values[0], res->values[4]);
+    bool live = res->status == 0 && is_live(sb->stats_as);
+    count(sb, sb->stats_as, live, res->values[0], res->values[4]);
     save(srv, sb, false);
 }
 
@@ -172,12 +175,13 @@ void usage_checkpoint(struct server *srv, struct sbx *sb)
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
     err_t err = {0};
-    if (is_live(sb->status) &&
+    sb->stats_as = sbx_state_shown(sb->state);
+    if (is_live(sb->stats_as) &&
         server_keeper_send(srv, PROTO_STATS, &ref, sizeof ref, 0, on_stats, sb, &err) == 0) {
         sb->stats_pending = true;
         return;
     }
-    count(sb, sb->status, false, 0, 0);
+    count(sb, sb->stats_as, false, 0, 0);
     save(srv, sb, false);
 }
 
@@ -196,15 +200,16 @@ void usage_tick(struct server *srv)
 {
     int64_t now = now_unix_ms();
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        if (!sb->removing && now - sb->mark_ms >= CHECKPOINT_MS) usage_checkpoint(srv, sb);
+        if (sb->state != SBX_REMOVING && now - sb->mark_ms >= CHECKPOINT_MS)
+            usage_checkpoint(srv, sb);
 }
 
 static void on_last_stats(struct server *srv, const struct proto_result *res, int *fds,
                           unsigned nfds, void *arg)
 {
     struct sbx *sb = arg;
-    bool live = res->status == 0 && is_live(sb->status);
-    count(sb, sb->status, live, res->values[0], res->values[4]);
+    bool live = res->status == 0 && is_live(sb->stats_as);
+    count(sb, sb->stats_as, live, res->values[0], res->values[4]);
     save(srv, sb, true);
 }
 
@@ -216,10 +221,11 @@ void usage_removed(struct server *srv, struct sbx *sb)
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
     err_t err = {0};
-    if (is_live(sb->status) &&
+    sb->stats_as = sbx_state_shown(sb->state);
+    if (is_live(sb->stats_as) &&
         server_keeper_send(srv, PROTO_STATS, &ref, sizeof ref, 0, on_last_stats, sb, &err) == 0)
         return;
-    count(sb, sb->status, false, 0, 0);
+    count(sb, sb->stats_as, false, 0, 0);
     save(srv, sb, true);
 }
 
@@ -394,7 +400,7 @@ int server_usage(struct server *srv, const char *account, server_usage_fn *done,
     *q = (struct usage_query){.srv = srv, .done = done, .arg = arg};
     if (account) str_copy(q->account, sizeof q->account, account);
     for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
-        if (!sb->removing) usage_checkpoint(srv, sb);
+        if (sb->state != SBX_REMOVING) usage_checkpoint(srv, sb);
     int r = server_keeper_after(srv, on_checkpoints_counted, q, err);
     if (r < 0) free(q);
     return r;

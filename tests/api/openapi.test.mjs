@@ -157,13 +157,17 @@ function routingFacts() {
 }
 
 /** Every event kind that src/ records: the literal kinds given to server_event,
- * mcp_event, secret_event, record and the egress on_event callback. */
+ * mcp_event, secret_event, record and the egress on_event callback, and those of
+ * the moves in src/lifecycle's table ({FROM, EVENT, TO, "kind"}). */
 function eventKinds() {
   const kinds = new Set();
   const re = /\b(?:server_event|mcp_event|secret_event|record|on_event)\s*\((?:[^;"]*?),\s*"([a-z]+\.[a-z_.]+)"/g;
+  const move = /\{SBX_[A-Z_]+, SBX_[A-Z_]+, SBX_[A-Z_]+, "([a-z]+\.[a-z_.]+)"\}/g;
   for (const f of srcFiles(SRC)) {
     if (f.includes(`${path.sep}cli${path.sep}`)) continue;
-    for (const m of fs.readFileSync(f, 'utf8').matchAll(re)) kinds.add(m[1]);
+    const text = fs.readFileSync(f, 'utf8');
+    for (const m of text.matchAll(re)) kinds.add(m[1]);
+    for (const m of text.matchAll(move)) kinds.add(m[1]);
   }
   return kinds;
 }
@@ -423,6 +427,26 @@ test('pause and resume', { skip }, async () => {
   await call('POST', '/v1/sandboxes/{id}/resume', { params: { id: sb.id }, expect: 200 });
   await callError('POST', '/v1/sandboxes/{id}/pause', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
   await callError('POST', '/v1/sandboxes/{id}/resume', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  await call('POST', '/v1/sandboxes/{id}/pause', { params: { id: sb.id }, expect: 200 });
+  const w = await call('POST', '/v1/sandboxes/{id}/wake', { params: { id: sb.id }, expect: 200 });
+  assert.equal(w.body.status, 'running');
+  await callError('POST', '/v1/sandboxes/{id}/wake', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+});
+
+test('stop and start', { skip }, async () => {
+  await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, body: { argv: ['sh', '-c', 'echo kept > /workspace/stop-start'] }, expect: 200 });
+  const s = await call('POST', '/v1/sandboxes/{id}/stop', { params: { id: sb.id }, expect: 200 });
+  assert.equal(s.body.status, 'stopped');
+  await call('POST', '/v1/sandboxes/{id}/stop', { params: { id: sb.id }, expect: 200 });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 409, 'not_running', { params: { id: sb.id }, body: { argv: ['true'] } });
+  await callError('POST', '/v1/sandboxes/{id}/pause', 400, 'bad_request', { params: { id: sb.id } });
+  const t = await call('POST', '/v1/sandboxes/{id}/start', { params: { id: sb.id }, expect: 200 });
+  assert.equal(t.body.status, 'running');
+  await call('POST', '/v1/sandboxes/{id}/start', { params: { id: sb.id }, expect: 200 });
+  const e = await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, body: { argv: ['cat', '/workspace/stop-start'] }, expect: 200 });
+  assert.equal(e.body.stdout, 'kept\n');
+  await callError('POST', '/v1/sandboxes/{id}/stop', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  await callError('POST', '/v1/sandboxes/{id}/start', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
 });
 
 test('exec: result, stdin, env, cwd, timeout, errors', { skip }, async () => {

@@ -136,6 +136,34 @@ test('sandbox pause and resume: the line, the status, --json and an unknown sand
   assert.match(help.stdout, /^Usage: runtime sandbox pause ID/);
 });
 
+test('sandbox wake, stop and start: the lines, the status, and what a stopped sandbox says', async () => {
+  const name = token('stop').slice(0, 24);
+  const sb = await d.create({ name });
+  await d.sh(sb.id, 'echo kept > /workspace/f');
+  assert.equal((await d.cli(['sandbox', 'pause', name])).code, 0);
+  const wake = await d.cli(['sandbox', 'wake', name]);
+  assert.equal(wake.code, 0, wake.stderr);
+  assert.equal(wake.stdout, `sandbox ${name} (${sb.id}) woken\n`);
+
+  const stop = await d.cli(['sandbox', 'stop', name]);
+  assert.equal(stop.code, 0, stop.stderr);
+  assert.equal(stop.stdout, `sandbox ${name} (${sb.id}) stopped\n`);
+  assert.match((await d.cli(['sandbox', 'get', name])).stdout, /^Status:\s+stopped$/m);
+  const refused = await d.cli(['sandbox', 'exec', name, '--', 'true']);
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, new RegExp(`start it with \`runtime sandbox start ${sb.id}\``));
+
+  const start = await d.cli(['sandbox', 'start', name, '--json']);
+  assert.equal(start.code, 0, start.stderr);
+  assert.deepEqual([JSON.parse(start.stdout).id, JSON.parse(start.stdout).status], [sb.id, 'running']);
+  assert.equal((await d.exec(sb.id, ['cat', '/workspace/f'])).stdout, 'kept\n');
+  const again = await d.cli(['sandbox', 'start', sb.id]);
+  assert.equal(again.stdout, `sandbox ${name} (${sb.id}) started\n`, 'starting a running sandbox is no error');
+  const help = await d.cli(['sandbox', 'stop', '--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /keeps its \/workspace/);
+});
+
 test('usage lists the sandbox with what it used, a TOTAL line and the rates', async () => {
   const name = token('used').slice(0, 24);
   const sb = await d.create({ name });

@@ -1,9 +1,12 @@
 // The life of a server in a sandbox, as a user of the API sees it: clear errors for
 // bad settings, idempotent starts, a crash restarted with an event, failures at start
 // with the reason, warnings for hosts refused while starting, a daemon SIGKILL that
-// brings every server back on the same URL, and nothing left after stop and rm.
+// brings every server back on the same URL, a sandbox stopped and started again with
+// its servers at the same URL, and nothing left after stop and rm.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { processesMatching, stopDaemon } from '../e2e/lib.mjs';
 import { Client, StreamableHTTPClientTransport, skipReason, startMcpDaemon, waitFor } from './lib.mjs';
@@ -167,6 +170,70 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
       assert.equal(made.status, 201, made.text);
       assert.equal((await d.api('DELETE', `/v1/sandboxes/${made.body.id}`)).status, 204);
     }
+  });
+
+  test('a sandbox stopped and started again keeps its workspace, name, MCP URL and token', async () => {
+    const r = await d.api('POST', '/v1/sandboxes', { name: 'life-sleeper' });
+    assert.equal(r.status, 201, r.text);
+    const sid = r.body.id;
+    d.track(sid);
+    const marker = `sleeper-${Date.now()}.test`;
+    await d.putFile(sid, '/workspace/life.mjs', SERVER);
+    const { status: before } = await d.mcpReady(sid, [life('keep', [marker])]);
+    const url = before.servers.find((x) => x.name === 'keep').url;
+    const nap = `sleep ${3600 + (Date.now() % 997)}`; // a background process of its own
+    await d.mustExec(sid, ['sh', '-c', `echo kept > /workspace/note; ${nap} </dev/null >/dev/null 2>&1 &`]);
+    await waitFor(() => processesMatching(marker).length === 1 && processesMatching(nap).length === 1,
+      { what: 'the server and the sleep' });
+
+    const stop = await d.api('POST', `/v1/sandboxes/${sid}/stop`);
+    assert.equal(stop.status, 200, stop.text);
+    assert.equal(stop.body.status, 'stopped');
+    assert.deepEqual([...processesMatching(marker), ...processesMatching(nap)], [],
+      'no process of the sandbox is left');
+    const again = await d.api('POST', `/v1/sandboxes/${sid}/stop`);
+    assert.equal(again.status, 200, 'a second stop is no error');
+    const exec = await d.api('POST', `/v1/sandboxes/${sid}/exec`, { argv: ['true'] });
+    assert.equal(exec.status, 409, exec.text);
+    assert.match(exec.body.error.message, /stopped; start it with `runtime sandbox start/);
+    const pause = await d.api('POST', `/v1/sandboxes/${sid}/pause`);
+    assert.equal(pause.status, 400, `a stopped sandbox cannot be paused: ${pause.text}`);
+    const gw = await fetch(url, { method: 'POST', headers: { Authorization: before.headers.Authorization, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: '{}' });
+    assert.notEqual(gw.status, 200, 'nothing answers at its URL while it is stopped');
+    const events = (await d.events(sid)).filter((e) => e.kind.startsWith('sandbox.'));
+    assert.deepEqual(events.map((e) => [e.kind, e.reason]), [['sandbox.stopped', 'api']]);
+
+    // A restart of the daemon keeps it stopped: nothing is built behind the user's back.
+    await d.stop();
+    await d.start();
+    assert.equal((await d.api('GET', `/v1/sandboxes/${sid}`)).body.status, 'stopped');
+    assert.deepEqual([...processesMatching(marker), ...processesMatching(nap)], [],
+      'still nothing runs after a restart');
+
+    const start = await d.api('POST', `/v1/sandboxes/${sid}/start`);
+    assert.equal(start.status, 200, start.text);
+    assert.equal(start.body.status, 'running');
+    assert.equal(start.body.name, 'life-sleeper');
+    const { status: after } = await d.mcpSettle(sid, ['keep']);
+    const keep = after.servers.find((x) => x.name === 'keep');
+    assert.equal(keep.status, 'ready', keep.error);
+    assert.equal(keep.url, url, 'the same URL');
+    assert.equal(after.headers.Authorization, before.headers.Authorization, 'the same token');
+    const c = await connect(after, 'keep');
+    assert.equal((await c.callTool({ name: 'echo', arguments: { text: 'back' } })).content[0].text, 'back');
+    await c.close();
+    const note = await d.mustExec(sid, ['cat', '/workspace/note']);
+    assert.equal(note.stdout, 'kept\n');
+    const kinds = (await d.events(sid)).filter((e) => e.kind.startsWith('sandbox.')).map((e) => e.kind);
+    assert.deepEqual(kinds, ['sandbox.stopped', 'sandbox.started']);
+
+    // Stopped again, then removed: its files go with it.
+    assert.equal((await d.api('POST', `/v1/sandboxes/${sid}/stop`)).status, 200);
+    const dir = path.join(d.stateDir, 'sandboxes', sid);
+    assert.ok(fs.existsSync(dir), 'a stopped sandbox keeps its directory');
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${sid}`)).status, 204);
+    assert.ok(!fs.existsSync(dir), 'removed, its directory is gone');
+    assert.deepEqual(d.leftovers().cgroups.filter((c2) => c2.endsWith(sid)), []);
   });
 
   test('stop ends the process and the URL; rm leaves no server process', async () => {

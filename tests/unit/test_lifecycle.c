@@ -30,13 +30,12 @@ static const struct allowed allowed[] = {
     {SBX_FAILED, SBX_START, SBX_STARTING},
     {SBX_STARTING, SBX_BUILT, SBX_RUNNING},
     {SBX_STARTING, SBX_BUILD_FAILED, SBX_STOPPED},
-    /* an init that dies is a stop nobody asked for, from wherever it ran */
-    {SBX_CREATING, SBX_DIED, SBX_STOPPING},
+    /* an init that dies is a stop nobody asked for, from wherever it ran (one
+     * being built is stopped once it is built) */
     {SBX_RUNNING, SBX_DIED, SBX_STOPPING},
     {SBX_PAUSING, SBX_DIED, SBX_STOPPING},
     {SBX_PAUSED, SBX_DIED, SBX_STOPPING},
     {SBX_WAKING, SBX_DIED, SBX_STOPPING},
-    {SBX_STARTING, SBX_DIED, SBX_STOPPING},
     /* removal, from any state at rest but creating */
     {SBX_RUNNING, SBX_REMOVE, SBX_REMOVING},
     {SBX_PAUSED, SBX_REMOVE, SBX_REMOVING},
@@ -138,4 +137,64 @@ TEST(lifecycle_status_words_round_trip)
     CHECK(sbx_status_parse("pausing") == SBX_FAILED);
     CHECK(sbx_status_parse(NULL) == SBX_FAILED);
     CHECK(sbx_status_parse("garbage") == SBX_FAILED);
+}
+
+static int state_named(const char *name)
+{
+    for (int s = 0; s < SBX_STATE_COUNT; s++)
+        if (strcmp(sbx_state_name(s), name) == 0) return s;
+    return -1;
+}
+
+static int event_named(const char *name)
+{
+    for (int e = 0; e < SBX_EVENT_COUNT; e++)
+        if (strcmp(sbx_event_name(e), name) == 0) return e;
+    return -1;
+}
+
+/* One edge of the diagram, "    FROM --> TO: EVENT, EVENT": each of its moves
+ * must be the table's; returns how many there were, or -1. */
+static int diagram_edge(char *line)
+{
+    char from[32], to[32], events[128];
+    if (sscanf(line, " %31s --> %31[^:]: %127[^\n]", from, to, events) != 3) return 0;
+    if (from[0] == '[' || to[0] == '[') return 0; /* the start and the end */
+    int f = state_named(from), t = state_named(to), n = 0;
+    if (f < 0 || t < 0) return -1;
+    char *save = NULL;
+    for (char *ev = strtok_r(events, ",", &save); ev; ev = strtok_r(NULL, ",", &save)) {
+        while (*ev == ' ')
+            ev++;
+        int e = event_named(ev);
+        if (e < 0 || lifecycle_next(f, e) != t) {
+            fprintf(stderr, "  the diagram's %s --%s--> %s is not the table's\n", from, ev, to);
+            return -1;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* docs/architecture.md's diagram is the table: every edge a move of it, every
+ * move an edge. */
+TEST(lifecycle_diagram_in_architecture_md_is_the_table)
+{
+    FILE *f = fopen("docs/architecture.md", "r");
+    CHECK(f != NULL);
+    if (!f) return;
+    char line[256];
+    bool inside = false;
+    int moves = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "stateDiagram-v2", 15) == 0) inside = true;
+        if (!inside) continue;
+        if (strncmp(line, "```", 3) == 0) break;
+        int n = diagram_edge(line);
+        CHECK(n >= 0);
+        moves += n > 0 ? n : 0;
+    }
+    fclose(f);
+    CHECK(inside);
+    CHECK(moves == (int)N_ALLOWED);
 }

@@ -445,6 +445,8 @@ export type EventKind =
   | 'sandbox.paused'
   | 'sandbox.resumed'
   | 'sandbox.exited'
+  | 'sandbox.stopped'
+  | 'sandbox.started'
   | 'events.dropped';
 
 /** one event; `kind` tells which fields it has */
@@ -468,6 +470,8 @@ export type Event =
   | SandboxPausedEvent
   | SandboxResumedEvent
   | SandboxExitedEvent
+  | SandboxStoppedEvent
+  | SandboxStartedEvent
   | EventsDroppedEvent;
 
 /** a connection or DNS query of the sandbox was refused */
@@ -703,6 +707,22 @@ export interface SandboxExitedEvent {
   time: Time;
   kind: 'sandbox.exited';
   reason: string;
+  [more: string]: unknown;
+}
+
+export interface SandboxStoppedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.stopped';
+  /** api, or init process exited */
+  reason: string;
+  [more: string]: unknown;
+}
+
+export interface SandboxStartedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.started';
   [more: string]: unknown;
 }
 

@@ -72,6 +72,8 @@ __all__ = [
     "SandboxPausedEvent",
     "SandboxResumedEvent",
     "SandboxExitedEvent",
+    "SandboxStoppedEvent",
+    "SandboxStartedEvent",
     "EventsDroppedEvent",
     "Event",
     "JsonRpcMessage",
@@ -508,6 +510,8 @@ EventKind: TypeAlias = Literal[
     "sandbox.paused",
     "sandbox.resumed",
     "sandbox.exited",
+    "sandbox.stopped",
+    "sandbox.started",
     "events.dropped",
 ]
 
@@ -740,6 +744,20 @@ class SandboxExitedEvent(TypedDict):
     reason: str
 
 
+class SandboxStoppedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["sandbox.stopped"]
+    #: api, or init process exited
+    reason: str
+
+
+class SandboxStartedEvent(TypedDict):
+    seq: EventSeq
+    time: Time
+    kind: Literal["sandbox.started"]
+
+
 class EventsDroppedEvent(TypedDict):
     """events beyond the rate limit were dropped before the next one kept; routine and
     security events (docs/egress.md, "Events") have limits of their own
@@ -775,6 +793,8 @@ Event: TypeAlias = (
     | SandboxPausedEvent
     | SandboxResumedEvent
     | SandboxExitedEvent
+    | SandboxStoppedEvent
+    | SandboxStartedEvent
     | EventsDroppedEvent
 )
 
