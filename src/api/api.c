@@ -101,20 +101,20 @@ static bool authenticate(struct httpd_req *req, struct server *srv, struct api_c
 
 static json_t *sandbox_json(const struct sbx *sb)
 {
-    json_t *v = model_sandbox_json(&sb->settings);
+    json_t *v = model_sandbox_json(sbx_settings(sb));
     char created[40];
-    time_rfc3339(created, sizeof created, sb->created_ms);
-    json_object_set_new(v, "id", json_string(sb->id));
-    json_object_set_new(v, "status", json_string(sbx_status_name(sb->state)));
+    time_rfc3339(created, sizeof created, sbx_created_ms(sb));
+    json_object_set_new(v, "id", json_string(sbx_id(sb)));
+    json_object_set_new(v, "status", json_string(sbx_status_name(sbx_state(sb))));
     json_object_set_new(v, "createdAt", json_string(created));
-    if (sb->mcp) json_object_set_new(v, "mcp", mcp_servers_json(sb->mcp));
+    if (mcp_box_of(sb)) json_object_set_new(v, "mcp", mcp_servers_json(mcp_box_of(sb)));
     return v;
 }
 
 static bool label_matches(const struct sbx *sb, const char *filter)
 {
     const char *eq = strchr(filter, '=');
-    const struct model_map *labels = &sb->settings.labels;
+    const struct model_map *labels = &sbx_settings(sb)->labels;
     if (!eq) return model_map_get(labels, filter) != NULL;
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
@@ -128,8 +128,8 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
     const char *query = httpd_query(req);
     evhttp_parse_query_str(query ? query : "", &q);
     json_t *arr = json_array();
-    for (struct sbx *s = server_sandbox_first(srv); s; s = s->next) {
-        bool ok = strcmp(s->account, who->account) == 0;
+    for (struct sbx *s = server_sandbox_first(srv); s; s = server_sandbox_next(s)) {
+        bool ok = strcmp(sbx_account(s), who->account) == 0;
         for (struct evkeyval *kv = q.tqh_first; kv; kv = kv->next.tqe_next)
             if (strcmp(kv->key, "label") == 0) ok = ok && label_matches(s, kv->value);
         if (ok) json_array_insert_new(arr, 0, sandbox_json(s)); /* oldest first */
@@ -224,7 +224,7 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
         api_error(req, 409, "name_taken",
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "
                   "getOrCreate",
-                  settings.name, old->id);
+                  settings.name, sbx_id(old));
     } else if (check_host_cpus(settings.cpus, sysconf(_SC_NPROCESSORS_ONLN), &err) < 0) {
         api_fail(req, &err);
     } else if (check_limits(srv, who->account, &settings, &err) < 0) {
@@ -268,7 +268,7 @@ static struct file_req *file_req_new(struct httpd_req *req, struct server *srv,
     if (!f) return NULL;
     f->req = req;
     f->srv = srv;
-    memcpy(f->sandbox, sb->id, sizeof f->sandbox);
+    memcpy(f->sandbox, sbx_id(sb), sizeof f->sandbox);
     snprintf(f->path, sizeof f->path, "%s", path);
     return f;
 }
@@ -468,13 +468,13 @@ static void events(struct httpd_req *req, struct server *srv, struct sbx *sb)
 /* 409 for a request that needs the sandbox running, saying what to do. */
 static void not_running(struct httpd_req *req, const struct sbx *sb)
 {
-    if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
-        return api_error(req, 409, "not_running", "sandbox %s is %s; try again in a moment", sb->id,
-                         sbx_state_name(sb->state));
+    if (sbx_state(sb) == SBX_CREATING || sbx_state(sb) == SBX_STARTING)
+        return api_error(req, 409, "not_running", "sandbox %s is %s; try again in a moment",
+                         sbx_id(sb), sbx_state_name(sbx_state(sb)));
     api_error(req, 409, "not_running",
               "sandbox %s is %s; start it with `runtime sandbox start %s` (its /workspace is "
               "kept), or remove it with `runtime sandbox rm %s`",
-              sb->id, sbx_state_name(sb->state), sb->id, sb->id);
+              sbx_id(sb), sbx_state_name(sbx_state(sb)), sbx_id(sb), sbx_id(sb));
 }
 
 static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *name)
@@ -498,7 +498,7 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
         return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
     }
     if (!name && m == HTTPD_POST) {
-        if (sb->state != SBX_RUNNING) return not_running(req, sb);
+        if (sbx_state(sb) != SBX_RUNNING) return not_running(req, sb);
         json_t *body = api_body_json(req, false), *out = NULL;
         if (!body) return;
         int r = mcp_start(srv, sb, body, &out, &err);
@@ -559,8 +559,8 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
                          "no sandbox %s; `runtime sandbox list` "
                          "shows them",
                          key);
-    if (sb->state == SBX_REMOVING && m != HTTPD_GET)
-        return api_error(req, 409, "busy", "sandbox %s is being removed", sb->id);
+    if (sbx_state(sb) == SBX_REMOVING && m != HTTPD_GET)
+        return api_error(req, 409, "busy", "sandbox %s is being removed", sbx_id(sb));
     err_t err = {0};
     if (!action && m == HTTPD_GET) return api_json(req, 200, sandbox_json(sb));
     if (!action && m == HTTPD_DELETE) {
@@ -595,7 +595,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
         needs_running ? server_sandbox_admit(srv, sb, action, serve_when_awake, req, &err) : 0;
     if (admitted < 0) return api_fail(req, &err);
     if (admitted > 0) return; /* served once it is awake */
-    if (needs_running && sb->state != SBX_RUNNING && strcmp(action, "mcp") != 0)
+    if (needs_running && sbx_state(sb) != SBX_RUNNING && strcmp(action, "mcp") != 0)
         return not_running(req, sb);
     if (action && strcmp(action, "exec") == 0 && m == HTTPD_POST) return api_exec(req, srv, sb);
     if (action && strcmp(action, "files") == 0 && (m == HTTPD_GET || m == HTTPD_PUT))
@@ -767,7 +767,7 @@ void api_head(struct httpd_req *req, struct server *srv)
                          "the key from STATE/admin.key or your account's key");
     httpd_trust(req);
     struct sbx *sb = sandbox_of_path(srv, &who, path);
-    httpd_charge(req, sb ? sb->budget : server_budget(srv));
+    httpd_charge(req, sb ? sbx_budget(sb) : server_budget(srv));
     httpd_read_body(req, is_upload(req) ? API_MAX_FILE_BODY : API_MAX_JSON_BODY, route, srv);
 }
 

@@ -7,7 +7,7 @@
 
 struct httpd_req;
 
-/* Limits with defaults (DESIGN invariant 7). */
+/* Limits, each with a default (docs/architecture.md, "Limits (defaults)"). */
 #define API_MAX_JSON_BODY (1u << 20)       /* 1 MiB */
 #define API_MAX_FILE_BODY (64u << 20)      /* 64 MiB per PUT */
 #define API_MAX_OUTPUT (1u << 20)          /* per stream of an exec */
@@ -18,6 +18,9 @@ struct httpd_req;
 void api_head(struct httpd_req *req, struct server *srv);
 void api_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
                    struct server *srv);
+
+/* The server's hook freed: what the API kept for a sandbox goes with it. */
+void api_sandbox_freed(struct sbx *sb);
 
 /* Copies bytes to a JSON string, replacing invalid UTF-8 with U+FFFD. */
 json_t *api_json_text(const char *bytes, size_t n);

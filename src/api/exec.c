@@ -15,6 +15,29 @@
  * every sandbox; a program running short commands one after another stays below. */
 #define EXEC_STARTS_PER_S 100
 
+/* What the API keeps for a sandbox (its slot), made at its first exec. */
+struct api_sandbox {
+    unsigned execs;              /* running now (4 descriptors each) */
+    struct rate_limit exec_rate; /* starts a second */
+};
+
+static struct api_sandbox *api_sandbox_of(struct sbx *sb)
+{
+    struct api_sandbox *a = sbx_slot(sb, SBX_SLOT_API);
+    if (a) return a;
+    a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->exec_rate = RATE_LIMIT(EXEC_STARTS_PER_S, 3 * EXEC_STARTS_PER_S);
+    sbx_set_slot(sb, SBX_SLOT_API, a);
+    return a;
+}
+
+void api_sandbox_freed(struct sbx *sb)
+{
+    free(sbx_slot(sb, SBX_SLOT_API));
+    sbx_set_slot(sb, SBX_SLOT_API, NULL);
+}
+
 static json_t *stream_json(struct evbuffer *buf, size_t dropped)
 {
     if (dropped)
@@ -38,10 +61,9 @@ static void on_done(void *arg, const struct server_run_result *res)
     struct exec_call *call = arg;
     struct httpd_req *req = call->req;
     struct sbx *sb = server_sandbox_find(call->srv, NULL, call->sandbox);
-    if (sb) {
-        server_sandbox_hold(sb, -1);
-        sb->execs--;
-    }
+    struct api_sandbox *a = sb ? sbx_slot(sb, SBX_SLOT_API) : NULL;
+    if (sb) server_sandbox_hold(sb, -1);
+    if (a) a->execs--;
     free(call);
     if (res->error) {
         api_fail(req, res->error);
@@ -117,18 +139,19 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
 
 void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
-    if (sb->execs >= MAX_RUNNING_EXECS)
+    struct api_sandbox *a = api_sandbox_of(sb);
+    if (!a) return api_error(req, 500, "internal", "out of memory");
+    if (a->execs >= MAX_RUNNING_EXECS)
         return api_error(req, 429, "limit_reached",
                          "sandbox %s already runs %u execs, the "
                          "most it may at once; wait for one to end",
-                         sb->id, sb->execs);
-    if (!sb->exec_rate.rate) sb->exec_rate = RATE_LIMIT(EXEC_STARTS_PER_S, 3 * EXEC_STARTS_PER_S);
-    if (!rate_allow(&sb->exec_rate, now_ms())) {
+                         sbx_id(sb), a->execs);
+    if (!rate_allow(&a->exec_rate, now_ms())) {
         httpd_add_header(req, "Retry-After", "1");
         return api_error(req, 429, "limit_reached",
                          "sandbox %s started %u execs a second, the "
                          "most it may; try again in a second",
-                         sb->id, EXEC_STARTS_PER_S);
+                         sbx_id(sb), EXEC_STARTS_PER_S);
     }
     json_t *body = api_body_json(req, false);
     if (!body) return;
@@ -141,13 +164,13 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
     if (call) {
         call->req = req;
         call->srv = srv;
-        memcpy(call->sandbox, sb->id, sizeof call->sandbox);
+        memcpy(call->sandbox, sbx_id(sb), sizeof call->sandbox);
     } else if (r == 0)
         r = err_set(&err, -ENOMEM, "out of memory");
     if (r == 0) r = server_run(srv, sb, &spec, on_done, call, NULL, &err);
     if (r == 0) {
         server_sandbox_hold(sb, +1); /* no idle pause while it runs */
-        sb->execs++;
+        a->execs++;
     }
     if (r < 0) {
         free(call);

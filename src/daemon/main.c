@@ -195,6 +195,7 @@ static const struct server_hooks server_hooks = {
     .restored = mcp_box_restore,
     .policy = mcp_policy,
     .halted = mcp_sandbox_halted,
+    .freed = api_sandbox_freed,
     .busy = mcp_sandbox_busy,
     .egress_event = mcp_sandbox_egress_event,
     .metrics = mcp_metrics_write,

@@ -177,7 +177,7 @@ static struct mcp_backend *backend_new(struct mcp_server *ms, struct mcp_session
 {
     struct mcp_backend *be = calloc(1, sizeof *be);
     if (!be) return NULL;
-    be->budget = budget_ref(ms->box->sb->budget);
+    be->budget = budget_ref(sbx_budget(ms->box->sb));
     be->server = ms;
     be->owner = owner;
     be->on_ready = on_ready;

@@ -36,26 +36,32 @@ static bool busy(const struct mcp_server *ms)
 
 bool mcp_sandbox_busy(struct sbx *sb)
 {
-    for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next)
+    for (struct mcp_server *ms = mcp_box_of(sb) ? mcp_box_of(sb)->servers : NULL; ms; ms = ms->next)
         if (busy(ms)) return true;
     return false;
 }
 
+struct mcp_box *mcp_box_of(const struct sbx *sb)
+{
+    return sbx_slot(sb, SBX_SLOT_GATEWAY);
+}
+
 void mcp_sandbox_halted(struct sbx *sb)
 {
-    mcp_box_free(sb->mcp);
-    sb->mcp = NULL;
+    mcp_box_free(mcp_box_of(sb));
+    sbx_set_slot(sb, SBX_SLOT_GATEWAY, NULL);
 }
 
 void mcp_metrics_write(struct sbx *sb, FILE *f)
 {
-    if (sb->mcp && sb->mcp->history)
+    if (mcp_box_of(sb) && mcp_box_of(sb)->history)
         fprintf(f, "runtime_gateway_history_bytes{account=\"%s\",sandbox=\"%s\"} %llu\n",
-                sb->account, sb->id, (unsigned long long)sb->mcp->history->used);
-    for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next) {
+                sbx_account(sb), sbx_id(sb), (unsigned long long)mcp_box_of(sb)->history->used);
+    for (struct mcp_server *ms = mcp_box_of(sb) ? mcp_box_of(sb)->servers : NULL; ms;
+         ms = ms->next) {
         char labels[240];
-        snprintf(labels, sizeof labels, "account=\"%s\",sandbox=\"%s\",server=\"%s\"", sb->account,
-                 sb->id, ms->name);
+        snprintf(labels, sizeof labels, "account=\"%s\",sandbox=\"%s\",server=\"%s\"",
+                 sbx_account(sb), sbx_id(sb), ms->name);
         fprintf(f, "runtime_gateway_requests_total{%s} %llu\n", labels,
                 (unsigned long long)ms->requests);
         fprintf(f, "runtime_gateway_notifications_dropped_total{%s} %llu\n", labels,
@@ -67,7 +73,7 @@ void mcp_metrics_write(struct sbx *sb, FILE *f)
 void mcp_event(struct mcp_server *ms, const char *kind, json_t *fields)
 {
     json_object_set_new(fields, "server", json_string(ms->name));
-    server_event(ms->box->srv, ms->box->sb->id, kind, fields);
+    server_event(ms->box->srv, sbx_id(ms->box->sb), kind, fields);
     json_decref(fields);
 }
 
@@ -137,8 +143,8 @@ struct mcp_box *mcp_box_find_link(struct server *srv, const char *link)
 {
     struct mcp_box *found = NULL;
     /* Every box is compared, in constant time each: no early exit tells how close a guess was. */
-    for (struct sbx *sb = server_sandbox_first(srv); sb; sb = sb->next)
-        if (sb->mcp && str_equal_ct(sb->mcp->link, link)) found = sb->mcp;
+    for (struct sbx *sb = server_sandbox_first(srv); sb; sb = server_sandbox_next(sb))
+        if (mcp_box_of(sb) && str_equal_ct(mcp_box_of(sb)->link, link)) found = mcp_box_of(sb);
     return found;
 }
 
@@ -162,9 +168,9 @@ void mcp_box_save(struct mcp_box *box)
     json_decref(state);
     /* Nobody waits for it; the writer's FIFO keeps it before the sandbox's forget. */
     if (text)
-        store_writer_mcp_put(server_writer(box->srv), box->sb->id, text);
+        store_writer_mcp_put(server_writer(box->srv), sbx_id(box->sb), text);
     else
-        log_warn("MCP servers of sandbox %s not saved: out of memory", box->sb->id);
+        log_warn("MCP servers of sandbox %s not saved: out of memory", sbx_id(box->sb));
     free(text);
 }
 
@@ -184,11 +190,11 @@ static struct mcp_box *box_new(struct server *srv, struct sbx *sb)
     random_bytes(box->state_key, sizeof box->state_key);
     /* Resumption histories get a quarter of what the sandbox may hold: they are best
      * effort, and must never crowd out the answers its clients are reading. */
-    box->history = budget_new(sb->budget ? sb->budget->limit / 4 : 0, sb->budget);
+    box->history = budget_new(sbx_budget(sb) ? sbx_budget(sb)->limit / 4 : 0, sbx_budget(sb));
     box->keepalive = event_new(server_base(srv), -1, EV_PERSIST, keepalive_tick, box);
     struct timeval tv = {MCP_KEEPALIVE_MS / 1000, 0};
     event_add(box->keepalive, &tv);
-    sb->mcp = box;
+    sbx_set_slot(sb, SBX_SLOT_GATEWAY, box);
     return box;
 }
 
@@ -239,8 +245,8 @@ static int check_settings(struct server *srv, const struct sbx *sb, json_t *entr
                           const struct model_mcp_server *cfg, err_t *err)
 {
     const struct vault *known = server_vault(srv);
-    int r = check_secrets(cfg, known, sb->account, err);
-    return r < 0 ? r : check_required(entry, cfg, known, sb->account, err);
+    int r = check_secrets(cfg, known, sbx_account(sb), err);
+    return r < 0 ? r : check_required(entry, cfg, known, sbx_account(sb), err);
 }
 
 /* One entry of servers[]: its settings and its catalog entry (NULL for one's own). */
@@ -376,7 +382,7 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
         if (r < 0) return err_wrap(err, "servers[%zu]", i);
         *made = i + 1;
         const char *name = cfgs[i].name;
-        struct mcp_server *old = mcp_server_find(sb->mcp, name);
+        struct mcp_server *old = mcp_server_find(mcp_box_of(sb), name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(name, cfgs[j].name) == 0)
                 return err_set(err, -EINVAL, "server %s is given twice", name);
@@ -385,9 +391,10 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
                            "server %s is already %s with other settings; stop "
                            "it first (DELETE .../mcp/%s)",
                            name, mcp_status_name(old->status), name);
-        if (!old && count(sb->mcp) + (int)i >= MCP_MAX_SERVERS) {
+        if (!old && count(mcp_box_of(sb)) + (int)i >= MCP_MAX_SERVERS) {
             char who[300];
-            err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sb->id, MCP_MAX_SERVERS);
+            err_set(err, -EAGAIN, "sandbox %s has %d servers, the limit", sbx_id(sb),
+                    MCP_MAX_SERVERS);
             log_warn("sandbox %s: MCP server %s refused: %s", sbx_label(sb, who, sizeof who), name,
                      err->msg);
             return err->code;
@@ -433,12 +440,12 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
     json_t *entries[MCP_MAX_SERVERS];
     size_t made = 0;
     int r = check_starts(srv, sb, list, cfgs, entries, &made, err);
-    if (r == 0 && !sb->mcp && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
+    if (r == 0 && !mcp_box_of(sb) && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; r == 0 && i < made; i++)
-        start_one(sb->mcp, &cfgs[i], entries[i]);
+        start_one(mcp_box_of(sb), &cfgs[i], entries[i]);
     if (r == 0) {
-        mcp_box_save(sb->mcp);
-        *out = status_json(sb->mcp);
+        mcp_box_save(mcp_box_of(sb));
+        *out = status_json(mcp_box_of(sb));
     }
     for (size_t i = 0; i < made; i++)
         model_mcp_server_clear(&cfgs[i]);
@@ -447,12 +454,12 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
 
 int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err)
 {
-    struct mcp_server *ms = mcp_server_find(sb->mcp, name);
-    if (!ms) return err_set(err, -ENOENT, "sandbox %s has no MCP server %s", sb->id, name);
+    struct mcp_server *ms = mcp_server_find(mcp_box_of(sb), name);
+    if (!ms) return err_set(err, -ENOENT, "sandbox %s has no MCP server %s", sbx_id(sb), name);
     mcp_server_halt(ms);
     mcp_server_set_status(ms, MCP_STOPPED, NULL);
     mcp_event(ms, "mcp.stopped", json_object());
-    mcp_box_save(sb->mcp);
+    mcp_box_save(mcp_box_of(sb));
     return 0;
 }
 
@@ -495,7 +502,7 @@ void mcp_box_changed(struct mcp_box *box)
 
 void mcp_status_reply(struct server *srv, struct sbx *sb, struct httpd_req *req, uint32_t wait_ms)
 {
-    struct mcp_box *box = sb->mcp;
+    struct mcp_box *box = mcp_box_of(sb);
     bool any_busy = false;
     for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
         any_busy = any_busy || busy(ms);
@@ -538,7 +545,7 @@ void mcp_box_free(struct mcp_box *box)
     }
     event_free(box->keepalive);
     budget_unref(box->history);
-    box->sb->mcp = NULL;
+    sbx_set_slot(box->sb, SBX_SLOT_GATEWAY, NULL);
     free(box);
 }
 
@@ -549,13 +556,13 @@ static void restore_server(struct mcp_box *box, json_t *saved)
     struct model_mcp_server cfg;
     err_t err = {0};
     if (model_mcp_server_parse(json_object_get(saved, "config"), &cfg, &err) < 0) {
-        log_warn("sandbox %s: a saved MCP server cannot be read: %s", box->sb->id, err.msg);
+        log_warn("sandbox %s: a saved MCP server cannot be read: %s", sbx_id(box->sb), err.msg);
         return;
     }
     json_t *entry = cfg.id[0] ? catalog_find(mcp_catalog(box->srv), cfg.id) : NULL;
     if (cfg.id[0] && !entry)
         log_warn("sandbox %s: MCP server %s is not in the catalog any more; not restored",
-                 box->sb->id, cfg.id);
+                 sbx_id(box->sb), cfg.id);
     struct mcp_server *ms = cfg.id[0] && !entry ? NULL : server_new(box, &cfg, entry);
     model_mcp_server_clear(&cfg);
     if (!ms) return;
@@ -569,7 +576,7 @@ static void restore_server(struct mcp_box *box, json_t *saved)
 int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err)
 {
     char *text = NULL;
-    int r = store_mcp_get(server_store(srv), sb->id, &text, err);
+    int r = store_mcp_get(server_store(srv), sbx_id(sb), &text, err);
     if (r == -ENOENT) return 0;
     if (r < 0) return r;
     json_error_t jerr;
@@ -578,7 +585,7 @@ int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err)
     const char *link = json_string_value(json_object_get(state, "link"));
     const char *token = json_string_value(json_object_get(state, "token"));
     if (!link || !token || !json_is_array(json_object_get(state, "servers"))) {
-        server_row_unreadable(srv, "mcp", sb->id,
+        server_row_unreadable(srv, "mcp", sbx_id(sb),
                               !state ? jerr.text : "it lacks its link, token or servers");
         json_decref(state);
         return 0; /* the sandbox itself is restored */
@@ -608,7 +615,8 @@ static void egress_refused(struct sbx *sb, json_t *fields)
     char text[400];
     snprintf(text, sizeof text, "egress to %s refused (%s)", host ? host : "an address",
              reason ? reason : "not allowed");
-    for (struct mcp_server *ms = sb->mcp ? sb->mcp->servers : NULL; ms; ms = ms->next) {
+    for (struct mcp_server *ms = mcp_box_of(sb) ? mcp_box_of(sb)->servers : NULL; ms;
+         ms = ms->next) {
         if (!busy(ms) || json_array_size(ms->warnings) >= 20) continue;
         bool dup = false;
         size_t i;
@@ -620,5 +628,5 @@ static void egress_refused(struct sbx *sb, json_t *fields)
 
 void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields)
 {
-    if (sb->mcp && strcmp(kind, "egress.refused") == 0) egress_refused(sb, fields);
+    if (mcp_box_of(sb) && strcmp(kind, "egress.refused") == 0) egress_refused(sb, fields);
 }

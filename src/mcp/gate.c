@@ -1,4 +1,4 @@
-/* The fingerprint gate (DESIGN invariant 8): a server serves only a tool list that
+/* The fingerprint gate: a server serves only a tool list that
  * was approved, byte for byte. The approval is the start option's fingerprint, the
  * catalog's, or the list the server showed at its first start; what clients see is
  * the approved list's canonical text itself, never the process's own words. */

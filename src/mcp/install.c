@@ -97,7 +97,7 @@ static int serving_hosts(const struct mcp_box *box, const struct model_network *
 int mcp_policy(struct sbx *sb, const struct model_network *network, struct policy *out, err_t *err)
 {
     struct model_network hosts = {0};
-    struct mcp_box *box = sb->mcp;
+    struct mcp_box *box = mcp_box_of(sb);
     int r = box && box->installing > 0 ? installing_hosts(box, &hosts, err)
                                        : serving_hosts(box, network, &hosts, err);
     if (r == 0) r = model_network_policy(&hosts, out, err);
@@ -107,14 +107,7 @@ int mcp_policy(struct sbx *sb, const struct model_network *network, struct polic
 
 void mcp_apply_policy(struct mcp_box *box)
 {
-    struct policy pol;
-    err_t err = {0};
-    if (!box->sb->egress) return;
-    if (mcp_policy(box->sb, &box->sb->settings.network, &pol, &err) < 0) {
-        log_warn("sandbox %s: egress policy not updated: %s", box->sb->id, err.msg);
-        return;
-    }
-    egress_sandbox_set_policy(box->sb->egress, &pol);
+    server_sandbox_apply_policy(box->srv, box->sb);
 }
 
 /* ---- the install ----
@@ -137,7 +130,7 @@ static void error_line(const struct mcp_server *ms, struct evbuffer *buf, char *
     for (char *p = line; *p; p++)
         if ((unsigned char)*p < 0x20) *p = ' ';
     snprintf(out, size, "%s%s(all its output: runtime sandbox mcp %s logs %s)", line,
-             line[0] ? " " : "", ms->box->sb->id, ms->name);
+             line[0] ? " " : "", sbx_id(ms->box->sb), ms->name);
 }
 
 static const char *entry_str(const struct mcp_server *ms, const char *key)

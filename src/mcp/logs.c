@@ -115,11 +115,11 @@ static struct evbuffer *kept_text(struct mcp_server *ms)
 int mcp_logs_reply(struct server *srv, struct sbx *sb, const char *name, struct httpd_req *req,
                    bool follow, err_t *err)
 {
-    struct mcp_server *ms = mcp_server_find(sb->mcp, name);
+    struct mcp_server *ms = mcp_server_find(mcp_box_of(sb), name);
     if (!ms)
         return err_set(err, -ENOENT,
                        "sandbox %s has no MCP server %s; `runtime sandbox mcp %s` lists them",
-                       sb->id, name, sb->id);
+                       sbx_id(sb), name, sbx_id(sb));
     struct mcp_log_follower *f = follow ? calloc(1, sizeof *f) : NULL;
     if (follow && !f) return err_set(err, -ENOMEM, "out of memory");
     struct evbuffer *out = kept_text(ms);

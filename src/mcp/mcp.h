@@ -17,7 +17,7 @@
 #include "../model/model.h"
 #include "../policy/policy.h"
 
-/* Limits with defaults (DESIGN invariant 7). */
+/* Limits, each with a default (docs/architecture.md, "Limits (defaults)"). */
 #define MCP_MAX_MESSAGE (4u << 20) /* one JSON-RPC message, either way */
 #define MCP_MAX_SERVERS 16         /* per sandbox */
 #define MCP_MAX_SESSIONS 256       /* client sessions per server */
@@ -56,10 +56,12 @@ struct httpd_req;
 int mcp_box_restore(struct server *srv, struct sbx *sb, err_t *err);
 /* Stops every server of the sandbox and ends its client sessions. */
 void mcp_box_free(struct mcp_box *box);
+/* The sandbox's MCP servers (its gateway slot), or NULL when it has none. */
+struct mcp_box *mcp_box_of(const struct sbx *sb);
 
 /* The gateway's hooks into a sandbox's life (struct server_hooks, filled in by the
  * daemon): mcp_box_restore above, mcp_policy and mcp_metrics_write below, and: */
-void mcp_sandbox_halted(struct sbx *sb); /* frees sb->mcp (its stored state stays) */
+void mcp_sandbox_halted(struct sbx *sb); /* frees its box (its stored state stays) */
 bool mcp_sandbox_busy(struct sbx *sb);   /* installing, starting */
 void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields);
 

@@ -370,7 +370,7 @@ void mcp_notification_dropped(struct mcp_server *ms, json_t *msg)
     shown(method, m, sizeof m);
     log_warn("sandbox %s, MCP server %s: dropped a %s sent as a notification (no id): only "
              "the notifications MCP defines reach the server",
-             ms->box->sb->id, ms->name, m[0] ? m : "(no method)");
+             sbx_id(ms->box->sb), ms->name, m[0] ? m : "(no method)");
     json_t *fields = json_pack("{s:s,s:s}", "method", m, "reason",
                                "sent as a notification, which MCP does not define: dropped");
     if (tool && method && strcmp(method, "tools/call") == 0)

@@ -640,7 +640,7 @@ void mcp_gateway_head(struct server *srv, struct httpd_req *req)
                               "Unauthorized: send the sandbox's gateway token "
                               "as Authorization: Bearer TOKEN");
     httpd_trust(req);
-    httpd_charge(req, box->sb->budget);
+    httpd_charge(req, sbx_budget(box->sb));
     httpd_read_body(req, httpd_method(req) == HTTPD_POST ? MCP_MAX_MESSAGE : 0, on_body, srv);
 }
 
@@ -662,7 +662,7 @@ static void serve(struct server *srv, struct httpd_req *req)
     if (admitted != 0) goto out; /* or served once it is awake */
     if (!ms) {
         mcp_http_error(req, 404, NULL, -32000, "Not Found: sandbox %s has no MCP server %.64s",
-                       box->sb->id, name);
+                       sbx_id(box->sb), name);
         goto out;
     }
     if (ms->status != MCP_READY) {

@@ -1,4 +1,4 @@
-/* meter: what a sandbox used and what it costs (SPEC `GET /v1/usage`, `runtime usage`).
+/* meter: what a sandbox used and what it costs (`GET /v1/usage`, `runtime usage`).
  * Pure arithmetic over counters the server keeps: no I/O, unit-tested.
  *
  * Billing model (issue 6): while running, vCPU-hours with a floor of a twentieth of a

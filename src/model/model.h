@@ -57,7 +57,7 @@ int model_network_policy(const struct model_network *n, struct policy *out, err_
 int model_network_copy(struct model_network *dst, const struct model_network *src, err_t *err);
 void model_network_clear(struct model_network *n);
 
-/* A sandbox's settings (SPEC "Sandbox"). */
+/* A sandbox's settings (api/openapi.yaml, SandboxCreate). */
 struct model_sandbox {
     char name[MODEL_NAME_MAX]; /* "": unnamed */
     uint32_t memory_mib;
@@ -78,7 +78,7 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 json_t *model_sandbox_json(const struct model_sandbox *s);
 void model_sandbox_clear(struct model_sandbox *s);
 
-/* An MCP server to start in a sandbox (SPEC "MCP servers"): a catalog id, or a
+/* An MCP server to start in a sandbox (docs/gateway.md): a catalog id, or a
  * name and a command of one's own. */
 #define MODEL_MCP_NAME_MAX 64
 enum model_isolation { MODEL_ISOLATION_SHARED, MODEL_ISOLATION_SESSION };

@@ -216,19 +216,30 @@ static int busy(const struct sbx *sb, err_t *err)
                    sbx_state_name(sb->state));
 }
 
+int sbx_request(struct server *srv, struct sbx *sb, const struct sbx_request *rq,
+                server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    if (sb->state == rq->under_way) {
+        int r = sbx_waiters_add(rq->joined, done, arg, err);
+        return r < 0 ? r : 1;
+    }
+    if (sb->state == rq->target) {
+        if (done) done(srv, sb, NULL, arg);
+        return 1;
+    }
+    if (lifecycle_next(sb->state, rq->event) >= 0) return 0;
+    if (sbx_state_transitional(sb->state)) return busy(sb, err);
+    return err_set(err, -EINVAL, "sandbox %s is %s; it cannot be %s", sb->id,
+                   sbx_state_name(sb->state), rq->done_verb);
+}
+
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    if (sb->state == SBX_PAUSING) return sbx_waiters_add(&sb->change->waiters, done, arg, err);
-    if (sb->state == SBX_PAUSED) {
-        if (done) done(srv, sb, NULL, arg);
-        return 0;
-    }
-    if (sb->state != SBX_RUNNING && sbx_state_transitional(sb->state)) return busy(sb, err);
-    if (lifecycle_next(sb->state, SBX_PAUSE) < 0)
-        return err_set(err, -EINVAL, "sandbox %s is %s; only a running sandbox can be paused",
-                       sb->id, sbx_state_name(sb->state));
-    return begin_change(srv, sb, SBX_PAUSE, reason, done, arg, err);
+    struct sbx_request rq = {SBX_PAUSE, SBX_PAUSING, SBX_PAUSED, "paused",
+                             sb->change ? &sb->change->waiters : NULL};
+    int r = sbx_request(srv, sb, &rq, done, arg, err);
+    return r == 0 ? begin_change(srv, sb, SBX_PAUSE, reason, done, arg, err) : r < 0 ? r : 0;
 }
 
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
@@ -345,18 +356,10 @@ static int halt(struct server *srv, struct sbx *sb, enum sbx_event event, const 
 int server_sandbox_stop(struct server *srv, struct sbx *sb, const char *reason,
                         server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    if (sb->state == SBX_STOPPING) return sbx_waiters_add(&sb->waiters, done, arg, err);
-    if (sb->state == SBX_STOPPED) {
-        if (done) done(srv, sb, NULL, arg);
-        return 0;
-    }
-    if (lifecycle_next(sb->state, SBX_STOP) < 0)
-        return sbx_state_transitional(sb->state)
-                   ? busy(sb, err)
-                   : err_set(err, -EINVAL,
-                             "sandbox %s is %s; only a running or paused sandbox can be stopped",
-                             sb->id, sbx_state_name(sb->state));
-    int r = sbx_waiters_add(&sb->waiters, done, arg, err);
+    struct sbx_request rq = {SBX_STOP, SBX_STOPPING, SBX_STOPPED, "stopped", &sb->waiters};
+    int r = sbx_request(srv, sb, &rq, done, arg, err);
+    if (r != 0) return r < 0 ? r : 0;
+    r = sbx_waiters_add(&sb->waiters, done, arg, err);
     if (r == 0) r = halt(srv, sb, SBX_STOP, reason, err);
     if (r < 0) {
         sbx_waiters_free(sb->waiters);

@@ -61,6 +61,56 @@ struct sbx *server_sandbox_first(struct server *srv)
     return srv->sandboxes;
 }
 
+struct sbx *server_sandbox_next(const struct sbx *sb)
+{
+    return sb->next;
+}
+
+const char *sbx_id(const struct sbx *sb)
+{
+    return sb->id;
+}
+
+const char *sbx_account(const struct sbx *sb)
+{
+    return sb->account;
+}
+
+const struct model_sandbox *sbx_settings(const struct sbx *sb)
+{
+    return &sb->settings;
+}
+
+enum sbx_state sbx_state(const struct sbx *sb)
+{
+    return sb->state;
+}
+
+int64_t sbx_created_ms(const struct sbx *sb)
+{
+    return sb->created_ms;
+}
+
+uint64_t sbx_last_active_ms(const struct sbx *sb)
+{
+    return sb->last_active_ms;
+}
+
+struct budget *sbx_budget(const struct sbx *sb)
+{
+    return sb->budget;
+}
+
+void *sbx_slot(const struct sbx *sb, enum sbx_slot slot)
+{
+    return slot < SBX_SLOT_COUNT ? sb->slots[slot] : NULL;
+}
+
+void sbx_set_slot(struct sbx *sb, enum sbx_slot slot, void *data)
+{
+    if (slot < SBX_SLOT_COUNT) sb->slots[slot] = data;
+}
+
 static bool owned_by(const struct sbx *s, const char *account)
 {
     return !account || strcmp(s->account, account) == 0;
@@ -142,6 +192,7 @@ static void sbx_free(struct sbx *sb)
     if (!sb) return;
     struct server *srv = sb->owner;
     if (srv && srv->hooks.halted) srv->hooks.halted(sb);
+    if (srv && srv->hooks.freed) srv->hooks.freed(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
     server_sandbox_change_free(sb);
@@ -282,6 +333,16 @@ static void detach_egress(struct sbx *sb)
 {
     if (sb->egress) egress_sandbox_remove(sb->egress);
     sb->egress = NULL;
+}
+
+void server_sandbox_apply_policy(struct server *srv, struct sbx *sb)
+{
+    struct policy pol;
+    err_t err = {0};
+    if (!sb->egress) return;
+    if (sandbox_policy(srv, sb, &sb->settings.network, &pol, &err) < 0)
+        return log_warn("sandbox %s: egress policy not updated: %s", sb->id, err.msg);
+    egress_sandbox_set_policy(sb->egress, &pol);
 }
 
 void server_sandbox_detach(struct server *srv, struct sbx *sb)
@@ -623,15 +684,9 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
 int server_sandbox_start(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err)
 {
-    if (sb->state == SBX_STARTING) return sbx_waiters_add(&sb->waiters, done, arg, err);
-    if (sb->state == SBX_RUNNING) {
-        if (done) done(srv, sb, NULL, arg);
-        return 0;
-    }
-    if (lifecycle_next(sb->state, SBX_START) < 0)
-        return err_set(err, sbx_state_transitional(sb->state) ? -EBUSY : -EINVAL,
-                       "sandbox %s is %s; only a stopped or failed sandbox can be started", sb->id,
-                       sbx_state_name(sb->state));
+    struct sbx_request rq = {SBX_START, SBX_STARTING, SBX_RUNNING, "started", &sb->waiters};
+    int r = sbx_request(srv, sb, &rq, done, arg, err);
+    if (r != 0) return r < 0 ? r : 0;
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
     if (sb->state == SBX_FAILED &&
@@ -639,7 +694,7 @@ int server_sandbox_start(struct server *srv, struct sbx *sb, const char *reason,
         return err_wrap(err, "cannot start sandbox %s", sb->id);
     struct proto_sandbox p;
     fill_proto_sandbox(sb, &p);
-    int r = sbx_waiters_add(&sb->waiters, done, arg, err);
+    r = sbx_waiters_add(&sb->waiters, done, arg, err);
     if (r == 0) r = server_keeper_send(srv, PROTO_ADOPT, &p, sizeof p, 1, on_created, sb, err);
     if (r < 0) {
         sbx_waiters_free(sb->waiters);

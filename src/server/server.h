@@ -42,40 +42,21 @@ struct server_config {
     char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
 };
 
-/* A sandbox as the server knows it. */
-struct sbx {
-    char id[PROTO_ID_LEN];
-    char account[ACCOUNT_NAME_MAX]; /* whose it is: nobody else sees it */
-    uint32_t slot;
-    enum sbx_state state; /* moved only by lifecycle.c's sbx_move (lifecycle.h's table) */
-    bool init_died;       /* its init exited while it was being built: stopped once built */
-    char halt_reason[32]; /* why it is stopping: "api", "init process exited" */
-    int64_t created_ms;
-    struct model_sandbox settings;
-    struct egress_sandbox *egress; /* NULL while not running */
-    struct event *death;           /* fires when its init process exits */
-    struct mcp_box *mcp;           /* its MCP servers, or NULL */
-    struct budget *budget;         /* what the server holds for it (bodies, streams) */
-    /* activity.c: for the idle pause */
-    uint64_t last_active_ms; /* monotonic */
-    int holds;               /* execs and gateway requests under way */
-    /* usage.c: what it used so far, and where the counting stands */
-    struct meter_usage usage;
-    int64_t mark_ms;               /* wall clock of the last checkpoint */
-    bool usage_unreadable;         /* its stored row could not be read: kept, not counted */
-    uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
-    uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
-    bool stats_pending;            /* a checkpoint's figures are on their way */
-    enum sbx_state stats_as;       /* ... counted as the status it showed when asked */
-    struct rate_limit events_rate; /* events.c: what it may record a second */
-    struct rate_limit security_events_rate; /* ... of security events, apart */
-    unsigned execs;                         /* api/exec.c: execs running now (4 descriptors each) */
-    struct rate_limit exec_rate;            /* api/exec.c: exec starts a second */
-    struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */
-    struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
-    struct server *owner;
-    struct sbx *next;
-};
+/* A sandbox as the server knows it: private to the server (server_impl.h). The
+ * other layers read it through these, and keep what they add to a sandbox in a
+ * slot of their own, which they set and free (the gateway in hooks.halted, the
+ * API in hooks.freed). */
+struct sbx;
+const char *sbx_id(const struct sbx *sb);
+const char *sbx_account(const struct sbx *sb);
+const struct model_sandbox *sbx_settings(const struct sbx *sb);
+enum sbx_state sbx_state(const struct sbx *sb);
+int64_t sbx_created_ms(const struct sbx *sb);      /* wall clock */
+uint64_t sbx_last_active_ms(const struct sbx *sb); /* monotonic: the last request or hold */
+struct budget *sbx_budget(const struct sbx *sb);   /* what the server holds for it */
+enum sbx_slot { SBX_SLOT_GATEWAY, SBX_SLOT_API, SBX_SLOT_COUNT };
+void *sbx_slot(const struct sbx *sb, enum sbx_slot slot);
+void sbx_set_slot(struct sbx *sb, enum sbx_slot slot, void *data);
 
 /* "ID (name NAME, account ACCOUNT)", or without the name when it has none: how the
  * daemon's log names a sandbox. Returns out. */
@@ -106,6 +87,8 @@ struct server_hooks {
      * free what hangs off them. What is stored stays: restored brings it back
      * when a stopped sandbox starts again. */
     void (*halted)(struct sbx *sb);
+    /* sb is freed (removed, or the daemon stops): free what the slots hold. */
+    void (*freed)(struct sbx *sb);
     /* Something in it is busy on the host's side (installs): no idle pause yet. */
     bool (*busy)(struct sbx *sb);
     /* Its egress reported something (egress.refused, ...), before it is recorded. */
@@ -134,6 +117,7 @@ struct budget *server_budget(struct server *srv);
  * equal to it finds the account's sandbox of that name). account NULL: any, by id only. */
 struct sbx *server_sandbox_find(struct server *srv, const char *account, const char *id_or_name);
 struct sbx *server_sandbox_first(struct server *srv);
+struct sbx *server_sandbox_next(const struct sbx *sb); /* NULL after the last */
 /* Creates with these settings (taken: *settings is left empty). The keeper builds it while the loop
  * goes on: the sandbox is listed at once as creating, and done is called once, from the loop, with
  * the running sandbox or with NULL and why it failed. Negative with err (and no call of done) when
@@ -160,6 +144,10 @@ typedef void server_network_set_fn(struct server *srv, const struct model_networ
 int server_sandbox_set_network(struct server *srv, struct sbx *sb,
                                const struct model_network *network, server_network_set_fn *done,
                                void *arg, err_t *err);
+
+/* The policy hook would answer otherwise now (the gateway's servers need other
+ * hosts): a running sandbox's egress applies its new answer. */
+void server_sandbox_apply_policy(struct server *srv, struct sbx *sb);
 
 /* A row of a sandbox's in the store that cannot be read (table: "usage", "mcp"): an
  * error in the log, naming the sandbox and why, and counted in /metrics

@@ -16,6 +16,39 @@
 /* events.c: whether an event is kept apart from routine ones (and which they are). */
 bool event_is_security(const char *kind, json_t *fields);
 
+/* A sandbox as the server knows it (server.h reads it for the other layers). */
+struct sbx {
+    char id[PROTO_ID_LEN];
+    char account[ACCOUNT_NAME_MAX]; /* whose it is: nobody else sees it */
+    uint32_t slot;                  /* its host uid range */
+    enum sbx_state state;           /* moved only by lifecycle.c's sbx_move (lifecycle.h's table) */
+    bool init_died;       /* its init exited while it was being built: stopped once built */
+    char halt_reason[32]; /* why it is stopping: "api", "init process exited" */
+    int64_t created_ms;
+    struct model_sandbox settings;
+    struct egress_sandbox *egress; /* NULL while not running */
+    struct event *death;           /* fires when its init process exits */
+    struct budget *budget;         /* what the server holds for it (bodies, streams) */
+    void *slots[SBX_SLOT_COUNT];   /* what the gateway and the API keep for it */
+    /* lifecycle.c: for the idle pause */
+    uint64_t last_active_ms; /* monotonic */
+    int holds;               /* execs and gateway requests under way */
+    /* usage.c: what it used so far, and where the counting stands */
+    struct meter_usage usage;
+    int64_t mark_ms;               /* wall clock of the last checkpoint */
+    bool usage_unreadable;         /* its stored row could not be read: kept, not counted */
+    uint64_t mark_cpu_ns;          /* its cgroup's CPU time then */
+    uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
+    bool stats_pending;            /* a checkpoint's figures are on their way */
+    enum sbx_state stats_as;       /* ... counted as the status it showed when asked */
+    struct rate_limit events_rate; /* events.c: what it may record a second */
+    struct rate_limit security_events_rate; /* ... of security events, apart */
+    struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */
+    struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
+    struct server *owner;
+    struct sbx *next;
+};
+
 struct pending_event {
     char sandbox[PROTO_ID_LEN];
     struct store_event ev; /* kind and fields_json owned */
@@ -104,6 +137,19 @@ void sbx_waiters_free(struct sbx_waiter *w);
  * none); false, and the move refused with a warning in the log, when the table
  * has no such move. */
 bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *fields);
+/* The door of a request to move sb (pause, stop, start): it joins the move under
+ * way (adding done to joined), is answered at once when sb is already where it
+ * would go, and is refused when the table has no such move (-EBUSY while sb is
+ * busy with another, else -EINVAL: "it cannot be <done_verb>"). 0: the caller
+ * makes the move; 1: nothing more to do (done is or will be called); <0: err. */
+struct sbx_request {
+    enum sbx_event event;
+    enum sbx_state under_way, target;
+    const char *done_verb;
+    struct sbx_waiter **joined;
+};
+int sbx_request(struct server *srv, struct sbx *sb, const struct sbx_request *rq,
+                server_sandbox_done_fn *done, void *arg, err_t *err);
 /* Its init exited on its own: it is stopped as server_sandbox_stop would. */
 void server_sandbox_died(struct server *srv, struct sbx *sb);
 #define SERVER_TICK_MS 1000

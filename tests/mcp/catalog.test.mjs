@@ -1,6 +1,6 @@
 // The MCP server catalog (catalog/servers.json, served at GET /v1/mcp/catalog):
 //
-//   the file       14 entries of exactly the SPEC.md "Catalog entry" shape, pinned to
+//   the file       14 entries of exactly the docs/catalog.md entry shape, pinned to
 //                  exact versions, MIT or Apache-2.0; no daemon needed.
 //   the API        GET /v1/mcp/catalog (and `runtime sandbox mcp catalog --json`) serve
 //                  that file.

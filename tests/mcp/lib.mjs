@@ -2,7 +2,7 @@
 // temp dir): sandboxes with files and whole package trees in them, MCP servers
 // started through the API, official SDK clients connected through the gateway,
 // raw Streamable HTTP requests (node:http, so that every header is ours, Host
-// included) with an SSE reader, and the fingerprint as SPEC.md defines it.
+// included) with an SSE reader, and the fingerprint as docs/gateway.md defines it.
 //
 // Nothing here sleeps for synchronisation: every wait polls a condition with a
 // deadline and fails with a message naming what it waited for.
@@ -30,7 +30,7 @@ export const NODE_MODULES = path.join(HERE, 'node_modules');
 export const FIXTURES = path.join(HERE, 'fixtures');
 export const VECTORS = path.join(ROOT, 'tests', 'fixtures', 'fingerprint', 'vectors.jsonl');
 
-/** The protocol versions the gateway speaks (SPEC.md, Gateway), oldest first. */
+/** The protocol versions the gateway speaks (docs/gateway.md), oldest first. */
 export const VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'];
 
 /** Why a daemon test cannot run here, or false. `online` tests reach the npm registry. */
@@ -827,7 +827,7 @@ export function canonical(v) {
   return JSON.stringify(v);
 }
 
-/** SPEC.md's fingerprint of a tools array: {sha256 (64 hex), short (16 hex)}. */
+/** The fingerprint (docs/gateway.md) of a tools array: {sha256 (64 hex), short (16 hex)}. */
 export function fingerprint(tools) {
   const sorted = [...tools].sort((a, b) => cmpCodePoints(a.name, b.name)); // stable
   const sha256 = crypto.createHash('sha256').update(canonical(sorted)).digest('hex');

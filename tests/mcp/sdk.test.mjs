@@ -92,7 +92,7 @@ describe('SDK client through the gateway to server-everything', { skip: skipReas
       await raw.initialize({ capabilities: { sampling: {}, elicitation: {} } });
       const exact = await raw.listTools(); // as sent, no SDK schema in between
       assert.deepEqual(exact.map((t) => t.name), names);
-      // The fingerprint in the status is SPEC.md's, over exactly the list clients get.
+      // The fingerprint in the status is docs/gateway.md's, over exactly the list clients get.
       assert.equal(fingerprint(exact).short, everything.fingerprint,
         'status fingerprint = sha256(canonical(tools sorted by name)) of the listed tools');
 

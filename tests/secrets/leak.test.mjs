@@ -1,4 +1,4 @@
-// Secrets, invariant 1 (DESIGN.md): a secret's value never enters a sandbox.
+// Secrets, the first promise (docs/secrets.md): a secret's value never enters a sandbox.
 // A sandbox uses a secret in 200 HTTPS requests (Bearer, Basic, query, some
 // refused for method or path, some to an upstream with a bad certificate,
 // malformed ones), then the value, its middle and its base64 forms are

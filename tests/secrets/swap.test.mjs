@@ -132,7 +132,7 @@ describe('secrets: substitution', { skip: !isRoot() && 'must run as root (runtim
     noEvent(plain.events, { kind: 'secret.used' });
   });
 
-  // SPEC.md ("Secrets"): "A placeholder sent anywhere else stays a placeholder
+  // docs/secrets.md: "A placeholder sent anywhere else stays a placeholder
   // and is reported as secret.misdirected." Spliced TLS cannot be reported
   // (the proxy never sees inside it); plain HTTP can.
   test('a placeholder sent in plain HTTP is reported as secret.misdirected', async () => {

@@ -157,7 +157,7 @@ export interface ExecResult {
   [more: string]: unknown;
 }
 
-/** a tool-list fingerprint (SPEC.md "Fingerprint"), 16 to 64 hex digits */
+/** a tool-list fingerprint (docs/gateway.md, "The fingerprint"), 16 to 64 hex digits */
 export type Fingerprint = string;
 
 /**

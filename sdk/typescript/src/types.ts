@@ -1,5 +1,5 @@
 /**
- * The API's JSON under the SDK's names (camelCase throughout, as SPEC.md "HTTP API").
+ * The API's JSON under the SDK's names (camelCase throughout, as api/openapi.yaml).
  * Each is defined from the wire types that sdk/scripts/gen-types.mjs writes from
  * api/openapi.yaml into api-types.gen.ts; only the names differ, except where a comment
  * says why the SDK's type is not the wire type.
@@ -54,7 +54,7 @@ export type McpGateway = api.McpStatus;
 
 export type CatalogSetting = api.CatalogSetting;
 
-/** An entry of `GET /v1/mcp/catalog` (SPEC "Catalog entry"). */
+/** An entry of `GET /v1/mcp/catalog` (docs/catalog.md). */
 export type CatalogEntry = api.CatalogEntry;
 
 /** What `secrets.set(name, ...)` takes. */

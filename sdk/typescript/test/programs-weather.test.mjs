@@ -78,7 +78,7 @@ class PinnedDaemon extends Daemon {
   }
 }
 
-// SPEC.md's canonical form, written again here (not the program's) to check the
+// The fingerprint's canonical form (docs/gateway.md), written again here (not the program's) to check the
 // daemon's fingerprint of the fixture's tools independently.
 const byCodePoint = (a, b) => {
   const x = Array.from(a), y = Array.from(b);

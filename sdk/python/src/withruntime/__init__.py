@@ -6,7 +6,7 @@
     with runtime.sandboxes.create(memory_mib=512) as sbx:
         print(sbx.exec(["uname", "-a"], check=True)["stdout"])
 
-See README.md for the whole surface; SPEC.md of runtime is the contract.
+See README.md for the whole surface; api/openapi.yaml of runtime is the contract.
 """
 
 from .client import DEFAULT_API_URL, Accounts, Catalog, Runtime, Secrets, default_runtime

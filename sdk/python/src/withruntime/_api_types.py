@@ -219,7 +219,7 @@ class ExecResult(TypedDict):
     durationMs: int
 
 
-#: a tool-list fingerprint (SPEC.md "Fingerprint"), 16 to 64 hex digits
+#: a tool-list fingerprint (docs/gateway.md, "The fingerprint"), 16 to 64 hex digits
 Fingerprint: TypeAlias = str
 
 

@@ -263,7 +263,7 @@ class Catalog:
         self._rt = runtime
 
     def catalog(self, *, timeout_ms: int | None = None) -> list[CatalogEntry]:
-        """Every catalog entry (SPEC.md, "Catalog entry")."""
+        """Every catalog entry (docs/catalog.md)."""
         return self._rt.call("GET", "/v1/mcp/catalog", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
 
 

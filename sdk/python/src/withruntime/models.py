@@ -1,6 +1,6 @@
 """The shapes of the API's answers and bodies, as TypedDicts.
 
-Keys are the API's own (camelCase, as in SPEC.md): the SDK hands answers back
+Keys are the API's own (camelCase, as in api/openapi.yaml): the SDK hands answers back
 as the plain dicts the daemon sent, so ``gateway["servers"][0]["url"]`` works
 and nothing is lost when the daemon adds a field.
 
@@ -67,7 +67,7 @@ Gateway: TypeAlias = api.McpStatus
 
 #: A variable a catalog server reads.
 CatalogSetting: TypeAlias = api.CatalogSetting
-#: A pinned server of the catalog (SPEC.md, "Catalog entry").
+#: A pinned server of the catalog (docs/catalog.md).
 CatalogEntry: TypeAlias = api.CatalogEntry
 #: A secret as listed: never its value.
 SecretInfo: TypeAlias = api.Secret

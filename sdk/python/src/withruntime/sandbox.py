@@ -120,7 +120,7 @@ class Sandbox:
         self.network = Network(self)
         self.mcp = Mcp(self)
 
-    # ------------------------------------------------ the class methods of SPEC.md
+    # ------------------------------------------------ the class methods
 
     @classmethod
     def create(cls, *, name: str | None = None, memory_mib: int | None = None,

@@ -38,7 +38,7 @@ class FingerprintMismatch(Exception):
 
 
 def fingerprint(tools: list[dict[str, Any]]) -> str:
-    """SPEC.md's fingerprint: sha256 of the canonical JSON of the tools sorted by name."""
+    """The fingerprint (docs/gateway.md): sha256 of the canonical JSON of the tools sorted by name."""
     ordered = sorted(tools, key=lambda tool: tool["name"])
     return hashlib.sha256(json.dumps(ordered, sort_keys=True, separators=(",", ":"))
                           .encode()).hexdigest()

@@ -22,7 +22,7 @@ const PROTOCOL = '2025-06-18';
 
 class FingerprintMismatch extends Error {}
 
-// ---------------------------------------------------------------- the fingerprint (SPEC.md)
+// ---------------------------------------------------------------- the fingerprint (docs/gateway.md)
 
 const byCodePoint = (a, b) => {
   const x = Array.from(a), y = Array.from(b);
