@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../mcp/mcp.h"
+#include "../gateway/gateway.h"
 #include "../secrets/secrets.h"
 #include "api_impl.h"
 
@@ -759,7 +759,7 @@ void api_head(struct httpd_req *req, struct server *srv)
     }
     /* The gateway's, with its own token; and the OAuth discovery paths, which it answers. */
     if (strncmp(path, "/mcp/", 5) == 0 || strncmp(path, "/.well-known/", 13) == 0)
-        return mcp_gateway_head(srv, req);
+        return gateway_head(srv, req);
     struct api_caller who;
     if (!authenticate(req, srv, &who))
         return api_error(req, 401, "unauthorized",
@@ -774,6 +774,6 @@ void api_head(struct httpd_req *req, struct server *srv)
 void api_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
                    struct server *srv)
 {
-    if (strncmp(httpd_path(req), "/mcp/", 5) == 0) return mcp_gateway_fail(req, status, message);
+    if (strncmp(httpd_path(req), "/mcp/", 5) == 0) return gateway_fail(req, status, message);
     api_error(req, status, code, "%s", message);
 }

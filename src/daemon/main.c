@@ -29,6 +29,7 @@
 #include "../api/api.h"
 #include "../cgroup/cgroup.h"
 #include "../confine/confine.h"
+#include "../gateway/gateway.h"
 #include "../idle/idle.h"
 #include "../keeper/keeper.h"
 #include "../mcp/mcp.h"
@@ -239,6 +240,7 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
         log_error("cannot confine the server: %s", err.msg);
         _exit(1);
     }
+    mcp_set_clients(&gateway_clients); /* the servers' clients are the gateway's */
     int status = server_main(&cfg, &server_hooks, ksock, tcp, unx);
     leak_check(); /* _exit skips the sanitizer's own check at exit */
     _exit(status);

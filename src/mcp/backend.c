@@ -312,7 +312,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 void mcp_backend_send(struct mcp_backend *be, json_t *msg)
 {
     if (be->modern && json_object_get(msg, "method") && json_object_get(msg, "id"))
-        mcp_stdio_envelope(be, NULL, msg); /* the gateway's own requests */
+        mcp_stdio_envelope(msg, NULL); /* the gateway's own requests */
     size_t len;
     char *text = json_text(msg, &len);
     json_decref(msg);
@@ -347,18 +347,29 @@ int mcp_backend_request(struct mcp_backend *be, json_t *msg, struct mcp_pending 
     return 0;
 }
 
+/* A JSON-RPC 2.0 message as MCP allows it: a request (string method, string or integer
+ * id), a notification (method, no id) or a response (id and a result or an error). */
+bool mcp_valid_message(json_t *m)
+{
+    const char *v = json_string_value(json_object_get(m, "jsonrpc"));
+    json_t *method = json_object_get(m, "method"), *id = json_object_get(m, "id");
+    if (!json_is_object(m) || !v || strcmp(v, "2.0") != 0) return false;
+    if (id && !json_is_string(id) && !json_is_integer(id)) return false;
+    if (method) return json_is_string(method);
+    return id && (json_object_get(m, "result") != NULL) != (json_object_get(m, "error") != NULL);
+}
+
 void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
 {
     json_decref(p->client_id);
     json_decref(p->client_token);
     json_decref(p->request);
     json_decref(p->inputs);
-    if (p->session && p->session->pending) p->session->pending--;
-    if (p->session) server_sandbox_hold(be->server->box->sb, -1);
-    bool waiter = p->session != NULL;
+    struct mcp_session *waiter = p->session;
+    if (waiter) server_sandbox_hold(be->server->box->sb, -1);
     memset(p, 0, sizeof *p);
     be->n_pending--;
-    if (waiter) mcp_held_recheck(be);
+    if (waiter) mcp_clients()->request_done(be, waiter);
 }
 
 static void fail(struct mcp_backend *be, const char *fmt, ...)
@@ -422,7 +433,7 @@ static void handle_line(struct mcp_backend *be, const char *line, size_t len, js
                 json_decref(list);
             }
         } else {
-            mcp_route_from_server(be, msg);
+            mcp_clients()->from_server(be, msg);
         }
     }
     json_decref(msg);
@@ -619,7 +630,7 @@ static void fail(struct mcp_backend *be, const char *fmt, ...)
     if (starting)
         ready(be, -EIO, why);
     else
-        mcp_backend_lost(be, why);
+        mcp_clients()->process_lost(be, why);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
@@ -792,7 +803,7 @@ static void shared_ready(struct mcp_backend *be, int r, const char *error)
     struct mcp_server *ms = be->server;
     if (r == 0) {
         ms->started_ms = now_ms();
-        mcp_resubscribe(ms); /* after a restart: the updates clients still want */
+        mcp_clients()->resubscribe(ms); /* after a restart: the updates clients still want */
         return mcp_server_set_status(ms, MCP_READY, NULL);
     }
     ms->shared = NULL;
@@ -857,11 +868,7 @@ void mcp_server_halt(struct mcp_server *ms)
         event_free(ms->restart_timer);
         ms->restart_timer = NULL;
     }
-    mcp_listen_close_all(ms);
-    while (ms->contexts)
-        mcp_modern_free(ms->contexts);
-    while (ms->sessions)
-        mcp_session_free(ms->sessions);
+    mcp_clients()->server_halted(ms);
     if (ms->shared) mcp_backend_free(ms->shared);
     ms->shared = NULL;
 }

@@ -41,6 +41,33 @@ bool mcp_sandbox_busy(struct sbx *sb)
     return false;
 }
 
+/* ---- the gateway's side ---- */
+
+static void no_message(struct mcp_backend *be, json_t *msg) {}
+static void no_request(struct mcp_backend *be, struct mcp_session *s) {}
+static void no_loss(struct mcp_backend *be, const char *why) {}
+static void no_server(struct mcp_server *ms) {}
+static void no_broadcast(struct mcp_server *ms, json_t *msg)
+{
+    json_decref(msg);
+}
+static void no_keepalive(struct mcp_box *box) {}
+
+/* Until the daemon sets the gateway's (and in unit tests): servers without clients. */
+static const struct mcp_clients no_clients = {no_message, no_request,   no_loss,     no_server,
+                                              no_server,  no_broadcast, no_keepalive};
+static const struct mcp_clients *clients = &no_clients;
+
+void mcp_set_clients(const struct mcp_clients *c)
+{
+    clients = c ? c : &no_clients;
+}
+
+const struct mcp_clients *mcp_clients(void)
+{
+    return clients;
+}
+
 struct mcp_box *mcp_box_of(const struct sbx *sb)
 {
     return sbx_slot(sb, SBX_SLOT_GATEWAY);
@@ -176,7 +203,7 @@ void mcp_box_save(struct mcp_box *box)
 
 static void keepalive_tick(evutil_socket_t fd, short what, void *arg)
 {
-    mcp_keepalive(arg);
+    mcp_clients()->keepalive(arg);
 }
 
 static struct mcp_box *box_new(struct server *srv, struct sbx *sb)

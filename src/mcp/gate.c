@@ -256,6 +256,6 @@ void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
                             "blocked", blocked, "hidden", hidden, "changes", changes));
     }
     if (kept != before)
-        mcp_broadcast(ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
-                                    "notifications/tools/list_changed"));
+        mcp_clients()->broadcast(ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
+                                               "notifications/tools/list_changed"));
 }

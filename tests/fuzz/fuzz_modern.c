@@ -21,7 +21,7 @@
 
 #define FUZZ_NAME "fuzz_modern"
 #include "fuzz.h"
-#include "mcp/mcp_impl.h"
+#include "gateway/gateway_impl.h"
 
 /* The catalog's text is assembled from src/catalog/data.S, which the fuzz archive (C
  * only) leaves out; nothing here reads it. */

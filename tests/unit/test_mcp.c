@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/gateway_impl.h"
 #include "mcp/mcp_impl.h"
 #include "unit.h"
 
@@ -52,31 +53,31 @@ TEST(mcp_bad_tool_list_has_no_fingerprint)
 TEST(mcp_host_header_must_name_the_gateway)
 {
     const char *pub = "https://mcp.example.com", *listen = "127.0.0.1:7070";
-    CHECK(mcp_host_allowed(pub, listen, "mcp.example.com"));
-    CHECK(mcp_host_allowed(pub, listen, "MCP.example.com"));
-    CHECK(mcp_host_allowed(pub, listen, "127.0.0.1:7070"));
-    CHECK(mcp_host_allowed(pub, listen, "localhost:7070"));
-    CHECK(mcp_host_allowed(pub, listen, "[::1]:7070"));
-    CHECK(!mcp_host_allowed(pub, listen, "localhost:8080"));
-    CHECK(!mcp_host_allowed(pub, listen, "evil.example:7070"));
-    CHECK(!mcp_host_allowed(pub, listen, "127.0.0.1.evil.example:7070"));
-    CHECK(!mcp_host_allowed(pub, listen, NULL));
+    CHECK(gateway_host_allowed(pub, listen, "mcp.example.com"));
+    CHECK(gateway_host_allowed(pub, listen, "MCP.example.com"));
+    CHECK(gateway_host_allowed(pub, listen, "127.0.0.1:7070"));
+    CHECK(gateway_host_allowed(pub, listen, "localhost:7070"));
+    CHECK(gateway_host_allowed(pub, listen, "[::1]:7070"));
+    CHECK(!gateway_host_allowed(pub, listen, "localhost:8080"));
+    CHECK(!gateway_host_allowed(pub, listen, "evil.example:7070"));
+    CHECK(!gateway_host_allowed(pub, listen, "127.0.0.1.evil.example:7070"));
+    CHECK(!gateway_host_allowed(pub, listen, NULL));
     /* Listening on all addresses: only the public name counts. */
-    CHECK(!mcp_host_allowed(pub, "0.0.0.0:7070", "localhost:7070"));
-    CHECK(mcp_host_allowed(pub, "0.0.0.0:7070", "mcp.example.com"));
+    CHECK(!gateway_host_allowed(pub, "0.0.0.0:7070", "localhost:7070"));
+    CHECK(gateway_host_allowed(pub, "0.0.0.0:7070", "mcp.example.com"));
 }
 
 TEST(mcp_origin_must_be_the_gateway_or_local)
 {
     const char *pub = "https://mcp.example.com/base";
-    CHECK(mcp_origin_allowed(pub, NULL));
-    CHECK(mcp_origin_allowed(pub, "https://mcp.example.com"));
-    CHECK(mcp_origin_allowed(pub, "http://localhost:6274"));
-    CHECK(mcp_origin_allowed(pub, "http://127.0.0.1:6274"));
-    CHECK(!mcp_origin_allowed(pub, "https://mcp.example.com.evil.example"));
-    CHECK(!mcp_origin_allowed(pub, "https://evil.example"));
-    CHECK(!mcp_origin_allowed(pub, "http://localhost.evil.example"));
-    CHECK(!mcp_origin_allowed(pub, "null"));
+    CHECK(gateway_origin_allowed(pub, NULL));
+    CHECK(gateway_origin_allowed(pub, "https://mcp.example.com"));
+    CHECK(gateway_origin_allowed(pub, "http://localhost:6274"));
+    CHECK(gateway_origin_allowed(pub, "http://127.0.0.1:6274"));
+    CHECK(!gateway_origin_allowed(pub, "https://mcp.example.com.evil.example"));
+    CHECK(!gateway_origin_allowed(pub, "https://evil.example"));
+    CHECK(!gateway_origin_allowed(pub, "http://localhost.evil.example"));
+    CHECK(!gateway_origin_allowed(pub, "null"));
 }
 
 TEST(mcp_pip_index_follows_pips_own_order)
@@ -212,4 +213,23 @@ TEST(mcp_name_header_decoding)
     CHECK_STR(out, "\xc3\xa9l\xc3\xa8ve");                                 /* élève */
     CHECK(mcp_name_decode("=?base64?AA==?=", out, sizeof out) == -EINVAL); /* a NUL inside */
     CHECK(mcp_name_decode("=?base64?!!?=", out, sizeof out) == -EINVAL);
+}
+
+/* The revisions are rows: each version found with its columns, the 2025 ones with
+ * sessions, and the words messages name them with. */
+TEST(mcp_revisions_table)
+{
+    CHECK(mcp_revision("2026-07-28") && mcp_revision("2026-07-28")->stateless);
+    CHECK(mcp_revision("2025-03-26") && mcp_revision("2025-03-26")->batches);
+    CHECK(mcp_revision("2025-06-18") && !mcp_revision("2025-06-18")->batches);
+    CHECK(mcp_revision("2024-11-05") == NULL);
+    CHECK(mcp_revision(NULL) == NULL);
+    CHECK(mcp_revision_with_sessions("2026-07-28") == NULL);
+    CHECK(mcp_revision_with_sessions("2025-11-25") != NULL);
+    CHECK_STR(mcp_revisions_text(false), "2025-11-25, 2025-06-18 and 2025-03-26");
+    CHECK_STR(mcp_revisions_text(true), "2026-07-28, 2025-11-25, 2025-06-18 and 2025-03-26");
+    json_t *all = mcp_revisions_json();
+    CHECK(json_array_size(all) == 4);
+    CHECK_STR(json_string_value(json_array_get(all, 0)), "2026-07-28");
+    json_decref(all);
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp_impl.h"
+#include "gateway_impl.h"
 
 struct mcp_listen {
     struct mcp_server *server;

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp_impl.h"
+#include "gateway_impl.h"
 
 struct mcp_ask {
     char key[72];

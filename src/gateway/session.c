@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp_impl.h"
-
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+#include "gateway_impl.h"
 
 json_t *mcp_error_msg(json_t *id, int code, const char *message)
 {
@@ -137,9 +135,8 @@ static void own_ready(struct mcp_backend *be, int r, const char *error)
 static void negotiate(struct mcp_session *s, json_t *params)
 {
     const char *want = json_string_value(json_object_get(params, "protocolVersion"));
-    snprintf(s->version, sizeof s->version, "%s", MCP_VERSION_LATEST);
-    for (size_t i = 0; want && i < ARRAY_LEN(versions); i++)
-        if (strcmp(want, versions[i]) == 0) snprintf(s->version, sizeof s->version, "%s", want);
+    const struct mcp_revision *r = mcp_revision_with_sessions(want);
+    snprintf(s->version, sizeof s->version, "%s", r ? r->version : MCP_VERSION_LATEST);
     json_t *caps = json_object_get(params, "capabilities");
     s->sampling = json_object_get(caps, "sampling") != NULL;
     s->elicitation = json_object_get(caps, "elicitation") != NULL;
@@ -224,7 +221,7 @@ void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
         return answer(st, mcp_error_msg(id, -32000,
                                         "this sandbox holds as much in the daemon as it may "
                                         "(--held-per-sandbox); try again once answers came"));
-    if (be->modern) mcp_stdio_envelope(be, s, msg);
+    if (be->modern) mcp_session_envelope(s, msg);
     json_t *client_id = json_incref(id);
     struct mcp_pending *p;
     if (mcp_backend_request(be, msg, &p) < 0) {
@@ -423,22 +420,11 @@ static bool is_request(json_t *m)
     return json_is_string(json_object_get(m, "method")) && json_object_get(m, "id");
 }
 
-/* A JSON-RPC 2.0 message as MCP allows it: a request (string method, string or integer
- * id), a notification (method, no id) or a response (id and a result or an error). */
-bool mcp_valid_message(json_t *m)
-{
-    const char *v = json_string_value(json_object_get(m, "jsonrpc"));
-    json_t *method = json_object_get(m, "method"), *id = json_object_get(m, "id");
-    if (!json_is_object(m) || !v || strcmp(v, "2.0") != 0) return false;
-    if (id && !json_is_string(id) && !json_is_integer(id)) return false;
-    if (method) return json_is_string(method);
-    return id && (json_object_get(m, "result") != NULL) != (json_object_get(m, "error") != NULL);
-}
-
 int mcp_session_post(struct mcp_session *s, struct httpd_req *req, json_t *body)
 {
     bool batch = json_is_array(body);
-    if (batch && strcmp(s->version, "2025-03-26") != 0) return 400;
+    const struct mcp_revision *r = mcp_revision(s->version);
+    if (batch && !(r && r->batches)) return 400;
     size_t n = batch ? json_array_size(body) : 1, requests = 0;
     if (n == 0) return 400;
     for (size_t i = 0; i < n; i++) {

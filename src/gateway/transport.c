@@ -14,9 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "mcp_impl.h"
-
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+#include "gateway_impl.h"
 
 static uint64_t now_ns(void)
 {
@@ -374,7 +372,7 @@ static void url_authority(const char *url, char *out, size_t size)
 
 /* DNS rebinding: a page in a browser that got a name pointed at us sends its own name
  * as Host. The public URL's authority and, on loopback, the loopback names are ours. */
-bool mcp_host_allowed(const char *public_url, const char *listen, const char *host)
+bool gateway_host_allowed(const char *public_url, const char *listen, const char *host)
 {
     if (!host) return false;
     char pub[256];
@@ -391,7 +389,7 @@ bool mcp_host_allowed(const char *public_url, const char *listen, const char *ho
 
 /* Browsers send Origin: only the public URL's own origin and local tools (loopback
  * origins, such as the MCP Inspector) may call. */
-bool mcp_origin_allowed(const char *pub, const char *origin)
+bool gateway_origin_allowed(const char *pub, const char *origin)
 {
     if (!origin) return true;
     const char *sep = strstr(pub, "://");
@@ -405,11 +403,10 @@ bool mcp_origin_allowed(const char *pub, const char *origin)
            is_loopback_host(auth, len);
 }
 
+/* A 2025 request's MCP-Protocol-Version: absent, or a revision with sessions. */
 static bool version_ok(const char *v)
 {
-    for (size_t i = 0; v && i < ARRAY_LEN(versions); i++)
-        if (strcmp(v, versions[i]) == 0) return true;
-    return !v;
+    return !v || mcp_revision_with_sessions(v);
 }
 
 /* The session a request names: 400 without one, 404 for an unknown one. */
@@ -476,8 +473,8 @@ static void post(struct mcp_server *ms, struct httpd_req *req)
     } else if (!version_ok(header(req, "MCP-Protocol-Version"))) {
         mcp_http_error(req, 400, NULL, -32000,
                        "Bad Request: unsupported MCP-Protocol-Version "
-                       "%.40s; this gateway speaks 2025-11-25, 2025-06-18 and 2025-03-26",
-                       header(req, "MCP-Protocol-Version"));
+                       "%.40s; this gateway speaks %s",
+                       header(req, "MCP-Protocol-Version"), mcp_revisions_text(false));
     } else {
         struct mcp_session *s = session_of(ms, req);
         int status = s ? mcp_session_post(s, req, body) : 0;
@@ -553,7 +550,7 @@ static int split(char *path, char **link, char **name)
 }
 
 /* A browser client (the MCP Inspector in direct mode) reads answers only with CORS
- * headers; they go to origins that may call at all (mcp_origin_allowed). */
+ * headers; they go to origins that may call at all (gateway_origin_allowed). */
 static void cors(struct httpd_req *req)
 {
     const char *origin = header(req, "Origin");
@@ -612,11 +609,11 @@ static void on_body(struct httpd_req *req, void *arg)
     serve(arg, req);
 }
 
-void mcp_gateway_head(struct server *srv, struct httpd_req *req)
+void gateway_head(struct server *srv, struct httpd_req *req)
 {
     const struct server_config *cfg = server_config(srv);
-    if (!mcp_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
-        !mcp_origin_allowed(cfg->public_url, header(req, "Origin")))
+    if (!gateway_host_allowed(cfg->public_url, cfg->listen, header(req, "Host")) ||
+        !gateway_origin_allowed(cfg->public_url, header(req, "Origin")))
         return mcp_http_error(req, 403, NULL, -32000,
                               "Forbidden: the Host or Origin header is not "
                               "this gateway's (start runtimed with --public-url to name it)");
@@ -644,7 +641,7 @@ void mcp_gateway_head(struct server *srv, struct httpd_req *req)
     httpd_read_body(req, httpd_method(req) == HTTPD_POST ? MCP_MAX_MESSAGE : 0, on_body, srv);
 }
 
-void mcp_gateway_fail(struct httpd_req *req, int status, const char *message)
+void gateway_fail(struct httpd_req *req, int status, const char *message)
 {
     mcp_http_error(req, status, NULL, -32000, "%s", message);
 }

@@ -19,24 +19,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "mcp_impl.h"
+#include "gateway_impl.h"
 
-static const char *const supported[] = {MCP_VERSION_MODERN, "2025-11-25", "2025-06-18",
-                                        "2025-03-26"};
-static const char *const legacy_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
-                                              "2024-11-05"};
 static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
                                          "error", "critical", "alert",  "emergency"};
 
 #define TTL_MS 60000 /* discover and tools/list: the gate refuses a blocked tool anyway */
-
-static json_t *supported_json(void)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < ARRAY_LEN(supported); i++)
-        json_array_append_new(a, json_string(supported[i]));
-    return a;
-}
 
 json_t *mcp_modern_error(json_t *id, int code, const char *message, json_t *data)
 {
@@ -54,14 +42,14 @@ int mcp_log_level(const char *name)
     return -1;
 }
 
-/* A version header that is none of the 2025 (or older) ones and sorts at or after
- * 2026-07-28: the TypeScript SDK's rule, so "v999.0.0" is modern too. */
+/* A stateless revision's header, or one the gateway does not know that sorts at or
+ * after 2026-07-28: the TypeScript SDK's rule, so "v999.0.0" is modern too (every
+ * older revision, 2024-11-05 included, sorts before it). */
 static bool modern_header(const char *v)
 {
     if (!v) return false;
-    for (size_t i = 0; i < ARRAY_LEN(legacy_versions); i++)
-        if (strcmp(v, legacy_versions[i]) == 0) return false;
-    return strcmp(v, MCP_VERSION_MODERN) >= 0;
+    const struct mcp_revision *r = mcp_revision(v);
+    return r ? r->stateless : strcmp(v, MCP_VERSION_MODERN) >= 0;
 }
 
 static json_t *meta_of(json_t *msg)
@@ -138,12 +126,12 @@ static bool headers_ok(json_t *msg, const char *claim, const struct mcp_headers 
                h->method, method);
         return false;
     }
-    if (strcmp(claim, MCP_VERSION_MODERN) != 0) {
+    const struct mcp_revision *r = mcp_revision(claim);
+    if (!r || !r->stateless) {
         reject(v, 400, -32022,
-               json_pack("{s:o,s:s}", "supported", supported_json(), "requested", claim),
-               "Unsupported protocol version %.40s: this gateway speaks %s, 2025-11-25, "
-               "2025-06-18 and 2025-03-26",
-               claim, MCP_VERSION_MODERN);
+               json_pack("{s:o,s:s}", "supported", mcp_revisions_json(), "requested", claim),
+               "Unsupported protocol version %.40s: this gateway speaks %s", claim,
+               mcp_revisions_text(true));
         return false;
     }
     if (!h->version || !h->method) {
@@ -294,7 +282,7 @@ static void answer_discover(struct mcp_server *ms, struct httpd_req *req, json_t
 {
     json_t *r =
         json_pack("{s:s,s:o,s:o,s:i,s:s,s:o}", "resultType", "complete", "supportedVersions",
-                  supported_json(), "capabilities", server_capabilities(ms), "ttlMs", TTL_MS,
+                  mcp_revisions_json(), "capabilities", server_capabilities(ms), "ttlMs", TTL_MS,
                   "cacheScope", "private", "_meta", server_info(ms));
     json_t *instr = json_object_get(ms->shared->init_result, "instructions");
     if (json_is_string(instr)) json_object_set(r, "instructions", instr);
