@@ -34,8 +34,9 @@ void api_error(struct httpd_req *req, int status, const char *code, const char *
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     /* The message may echo user bytes (or cut them mid-character): keep it UTF-8. */
-    json_t *err = json_pack("{s:{s:s,s:o}}", "error", "code", code, "message",
-                            api_json_text(msg, strlen(msg)));
+    json_t *err =
+        json_pack("{s:{s:s,s:i,s:o,s:s}}", "error", "code", code, "status", status, "message",
+                  api_json_text(msg, strlen(msg)), "requestId", httpd_request_id(req));
     api_json(req, status, err);
 }
 

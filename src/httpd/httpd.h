@@ -106,6 +106,8 @@ enum httpd_method httpd_method(const struct httpd_req *req);
 /* The path as the parser normalised it (unreserved escapes decoded, no dot or
  * empty segment, no encoded '/', control or backslash), without the query. */
 const char *httpd_path(const struct httpd_req *req);
+/* Its id, sent as x-request-id with its answer ("req_" and 16 hex digits). */
+const char *httpd_request_id(const struct httpd_req *req);
 /* The query without its '?', "" when none. */
 const char *httpd_query(const struct httpd_req *req);
 /* The first field of that name (case-insensitive), or NULL. Valid with req. */

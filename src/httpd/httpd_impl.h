@@ -68,6 +68,7 @@ struct httpd_req {
     char *head_buf; /* the head's bytes: head's spans point here */
     const char *query;
     enum httpd_method method;
+    char id[24]; /* "req_" and 16 hex digits: the x-request-id of its answer */
     bool keep_alive;
     struct evbuffer *out_fields; /* "Name: value\r\n" */
     bool streaming;

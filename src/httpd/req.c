@@ -8,10 +8,20 @@
 
 #include "httpd_impl.h"
 
+/* A request's id: the daemon's run (random at its first request) and a count, so
+ * that ids never repeat within a run and hardly across runs. Not a secret. */
+static void request_id(char *out, size_t size)
+{
+    static uint32_t run, count;
+    if (!run) random_bytes(&run, sizeof run);
+    snprintf(out, size, "req_%08x%08x", run, ++count);
+}
+
 struct httpd_req *req_new(struct httpd *h, struct httpd_conn *c)
 {
     struct httpd_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    request_id(r->id, sizeof r->id);
     r->h = h;
     r->conn = c;
     r->query = "";
@@ -23,6 +33,11 @@ struct httpd_req *req_new(struct httpd *h, struct httpd_conn *c)
         return NULL;
     }
     return r;
+}
+
+const char *httpd_request_id(const struct httpd_req *req)
+{
+    return req->id;
 }
 
 static enum httpd_method method_of(const char *m)
@@ -238,7 +253,8 @@ static bool closes_after(const struct httpd_req *r)
 
 static void write_head(struct httpd_req *r, struct evbuffer *out, int status, bool close)
 {
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, reason(status));
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nx-request-id: %s\r\n", status, reason(status),
+                        r->id);
     evbuffer_add_buffer(out, r->out_fields);
     if (close)
         evbuffer_add_printf(out, "Connection: close\r\n");

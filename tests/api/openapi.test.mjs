@@ -117,7 +117,7 @@ const paramsOf = (o) => [...(o.item.parameters ?? []), ...(o.op.parameters ?? []
 
 const apiC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8');
 const execC = fs.readFileSync(path.join(SRC, 'api', 'exec.c'), 'utf8');
-const transportC = fs.readFileSync(path.join(SRC, 'mcp', 'transport.c'), 'utf8');
+const transportC = fs.readFileSync(path.join(SRC, 'gateway', 'transport.c'), 'utf8');
 
 function srcFiles(dir) {
   const out = [];
@@ -250,6 +250,10 @@ async function call(method, template, { params = {}, query = '', body, raw, key,
 async function callError(method, template, status, code, opts = {}) {
   const r = await call(method, template, { ...opts, expect: status });
   assert.equal(r.body?.error?.code, code, `${method} ${template}: ${r.text}`);
+  // Runtime Cloud's error shape: the status again, and the request id the header carries.
+  assert.equal(r.body.error.status, status);
+  assert.match(r.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{16}$/);
+  assert.equal(r.body.error.requestId, r.headers.get('x-request-id'));
   return r;
 }
 

@@ -1,5 +1,5 @@
 /* Fuzz target: how the gateway classifies a POST between the 2025 revisions and
- * 2026-07-28 (mcp_modern_classify in src/mcp/modern.c), and Mcp-Name decoding
+ * 2026-07-28 (mcp_modern_classify in src/gateway/modern.c), and Mcp-Name decoding
  * (mcp_name_decode): both read what any client holding the token sends.
  *
  * The input is three header lines (MCP-Protocol-Version, Mcp-Method, Mcp-Name; an empty

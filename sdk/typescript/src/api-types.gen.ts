@@ -13,8 +13,12 @@ export interface Error {
 
 export interface ErrorError {
   code: ErrorCode;
+  /** the answer's HTTP status */
+  status: number;
   /** what is wrong and what to do */
   message: string;
+  /** the answer's x-request-id; quote it when you report a problem */
+  requestId: string;
   [more: string]: unknown;
 }
 

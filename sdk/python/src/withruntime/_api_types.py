@@ -89,8 +89,12 @@ class Error(TypedDict):
 
 class ErrorError(TypedDict):
     code: ErrorCode
+    #: the answer's HTTP status
+    status: int
     #: what is wrong and what to do
     message: str
+    #: the answer's x-request-id; quote it when you report a problem
+    requestId: str
 
 
 #: 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
