@@ -94,6 +94,8 @@ unit: $(BUILD)/unit
 # root), plain and sanitized. The sanitized daemon checks for leaks when it stops
 # (sanitized builds leave ptrace, which LeakSanitizer needs, to the server), and
 # the tests' teardown fails on a report. Last, every benchmark in its short mode (bench-smoke).
+# Runtime Cloud's official SDK, unmodified, in its own venv (scripts/install-deps): tests/cloud.
+CLOUD_PYTHON ?= /opt/runtime-test/venv-cloud/bin/python
 check: all $(BUILD)/unit asan format-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
@@ -103,9 +105,12 @@ check: all $(BUILD)/unit asan format-check
 	RUNTIME_BUILD=$(BUILD) tests/mitm/verify.sh
 	RUNTIME_BUILD=$(BUILD) tests/run-e2e
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
+	RUNTIME_BUILD=$(BUILD) $(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
+		$(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
 	$(MAKE) bench-smoke
 
 # Every script in bench/ in its short mode (BENCH_SMOKE=1: every phase, tiny counts, figures

@@ -107,6 +107,7 @@ static json_t *sandbox_json(const struct sbx *sb)
     time_rfc3339(created, sizeof created, sbx_created_ms(sb));
     json_object_set_new(v, "id", json_string(sbx_id(sb)));
     json_object_set_new(v, "status", json_string(sbx_status_name(sbx_state(sb))));
+    json_object_set_new(v, "state", json_string(sbx_state_word(sbx_state(sb))));
     json_object_set_new(v, "createdAt", json_string(created));
     if (mcp_box_of(sb)) json_object_set_new(v, "mcp", mcp_servers_json(mcp_box_of(sb)));
     return v;
@@ -668,6 +669,30 @@ static int split_path(char *path, char **seg, int max)
 }
 
 /* With the body in (and again after a wake): what the request asks for. */
+/* Runtime Cloud's form of a change, POST /v1/sandboxes/{id}:VERB: the same routes
+ * as .../{id}/VERB (restart is start: a stopped sandbox built again on its disk). */
+static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
+                             const struct api_caller *who, char *key_verb)
+{
+    static const char *const verbs[][2] = {{"stop", "stop"},
+                                           {"pause", "pause"},
+                                           {"wake", "wake"},
+                                           {"exec", "exec"},
+                                           {"restart", "start"}};
+    char *colon = strrchr(key_verb, ':');
+    *colon = '\0';
+    for (size_t i = 0; i < ARRAY_LEN(verbs); i++)
+        if (strcmp(colon + 1, verbs[i][0]) == 0) {
+            if (httpd_method(req) != HTTPD_POST)
+                return api_error(req, 405, "method_not_allowed", ":%s takes POST", verbs[i][0]);
+            return one_sandbox(req, srv, who, key_verb, verbs[i][1], NULL);
+        }
+    api_error(req, 404, "route_not_found",
+              "no change :%.40s of a sandbox here; these are: :stop, :pause, :wake, :exec, "
+              ":restart",
+              colon + 1);
+}
+
 static void route(struct httpd_req *req, void *arg)
 {
     struct server *srv = arg;
@@ -692,6 +717,8 @@ static void route(struct httpd_req *req, void *arg)
             list_sandboxes(req, srv, &who);
         else if (n == 2 && m == HTTPD_POST)
             create_sandbox(req, srv, &who);
+        else if (n == 3 && strchr(seg[2], ':'))
+            one_sandbox_verb(req, srv, &who, seg[2]);
         else if (n == 3 || n == 4)
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5 && strcmp(seg[3], "mcp") == 0)

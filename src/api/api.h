@@ -24,5 +24,9 @@ void api_sandbox_freed(struct sbx *sb);
 
 /* Copies bytes to a JSON string, replacing invalid UTF-8 with U+FFFD. */
 json_t *api_json_text(const char *bytes, size_t n);
+/* Bytes as a JSON string of standard base64. */
+json_t *api_base64(const void *bytes, size_t n);
+/* Decodes standard base64 into a new buffer (*out, *len); -EINVAL when it is not. */
+int api_base64_decode(const char *text, size_t n, char **out, size_t *len);
 
 #endif

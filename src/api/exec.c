@@ -1,7 +1,10 @@
-/* POST /v1/sandboxes/{id}/exec: runs the program to its end (server_run) and replies
- * with its status and output. */
+/* POST /v1/sandboxes/{id}/exec (and :exec): runs the program to its end (server_run)
+ * and replies with its status and output; with "stream": true, as Runtime Cloud does,
+ * the answer is NDJSON events while it runs: start, stdout and stderr (with their
+ * byte offset, one count for both), exit. */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,8 @@
  * the server's loop waits for (about 1.4 ms), so a storm of short execs would slow
  * every sandbox; a program running short commands one after another stays below. */
 #define EXEC_STARTS_PER_S 100
+/* A streamed exec's reader that leaves this much unread is cut (and its program ended). */
+#define EXEC_STREAM_BACKLOG (16u << 20)
 
 /* What the API keeps for a sandbox (its slot), made at its first exec. */
 struct api_sandbox {
@@ -56,14 +61,20 @@ struct exec_call {
     char sandbox[PROTO_ID_LEN];
 };
 
+/* One exec fewer under way in the sandbox (if it is still there). */
+static void exec_ended(struct server *srv, const char *sandbox)
+{
+    struct sbx *sb = server_sandbox_find(srv, NULL, sandbox);
+    struct api_sandbox *a = sb ? sbx_slot(sb, SBX_SLOT_API) : NULL;
+    if (sb) server_sandbox_hold(sb, -1);
+    if (a) a->execs--;
+}
+
 static void on_done(void *arg, const struct server_run_result *res)
 {
     struct exec_call *call = arg;
     struct httpd_req *req = call->req;
-    struct sbx *sb = server_sandbox_find(call->srv, NULL, call->sandbox);
-    struct api_sandbox *a = sb ? sbx_slot(sb, SBX_SLOT_API) : NULL;
-    if (sb) server_sandbox_hold(sb, -1);
-    if (a) a->execs--;
+    exec_ended(call->srv, call->sandbox);
     free(call);
     if (res->error) {
         api_fail(req, res->error);
@@ -102,12 +113,34 @@ int api_argv_from(json_t *arr, const char **out, size_t max, err_t *err)
     return 0;
 }
 
-static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
-                         struct server_run_spec *spec, const char **argv, char ***envp, err_t *err)
+static int command_argv(json_t *command, const char **argv, err_t *err)
 {
-    static const char *const known[] = {"argv", "env", "cwd", "stdin", "timeoutMs", NULL};
+    const char *line = json_string_value(command);
+    if (!line || !line[0] || strlen(line) != json_string_length(command))
+        return err_set(err, -EINVAL,
+                       "command must be a non-empty string without NUL bytes, run by bash -c");
+    argv[0] = "/bin/bash";
+    argv[1] = "-c";
+    argv[2] = line;
+    argv[3] = NULL;
+    return 0;
+}
+
+/* *stdin_bytes: stdinBase64 decoded (the caller frees it). */
+static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
+                         struct server_run_spec *spec, const char **argv, char ***envp,
+                         char **stdin_bytes, err_t *err)
+{
+    static const char *const known[] = {"argv",        "command",   "env",    "cwd", "stdin",
+                                        "stdinBase64", "timeoutMs", "stream", NULL};
     int r = json_known_fields(body, NULL, known, err);
-    if (r == 0) r = api_argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
+    json_t *command = json_object_get(body, "command");
+    if (r == 0 && command && json_object_get(body, "argv"))
+        r = err_set(err, -EINVAL, "give argv or command, not both");
+    if (r == 0 && command) /* Runtime Cloud's: a line for bash */
+        r = command_argv(command, argv, err);
+    else if (r == 0)
+        r = api_argv_from(json_object_get(body, "argv"), argv, MAX_ARGV, err);
     if (r < 0) return r;
     json_t *e = json_object_get(body, "env");
     if (e && !json_is_object(e)) return err_set(err, -EINVAL, "env must be an object of strings");
@@ -124,9 +157,19 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
         return err_set(err, -EINVAL, "timeoutMs must be from 1 to %u", API_MAX_TIMEOUT_MS);
     if (in && !json_is_string(in) && !json_is_null(in))
         return err_set(err, -EINVAL, "stdin must be a string");
+    json_t *stream = json_object_get(body, "stream");
+    if (stream && !json_is_boolean(stream))
+        return err_set(err, -EINVAL, "stream must be true or false");
     spec->timeout_ms = (uint32_t)ms;
     spec->stdin_text = json_string_value(in);
     spec->stdin_len = json_is_string(in) ? json_string_length(in) : 0;
+    json_t *in64 = json_object_get(body, "stdinBase64");
+    if (in64 && in) return err_set(err, -EINVAL, "give stdin or stdinBase64, not both");
+    if (in64 && (!json_is_string(in64) ||
+                 api_base64_decode(json_string_value(in64), json_string_length(in64), stdin_bytes,
+                                   &spec->stdin_len) < 0))
+        return err_set(err, -EINVAL, "stdinBase64 must be standard base64");
+    if (in64) spec->stdin_text = *stdin_bytes;
     spec->output_cap = API_MAX_OUTPUT;
     json_t *env = server_exec_env(srv, sb, e, err);
     if (!env) return -EIO;
@@ -135,6 +178,112 @@ static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
     spec->argv = argv;
     spec->envp = (const char *const *)*envp;
     return r;
+}
+
+/* ---- a streamed exec ---- */
+
+struct exec_stream {
+    struct httpd_req *req;
+    struct server *srv;
+    char sandbox[PROTO_ID_LEN];
+    struct server_run *run; /* NULL once it ended */
+    uint64_t offset;        /* bytes of stdout and stderr sent so far */
+    bool ending;            /* its reader left: the end is on its way (end_later) */
+};
+
+static void stream_line(struct exec_stream *es, json_t *event)
+{
+    char *text = json_dumps(event, JSON_COMPACT);
+    json_decref(event);
+    if (!text) return;
+    httpd_stream_send(es->req, text, strlen(text));
+    httpd_stream_send(es->req, "\n", 1);
+    free(text);
+}
+
+static void stream_finish(struct exec_stream *es)
+{
+    httpd_stream_end(es->req);
+    exec_ended(es->srv, es->sandbox);
+    free(es);
+}
+
+/* Output as it comes: text when it is UTF-8, else (a cut character, binary) base64
+ * too, which the SDKs count the offset by. */
+static void on_stream_output(void *arg, int stream, const char *data, size_t len)
+{
+    struct exec_stream *es = arg;
+    if (es->ending || !httpd_connected(es->req)) return;
+    json_t *text = api_json_text(data, len);
+    json_t *event = json_pack("{s:s,s:I,s:o}", "type", stream == 1 ? "stdout" : "stderr", "offset",
+                              (json_int_t)es->offset, "data", text);
+    if (json_string_length(text) != len || memcmp(json_string_value(text), data, len) != 0)
+        json_object_set_new(event, "base64", api_base64(data, len));
+    es->offset += len;
+    stream_line(es, event);
+    if (httpd_backlog(es->req) > EXEC_STREAM_BACKLOG) httpd_cut(es->req); /* on_gone ends it */
+}
+
+static void on_stream_done(void *arg, const struct server_run_result *res)
+{
+    struct exec_stream *es = arg;
+    es->run = NULL;
+    if (es->ending) return; /* end_later frees it */
+    if (res->error) {
+        int status = res->error->code == -ESHUTDOWN ? 503 : 500;
+        stream_line(es,
+                    json_pack("{s:s,s:{s:s,s:i,s:s,s:s}}", "type", "error", "error", "code",
+                              status == 503 ? "unavailable" : "internal", "status", status,
+                              "message", res->error->msg, "requestId", httpd_request_id(es->req)));
+    } else {
+        stream_line(es,
+                    json_pack("{s:s,s:i,s:s,s:b,s:I}", "type", "exit", "exitCode", res->exit_code,
+                              "state", res->timed_out ? "timed_out" : "exited", "timedOut",
+                              res->timed_out, "durationMs", (json_int_t)res->duration_ms));
+    }
+    stream_finish(es);
+}
+
+/* Its reader left: the program is ended on the next turn of the loop (not from
+ * inside the output callback that may have cut it). */
+static void end_later(evutil_socket_t fd, short what, void *arg)
+{
+    struct exec_stream *es = arg;
+    if (es->run) server_run_cancel(es->run);
+    stream_finish(es);
+}
+
+static void on_stream_gone(struct httpd_req *req, void *arg)
+{
+    struct exec_stream *es = arg;
+    if (es->ending) return;
+    es->ending = true;
+    struct timeval now = {0, 0};
+    if (event_base_once(server_base(es->srv), -1, EV_TIMEOUT, end_later, es, &now) < 0)
+        log_warn("cannot end a streamed exec whose reader left");
+}
+
+static int start_stream(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                        struct server_run_spec *spec, err_t *err)
+{
+    struct exec_stream *es = calloc(1, sizeof *es);
+    if (!es) return err_set(err, -ENOMEM, "out of memory");
+    *es = (struct exec_stream){.req = req, .srv = srv};
+    memcpy(es->sandbox, sbx_id(sb), sizeof es->sandbox);
+    spec->on_output = on_stream_output;
+    int r = server_run(srv, sb, spec, on_stream_done, es, &es->run, err);
+    if (r < 0) {
+        free(es);
+        return r;
+    }
+    char process[24];
+    random_hex(process + 2, 8);
+    memcpy(process, "p_", 2);
+    httpd_add_header(req, "Content-Type", "application/x-ndjson");
+    httpd_stream_start(req, 200);
+    httpd_on_gone(req, on_stream_gone, es);
+    stream_line(es, json_pack("{s:s,s:s}", "type", "start", "processId", process));
+    return 0;
 }
 
 void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
@@ -159,7 +308,21 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
     char **envp = NULL;
     struct server_run_spec spec = {0};
     err_t err = {0};
-    int r = parse_request(body, srv, sb, &spec, argv, &envp, &err);
+    char *stdin_bytes = NULL;
+    int r = parse_request(body, srv, sb, &spec, argv, &envp, &stdin_bytes, &err);
+    bool streamed = json_is_true(json_object_get(body, "stream"));
+    if (r == 0 && streamed) {
+        r = start_stream(req, srv, sb, &spec, &err);
+        if (r == 0) {
+            server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+            a->execs++;
+        }
+        if (r < 0) api_fail(req, &err);
+        server_env_free(envp);
+        free(stdin_bytes);
+        json_decref(body);
+        return;
+    }
     struct exec_call *call = r == 0 ? calloc(1, sizeof *call) : NULL;
     if (call) {
         call->req = req;
@@ -177,5 +340,6 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
         api_fail(req, &err);
     }
     server_env_free(envp);
+    free(stdin_bytes);
     json_decref(body);
 }

@@ -1,4 +1,6 @@
 /* Text from sandboxes for JSON answers: bytes that are not UTF-8 are replaced. */
+#include <errno.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,4 +39,31 @@ json_t *api_json_text(const char *bytes, size_t n)
     json_t *s = json_stringn(buf, o);
     free(buf);
     return s;
+}
+
+json_t *api_base64(const void *bytes, size_t n)
+{
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (!out) return NULL;
+    EVP_EncodeBlock((unsigned char *)out, bytes, (int)n);
+    json_t *v = json_string(out);
+    free(out);
+    return v;
+}
+
+int api_base64_decode(const char *text, size_t n, char **out, size_t *len)
+{
+    if (n % 4 != 0 || n > (1u << 30)) return -EINVAL;
+    unsigned char *buf = malloc(n / 4 * 3 + 1);
+    if (!buf) return -ENOMEM;
+    int got = n ? EVP_DecodeBlock(buf, (const unsigned char *)text, (int)n) : 0;
+    if (got < 0) {
+        free(buf);
+        return -EINVAL;
+    }
+    /* EVP_DecodeBlock counts the padding's bytes too. */
+    size_t pad = n >= 2 && text[n - 1] == '=' ? (text[n - 2] == '=' ? 2 : 1) : 0;
+    *out = (char *)buf;
+    *len = (size_t)got - pad;
+    return 0;
 }

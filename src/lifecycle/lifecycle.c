@@ -73,16 +73,23 @@ const char *lifecycle_event_kind(enum sbx_state from, enum sbx_event event)
     return m ? m->kind : NULL;
 }
 
-/* Each state's name, and the resting state whose status it shows. */
+/* Each state's name, the resting state whose status it shows, and Runtime
+ * Cloud's word for it. */
 static const struct {
     const char *name;
     enum sbx_state shown;
+    const char *word;
 } states[SBX_STATE_COUNT] = {
-    [SBX_CREATING] = {"creating", SBX_CREATING}, [SBX_RUNNING] = {"running", SBX_RUNNING},
-    [SBX_PAUSING] = {"pausing", SBX_RUNNING},    [SBX_PAUSED] = {"paused", SBX_PAUSED},
-    [SBX_WAKING] = {"waking", SBX_PAUSED},       [SBX_STOPPING] = {"stopping", SBX_STOPPED},
-    [SBX_STOPPED] = {"stopped", SBX_STOPPED},    [SBX_STARTING] = {"starting", SBX_CREATING},
-    [SBX_REMOVING] = {"removing", SBX_STOPPED},  [SBX_FAILED] = {"failed", SBX_FAILED},
+    [SBX_CREATING] = {"creating", SBX_CREATING, "starting"},
+    [SBX_RUNNING] = {"running", SBX_RUNNING, "running"},
+    [SBX_PAUSING] = {"pausing", SBX_RUNNING, "pausing"},
+    [SBX_PAUSED] = {"paused", SBX_PAUSED, "paused"},
+    [SBX_WAKING] = {"waking", SBX_PAUSED, "resuming"},
+    [SBX_STOPPING] = {"stopping", SBX_STOPPED, "stopping"},
+    [SBX_STOPPED] = {"stopped", SBX_STOPPED, "stopped"},
+    [SBX_STARTING] = {"starting", SBX_CREATING, "starting"},
+    [SBX_REMOVING] = {"removing", SBX_STOPPED, "stopping"},
+    [SBX_FAILED] = {"failed", SBX_FAILED, "stopped"},
 };
 
 static const char *const event_names[SBX_EVENT_COUNT] = {
@@ -120,6 +127,11 @@ bool sbx_state_transitional(enum sbx_state state)
     for (int i = 0; i < SBX_STATUS_COUNT; i++)
         if (resting[i] == state) return false;
     return true;
+}
+
+const char *sbx_state_word(enum sbx_state state)
+{
+    return state < SBX_STATE_COUNT ? states[state].word : "stopped";
 }
 
 enum sbx_state sbx_state_shown(enum sbx_state state)

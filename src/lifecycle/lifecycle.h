@@ -67,6 +67,10 @@ bool sbx_state_transitional(enum sbx_state state);
  * shows the status it has until the keeper is done: pausing running, waking
  * paused, starting creating; stopping and removing show stopped. */
 const char *sbx_status_name(enum sbx_state state);
+/* Runtime Cloud's word for a state, the API's `state` (starting, running,
+ * pausing, paused, resuming, stopping, stopped). A failed sandbox is stopped
+ * there: nothing runs in it. */
+const char *sbx_state_word(enum sbx_state state);
 /* The resting state whose status a state shows (pausing: running, ...). */
 enum sbx_state sbx_state_shown(enum sbx_state state);
 #define SBX_STATUS_COUNT 5

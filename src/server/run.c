@@ -21,6 +21,8 @@ struct stream {
     struct evbuffer *buf;
     size_t dropped; /* bytes past the cap */
     size_t cap;
+    int number; /* 1 stdout, 2 stderr */
+    struct server_run *run;
 };
 
 struct server_run {
@@ -31,6 +33,7 @@ struct server_run {
     int status_fd;
     struct event *status_ev;
     server_run_done done;
+    void (*on_output)(void *arg, int stream, const char *data, size_t len);
     void *arg;
     bool starting;  /* the keeper has not answered yet */
     bool cancelled; /* while starting: free it when the answer comes */
@@ -93,6 +96,11 @@ static bool stream_drain(struct stream *s)
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return errno == EAGAIN;
         if (n == 0) return false;
+        struct server_run *j = s->run;
+        if (j->on_output) {
+            j->on_output(j->arg, s->number, chunk, (size_t)n);
+            continue;
+        }
         size_t have = evbuffer_get_length(s->buf);
         size_t room = have < s->cap ? s->cap - have : 0;
         size_t take = (size_t)n < room ? (size_t)n : room;
@@ -191,10 +199,11 @@ int server_run(struct server *srv, struct sbx *sb, const struct server_run_spec 
     struct server_run *j = calloc(1, sizeof *j);
     if (!j) return err_set(err, -ENOMEM, "out of memory");
     j->done = done;
+    j->on_output = spec->on_output;
     j->arg = arg;
     j->in_fd = j->status_fd = -1;
-    j->out = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap};
-    j->err = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap};
+    j->out = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap, 1, j};
+    j->err = (struct stream){.fd = -1, .buf = evbuffer_new(), .cap = spec->output_cap, 2, j};
     if (spec->stdin_len > 0) { /* copied now: the caller's text is gone by the answer */
         j->stdin_buf = evbuffer_new();
         evbuffer_add(j->stdin_buf, spec->stdin_text, spec->stdin_len);

@@ -260,6 +260,9 @@ struct server_run_spec {
     const char *stdin_text;
     size_t stdin_len;
     size_t output_cap; /* bytes kept per stream */
+    /* Set: each chunk of output goes here as it comes (stream 1 stdout, 2 stderr),
+     * nothing is kept, and the result's buffers are empty (a streamed exec). */
+    void (*on_output)(void *arg, int stream, const char *data, size_t len);
 };
 struct server_run_result {
     const err_t *error; /* it could not be started at all (the rest is empty), or NULL */

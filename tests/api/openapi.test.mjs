@@ -301,7 +301,7 @@ test('the document is OpenAPI 3.1: refs resolve, schemas compile and say their t
 
 test('the validator is not vacuous: wrong shapes and undocumented fields fail', () => {
   const sandbox = {
-    id: 'abc123', name: null, status: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
+    id: 'abc123', name: null, status: 'running', state: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
     cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, labels: {}, env: {}, network: { internet: true },
   };
   const v = validator(schemas.Sandbox, '#/components/schemas/Sandbox', true);
@@ -450,6 +450,18 @@ test('stop and start', { skip }, async () => {
   const e = await call('POST', '/v1/sandboxes/{id}/exec', { params: { id: sb.id }, body: { argv: ['cat', '/workspace/stop-start'] }, expect: 200 });
   assert.equal(e.body.stdout, 'kept\n');
   await callError('POST', '/v1/sandboxes/{id}/stop', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  // Runtime Cloud's form of the same changes: POST /v1/sandboxes/{id}:verb
+  const p = await call('POST', '/v1/sandboxes/{id}:pause', { params: { id: sb.id }, expect: 200 });
+  assert.deepEqual([p.body.status, p.body.state], ['paused', 'paused']);
+  assert.equal((await call('POST', '/v1/sandboxes/{id}:wake', { params: { id: sb.id }, expect: 200 })).body.state, 'running');
+  assert.equal((await call('POST', '/v1/sandboxes/{id}:stop', { params: { id: sb.id }, expect: 200 })).body.state, 'stopped');
+  assert.equal((await call('POST', '/v1/sandboxes/{id}:restart', { params: { id: sb.id }, expect: 200 })).body.state, 'running');
+  const x = await call('POST', '/v1/sandboxes/{id}:exec', { params: { id: sb.id }, body: { command: 'echo $((6 * 7))' }, expect: 200 });
+  assert.equal(x.body.stdout, '42\n');
+  await callError('POST', '/v1/sandboxes/{id}:exec', 400, 'bad_request', { params: { id: sb.id }, body: { command: 'true', argv: ['true'] } });
+  await callError('POST', '/v1/sandboxes/{id}:restart', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  for (const t of ['/v1/sandboxes/{id}:pause', '/v1/sandboxes/{id}:wake', '/v1/sandboxes/{id}:stop', '/v1/sandboxes/{id}:exec'])
+    await callError('POST', t, 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: t.endsWith('exec') ? { argv: ['true'] } : undefined });
   await callError('POST', '/v1/sandboxes/{id}/start', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
 });
 

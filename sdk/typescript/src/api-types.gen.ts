@@ -24,9 +24,10 @@ export interface ErrorError {
 
 /**
  * 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
- * 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict, busy
- * (a sandbox being created or removed); 413 too_large; 429 limit_reached;
- * 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
+ * 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
+ * method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
+ * created or removed); 413 too_large; 429 limit_reached; 500 internal; 503
+ * unavailable (the daemon is stopping); 507 disk_full.
  */
 export type ErrorCode =
   | 'bad_request'
@@ -36,6 +37,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'read_only'
   | 'not_found'
+  | 'route_not_found'
   | 'method_not_allowed'
   | 'name_taken'
   | 'not_running'
@@ -115,6 +117,8 @@ export interface Sandbox {
   id: string;
   name: string | null;
   status: SandboxStatus;
+  /** Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped */
+  state: 'starting' | 'running' | 'pausing' | 'paused' | 'resuming' | 'stopping' | 'stopped';
   createdAt: Time;
   memoryMiB: number;
   cpus: number;
@@ -134,9 +138,12 @@ export interface SandboxMcp {
   [more: string]: unknown;
 }
 
+/** argv or command, one of them */
 export interface ExecRequest {
-  /** the program and its arguments (no shell; use ["sh", "-c", "..."]) */
-  argv: string[];
+  /** the program and its arguments (no shell) */
+  argv?: string[];
+  /** a command line, run by bash -c (Runtime Cloud's form); not with argv */
+  command?: string;
   /**
    * added to the sandbox's env
    * @default {}
@@ -146,8 +153,15 @@ export interface ExecRequest {
   cwd?: string;
   /** given to the program on its standard input */
   stdin?: string | null;
+  /** its standard input as base64 (not with stdin) */
+  stdinBase64?: string;
   /** @default 60000 */
   timeoutMs?: number;
+  /**
+   * true: the answer is application/x-ndjson, one event a line while it runs: {type: start, processId}, {type: stdout|stderr, offset, data, base64?} (offset counts the bytes of both streams together; base64 when data is not the bytes as UTF-8), then {type: exit, exitCode, state, timedOut, durationMs} or {type: error, error}. No output limit; a reader that leaves (or leaves 16 MiB unread) ends the program.
+   * @default false
+   */
+  stream?: boolean;
 }
 
 export interface ExecResult {

@@ -98,9 +98,10 @@ class ErrorError(TypedDict):
 
 
 #: 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
-#: 404 not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict, busy
-#: (a sandbox being created or removed); 413 too_large; 429 limit_reached;
-#: 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
+#: 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
+#: method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
+#: created or removed); 413 too_large; 429 limit_reached; 500 internal; 503
+#: unavailable (the daemon is stopping); 507 disk_full.
 ErrorCode: TypeAlias = Literal[
     "bad_request",
     "bad_json",
@@ -109,6 +110,7 @@ ErrorCode: TypeAlias = Literal[
     "forbidden",
     "read_only",
     "not_found",
+    "route_not_found",
     "method_not_allowed",
     "name_taken",
     "not_running",
@@ -176,6 +178,8 @@ class _SandboxRequired(TypedDict):
     id: str
     name: str | None
     status: SandboxStatus
+    #: Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped
+    state: Literal["starting", "running", "pausing", "paused", "resuming", "stopping", "stopped"]
     createdAt: Time
     memoryMiB: int
     cpus: float
@@ -197,20 +201,25 @@ class SandboxMcp(TypedDict):
     servers: list[McpServer]
 
 
-class _ExecRequestRequired(TypedDict):
-    #: the program and its arguments (no shell; use ["sh", "-c", "..."])
+class ExecRequest(TypedDict, total=False):
+    """argv or command, one of them"""
+
+    #: the program and its arguments (no shell)
     argv: list[str]
-
-
-class ExecRequest(_ExecRequestRequired, total=False):
+    #: a command line, run by bash -c (Runtime Cloud's form); not with argv
+    command: str
     #: added to the sandbox's env (default: {})
     env: dict[str, str]
     #: default: "/workspace"
     cwd: str
     #: given to the program on its standard input
     stdin: str | None
+    #: its standard input as base64 (not with stdin)
+    stdinBase64: str
     #: default: 60000
     timeoutMs: int
+    #: true: the answer is application/x-ndjson, one event a line while it runs: {type: start, processId}, {type: stdout|stderr, offset, data, base64?} (offset counts the bytes of both streams together; base64 when data is not the bytes as UTF-8), then {type: exit, exitCode, state, timedOut, durationMs} or {type: error, error}. No output limit; a reader that leaves (or leaves 16 MiB unread) ends the program. (default: False)
+    stream: bool
 
 
 class ExecResult(TypedDict):

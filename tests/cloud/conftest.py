@@ -1,0 +1,121 @@
+"""A real runtimed for the official SDK's tests, started as tests/e2e/lib.mjs starts it.
+
+These tests run with /opt/runtime-test/venv-cloud's python (scripts/install-deps), whose
+`withruntime` is Runtime Cloud's own package from PyPI, unmodified: the SDK users
+already have. RUNTIME_BUILD picks the build tree (default: build/). The daemon runs in
+a temp dir on a free loopback port (the SDK takes plain http only for loopback) with
+a dead loopback nameserver. Every wait polls a condition against a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import withruntime
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+RUNTIMED = (ROOT / os.environ.get("RUNTIME_BUILD", "build")).resolve() / "runtimed"
+
+
+def official_sdk() -> bool:
+    """Whether `withruntime` is the official package, not this repository's sdk/python."""
+    return getattr(withruntime, "__version__", "") == "0.35.0" and "sdk/python" not in (
+        withruntime.__file__ or "")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Daemon:
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="runtime-cloud-"))
+        self.dir.chmod(0o711)
+        self.state_dir = self.dir / "state"
+        self.port = free_port()
+        self.log_file = self.dir / "runtimed.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def key(self) -> str:
+        return (self.state_dir / "admin.key").read_text().strip()
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+    def start(self) -> Daemon:
+        with open(self.log_file, "ab") as log:
+            self.proc = subprocess.Popen(
+                [str(RUNTIMED), "--state-dir", str(self.state_dir), "--listen",
+                 f"127.0.0.1:{self.port}", "--socket", str(self.dir / "api.sock"),
+                 "--nameserver", "127.0.0.1:9"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while not self._answers():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"runtimed did not answer:\n{self.log()}")
+            time.sleep(0.025)  # the poll interval of a condition, not a synchronisation
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"runtimed exited ({self.proc.returncode}):\n{self.log()}")
+        if not (self.state_dir / "admin.key").exists():
+            return False
+        req = urllib.request.Request(self.url + "/healthz")
+        try:
+            with urllib.request.urlopen(req, timeout=1) as r:
+                return bool(r.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def close(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        if not os.environ.get("RUNTIME_E2E_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    if os.geteuid() != 0:
+        pytest.skip("runtimed needs root")
+    if not official_sdk():
+        pytest.fail("withruntime is not Runtime Cloud's 0.35.0 from PyPI: run these tests with "
+                    "/opt/runtime-test/venv-cloud/bin/python (scripts/install-deps makes it)")
+    d = Daemon().start()
+    yield d
+    d.close()
+
+
+@pytest.fixture()
+def runtime(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> Iterator[withruntime.Runtime]:
+    """The SDK as a user configures it: RUNTIME_API_URL and RUNTIME_API_KEY."""
+    monkeypatch.setenv("RUNTIME_API_URL", daemon.url)
+    monkeypatch.setenv("RUNTIME_API_KEY", daemon.key)
+    for proxy in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    yield withruntime.Runtime()

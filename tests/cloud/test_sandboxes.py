@@ -1,0 +1,85 @@
+"""Runtime Cloud's official SDK (withruntime 0.35.0 from PyPI, unmodified) against
+runtimed: a sandbox's life and its commands, the calls the seeds' programs begin with."""
+
+from __future__ import annotations
+
+import pytest
+import withruntime
+from withruntime import Sandbox
+
+
+def test_create_runs_and_the_block_end_deletes_it(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create(labels={"suite": "cloud"}) as sbx:
+        assert sbx.state == "running"
+        sandbox_id = sbx.id
+        assert runtime.sandboxes.get(sandbox_id).state == "running"
+    with pytest.raises(withruntime.NotFoundError):
+        runtime.sandboxes.get(sandbox_id)
+
+
+def test_exec_a_command_line_and_an_argv(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create() as sbx:
+        r = sbx.exec("echo $((6 * 7)); echo oops >&2; exit 3")
+        assert (r.exit_code, r.stdout, r.stderr, r.timed_out) == (3, "42\n", "oops\n", False)
+        r = sbx.exec(["printf", "%s|", "a b", "c"])
+        assert (r.exit_code, r.stdout) == (0, "a b|c|")
+        with pytest.raises(withruntime.CommandError):
+            sbx.exec("false", check=True)
+
+
+def test_pause_wake_stop_and_restart_keep_the_workspace(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create() as sbx:
+        sbx.exec("echo kept > /workspace/note", check=True)
+        sbx.pause()
+        assert sbx.state == "paused"
+        sbx.wake()
+        assert sbx.state == "running"
+        sbx.stop()
+        assert sbx.state == "stopped"
+        sbx.restart()
+        assert sbx.state == "running"
+        assert sbx.exec("cat /workspace/note").stdout == "kept\n"
+
+
+def test_a_block_on_a_sandbox_it_did_not_create_stops_it(runtime: withruntime.Runtime) -> None:
+    made = runtime.sandboxes.create()
+    with runtime.sandboxes.get(made.id) as again:
+        assert again.state == "running"
+    assert runtime.sandboxes.get(made.id).state == "stopped"
+    made.delete()
+
+
+def test_errors_are_the_sdk_classes(runtime: withruntime.Runtime, daemon) -> None:
+    with pytest.raises(withruntime.NotFoundError) as missing:
+        runtime.sandboxes.get("no-such-sandbox")
+    assert missing.value.code == "not_found"
+    assert missing.value.request_id and missing.value.request_id.startswith("req_")
+    with pytest.raises(withruntime.AuthenticationError):
+        withruntime.Runtime(api_key="wrong-key", base_url=daemon.url).sandboxes.get("x")
+
+
+def test_the_package_level_create(daemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNTIME_API_URL", daemon.url)
+    monkeypatch.setenv("RUNTIME_API_KEY", daemon.key)
+    with Sandbox.create() as sbx:
+        assert sbx.exec(["true"]).exit_code == 0
+
+
+def test_a_streamed_exec_gives_output_as_it_comes(runtime: withruntime.Runtime) -> None:
+    """The SDK streams (NDJSON) with on_stdout, and whenever timeout_ms is over 60 s."""
+    with runtime.sandboxes.create() as sbx:
+        seen: list[str] = []
+        r = sbx.exec("printf 'one\\n'; printf 'err\\n' >&2; printf 'h\\xc3\\xa9\\n'; exit 4",
+                     on_stdout=seen.append)
+        assert (r.exit_code, r.stdout, r.stderr) == (4, "one\nhé\n", "err\n")
+        assert "".join(seen) == "one\nhé\n"
+        assert not r.stdout_truncated and not r.stderr_truncated
+        r = sbx.exec(["cat"], stdin=b"\x00\x01binary\n", timeout_ms=90_000)
+        assert r.exit_code == 0 and r.stdout.endswith("binary\n")
+
+
+def test_a_streamed_exec_that_runs_longer_than_a_minute(runtime: withruntime.Runtime) -> None:
+    """The seeds' installs run this long: the answer must not wait for the end to start."""
+    with runtime.sandboxes.create() as sbx:
+        r = sbx.exec("echo begun; sleep 61; echo done", timeout_ms=120_000, check=True)
+        assert r.stdout == "begun\ndone\n"
