@@ -153,9 +153,43 @@ static void answer_created(struct server *srv, struct sbx *sb, const err_t *err,
     answer_creation(arg, 201, sb, err);
 }
 
-static void answer_found(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+/* getOrCreate's answer when the name was taken: that sandbox, running, marked reused
+ * (Runtime Cloud's SDK then stops it rather than deletes it at the end of a block). */
+static void answer_reused(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
 {
-    answer_creation(arg, 200, sb, err);
+    if (err) return api_fail(arg, err);
+    json_t *v = sandbox_json(sb);
+    json_object_set_new(v, "reused", json_true());
+    api_json(arg, 200, v);
+}
+
+/* It is answered once it runs: woken if paused, started again if stopped. */
+static void reuse_sandbox(struct server *srv, struct sbx *sb, struct httpd_req *req)
+{
+    err_t err = {0};
+    int r = 0;
+    switch (sbx_state(sb)) {
+    case SBX_PAUSED:
+    case SBX_PAUSING:
+    case SBX_WAKING:
+        r = server_sandbox_resume(srv, sb, "getOrCreate", answer_reused, req, &err);
+        break;
+    case SBX_STOPPED:
+    case SBX_STOPPING:
+    case SBX_STARTING:
+    case SBX_FAILED:
+        r = server_sandbox_start(srv, sb, "getOrCreate", answer_reused, req, &err);
+        break;
+    case SBX_CREATING:
+    case SBX_RUNNING:
+    case SBX_STATE_COUNT:
+        server_sandbox_when_created(srv, sb, answer_reused, req);
+        break;
+    case SBX_REMOVING:
+        return api_error(req, 409, "busy", "sandbox %s is being removed; try again in a moment",
+                         sbx_id(sb));
+    }
+    if (r < 0) api_fail(req, &err);
 }
 
 static void answer_deleted(struct server *srv, const err_t *err, void *arg)
@@ -221,7 +255,7 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
     struct sbx *old =
         settings.name[0] ? server_sandbox_find(srv, who->account, settings.name) : NULL;
     if (old && reuse) {
-        server_sandbox_when_created(srv, old, answer_found, req); /* 200 once it runs */
+        reuse_sandbox(srv, old, req); /* 200 once it runs */
     } else if (old) {
         api_error(req, 409, "name_taken",
                   "a sandbox named %s exists (%s); pick another name, remove it, or pass "

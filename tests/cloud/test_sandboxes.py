@@ -83,3 +83,22 @@ def test_a_streamed_exec_that_runs_longer_than_a_minute(runtime: withruntime.Run
     with runtime.sandboxes.create() as sbx:
         r = sbx.exec("echo begun; sleep 61; echo done", timeout_ms=120_000, check=True)
         assert r.stdout == "begun\ndone\n"
+
+
+def test_get_or_create_reuses_wakes_and_restarts(runtime: withruntime.Runtime) -> None:
+    """A name held answers its sandbox (reused), running: woken if paused, started again
+    if stopped; the block's end stops a reused one instead of deleting it."""
+    first = runtime.sandboxes.create(name="cloud-reuse")
+    first.exec("echo mine > /workspace/f", check=True)
+    first.pause()
+    with Sandbox.get_or_create("cloud-reuse") as again:
+        assert again.id == first.id and again.state == "running"
+        assert again.info.get("reused") is True
+    assert runtime.sandboxes.get(first.id).state == "stopped"  # stopped, not deleted
+    back = Sandbox.get_or_create("cloud-reuse")
+    assert back.id == first.id and back.state == "running"
+    assert back.exec("cat /workspace/f").stdout == "mine\n"
+    back.delete()
+    fresh = Sandbox.get_or_create("cloud-reuse")
+    assert fresh.id != first.id and not fresh.info.get("reused")
+    fresh.delete()

@@ -105,7 +105,7 @@ export interface SandboxCreate {
   /** @default {"internet":true} */
   network?: NetworkInput;
   /**
-   * when a sandbox of this name exists, answer it (200) instead of 409
+   * when a sandbox of this name exists, answer it (200, reused: true), woken if paused and started again if stopped, instead of 409
    * @default false
    */
   getOrCreate?: boolean;
@@ -120,6 +120,8 @@ export interface Sandbox {
   /** Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped */
   state: 'starting' | 'running' | 'pausing' | 'paused' | 'resuming' | 'stopping' | 'stopped';
   createdAt: Time;
+  /** only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped */
+  reused?: boolean;
   memoryMiB: number;
   cpus: number;
   diskMiB: number;

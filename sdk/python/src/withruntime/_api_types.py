@@ -167,7 +167,7 @@ class SandboxCreate(TypedDict, total=False):
     env: dict[str, str]
     #: default: {"internet": True}
     network: NetworkInput
-    #: when a sandbox of this name exists, answer it (200) instead of 409 (default: False)
+    #: when a sandbox of this name exists, answer it (200, reused: true), woken if paused and started again if stopped, instead of 409 (default: False)
     getOrCreate: bool
 
 
@@ -191,6 +191,8 @@ class _SandboxRequired(TypedDict):
 
 
 class Sandbox(_SandboxRequired, total=False):
+    #: only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped
+    reused: bool
     #: present once MCP servers were started in it
     mcp: SandboxMcp
 
