@@ -95,8 +95,13 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
+        # A sanitized daemon (make check's second pass) reports leaks when it stops.
+        log = self.log()
+        leaks = log[log.find("ERROR: LeakSanitizer"):][:8000] if "ERROR: LeakSanitizer" in log else ""
         if not os.environ.get("RUNTIME_E2E_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
+        if leaks:
+            raise AssertionError(f"runtimed leaked memory (LeakSanitizer):\n{leaks}")
 
 
 @pytest.fixture(scope="session")
