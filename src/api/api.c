@@ -506,11 +506,11 @@ static void not_running(struct httpd_req *req, const struct sbx *sb)
 {
     if (sbx_state(sb) == SBX_CREATING || sbx_state(sb) == SBX_STARTING)
         return api_error(req, 409, "not_running", "sandbox %s is %s; try again in a moment",
-                         sbx_id(sb), sbx_state_name(sbx_state(sb)));
+                         sbx_id(sb), sbx_state_said(sbx_state(sb)));
     api_error(req, 409, "not_running",
               "sandbox %s is %s; start it with `runtime sandbox start %s` (its /workspace is "
               "kept), or remove it with `runtime sandbox rm %s`",
-              sbx_id(sb), sbx_state_name(sbx_state(sb)), sbx_id(sb), sbx_id(sb));
+              sbx_id(sb), sbx_state_said(sbx_state(sb)), sbx_id(sb), sbx_id(sb));
 }
 
 static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *name)

@@ -78,18 +78,19 @@ const char *lifecycle_event_kind(enum sbx_state from, enum sbx_event event)
 static const struct {
     const char *name;
     enum sbx_state shown;
-    const char *word;
+    const char *word; /* Runtime Cloud's */
+    const char *said; /* in messages: "sandbox X is ..." */
 } states[SBX_STATE_COUNT] = {
-    [SBX_CREATING] = {"creating", SBX_CREATING, "starting"},
-    [SBX_RUNNING] = {"running", SBX_RUNNING, "running"},
-    [SBX_PAUSING] = {"pausing", SBX_RUNNING, "pausing"},
-    [SBX_PAUSED] = {"paused", SBX_PAUSED, "paused"},
-    [SBX_WAKING] = {"waking", SBX_PAUSED, "resuming"},
-    [SBX_STOPPING] = {"stopping", SBX_STOPPED, "stopping"},
-    [SBX_STOPPED] = {"stopped", SBX_STOPPED, "stopped"},
-    [SBX_STARTING] = {"starting", SBX_CREATING, "starting"},
-    [SBX_REMOVING] = {"removing", SBX_STOPPED, "stopping"},
-    [SBX_FAILED] = {"failed", SBX_FAILED, "stopped"},
+    [SBX_CREATING] = {"creating", SBX_CREATING, "starting", "being created"},
+    [SBX_RUNNING] = {"running", SBX_RUNNING, "running", "running"},
+    [SBX_PAUSING] = {"pausing", SBX_RUNNING, "pausing", "being paused"},
+    [SBX_PAUSED] = {"paused", SBX_PAUSED, "paused", "paused"},
+    [SBX_WAKING] = {"waking", SBX_PAUSED, "resuming", "being woken"},
+    [SBX_STOPPING] = {"stopping", SBX_STOPPED, "stopping", "being stopped"},
+    [SBX_STOPPED] = {"stopped", SBX_STOPPED, "stopped", "stopped"},
+    [SBX_STARTING] = {"starting", SBX_CREATING, "starting", "being started"},
+    [SBX_REMOVING] = {"removing", SBX_STOPPED, "stopping", "being removed"},
+    [SBX_FAILED] = {"failed", SBX_FAILED, "stopped", "failed"},
 };
 
 static const char *const event_names[SBX_EVENT_COUNT] = {
@@ -127,6 +128,11 @@ bool sbx_state_transitional(enum sbx_state state)
     for (int i = 0; i < SBX_STATUS_COUNT; i++)
         if (resting[i] == state) return false;
     return true;
+}
+
+const char *sbx_state_said(enum sbx_state state)
+{
+    return state < SBX_STATE_COUNT ? states[state].said : "failed";
 }
 
 const char *sbx_state_word(enum sbx_state state)

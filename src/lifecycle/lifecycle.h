@@ -59,6 +59,8 @@ int lifecycle_next(enum sbx_state from, enum sbx_event event);
 const char *lifecycle_event_kind(enum sbx_state from, enum sbx_event event);
 
 const char *sbx_state_name(enum sbx_state state);
+/* The state as a message says it: "sandbox X is being created", "... is paused". */
+const char *sbx_state_said(enum sbx_state state);
 const char *sbx_event_name(enum sbx_event event);
 bool sbx_state_transitional(enum sbx_state state);
 

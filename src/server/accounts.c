@@ -86,7 +86,7 @@ static int check_idle(struct server *srv, const char *name, err_t *err)
         if (strcmp(sb->account, name) == 0 && !server_sandbox_changing(sb) &&
             lifecycle_next(sb->state, SBX_REMOVE) < 0)
             return err_set(err, -EBUSY, "sandbox %s of account %s is %s; try again in a moment",
-                           sb->id, name, sbx_state_name(sb->state));
+                           sb->id, name, sbx_state_said(sb->state));
     return 0;
 }
 

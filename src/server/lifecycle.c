@@ -124,7 +124,7 @@ static void on_status_written(int r, const err_t *err, void *arg)
     struct sbx_change *c = sb->change;
     err_t died = {0};
     if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
-        err_set(&died, -EIO, "sandbox %s is %s now", sb->id, sbx_state_name(sb->state));
+        err_set(&died, -EIO, "sandbox %s is %s now", sb->id, sbx_state_said(sb->state));
         return end_change(sb->owner, sb, &died);
     }
     sbx_move(sb->owner, sb, c->landing, c->fields);
@@ -150,7 +150,7 @@ static void on_frozen(struct server *srv, const struct proto_result *res, int *f
     bool pausing = sb->state == SBX_PAUSING;
     err_t err = {0};
     if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
-        err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_state_name(sb->state));
+        err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_state_said(sb->state));
         return end_change(srv, sb, &err);
     }
     if (res->status < 0) {
@@ -213,7 +213,7 @@ static int begin_change(struct server *srv, struct sbx *sb, enum sbx_event event
 static int busy(const struct sbx *sb, err_t *err)
 {
     return err_set(err, -EBUSY, "sandbox %s is %s; try again in a moment", sb->id,
-                   sbx_state_name(sb->state));
+                   sbx_state_said(sb->state));
 }
 
 int sbx_request(struct server *srv, struct sbx *sb, const struct sbx_request *rq,
@@ -230,7 +230,7 @@ int sbx_request(struct server *srv, struct sbx *sb, const struct sbx_request *rq
     if (lifecycle_next(sb->state, rq->event) >= 0) return 0;
     if (sbx_state_transitional(sb->state)) return busy(sb, err);
     return err_set(err, -EINVAL, "sandbox %s is %s; it cannot be %s", sb->id,
-                   sbx_state_name(sb->state), rq->done_verb);
+                   sbx_state_said(sb->state), rq->done_verb);
 }
 
 int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,

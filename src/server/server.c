@@ -777,7 +777,7 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
     if (server_sandbox_changing(sb)) return server_sandbox_delete_after_change(sb, done, arg, err);
     if (lifecycle_next(sb->state, SBX_REMOVE) < 0)
         return err_set(err, -EBUSY, "sandbox %s is %s; try again in a moment", sb->id,
-                       sbx_state_name(sb->state));
+                       sbx_state_said(sb->state));
     struct answer *rm = malloc(sizeof *rm);
     if (!rm) return err_set(err, -ENOMEM, "out of memory");
     *rm = (struct answer){.srv = srv, .sb = sb, .deleted = done, .arg = arg};

@@ -198,3 +198,19 @@ TEST(lifecycle_diagram_in_architecture_md_is_the_table)
     CHECK(inside);
     CHECK(moves == (int)N_ALLOWED);
 }
+
+/* Every state has its words: Runtime Cloud's, and a message's. */
+TEST(lifecycle_every_state_has_its_words)
+{
+    static const char *const cloud[] = {"starting", "running",  "pausing", "paused",
+                                        "resuming", "stopping", "stopped"};
+    for (int s = 0; s < SBX_STATE_COUNT; s++) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof cloud / sizeof cloud[0]; i++)
+            known = known || strcmp(sbx_state_word(s), cloud[i]) == 0;
+        CHECK(known);
+        CHECK(sbx_state_said(s) && sbx_state_said(s)[0]);
+    }
+    CHECK_STR(sbx_state_said(SBX_CREATING), "being created");
+    CHECK_STR(sbx_state_word(SBX_WAKING), "resuming");
+}
