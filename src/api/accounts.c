@@ -100,7 +100,7 @@ static void new_key(struct httpd_req *req, struct server *srv, const char *name)
 static void removed(struct server *srv, const err_t *err, void *arg)
 {
     if (err) return api_fail(arg, err);
-    httpd_reply(arg, 204, NULL);
+    api_no_content(arg);
 }
 
 void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,

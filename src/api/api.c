@@ -18,12 +18,19 @@ void api_json(struct httpd_req *req, int status, json_t *v)
      */
     char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
     json_decref(v);
+    api_idempotency_answer(req, status, text ? text : "null");
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out, "%s\n", text ? text : "null");
     free(text);
     httpd_add_header(req, "Content-Type", "application/json");
     httpd_reply(req, status, out);
     evbuffer_free(out);
+}
+
+void api_no_content(struct httpd_req *req)
+{
+    api_idempotency_answer(req, 204, NULL);
+    httpd_reply(req, 204, NULL);
 }
 
 void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
@@ -195,7 +202,7 @@ static void reuse_sandbox(struct server *srv, struct sbx *sb, struct httpd_req *
 static void answer_deleted(struct server *srv, const err_t *err, void *arg)
 {
     if (err) return api_fail(arg, err);
-    httpd_reply(arg, 204, NULL);
+    api_no_content(arg);
 }
 
 /* getOrCreate: a name that exists is the answer, once it runs. */
@@ -325,7 +332,7 @@ static void put_answer(struct file_req *f, const err_t *err)
     if (err)
         api_fail(f->req, err);
     else
-        httpd_reply(f->req, 204, NULL);
+        api_no_content(f->req);
     free(f);
 }
 
@@ -519,7 +526,7 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
     err_t err = {0};
     if (name && m == HTTPD_DELETE) {
         if (mcp_stop(srv, sb, name, &err) < 0) return api_fail(req, &err);
-        return httpd_reply(req, 204, NULL);
+        return api_no_content(req);
     }
     if (!name && m == HTTPD_GET) {
         struct evkeyvalq q;
@@ -648,7 +655,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
 static void secret_saved(const err_t *err, json_t *answer, bool created, void *arg)
 {
     if (err) return api_fail(arg, err);
-    if (!answer) return httpd_reply(arg, 204, NULL);
+    if (!answer) return api_no_content(arg);
     api_json(arg, created ? 201 : 200, answer);
 }
 
@@ -735,6 +742,7 @@ static void route(struct httpd_req *req, void *arg)
         return api_error(req, 401, "unauthorized",
                          "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
                          "the key from STATE/admin.key or your account's key");
+    if (api_idempotency_begin(req, who.account)) return;
     const char *raw = httpd_path(req);
     size_t decoded_len = 0;
     char *path = evhttp_uridecode(raw, 0, &decoded_len);

@@ -8,6 +8,15 @@
 
 #include "api.h"
 
+/* idempotency.c: Idempotency-Key on a change. begin: 1 when it answered (a replay, or
+ * a refusal), 0 to go on; the answer is then kept by api_json and api_no_content. A
+ * streamed answer forgets its key. */
+int api_idempotency_begin(struct httpd_req *req, const char *account);
+void api_idempotency_answer(struct httpd_req *req, int status, const char *body);
+void api_idempotency_forget(struct httpd_req *req);
+/* 204, kept for a replay. */
+void api_no_content(struct httpd_req *req);
+
 /* Sends {"error":{"code","message"}} with status. */
 void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -279,6 +279,7 @@ static int start_stream(struct httpd_req *req, struct server *srv, struct sbx *s
     char process[24];
     random_hex(process + 2, 8);
     memcpy(process, "p_", 2);
+    api_idempotency_forget(req); /* a stream is not sent twice */
     httpd_add_header(req, "Content-Type", "application/x-ndjson");
     httpd_stream_start(req, 200);
     httpd_on_gone(req, on_stream_gone, es);

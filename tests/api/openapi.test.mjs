@@ -117,6 +117,7 @@ const paramsOf = (o) => [...(o.item.parameters ?? []), ...(o.op.parameters ?? []
 
 const apiC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8');
 const execC = fs.readFileSync(path.join(SRC, 'api', 'exec.c'), 'utf8');
+const idemC = fs.readFileSync(path.join(SRC, 'api', 'idempotency.c'), 'utf8');
 const transportC = fs.readFileSync(path.join(SRC, 'gateway', 'transport.c'), 'utf8');
 
 function srcFiles(dir) {
@@ -147,7 +148,7 @@ function routingFacts() {
     if (!codes.has(code)) codes.set(code, new Set());
     codes.get(code).add(Number(status));
   };
-  for (const text of [apiC, execC]) {
+  for (const text of [apiC, execC, idemC]) {
     for (const m of text.matchAll(/api_error\(\s*\w+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"/g)) add(m[1], m[2]);
     for (const m of text.matchAll(/\{\s*-E[A-Z0-9]+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"\s*\}/g)) add(m[1], m[2]);
   }
@@ -412,6 +413,15 @@ test('sandboxes: bad input, unknown ids, keys, too large', { skip }, async () =>
   await callError('POST', '/v1/sandboxes', 413, 'too_large', { body: { labels: { big: 'x'.repeat((1 << 20) + 1) } } });
   await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
   await callError('DELETE', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  // Idempotency-Key: the same request again is the first answer, replayed; another is refused.
+  const key = `openapi-${Date.now()}`;
+  const once = await call('POST', '/v1/sandboxes', { body: { name: 'idem-openapi' }, headers: { 'Idempotency-Key': key }, expect: 201 });
+  const twice = await call('POST', '/v1/sandboxes', { body: { name: 'idem-openapi' }, headers: { 'Idempotency-Key': key }, expect: 201 });
+  assert.equal(twice.body.id, once.body.id);
+  assert.equal(twice.body.replayed, true);
+  assert.equal(twice.headers.get('idempotency-replayed'), 'true');
+  await callError('POST', '/v1/sandboxes', 422, 'idempotency_key_reused', { body: { name: 'other' }, headers: { 'Idempotency-Key': key } });
+  assert.equal((await d.api('DELETE', `/v1/sandboxes/${once.body.id}`)).status, 204);
   await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: null });
   await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: 'wrong' });
   await callError('GET', '/metrics', 401, 'unauthorized', { key: null });

@@ -26,8 +26,9 @@ export interface ErrorError {
  * 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
  * 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
  * method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
- * created or removed); 413 too_large; 429 limit_reached; 500 internal; 503
- * unavailable (the daemon is stopping); 507 disk_full.
+ * created or removed, or the first request with an Idempotency-Key still under way);
+ * 413 too_large; 422 idempotency_key_reused (the key came with another request); 429
+ * limit_reached; 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
  */
 export type ErrorCode =
   | 'bad_request'
@@ -44,6 +45,7 @@ export type ErrorCode =
   | 'conflict'
   | 'busy'
   | 'too_large'
+  | 'idempotency_key_reused'
   | 'limit_reached'
   | 'internal'
   | 'unavailable'
@@ -120,6 +122,8 @@ export interface Sandbox {
   /** Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped */
   state: 'starting' | 'running' | 'pausing' | 'paused' | 'resuming' | 'stopping' | 'stopped';
   createdAt: Time;
+  /** this is the answer to an earlier request with the same Idempotency-Key */
+  replayed?: boolean;
   /** only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped */
   reused?: boolean;
   memoryMiB: number;
@@ -167,6 +171,8 @@ export interface ExecRequest {
 }
 
 export interface ExecResult {
+  /** the answer to an earlier request with the same Idempotency-Key */
+  replayed?: boolean;
   /** 128+N when killed by signal N */
   exitCode: number;
   /** at most 1 MiB, then a note of what was dropped; invalid UTF-8 becomes U+FFFD */

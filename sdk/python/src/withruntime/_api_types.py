@@ -100,8 +100,9 @@ class ErrorError(TypedDict):
 #: 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
 #: 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
 #: method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
-#: created or removed); 413 too_large; 429 limit_reached; 500 internal; 503
-#: unavailable (the daemon is stopping); 507 disk_full.
+#: created or removed, or the first request with an Idempotency-Key still under way);
+#: 413 too_large; 422 idempotency_key_reused (the key came with another request); 429
+#: limit_reached; 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
 ErrorCode: TypeAlias = Literal[
     "bad_request",
     "bad_json",
@@ -117,6 +118,7 @@ ErrorCode: TypeAlias = Literal[
     "conflict",
     "busy",
     "too_large",
+    "idempotency_key_reused",
     "limit_reached",
     "internal",
     "unavailable",
@@ -191,6 +193,8 @@ class _SandboxRequired(TypedDict):
 
 
 class Sandbox(_SandboxRequired, total=False):
+    #: this is the answer to an earlier request with the same Idempotency-Key
+    replayed: bool
     #: only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped
     reused: bool
     #: present once MCP servers were started in it
@@ -224,7 +228,7 @@ class ExecRequest(TypedDict, total=False):
     stream: bool
 
 
-class ExecResult(TypedDict):
+class _ExecResultRequired(TypedDict):
     #: 128+N when killed by signal N
     exitCode: int
     #: at most 1 MiB, then a note of what was dropped; invalid UTF-8 becomes U+FFFD
@@ -232,6 +236,11 @@ class ExecResult(TypedDict):
     stderr: str
     timedOut: bool
     durationMs: int
+
+
+class ExecResult(_ExecResultRequired, total=False):
+    #: the answer to an earlier request with the same Idempotency-Key
+    replayed: bool
 
 
 #: a tool-list fingerprint (docs/gateway.md, "The fingerprint"), 16 to 64 hex digits
