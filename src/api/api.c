@@ -120,31 +120,78 @@ static json_t *sandbox_json(const struct sbx *sb)
     return v;
 }
 
+/* label=K:V (Runtime Cloud's), K=V (runtimed's before it) or K alone: it has that label. */
 static bool label_matches(const struct sbx *sb, const char *filter)
 {
-    const char *eq = strchr(filter, '=');
+    const char *sep = strchr(filter, ':');
+    if (!sep) sep = strchr(filter, '=');
     const struct model_map *labels = &sbx_settings(sb)->labels;
-    if (!eq) return model_map_get(labels, filter) != NULL;
+    if (!sep) return model_map_get(labels, filter) != NULL;
     char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - filter), filter);
+    snprintf(key, sizeof key, "%.*s", (int)(sep - filter), filter);
     const char *v = model_map_get(labels, key);
-    return v && strcmp(v, eq + 1) == 0;
+    return v && strcmp(v, sep + 1) == 0;
 }
 
+#define LIST_LIMIT_MAX 100
+
+/* What a listing asks for: every filter must hold (each state= or label= given). */
+static bool listed(const struct sbx *s, const struct api_caller *who, struct evkeyvalq *q)
+{
+    if (strcmp(sbx_account(s), who->account) != 0) return false;
+    bool state_asked = false, state_ok = false;
+    for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcmp(kv->key, "label") == 0 && !label_matches(s, kv->value)) return false;
+        if (strcmp(kv->key, "name") == 0 && strcmp(sbx_settings(s)->name, kv->value) != 0)
+            return false;
+        if (strcmp(kv->key, "state") == 0) {
+            state_asked = true;
+            state_ok = state_ok || strcmp(sbx_state_word(sbx_state(s)), kv->value) == 0;
+        }
+    }
+    return !state_asked || state_ok;
+}
+
+/* GET /v1/sandboxes: {data, nextCursor}, oldest first, as Runtime Cloud pages it: at most
+ * `limit` (1 to 100, default 100) after the sandbox `cursor` names (the id the page
+ * before ended with). */
 static void list_sandboxes(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     struct evkeyvalq q;
     const char *query = httpd_query(req);
     evhttp_parse_query_str(query ? query : "", &q);
-    json_t *arr = json_array();
-    for (struct sbx *s = server_sandbox_first(srv); s; s = server_sandbox_next(s)) {
-        bool ok = strcmp(sbx_account(s), who->account) == 0;
-        for (struct evkeyval *kv = q.tqh_first; kv; kv = kv->next.tqe_next)
-            if (strcmp(kv->key, "label") == 0) ok = ok && label_matches(s, kv->value);
-        if (ok) json_array_insert_new(arr, 0, sandbox_json(s)); /* oldest first */
+    const char *lim = evhttp_find_header(&q, "limit"), *cursor = evhttp_find_header(&q, "cursor");
+    char *end = NULL;
+    long limit = lim ? strtol(lim, &end, 10) : LIST_LIMIT_MAX;
+    if (lim && (*end || limit < 1 || limit > LIST_LIMIT_MAX)) {
+        evhttp_clear_headers(&q);
+        return api_error(req, 400, "bad_request", "limit must be 1 to %d", LIST_LIMIT_MAX);
     }
+    char cursor_copy[PROTO_ID_LEN * 2] = "";
+    if (cursor) str_copy(cursor_copy, sizeof cursor_copy, cursor); /* q is cleared before use */
+    cursor = cursor ? cursor_copy : NULL;
+    size_t n = 0;
+    for (struct sbx *s = server_sandbox_first(srv); s; s = server_sandbox_next(s))
+        n += listed(s, who, &q);
+    struct sbx **v = calloc(n ? n : 1, sizeof *v); /* oldest first: the registry is newest first */
+    size_t at = n;
+    for (struct sbx *s = server_sandbox_first(srv); s && v; s = server_sandbox_next(s))
+        if (listed(s, who, &q)) v[--at] = s;
     evhttp_clear_headers(&q);
-    api_json(req, 200, arr);
+    if (!v) return api_error(req, 500, "internal", "out of memory");
+    size_t from = 0;
+    if (cursor) { /* after it; past the end when it is not (any more) one of them */
+        while (from < n && strcmp(sbx_id(v[from]), cursor) != 0)
+            from++;
+        from++;
+    }
+    json_t *data = json_array();
+    size_t last = from;
+    for (; last < n && last - from < (size_t)limit; last++)
+        json_array_append_new(data, sandbox_json(v[last]));
+    json_t *next = last < n ? json_string(sbx_id(v[last - 1])) : json_null();
+    free(v);
+    api_json(req, 200, json_pack("{s:o,s:o}", "data", data, "nextCursor", next));
 }
 
 /* The answers to a create, once the keeper has built the sandbox (libevent keeps

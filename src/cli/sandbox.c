@@ -12,7 +12,7 @@ static const struct opt_spec list_opts[] = {
     {"json", false, O_JSON}, {"label", true, O_LABEL}, {NULL, false, 0}};
 static const struct opt_spec no_opts[] = {{NULL, false, 0}};
 
-/* Appends "label=K=V" to the query, K and V encoded apart so that the first '=' splits. */
+/* Appends "label=K:V" to the query (Runtime Cloud's form), K and V encoded apart. */
 static int add_label(FILE *q, const char *kv, bool first)
 {
     const char *eq = strchr(kv, '=');
@@ -20,7 +20,7 @@ static int add_label(FILE *q, const char *kv, bool first)
         return cli_usage_error("sandbox list", "bad value '%s' for --label: expected K=V", kv);
     char *k = strndup(kv, (size_t)(eq - kv));
     char *ek = k ? url_encode(k, NULL) : NULL, *ev = url_encode(eq + 1, NULL);
-    if (ek && ev) fprintf(q, "%slabel=%s=%s", first ? "?" : "&", ek, ev);
+    if (ek && ev) fprintf(q, "%slabel=%s:%s", first ? "?" : "&", ek, ev);
     free(k), free(ek), free(ev);
     return ek && ev ? 0 : cli_error("out of memory");
 }
@@ -43,6 +43,37 @@ static int scan_list(struct args *a, FILE *q, bool *json)
     return 0;
 }
 
+#define LIST_PAGES_MAX 10000 /* of 100: far past any daemon's --max-sandboxes */
+
+/* Every page of GET path ({data, nextCursor}), the sandboxes in one array (*out). */
+static int list_all(struct cli *c, const char *path, json_t **out)
+{
+    *out = json_array();
+    char *cursor = NULL;
+    int r = 0;
+    for (int page = 0; r == 0 && page < LIST_PAGES_MAX; page++) {
+        char *url = NULL, *enc = cursor ? url_encode(cursor, NULL) : NULL;
+        if (asprintf(&url, "%s%scursor=%s", path, strchr(path, '?') ? "&" : "?", enc ? enc : "") <
+            0)
+            url = NULL;
+        json_t *answer = NULL;
+        r = url ? cli_call_json(c, "GET", cursor ? url : path, NULL, &answer)
+                : cli_error("out of memory");
+        free(url), free(enc), free(cursor);
+        cursor = NULL;
+        json_t *data = json_object_get(answer, "data");
+        if (r == 0 && !json_is_array(data))
+            r = cli_error("the daemon's answer is not a list of sandboxes; is that runtimed?");
+        if (r == 0) json_array_extend(*out, data);
+        const char *next = json_string_value(json_object_get(answer, "nextCursor"));
+        cursor = r == 0 && next ? strdup(next) : NULL;
+        json_decref(answer);
+        if (!cursor) break;
+    }
+    free(cursor);
+    return r;
+}
+
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
     char *path = NULL;
@@ -54,7 +85,15 @@ static int cmd_list(struct cli *c, int argc, char **argv)
     args_init(&a, argc, argv, "sandbox list", list_opts);
     int r = scan_list(&a, q, &json);
     fclose(q);
-    if (r == 0) r = api_print_list(c, path, json, show_table, "sandboxes");
+    json_t *all = NULL;
+    if (r == 0) r = list_all(c, path, &all);
+    if (r == 0 && json) {
+        json_dumpf(all, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+    } else if (r == 0) {
+        show_table(all);
+    }
+    json_decref(all);
     free(path);
     return r < 0 ? EXIT_OK : r;
 }

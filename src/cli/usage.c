@@ -135,7 +135,7 @@ static const char list_usage[] = "Usage: runtime sandbox list [--label K=V]... [
                                  "\n"
                                  "Options:\n"
                                  "  --label K=V   only sandboxes with this label\n"
-                                 "  --json        print the API's JSON\n";
+                                 "  --json        print them as a JSON array (every page)\n";
 
 static const char get_usage[] = "Usage: runtime sandbox get ID [--json]\n"
                                 "\n"

@@ -395,13 +395,31 @@ test('sandboxes: create, defaults, getOrCreate, get, list by label', { skip }, a
 
   for (const ref of [sb.id, NAME]) await call('GET', '/v1/sandboxes/{id}', { params: { id: ref }, expect: 200 });
   const all = await call('GET', '/v1/sandboxes', { expect: 200 });
-  assert.ok(all.body.some((s) => s.id === sb.id) && all.body.some((s) => s.id === probeSb.id));
-  const byLabel = await call('GET', '/v1/sandboxes', { query: 'label=role%3Dopenapi', expect: 200 });
-  assert.deepEqual(byLabel.body.map((s) => s.id), [sb.id]);
-  const bare = await call('GET', '/v1/sandboxes', { query: 'label=role&label=example.com%2Fteam%3Dblue', expect: 200 });
-  assert.deepEqual(bare.body.map((s) => s.id), [sb.id]);
-  const none = await call('GET', '/v1/sandboxes', { query: 'label=role%3Dnone', expect: 200 });
-  assert.deepEqual(none.body, []);
+  assert.ok(all.body.data.some((s) => s.id === sb.id) && all.body.data.some((s) => s.id === probeSb.id));
+  assert.equal(all.body.nextCursor, null);
+  const byLabel = await call('GET', '/v1/sandboxes', { query: 'label=role%3Aopenapi', expect: 200 });
+  assert.deepEqual(byLabel.body.data.map((s) => s.id), [sb.id]);
+  const legacy = await call('GET', '/v1/sandboxes', { query: 'label=role%3Dopenapi', expect: 200 });
+  assert.deepEqual(legacy.body.data.map((s) => s.id), [sb.id], 'label=K=V, as before, still filters');
+  const bare = await call('GET', '/v1/sandboxes', { query: 'label=role&label=example.com%2Fteam%3Ablue', expect: 200 });
+  assert.deepEqual(bare.body.data.map((s) => s.id), [sb.id]);
+  const none = await call('GET', '/v1/sandboxes', { query: 'label=role%3Anone', expect: 200 });
+  assert.deepEqual(none.body, { data: [], nextCursor: null });
+  // Runtime Cloud's pages: limit, then the cursor each page ends with; name and state filter.
+  const ids = all.body.data.map((s) => s.id);
+  const paged = [];
+  for (let cursor = null, first = true; first || cursor; first = false) {
+    const page = await call('GET', '/v1/sandboxes', { query: `limit=1${cursor ? `&cursor=${cursor}` : ''}`, expect: 200 });
+    assert.ok(page.body.data.length <= 1);
+    paged.push(...page.body.data.map((s) => s.id));
+    cursor = page.body.nextCursor;
+  }
+  assert.deepEqual(paged, ids, 'the pages, in order, are the whole list');
+  assert.deepEqual((await call('GET', '/v1/sandboxes', { query: `name=${NAME}`, expect: 200 })).body.data.map((s) => s.id), [sb.id]);
+  const running = await call('GET', '/v1/sandboxes', { query: 'state=running&state=paused', expect: 200 });
+  assert.ok(running.body.data.every((s) => ['running', 'paused'].includes(s.state)) && running.body.data.length > 0);
+  assert.deepEqual((await call('GET', '/v1/sandboxes', { query: 'state=stopped', expect: 200 })).body.data, []);
+  await callError('GET', '/v1/sandboxes', 400, 'bad_request', { query: 'limit=0' });
 });
 
 test('sandboxes: bad input, unknown ids, keys, too large', { skip }, async () => {

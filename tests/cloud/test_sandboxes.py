@@ -102,3 +102,17 @@ def test_get_or_create_reuses_wakes_and_restarts(runtime: withruntime.Runtime) -
     fresh = Sandbox.get_or_create("cloud-reuse")
     assert fresh.id != first.id and not fresh.info.get("reused")
     fresh.delete()
+
+
+def test_list_pages_and_filters(runtime: withruntime.Runtime) -> None:
+    made = [runtime.sandboxes.create(labels={"suite": "list", "n": str(i)}) for i in range(3)]
+    try:
+        made[1].pause()
+        listed = [s.id for s in runtime.sandboxes.list(labels={"suite": "list"}, limit=1)]
+        assert listed == [s.id for s in made], "every page, oldest first"
+        paused = [s.id for s in runtime.sandboxes.list(state=["paused"], labels={"suite": "list"})]
+        assert paused == [made[1].id]
+        assert [s.id for s in runtime.sandboxes.list(labels={"suite": "list", "n": "2"})] == [made[2].id]
+    finally:
+        for s in made:
+            s.delete()

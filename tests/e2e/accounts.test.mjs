@@ -147,9 +147,9 @@ test("account B gets 404 on every route of A's sandbox, by id and by name, and n
     }
   }
   const listB = await b.api('GET', '/v1/sandboxes');
-  assert.deepEqual(listB.body.map((s) => s.id).filter((id) => id === boxA.id), []);
+  assert.deepEqual(listB.body.data.map((s) => s.id).filter((id) => id === boxA.id), []);
   const listAdmin = await d.api('GET', '/v1/sandboxes');
-  assert.ok(!listAdmin.body.some((s) => s.id === boxA.id), 'the admin acts as default, not as A');
+  assert.ok(!listAdmin.body.data.some((s) => s.id === boxA.id), 'the admin acts as default, not as A');
 
   // A's sandbox as it was: running, its file, its network, its server.
   const a = as(keyA);
@@ -275,7 +275,7 @@ test('limits: the sandbox past maxSandboxes, past maxMemoryMiB and the 51st secr
   assert.equal(second.status, 429, second.text);
   assert.match(second.body.error.message, /maxSandboxes=1/);
   const list = await t.api('GET', '/v1/sandboxes');
-  assert.deepEqual(list.body.map((s) => s.name), ['one'], 'nothing half-made');
+  assert.deepEqual(list.body.data.map((s) => s.name), ['one'], 'nothing half-made');
 
   const roomy = await makeAccount('roomy', { maxMemoryMiB: 1536 });
   const big = await as(roomy).api('POST', '/v1/sandboxes', { memoryMiB: 1024 });

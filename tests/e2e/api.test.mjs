@@ -87,7 +87,7 @@ test('list --label filters, in the CLI and the API', async () => {
 
   const both = await d.api('GET', `/v1/sandboxes?label=${encodeURIComponent(`filt=${tag}`)}`);
   assert.equal(both.status, 200, both.text);
-  assert.deepEqual(both.body.map((s) => s.id).sort(), [a.id, b.id].sort());
+  assert.deepEqual(both.body.data.map((s) => s.id).sort(), [a.id, b.id].sort());
 
   const red = await d.cli(['sandbox', 'list', '--label', 'color=red', '--json']);
   assert.equal(red.code, 0, red.stderr);
@@ -102,7 +102,7 @@ test('list --label filters, in the CLI and the API', async () => {
 
   const none = await d.api('GET', '/v1/sandboxes?label=color=purple');
   assert.equal(none.status, 200);
-  assert.deepEqual(none.body, []);
+  assert.deepEqual(none.body, { data: [], nextCursor: null });
 });
 
 test('getOrCreate returns 200 and the same sandbox; a duplicate name is 409 name_taken', async () => {
@@ -129,7 +129,7 @@ test('getOrCreate returns 200 and the same sandbox; a duplicate name is 409 name
   assert.equal(cli.stderr.trim().split('\n').length, 1, `one line on stderr: ${cli.stderr}`);
 
   const list = await d.api('GET', '/v1/sandboxes');
-  assert.equal(list.body.filter((s) => s.name === name).length, 1);
+  assert.equal(list.body.data.filter((s) => s.name === name).length, 1);
 });
 
 test('bad input is a 400 whose message names the field', async () => {
@@ -209,7 +209,7 @@ test("cpus above the host's online CPUs is refused naming both numbers; the host
   assert.notEqual(cli.code, 0, cli.stdout);
   assert.match(cli.stderr, new RegExp(`cpus ${online * 32} .*${online} online CPUs`));
   const list = await d.api('GET', '/v1/sandboxes');
-  assert.equal(list.body.some((s) => s.name === 'too-many-cpus'), false, 'nothing was made');
+  assert.equal(list.body.data.some((s) => s.name === 'too-many-cpus'), false, 'nothing was made');
   const all = await d.create({ cpus: online });
   assert.equal(all.cpus, online);
   await d.remove(all.id);
@@ -257,7 +257,7 @@ test('DELETE is 204 and the sandbox is gone', async () => {
   assert.equal(r.status, 204, r.text);
   assert.equal((await d.api('GET', `/v1/sandboxes/${s.id}`)).status, 404);
   const list = await d.api('GET', '/v1/sandboxes');
-  assert.ok(!list.body.some((x) => x.id === s.id));
+  assert.ok(!list.body.data.some((x) => x.id === s.id));
 });
 
 test('the unix socket answers the CLI with the key from the state dir', async () => {

@@ -44,7 +44,7 @@ test('create: unknown fields, at the top and in network, are refused and nothing
   assertUnknown(nested, ['deny', 'connect'], ['internet', 'allow']);
   assert.match(nested.body.error.message, /^network: /);
   const list = await d.api('GET', '/v1/sandboxes');
-  assert.deepEqual(list.body.map((s) => s.name), ['fields']);
+  assert.deepEqual(list.body.data.map((s) => s.name), ['fields']);
 });
 
 test('network: {deny} is refused and the policy is as before', { skip }, async () => {

@@ -94,7 +94,7 @@ describe('scripts/demo', { skip: skip || (process.env.RUNTIME_E2E_OFFLINE && 'RU
     if (!d) return;
     // (removeAll() is for daemons the helper started itself.)
     const list = await d.api('GET', '/v1/sandboxes').catch(() => null);
-    for (const s of list?.body ?? []) await d.remove(s.id).catch(() => {});
+    for (const s of list?.body?.data ?? []) await d.remove(s.id).catch(() => {});
     const keeper = Number(fs.readFileSync(path.join(d.stateDir, 'lock'), 'utf8'));
     if (keeper && pidAlive(keeper)) {
       process.kill(keeper, 'SIGTERM');
@@ -123,7 +123,7 @@ describe('scripts/demo', { skip: skip || (process.env.RUNTIME_E2E_OFFLINE && 'RU
     // It answers there, with that key.
     const list = await d.api('GET', '/v1/sandboxes');
     assert.equal(list.status, 200, list.text);
-    assert.deepEqual(list.body.map((s) => s.name), ['demo']);
+    assert.deepEqual(list.body.data.map((s) => s.name), ['demo']);
     // Both servers ready, each with its line to paste.
     const claude = lines.filter((l) => l.startsWith('claude mcp add '));
     assert.deepEqual(claude.map((l) => l.split(' ')[5]).sort(), ['filesystem', 'memory'], r.stdout);

@@ -426,7 +426,7 @@ export class Daemon {
     if (!this.proc || this.exited) return;
     const r = await this.api('GET', '/v1/sandboxes').catch(() => null);
     const ids = new Set(this.sandboxes);
-    if (r && r.status === 200) for (const s of r.body) ids.add(s.id);
+    if (r && r.status === 200) for (const s of r.body.data) ids.add(s.id);
     for (const id of ids) await this.remove(id).catch(() => {});
   }
 

@@ -22,7 +22,7 @@ after(async () => {
 async function listIds() {
   const r = await d.api('GET', '/v1/sandboxes');
   assert.equal(r.status, 200);
-  return r.body.map((s) => s.id);
+  return r.body.data.map((s) => s.id);
 }
 
 // A unique sleep duration makes its process findable on the host: `sleep 1000.NNN`.
@@ -104,7 +104,7 @@ test('/workspace and running processes survive kill -9 of the daemon and a resta
 
   await d.start();
   const list = await d.api('GET', '/v1/sandboxes');
-  const again = list.body.find((x) => x.id === s.id);
+  const again = list.body.data.find((x) => x.id === s.id);
   assert.ok(again, 'the sandbox is still listed');
   assert.equal(again.name, 'survivor');
   assert.deepEqual(again.labels, { keep: 'me' });

@@ -727,7 +727,7 @@ describe('the README, walked by a newcomer from a clean clone', { skip }, () => 
       const accounts = await w.d.api('GET', '/v1/accounts').catch(() => null);
       for (const a of accounts?.body ?? []) await w.d.api('DELETE', `/v1/accounts/${a.name}`).catch(() => {});
       const list = await w.d.api('GET', '/v1/sandboxes').catch(() => null);
-      for (const s of list?.body ?? []) await w.d.remove(s.id).catch(() => {});
+      for (const s of list?.body?.data ?? []) await w.d.remove(s.id).catch(() => {});
     }
     const keeper = Number(readOr(path.join(w.stateDir, 'lock'), '0'));
     let stopped = true;

@@ -127,7 +127,7 @@ async function createWatched(name) {
   for (let i = 0; i < 2000 && !done; i++) {
     const list = await d.api('GET', '/v1/sandboxes', undefined, { timeoutMs: 5000 });
     assert.equal(list.status, 200, list.text);
-    const box = list.body.find((s) => s.name === name);
+    const box = list.body.data.find((s) => s.name === name);
     if (box && !done) seen.push(box.status);
   }
   const made = await started;
@@ -159,7 +159,7 @@ test('a create does not hold up the daemon: while the keeper builds it, the API 
   let early = null;
   for (let i = 0; i < 2000 && !early; i++) {
     const list = await d.api('GET', '/v1/sandboxes');
-    const box = list.body.find((s) => s.name === 'slow-box-3');
+    const box = list.body.data.find((s) => s.name === 'slow-box-3');
     if (box) early = await d.api('DELETE', `/v1/sandboxes/${box.id}`);
   }
   const made3 = await third;

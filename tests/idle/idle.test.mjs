@@ -541,7 +541,7 @@ describe('idle pause and wake', { skip: skipReason() }, () => {
     }
 
     // Paused sandboxes by the list, stable across the read of /metrics.
-    const pausedNow = async () => (await d.api('GET', '/v1/sandboxes')).body
+    const pausedNow = async () => (await d.api('GET', '/v1/sandboxes')).body.data
       .filter((s) => s.status === 'paused').map((s) => s.id).sort().join(',');
     let m, before, afterList;
     for (let i = 0; i < 5; i++) {

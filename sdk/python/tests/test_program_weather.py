@@ -212,7 +212,7 @@ def printed(stdout: str) -> dict[str, str]:
 def labelled(d: PinnedDaemon) -> list[str]:
     status, body = d.api("GET", "/v1/sandboxes?label=app=weather-server")
     assert status == 200
-    return sorted(s["id"] for s in body)
+    return sorted(s["id"] for s in body["data"])
 
 
 def test_weather_server_installs_narrows_checks_and_serves(

@@ -65,7 +65,7 @@ def test_503_retried_only_for_idempotent_methods() -> None:
 
 
 def test_429_retried_then_succeeds() -> None:
-    answers = [Response(429, {"retry-after": "0"}, ERROR), Response(200, {}, b"[]")]
+    answers = [Response(429, {"retry-after": "0"}, ERROR), Response(200, {}, b'{"data": [], "nextCursor": null}')]
     t = Counting(lambda _req: answers.pop(0))
     rt = Runtime(api_url="http://127.0.0.1:1", api_key="k", transport=t)
     assert rt.sandboxes.list() == []
@@ -182,7 +182,10 @@ def test_keep_alive_reuses_one_connection(daemon: Daemon) -> None:
 
 
 def test_requests_carry_the_key_and_json() -> None:
-    t = Counting(answer(201, body=b'{"id": "i", "status": "running", "createdAt": ""}'))
+    sandbox = b'{"id": "i", "status": "running", "createdAt": ""}'
+    page = b'{"data": [], "nextCursor": null}'
+    t = Counting(lambda req: Response(200 if req.method == "GET" else 201, {},
+                                      page if req.method == "GET" else sandbox))
     rt = Runtime(api_url="http://127.0.0.1:1", api_key="the-key", transport=t)
     rt.sandboxes.create(name="n", memory_mib=512, labels={"a": "b"})
     req = t.requests[0]
@@ -190,5 +193,5 @@ def test_requests_carry_the_key_and_json() -> None:
     assert req.headers["Content-Type"] == "application/json"
     assert json.loads(req.body or b"") == {"name": "n", "memoryMiB": 512, "labels": {"a": "b"}}
     rt.sandboxes.list(labels={"role": "mcp", "t": "a b"})
-    assert t.requests[1].target == "/v1/sandboxes?label=role%3Dmcp&label=t%3Da+b"
+    assert t.requests[1].target == "/v1/sandboxes?label=role%3Amcp&label=t%3Aa+b"
     assert dataclasses.is_dataclass(req)

@@ -108,13 +108,18 @@ export class Sandboxes {
     return new Sandbox(this.runtime, info);
   }
 
-  /** Every sandbox, oldest first; `labels` keeps those with all of these labels. */
+  /** Every sandbox, oldest first (every page); `labels` keeps those with all of these labels. */
   async list(filter: { labels?: Record<string, string> } = {}, call: CallOptions = {}): Promise<Sandbox[]> {
-    const labels = Object.entries(filter.labels ?? {}).map(([k, v]) => `${k}=${v}`);
+    const labels = Object.entries(filter.labels ?? {}).map(([k, v]) => `${k}:${v}`);
     const qs = labels.map((l) => `label=${enc(l)}`).join('&');
-    const infos = await this.runtime.transport.json<SandboxInfo[]>(
-      { method: 'GET', path: `/v1/sandboxes${qs ? `?${qs}` : ''}`, ...call });
-    return infos.map((i) => new Sandbox(this.runtime, i));
+    const all: Sandbox[] = [];
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const page: { data: SandboxInfo[]; nextCursor: string | null } = await this.runtime.transport.json(
+        { method: 'GET', path: `/v1/sandboxes?${[qs, cursor ? `cursor=${enc(cursor)}` : ''].filter(Boolean).join('&')}`, ...call });
+      all.push(...page.data.map((i) => new Sandbox(this.runtime, i)));
+      cursor = page.nextCursor;
+    }
+    return all;
   }
 
   /** Removes a sandbox and its workspace; `missingOk` makes a 404 count as done. */

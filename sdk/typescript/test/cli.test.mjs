@@ -28,12 +28,12 @@ test('sandbox run --keep -- echo ready: prints ready, and the id on stderr; the 
 });
 
 test('sandbox run without --keep deletes the sandbox and exits with the command status', { skip }, async () => {
-  const before_ = (await d.api('GET', '/v1/sandboxes')).body.length;
+  const before_ = (await d.api('GET', '/v1/sandboxes')).body.data.length;
   const r = await cli(['sandbox', 'run', '--label', 'k=v', '--', 'sh', '-c', 'echo out; echo err >&2; exit 4']);
   assert.equal(r.code, 4);
   assert.equal(r.stdout, 'out\n');
   assert.equal(r.stderr, 'err\n');
-  assert.equal((await d.api('GET', '/v1/sandboxes')).body.length, before_);
+  assert.equal((await d.api('GET', '/v1/sandboxes')).body.data.length, before_);
 });
 
 test('sandbox mcp ID start NAME=CMD: waits, prints URL, header and the claude line', { skip }, async () => {

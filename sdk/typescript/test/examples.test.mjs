@@ -39,7 +39,7 @@ test('examples/quickstart.ts (await using)', { skip }, async () => {
   const out = await example('quickstart.js');
   assert.equal(out, 'hello from Linux\nallowed: api.example.com\nexit 3: nope\n');
   const left = await d.api('GET', '/v1/sandboxes?label=role=demo');
-  assert.deepEqual(left.body, [], 'await using deleted the sandbox');
+  assert.deepEqual(left.body.data, [], 'await using deleted the sandbox');
 });
 
 test('examples/mcp-gateway.ts', { skip }, async () => {

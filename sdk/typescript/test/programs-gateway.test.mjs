@@ -162,12 +162,12 @@ describe('programs on a gateway of the daemon', { skip: needRoot }, () => {
       assert.equal(first.code, 0, first.show);
       const [, id] = line(first, /^sandbox (\S+)$/m);
       line(first, /^tickets started$/m);
-      const count = (await d.api('GET', '/v1/sandboxes')).body.length;
+      const count = (await d.api('GET', '/v1/sandboxes')).body.data.length;
       const second = await program(d, 'first-request.mjs', [TICKETS]);
       assert.equal(second.code, 0, second.show);
       assert.equal(line(second, /^sandbox (\S+)$/m)[1], id, 'the second run gets the same sandbox');
       line(second, /^tickets already there$/m);
-      assert.equal((await d.api('GET', '/v1/sandboxes')).body.length, count, 'and makes no other');
+      assert.equal((await d.api('GET', '/v1/sandboxes')).body.data.length, count, 'and makes no other');
 
       for (const r of [first, second]) {
         const [, status, type] = line(r, /^initialize (\d+) (.*)$/m);
@@ -213,6 +213,6 @@ describe('programs on a gateway of the daemon', { skip: needRoot }, () => {
       line(r, /^tools create_ticket,list_tickets$/m);
       line(r, /^create_ticket T-1 created: Printer on fire \(high\)$/m);
       line(r, /^list_tickets T-1 \[high\] Printer on fire$/m);
-      assert.deepEqual((await d.api('GET', '/v1/sandboxes?label=role=mcp-client')).body, [], 'the program deleted its sandbox');
+      assert.deepEqual((await d.api('GET', '/v1/sandboxes?label=role=mcp-client')).body.data, [], 'the program deleted its sandbox');
     });
 });

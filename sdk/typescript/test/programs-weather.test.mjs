@@ -203,7 +203,7 @@ test('the weather-server program with a wrong fingerprint: exit 1 naming both, t
     // A fingerprint a reviewer could have approved: the weather tool alone.
     const wrong = vector('weather-reviewed').fingerprint;
     assert.notEqual(wrong, reviewed.fingerprint);
-    const labelled = async () => (await d.api('GET', '/v1/sandboxes?label=app=weather-server')).body.map((s) => s.id);
+    const labelled = async () => (await d.api('GET', '/v1/sandboxes?label=app=weather-server')).body.data.map((s) => s.id);
     const earlier = await labelled();
     const r = await weatherServer(wrong);
     assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`);

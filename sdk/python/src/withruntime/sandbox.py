@@ -87,10 +87,19 @@ class Sandboxes:
 
     def list(self, *, labels: Mapping[str, str] | None = None,
              timeout_ms: int | None = None) -> builtins.list[Sandbox]:
-        """Every sandbox, oldest first; with ``labels``, those carrying all of them."""
-        query = {"label": [f"{k}={v}" for k, v in (labels or {}).items()]}
-        infos = self._rt.call("GET", "/v1/sandboxes", query=query, timeout_ms=timeout_ms)
-        return [Sandbox(self._rt, info) for info in infos]
+        """Every sandbox, oldest first (every page); with ``labels``, those carrying all of them."""
+        labels_q = [f"{k}:{v}" for k, v in (labels or {}).items()]
+        found: builtins.list[Sandbox] = []
+        cursor: str | None = None
+        while True:
+            query: dict[str, Any] = {"label": labels_q}
+            if cursor:
+                query["cursor"] = cursor
+            page = self._rt.call("GET", "/v1/sandboxes", query=query, timeout_ms=timeout_ms)
+            found += [Sandbox(self._rt, info) for info in page["data"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return found
 
     def delete(self, id_or_name: str, *, missing_ok: bool = False,
                timeout_ms: int | None = None) -> None:
