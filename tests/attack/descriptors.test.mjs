@@ -98,7 +98,7 @@ async function victimCalls() {
 
 function assertServed({ api, gw, egress }, when) {
   assert.equal(api.status, 200, `${when}: the API: ${JSON.stringify(api)}`);
-  assert.equal(JSON.parse(api.body).length >= 1, true, `${when}: the sandbox is listed`);
+  assert.equal(JSON.parse(api.body).data.length >= 1, true, `${when}: the sandbox is listed`);
   assert.equal(gw.status, 200, `${when}: the gateway: ${JSON.stringify(gw)}`);
   assert.match(gw.body, /"serverInfo"/, `${when}: the gateway's initialize answer`);
   assert.equal(egress.connected, true, `${when}: egress: ${JSON.stringify(egress)}`);

@@ -425,12 +425,12 @@ const CHECKS = [
   {
     cmd: /^runtime sandbox run -- \/bin\/echo ready$/,
     async prepare(w) {
-      w.before = (await w.get('/v1/sandboxes')).map((s) => s.id).sort();
+      w.before = (await w.get('/v1/sandboxes')).data.map((s) => s.id).sort();
     },
     async check(r, w) {
       assert.equal(r.stdout, 'ready\n');
       // create, run, delete: nothing of it is left.
-      assert.deepEqual((await w.get('/v1/sandboxes')).map((s) => s.id).sort(), w.before);
+      assert.deepEqual((await w.get('/v1/sandboxes')).data.map((s) => s.id).sort(), w.before);
     },
   },
   {

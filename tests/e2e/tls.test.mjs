@@ -78,18 +78,18 @@ describe('TLS on the API listener', { skip }, () => {
     const ok = await run('curl', ['-sS', '--cacert', d.pki.caFile, '-H', auth, `${d.url}/v1/sandboxes`,
       '-w', '\n%{http_code} %{scheme}']);
     assert.equal(ok.code, 0, ok.stderr);
-    assert.match(ok.stdout, /^\[.*\]\n+200 HTTPS$/s);
+    assert.match(ok.stdout, /^\{"data":\[.*\],"nextCursor":null\}\n+200 HTTPS$/s);
     const refused = await run('curl', ['-sS', '-H', auth, `${d.url}/v1/sandboxes`]);
     assert.equal(refused.code, 60, `curl without the CA must fail verification: ${refused.stderr}`);
     assert.match(refused.stderr, /certificate/i);
     // Clear text on the TLS port gets no answer from the API.
     const plain = await run('curl', ['-sS', '-m', '5', '-H', auth, `http://127.0.0.1:${d.port}/v1/sandboxes`]);
     assert.notEqual(plain.code, 0);
-    assert.doesNotMatch(plain.stdout, /^\[/);
+    assert.doesNotMatch(plain.stdout, /^\{"data"/);
     // The unix socket stays plain HTTP (local, root only).
     const local = await run('curl', ['-sS', '--unix-socket', d.socket, '-H', auth, 'http://local/v1/sandboxes']);
     assert.equal(local.code, 0, local.stderr);
-    assert.match(local.stdout, /^\[/);
+    assert.match(local.stdout, /^\{"data":\[/);
   });
 
   test('HTTP/1.1 keep-alive: two requests, one TLS connection (node and curl)', async () => {
