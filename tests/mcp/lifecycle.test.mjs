@@ -12,17 +12,18 @@ import { processesMatching, stopDaemon } from '../e2e/lib.mjs';
 import { Client, StreamableHTTPClientTransport, skipReason, startMcpDaemon, waitFor } from './lib.mjs';
 
 // A server with no dependencies: tools "echo" and "crash" (exits with status 3), and at
-// start a DNS lookup of the name in its first argument (to see the egress refuse it).
+// start a DNS lookup of the name in its first argument (to see the egress refuse it): it
+// reads its first request only once the lookup is answered, so the refusal is recorded
+// while it is still starting, however slow the daemon is (a sanitized one).
 const SERVER = String.raw`
 import readline from 'node:readline';
 import dns from 'node:dns';
-if (process.argv[2]) dns.lookup(process.argv[2], () => {});
 const tools = [
   { name: 'echo', description: 'Echoes text.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
   { name: 'crash', description: 'Exits the server.', inputSchema: { type: 'object' } },
 ];
 const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
+const serve = () => readline.createInterface({ input: process.stdin }).on('line', (line) => {
   const m = JSON.parse(line);
   if (m.id === undefined) return;
   if (m.method === 'initialize') return send({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'life', version: '1' } } });
@@ -31,6 +32,7 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
   if (m.method === 'tools/call') return send({ id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
   send({ id: m.id, error: { code: -32601, message: 'no ' + m.method } });
 });
+if (process.argv[2]) dns.lookup(process.argv[2], serve); else serve();
 `;
 
 const life = (name, extra = []) => ({ name, command: ['node', '/workspace/life.mjs', ...extra] });
