@@ -326,190 +326,6 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
     model_sandbox_clear(&settings); /* what the create did not take */
 }
 
-/* Sandbox paths: absolute as given; relative ones are under /workspace. */
-static int sandbox_path(const char *in, char *out, size_t size)
-{
-    /* Room for /workspace/ and an upload's temporary name beside it. */
-    if (!in || !*in || strlen(in) >= size - 40) return -EINVAL;
-    if (in[0] == '/')
-        snprintf(out, size, "%s", in);
-    else
-        snprintf(out, size, "/workspace/%s", in);
-    return 0;
-}
-
-/* A file request waiting for the keeper. httpd keeps a request that was not
- * answered alive even when its client leaves (answering it then frees it), so
- * req is valid until the answer. */
-struct file_req {
-    struct httpd_req *req;
-    struct server *srv;
-    char sandbox[PROTO_ID_LEN]; /* looked up again: it may be removed meanwhile */
-    char path[PROTO_PATH_LEN];
-    char temp[PROTO_PATH_LEN]; /* PUT: where the bytes go before they take path's place */
-    bool keep_mode;
-    err_t err; /* PUT: why it failed, told once the temporary file is gone */
-};
-
-static struct file_req *file_req_new(struct httpd_req *req, struct server *srv,
-                                     const struct sbx *sb, const char *path)
-{
-    struct file_req *f = calloc(1, sizeof *f);
-    if (!f) return NULL;
-    f->req = req;
-    f->srv = srv;
-    memcpy(f->sandbox, sbx_id(sb), sizeof f->sandbox);
-    snprintf(f->path, sizeof f->path, "%s", path);
-    return f;
-}
-
-/* An upload is atomic: its bytes go to a new file beside PATH, which takes PATH's
- * place once they are all on disk, or is removed. A reader never sees half a file,
- * and a full disk leaves nothing behind. */
-static void temp_name(const char *path, char *out, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    char rnd[9];
-    random_hex(rnd, 4);
-    snprintf(out, size, "%.*s.%s.runtime-%s", (int)(slash - path + 1), path, slash + 1, rnd);
-}
-
-static void put_answer(struct file_req *f, const err_t *err)
-{
-    if (err)
-        api_fail(f->req, err);
-    else
-        api_no_content(f->req);
-    free(f);
-}
-
-static void on_temp_removed(struct server *srv, const err_t *err, void *arg)
-{
-    struct file_req *f = arg;
-    if (err) log_warn("upload into sandbox %s: %s", f->sandbox, err->msg);
-    put_answer(f, &f->err);
-}
-
-/* Gives up the upload: the temporary file goes, then the client hears f->err. */
-static void put_abandon(struct file_req *f)
-{
-    err_t err = {0};
-    struct sbx *sb = server_sandbox_find(f->srv, NULL, f->sandbox);
-    if (!sb || server_rename_file(f->srv, sb, f->temp, NULL, false, on_temp_removed, f, &err) < 0)
-        put_answer(f, &f->err);
-}
-
-static void on_put_renamed(struct server *srv, const err_t *err, void *arg)
-{
-    struct file_req *f = arg;
-    if (!err) return put_answer(f, NULL);
-    f->err = *err;
-    put_abandon(f);
-}
-
-/* PUT: the body (read in full already) into the new file the keeper opened, then
- * in place of the old one. */
-static void on_put_open(struct server *srv, int fd, const err_t *error, void *arg)
-{
-    struct file_req *f = arg;
-    if (fd < 0) return put_answer(f, error);
-    struct evbuffer *in = httpd_body(f->req);
-    int r = 0;
-    while (r == 0 && evbuffer_get_length(in) > 0) {
-        int n = evbuffer_write(in, fd);
-        if (n < 0) r = -errno;
-    }
-    if (r == 0 && fsync(fd) < 0) r = -errno;
-    close(fd);
-    httpd_drop_body(f->req);
-    struct sbx *sb = server_sandbox_find(srv, NULL, f->sandbox);
-    if (r < 0)
-        err_set(&f->err, r, "cannot write %s: %s", f->path, strerror(-r));
-    else if (!sb)
-        err_set(&f->err, -ENOENT, "sandbox %s was removed during the upload", f->sandbox);
-    else if (server_rename_file(srv, sb, f->temp, f->path, f->keep_mode, on_put_renamed, f,
-                                &f->err) == 0)
-        return;
-    put_abandon(f);
-}
-
-/* GET: the file's bytes and mode. */
-static void send_file(struct httpd_req *req, int fd, const char *path)
-{
-    struct stat st;
-    struct evbuffer *out = evbuffer_new();
-    if (fstat(fd, &st) == 0 && st.st_size == 0)
-        close(fd); /* nothing to map */
-    else if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
-        close(fd);
-        evbuffer_free(out);
-        return api_error(req, 500, "internal", "cannot read %s", path);
-    }
-    char mode[8];
-    snprintf(mode, sizeof mode, "%04o", (unsigned)(st.st_mode & 0777));
-    httpd_add_header(req, "Content-Type", "application/octet-stream");
-    httpd_add_header(req, "X-File-Mode", mode); /* so that a copy can keep it */
-    httpd_reply(req, 200, out);
-    evbuffer_free(out);
-}
-
-static void on_get_open(struct server *srv, int fd, const err_t *error, void *arg)
-{
-    struct file_req *f = arg;
-    if (fd < 0)
-        api_fail(f->req, error);
-    else
-        send_file(f->req, fd, f->path);
-    free(f);
-}
-
-/* The keeper opens the file; the answer goes out from on_put_open or on_get_open. */
-static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *path,
-                      bool put, unsigned mode)
-{
-    err_t err = {0};
-    struct file_req *f = file_req_new(req, srv, sb, path);
-    if (!f) return api_error(req, 500, "internal", "out of memory");
-    if (put) {
-        temp_name(path, f->temp, sizeof f->temp);
-        f->keep_mode = mode == 0; /* no mode given: a file replaced keeps its own */
-    }
-    int r = put ? server_open_file(srv, sb, f->temp, 2, mode, on_put_open, f, &err)
-                : server_open_file(srv, sb, path, 0, 0, on_get_open, f, &err);
-    if (r < 0) {
-        free(f);
-        api_fail(req, &err);
-    }
-}
-
-/* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
-static int file_mode(const char *s)
-{
-    char *end;
-    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -EINVAL;
-    long m = strtol(s, &end, 8);
-    return m > 0777 ? -EINVAL : (int)m;
-}
-
-static void files(struct httpd_req *req, struct server *srv, struct sbx *sb)
-{
-    struct evkeyvalq q;
-    const char *query = httpd_query(req);
-    evhttp_parse_query_str(query ? query : "", &q);
-    char path[PROTO_PATH_LEN];
-    int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
-    const char *mode_text = evhttp_find_header(&q, "mode");
-    int mode = mode_text ? file_mode(mode_text) : 0;
-    evhttp_clear_headers(&q);
-    if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
-    bool put = httpd_method(req) == HTTPD_PUT;
-    if (mode < 0 || (mode_text && !put))
-        return api_error(req, 400, "bad_request",
-                         "mode is for PUT only, and is permission bits "
-                         "in octal such as 0755 or 0644 (at most 0777)");
-    open_file(req, srv, sb, path, put, (unsigned)mode);
-}
-
 /* The 200 goes once the settings are on disk. */
 static void network_set(struct server *srv, const struct model_network *network, const err_t *err,
                         void *arg)
@@ -639,15 +455,116 @@ static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *er
     route(req, srv);
 }
 
+/* The changes of a sandbox's life: answered once the change has landed. */
+typedef int sandbox_change_fn(struct server *srv, struct sbx *sb, const char *why,
+                              server_sandbox_done_fn *done, void *arg, err_t *err);
+
+static void change_sandbox(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                           sandbox_change_fn *change)
+{
+    err_t err = {0};
+    if (change(srv, sb, "api", answer_sandbox, req, &err) < 0) api_fail(req, &err);
+}
+
+static void pause_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    change_sandbox(req, srv, sb, server_sandbox_pause);
+}
+static void wake_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    change_sandbox(req, srv, sb, server_sandbox_resume);
+}
+static void stop_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    change_sandbox(req, srv, sb, server_sandbox_stop);
+}
+static void start_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    change_sandbox(req, srv, sb, server_sandbox_start);
+}
+static void exec_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    api_exec(req, srv, sb);
+}
+static void network_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                          const char *sub)
+{
+    if (httpd_method(req) == HTTPD_GET)
+        return api_json(req, 200, model_network_json(&sbx_settings(sb)->network));
+    set_network(req, srv, sb);
+}
+static void events_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                         const char *sub)
+{
+    events(req, srv, sb);
+}
+/* .../files?path= (runtimed's) and .../files/content?path= (Runtime Cloud's). */
+static void files_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    if (!sub || strcmp(sub, "content") == 0) return api_files(req, srv, sb);
+    if (httpd_method(req) == HTTPD_GET) return api_files_op(req, srv, sb, sub);
+    api_error(req, 405, "method_not_allowed", ".../files/%s takes GET", sub);
+}
+/* .../files:VERB, Runtime Cloud's changes of the file tree. */
+static void files_verb_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                             const char *verb)
+{
+    api_files_op(req, srv, sb, verb);
+}
+
+#define GET_ (1u << HTTPD_GET)
+#define POST_ (1u << HTTPD_POST)
+#define PUT_ (1u << HTTPD_PUT)
+#define DELETE_ (1u << HTTPD_DELETE)
+
+/* What can be asked of one sandbox, .../{id}/ACTION[/SUB] (or .../{id}:ACTION): the
+ * methods each takes, and whether it needs the sandbox running (a paused one is woken
+ * for it; one that is not running is refused). */
+static const struct sandbox_route {
+    const char *action;
+    unsigned methods;
+    unsigned running; /* the methods that need it running */
+    bool takes_sub;   /* .../ACTION/SUB */
+    void (*serve)(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub);
+} sandbox_routes[] = {
+    {"pause", POST_, 0, false, pause_route},
+    {"wake", POST_, 0, false, wake_route},
+    {"resume", POST_, 0, false, wake_route}, /* runtimed's earlier name */
+    {"stop", POST_, 0, false, stop_route},
+    {"start", POST_, 0, false, start_route},
+    {"exec", POST_, POST_, false, exec_route},
+    {"files", GET_ | PUT_, GET_ | PUT_, true, files_route},
+    {"files:", POST_, POST_, false, files_verb_route},
+    {"uploads", POST_ | PUT_, POST_ | PUT_, true, api_uploads},
+    {"network", GET_ | PUT_, 0, false, network_route},
+    {"events", GET_, 0, false, events_route},
+    {"mcp", GET_ | POST_ | DELETE_, POST_, true, mcp_route},
+};
+
+/* The route of an action: "files:mkdir" is the row "files:" with sub "mkdir". */
+static const struct sandbox_route *sandbox_route_of(const char *action, const char **sub)
+{
+    const char *colon = strchr(action, ':');
+    for (size_t i = 0; i < ARRAY_LEN(sandbox_routes); i++) {
+        const char *name = sandbox_routes[i].action;
+        size_t n = strlen(name);
+        bool verb_row = name[n - 1] == ':';
+        if (verb_row && colon && strncmp(action, name, n) == 0) {
+            *sub = action + n;
+            return &sandbox_routes[i];
+        }
+        if (!verb_row && !colon && strcmp(action, name) == 0) return &sandbox_routes[i];
+    }
+    return NULL;
+}
+
 static void one_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                         const char *key, const char *action, const char *sub)
 {
     enum httpd_method m = httpd_method(req);
     struct sbx *sb = server_sandbox_find(srv, who->account, key);
     if (!sb)
-        return api_error(req, 404, "not_found",
-                         "no sandbox %s; `runtime sandbox list` "
-                         "shows them",
+        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
     if (sbx_state(sb) == SBX_REMOVING && m != HTTPD_GET)
         return api_error(req, 409, "busy", "sandbox %s is being removed", sbx_id(sb));
@@ -658,44 +575,23 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
             return api_fail(req, &err);
         return;
     }
-    bool needs_running = action && (strcmp(action, "exec") == 0 || strcmp(action, "files") == 0 ||
-                                    (strcmp(action, "mcp") == 0 && m == HTTPD_POST));
-    if (action && m == HTTPD_POST && strcmp(action, "pause") == 0) {
-        if (server_sandbox_pause(srv, sb, "api", answer_sandbox, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
+    const struct sandbox_route *rt = action ? sandbox_route_of(action, &sub) : NULL;
+    if (!rt || (sub && !rt->takes_sub && !strchr(action, ':')))
+        return api_error(req, 404, "route_not_found",
+                         "no such API path: %s; api/openapi.yaml lists them", httpd_path(req));
+    if (m > HTTPD_DELETE || !(rt->methods & (1u << m)))
+        return api_error(req, 405, "method_not_allowed",
+                         "that method is not allowed on .../%s; api/openapi.yaml lists what "
+                         "each path takes",
+                         action);
+    if (rt->running & (1u << m)) {
+        int admitted = server_sandbox_admit(srv, sb, action, serve_when_awake, req, &err);
+        if (admitted < 0) return api_fail(req, &err);
+        if (admitted > 0) return; /* served once it is awake */
+        if (sbx_state(sb) != SBX_RUNNING && strcmp(rt->action, "mcp") != 0)
+            return not_running(req, sb);
     }
-    if (action && m == HTTPD_POST &&
-        (strcmp(action, "resume") == 0 || strcmp(action, "wake") == 0)) {
-        if (server_sandbox_resume(srv, sb, "api", answer_sandbox, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
-    }
-    if (action && m == HTTPD_POST && strcmp(action, "stop") == 0) {
-        if (server_sandbox_stop(srv, sb, "api", answer_sandbox, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
-    }
-    if (action && m == HTTPD_POST && strcmp(action, "start") == 0) {
-        if (server_sandbox_start(srv, sb, "api", answer_sandbox, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
-    }
-    int admitted =
-        needs_running ? server_sandbox_admit(srv, sb, action, serve_when_awake, req, &err) : 0;
-    if (admitted < 0) return api_fail(req, &err);
-    if (admitted > 0) return; /* served once it is awake */
-    if (needs_running && sbx_state(sb) != SBX_RUNNING && strcmp(action, "mcp") != 0)
-        return not_running(req, sb);
-    if (action && strcmp(action, "exec") == 0 && m == HTTPD_POST) return api_exec(req, srv, sb);
-    if (action && strcmp(action, "files") == 0 && (m == HTTPD_GET || m == HTTPD_PUT))
-        return files(req, srv, sb);
-    if (action && strcmp(action, "network") == 0 && m == HTTPD_PUT)
-        return set_network(req, srv, sb);
-    if (action && strcmp(action, "events") == 0 && m == HTTPD_GET) return events(req, srv, sb);
-    if (action && strcmp(action, "mcp") == 0) return mcp_route(req, srv, sb, sub);
-    api_error(req, 405, "method_not_allowed",
-              "that method is not allowed here; api/openapi.yaml lists what each path takes");
+    rt->serve(req, srv, sb, sub);
 }
 
 /* A secret's put or delete is answered once it is on disk. */
@@ -810,7 +706,7 @@ static void route(struct httpd_req *req, void *arg)
             one_sandbox_verb(req, srv, &who, seg[2]);
         else if (n == 3 || n == 4)
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
-        else if (n == 5 && strcmp(seg[3], "mcp") == 0)
+        else if (n == 5)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
         else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "logs") == 0)
             mcp_logs(req, srv, &who, seg[2], seg[4]);

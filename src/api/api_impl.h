@@ -38,6 +38,15 @@ struct api_caller {
 void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action);
 
+/* files.c: GET or PUT .../files[/content]?path= (one file's bytes). */
+void api_files(struct httpd_req *req, struct server *srv, struct sbx *sb);
+/* files_ops.c: GET .../files/list|stat and POST .../files:mkdir|remove|rename|chmod
+ * (op is "list", "stat", "mkdir", ...). */
+void api_files_op(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *op);
+/* uploads.c: a file in chunks: POST .../uploads, PUT .../uploads/{id}?offset=,
+ * POST .../uploads/{id}:commit and :abort (sub: NULL, "{id}" or "{id}:verb"). */
+void api_uploads(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub);
+
 /* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
 void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb);
 /* Fills a NULL-terminated argv (at most max-1 strings) from a JSON array. */

@@ -1,0 +1,199 @@
+/* Files in a sandbox: GET and PUT of one file's bytes (Runtime Cloud's
+ * .../files/content?path=, and runtimed's earlier .../files?path=). The keeper opens
+ * and renames as the sandbox's user; the bytes go through this loop. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api_impl.h"
+
+/* Sandbox paths: absolute as given; relative ones are under /workspace. */
+static int sandbox_path(const char *in, char *out, size_t size)
+{
+    /* Room for /workspace/ and an upload's temporary name beside it. */
+    if (!in || !*in || strlen(in) >= size - 40) return -EINVAL;
+    if (in[0] == '/')
+        snprintf(out, size, "%s", in);
+    else
+        snprintf(out, size, "/workspace/%s", in);
+    return 0;
+}
+
+/* A file request waiting for the keeper. httpd keeps a request that was not
+ * answered alive even when its client leaves (answering it then frees it), so
+ * req is valid until the answer. */
+struct file_req {
+    struct httpd_req *req;
+    struct server *srv;
+    char sandbox[PROTO_ID_LEN]; /* looked up again: it may be removed meanwhile */
+    char path[PROTO_PATH_LEN];
+    char temp[PROTO_PATH_LEN]; /* PUT: where the bytes go before they take path's place */
+    bool keep_mode;
+    err_t err; /* PUT: why it failed, told once the temporary file is gone */
+};
+
+static struct file_req *file_req_new(struct httpd_req *req, struct server *srv,
+                                     const struct sbx *sb, const char *path)
+{
+    struct file_req *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->req = req;
+    f->srv = srv;
+    memcpy(f->sandbox, sbx_id(sb), sizeof f->sandbox);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    return f;
+}
+
+/* An upload is atomic: its bytes go to a new file beside PATH, which takes PATH's
+ * place once they are all on disk, or is removed. A reader never sees half a file,
+ * and a full disk leaves nothing behind. */
+static void temp_name(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    char rnd[9];
+    random_hex(rnd, 4);
+    snprintf(out, size, "%.*s.%s.runtime-%s", (int)(slash - path + 1), path, slash + 1, rnd);
+}
+
+static void put_answer(struct file_req *f, const err_t *err)
+{
+    if (err)
+        api_fail(f->req, err);
+    else
+        api_no_content(f->req);
+    free(f);
+}
+
+static void on_temp_removed(struct server *srv, const err_t *err, void *arg)
+{
+    struct file_req *f = arg;
+    if (err) log_warn("upload into sandbox %s: %s", f->sandbox, err->msg);
+    put_answer(f, &f->err);
+}
+
+/* Gives up the upload: the temporary file goes, then the client hears f->err. */
+static void put_abandon(struct file_req *f)
+{
+    err_t err = {0};
+    struct sbx *sb = server_sandbox_find(f->srv, NULL, f->sandbox);
+    if (!sb || server_rename_file(f->srv, sb, f->temp, NULL, false, on_temp_removed, f, &err) < 0)
+        put_answer(f, &f->err);
+}
+
+static void on_put_renamed(struct server *srv, const err_t *err, void *arg)
+{
+    struct file_req *f = arg;
+    if (!err) return put_answer(f, NULL);
+    f->err = *err;
+    put_abandon(f);
+}
+
+/* PUT: the body (read in full already) into the new file the keeper opened, then
+ * in place of the old one. */
+static void on_put_open(struct server *srv, int fd, const err_t *error, void *arg)
+{
+    struct file_req *f = arg;
+    if (fd < 0) return put_answer(f, error);
+    struct evbuffer *in = httpd_body(f->req);
+    int r = 0;
+    while (r == 0 && evbuffer_get_length(in) > 0) {
+        int n = evbuffer_write(in, fd);
+        if (n < 0) r = -errno;
+    }
+    if (r == 0 && fsync(fd) < 0) r = -errno;
+    close(fd);
+    httpd_drop_body(f->req);
+    struct sbx *sb = server_sandbox_find(srv, NULL, f->sandbox);
+    if (r < 0)
+        err_set(&f->err, r, "cannot write %s: %s", f->path, strerror(-r));
+    else if (!sb)
+        err_set(&f->err, -ENOENT, "sandbox %s was removed during the upload", f->sandbox);
+    else if (server_rename_file(srv, sb, f->temp, f->path, f->keep_mode, on_put_renamed, f,
+                                &f->err) == 0)
+        return;
+    put_abandon(f);
+}
+
+/* GET: the file's bytes and mode. */
+static void send_file(struct httpd_req *req, int fd, const char *path)
+{
+    struct stat st;
+    struct evbuffer *out = evbuffer_new();
+    if (fstat(fd, &st) == 0 && st.st_size == 0)
+        close(fd); /* nothing to map */
+    else if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
+        close(fd);
+        evbuffer_free(out);
+        return api_error(req, 500, "internal", "cannot read %s", path);
+    }
+    char mode[8];
+    snprintf(mode, sizeof mode, "%04o", (unsigned)(st.st_mode & 0777));
+    httpd_add_header(req, "Content-Type", "application/octet-stream");
+    httpd_add_header(req, "X-File-Mode", mode); /* so that a copy can keep it */
+    httpd_reply(req, 200, out);
+    evbuffer_free(out);
+}
+
+static void on_get_open(struct server *srv, int fd, const err_t *error, void *arg)
+{
+    struct file_req *f = arg;
+    if (fd < 0)
+        api_fail(f->req, error);
+    else
+        send_file(f->req, fd, f->path);
+    free(f);
+}
+
+/* The keeper opens the file; the answer goes out from on_put_open or on_get_open. */
+static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *path,
+                      bool put, unsigned mode)
+{
+    err_t err = {0};
+    struct file_req *f = file_req_new(req, srv, sb, path);
+    if (!f) return api_error(req, 500, "internal", "out of memory");
+    if (put) {
+        temp_name(path, f->temp, sizeof f->temp);
+        f->keep_mode = mode == 0; /* no mode given: a file replaced keeps its own */
+    }
+    int r = put ? server_open_file(srv, sb, f->temp, 2, mode, on_put_open, f, &err)
+                : server_open_file(srv, sb, path, 0, 0, on_get_open, f, &err);
+    if (r < 0) {
+        free(f);
+        api_fail(req, &err);
+    }
+}
+
+/* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
+static int file_mode(const char *s)
+{
+    char *end;
+    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -EINVAL;
+    long m = strtol(s, &end, 8);
+    return m > 0777 ? -EINVAL : (int)m;
+}
+
+void api_files(struct httpd_req *req, struct server *srv, struct sbx *sb)
+{
+    struct evkeyvalq q;
+    const char *query = httpd_query(req);
+    evhttp_parse_query_str(query ? query : "", &q);
+    char path[PROTO_PATH_LEN];
+    int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
+    const char *mode_text = evhttp_find_header(&q, "mode");
+    int mode = mode_text ? file_mode(mode_text) : 0;
+    evhttp_clear_headers(&q);
+    if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
+    bool put = httpd_method(req) == HTTPD_PUT;
+    if (mode < 0 || (mode_text && !put))
+        return api_error(req, 400, "bad_request",
+                         "mode is for PUT only, and is permission bits "
+                         "in octal such as 0755 or 0644 (at most 0777)");
+    open_file(req, srv, sb, path, put, (unsigned)mode);
+}
+
