@@ -28,7 +28,7 @@ static struct pending *pending_new(struct httpd_req *req, struct server *srv, co
 {
     struct pending *p = calloc(1, sizeof *p);
     if (!p) {
-        api_error(req, 500, "internal", "out of memory");
+        api_error(req, 500, "internal_error", "out of memory");
         return NULL;
     }
     *p = (struct pending){.req = req, .srv = srv};

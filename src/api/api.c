@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../catalog/catalog.h"
 #include "../gateway/gateway.h"
 #include "../secrets/secrets.h"
 #include "api_impl.h"
@@ -33,18 +34,57 @@ void api_no_content(struct httpd_req *req)
     httpd_reply(req, 204, NULL);
 }
 
-void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
+__attribute__((format(printf, 5, 0))) static void error_reply(struct httpd_req *req, int status,
+                                                              const char *code, json_t *details,
+                                                              const char *fmt, va_list ap)
 {
     char msg[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    /* The message may echo user bytes (or cut them mid-character): keep it UTF-8. */
+    json_t *err = json_pack("{s:s,s:i,s:o,s:s}", "code", code, "status", status, "message",
+                            api_json_text(msg, strlen(msg)), "requestId", httpd_request_id(req));
+    if (details) json_object_set_new(err, "details", details);
+    api_json(req, status, json_pack("{s:o}", "error", err));
+}
+
+void api_error(struct httpd_req *req, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_reply(req, status, code, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void api_error_details(struct httpd_req *req, int status, const char *code, json_t *details,
+                       const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_reply(req, status, code, details, fmt, ap);
+    va_end(ap);
+}
+
+void api_issue(struct api_issues *is, const char *field, const char *fmt, ...)
+{
+    char msg[300];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* The message may echo user bytes (or cut them mid-character): keep it UTF-8. */
-    json_t *err =
-        json_pack("{s:{s:s,s:i,s:o,s:s}}", "error", "code", code, "status", status, "message",
-                  api_json_text(msg, strlen(msg)), "requestId", httpd_request_id(req));
-    api_json(req, status, err);
+    if (!is->list) is->list = json_array();
+    json_array_append_new(is->list, json_pack("{s:s,s:o}", "field", field, "message",
+                                              api_json_text(msg, strlen(msg))));
+    size_t n = strlen(is->text);
+    snprintf(is->text + n, sizeof is->text - n, "%s%s", n ? "; " : "", msg);
+}
+
+bool api_issues_reply(struct httpd_req *req, struct api_issues *is)
+{
+    if (!is->list) return false;
+    api_error_details(req, 400, "invalid_request", json_pack("{s:o}", "issues", is->list), "%s",
+                      is->text);
+    is->list = NULL;
+    return true;
 }
 
 void api_fail(struct httpd_req *req, const err_t *err)
@@ -53,22 +93,31 @@ void api_fail(struct httpd_req *req, const err_t *err)
         int code, status;
         const char *name;
     } map[] = {
-        {-EINVAL, 400, "bad_request"}, {-ENOENT, 404, "not_found"},
-        {-EEXIST, 409, "conflict"},    {-E2BIG, 413, "too_large"},
-        {-EFBIG, 413, "too_large"},    {-ENOSPC, 507, "disk_full"},
-        {-EDQUOT, 507, "disk_full"},   {-EAGAIN, 429, "limit_reached"},
-        {-EACCES, 403, "forbidden"},   {-EPERM, 403, "forbidden"},
-        {-EISDIR, 400, "bad_request"}, {-ENOTDIR, 400, "bad_request"},
-        {-ELOOP, 400, "bad_request"},  {-EROFS, 403, "read_only"},
-        {-EXDEV, 400, "bad_request"},  {-ENAMETOOLONG, 400, "bad_request"},
-        {-EBUSY, 409, "busy"},         {-ESHUTDOWN, 503, "unavailable"},
+        {-EINVAL, 400, "invalid_request"},
+        {-ENOENT, 404, "not_found"},
+        {-EEXIST, 409, "conflict"},
+        {-E2BIG, 413, "too_large"},
+        {-EFBIG, 413, "too_large"},
+        {-ENOSPC, 507, "disk_full"},
+        {-EDQUOT, 507, "disk_full"},
+        {-EAGAIN, 429, "limit_reached"},
+        {-EACCES, 403, "forbidden"},
+        {-EPERM, 403, "forbidden"},
+        {-EISDIR, 400, "invalid_request"},
+        {-ENOTDIR, 400, "invalid_request"},
+        {-ELOOP, 400, "invalid_request"},
+        {-EROFS, 403, "read_only"},
+        {-EXDEV, 400, "invalid_request"},
+        {-ENAMETOOLONG, 400, "invalid_request"},
+        {-EBUSY, 409, "busy"},
+        {-ESHUTDOWN, 503, "unavailable"},
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
         if (map[i].code == err->code) {
             api_error(req, map[i].status, map[i].name, "%s", err->msg);
             return;
         }
-    api_error(req, 500, "internal", "%s", err->msg[0] ? err->msg : "internal error");
+    api_error(req, 500, "internal_error", "%s", err->msg[0] ? err->msg : "internal error");
 }
 
 json_t *api_body_json(struct httpd_req *req, bool allow_empty)
@@ -88,9 +137,38 @@ json_t *api_body_json(struct httpd_req *req, bool allow_empty)
     if (raw) explicit_bzero(raw, n);
     httpd_drop_body(req);
     if (!v)
-        api_error(req, 400, "bad_json", "the body is not valid JSON: %s (line %d)", jerr.text,
-                  jerr.line);
+        api_error(req, 400, "invalid_request", "the body is not valid JSON: %s (line %d)",
+                  jerr.text, jerr.line);
     return v;
+}
+
+bool api_query(struct httpd_req *req, struct evkeyvalq *q, const char *const *known)
+{
+    const char *query = httpd_query(req);
+    if (evhttp_parse_query_str(query ? query : "", q) < 0) {
+        api_error(req, 400, "invalid_request", "the query string cannot be read: %.200s", query);
+        return false;
+    }
+    char unknown[300] = "";
+    size_t n = 0;
+    for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
+        size_t i = 0;
+        while (known[i] && strcmp(known[i], kv->key) != 0)
+            i++;
+        if (!known[i])
+            n += (size_t)snprintf(unknown + n, n < sizeof unknown ? sizeof unknown - n : 0,
+                                  "%s%.40s", n ? ", " : "", kv->key);
+    }
+    if (!n) return true;
+    evhttp_clear_headers(q);
+    char allowed[300] = "";
+    size_t m = 0;
+    for (size_t i = 0; known[i]; i++)
+        m += (size_t)snprintf(allowed + m, m < sizeof allowed ? sizeof allowed - m : 0, "%s%s",
+                              m ? ", " : "", known[i]);
+    api_error(req, 400, "invalid_request", "unknown query parameter: %s; this path takes %s",
+              unknown, m ? allowed : "none");
+    return false;
 }
 
 /* Who is calling: the admin (who acts as the account default) or an account. */
@@ -165,7 +243,7 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
     long limit = lim ? strtol(lim, &end, 10) : LIST_LIMIT_MAX;
     if (lim && (*end || limit < 1 || limit > LIST_LIMIT_MAX)) {
         evhttp_clear_headers(&q);
-        return api_error(req, 400, "bad_request", "limit must be 1 to %d", LIST_LIMIT_MAX);
+        return api_error(req, 400, "invalid_request", "limit must be 1 to %d", LIST_LIMIT_MAX);
     }
     char cursor_copy[PROTO_ID_LEN * 2] = "";
     if (cursor) str_copy(cursor_copy, sizeof cursor_copy, cursor); /* q is cleared before use */
@@ -178,7 +256,7 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
     for (struct sbx *s = server_sandbox_first(srv); s && v; s = server_sandbox_next(s))
         if (listed(s, who, &q)) v[--at] = s;
     evhttp_clear_headers(&q);
-    if (!v) return api_error(req, 500, "internal", "out of memory");
+    if (!v) return api_error(req, 500, "internal_error", "out of memory");
     size_t from = 0;
     if (cursor) { /* after it; past the end when it is not (any more) one of them */
         while (from < n && strcmp(sbx_id(v[from]), cursor) != 0)
@@ -304,6 +382,7 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
     bool reuse = false;
     int r = get_or_create(body, &reuse, &err);
     if (r == 0) r = model_sandbox_parse(body, &settings, &err);
+    if (r == 0) model_network_as_cloud_reads(&settings.network);
     json_decref(body);
     if (r < 0) return api_fail(req, &err);
     struct sbx *old =
@@ -326,12 +405,21 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
     model_sandbox_clear(&settings); /* what the create did not take */
 }
 
+/* The rules as Runtime Cloud answers them: openPorts, as a runtimed sandbox reaches
+ * every port of a host it may reach (connect names ports beyond its allow list). */
+static json_t *network_json(const struct model_network *network)
+{
+    json_t *v = model_network_json(network);
+    json_object_set_new(v, "openPorts", json_true());
+    return v;
+}
+
 /* The 200 goes once the settings are on disk. */
 static void network_set(struct server *srv, const struct model_network *network, const err_t *err,
                         void *arg)
 {
     if (!network) return api_fail(arg, err);
-    api_json(arg, 200, model_network_json(network));
+    api_json(arg, 200, network_json(network));
 }
 
 static void set_network(struct httpd_req *req, struct server *srv, struct sbx *sb)
@@ -341,6 +429,7 @@ static void set_network(struct httpd_req *req, struct server *srv, struct sbx *s
     err_t err = {0};
     struct model_network net;
     int r = model_network_parse(body, &net, &err);
+    if (r == 0) model_network_as_cloud_reads(&net);
     json_decref(body);
     if (r == 0) r = server_sandbox_set_network(srv, sb, &net, network_set, req, &err);
     model_network_clear(&net);
@@ -366,7 +455,7 @@ static void events(struct httpd_req *req, struct server *srv, struct sbx *sb)
     long long seq = after ? strtoll(after, &end, 10) : 0;
     bool bad = after && (*end || seq < 0);
     evhttp_clear_headers(&q);
-    if (bad) return api_error(req, 400, "bad_request", "after must be an event seq number");
+    if (bad) return api_error(req, 400, "invalid_request", "after must be an event seq number");
     err_t err = {0};
     if (server_events(srv, sb, seq, answer_later, req, &err) < 0) return api_fail(req, &err);
 }
@@ -391,16 +480,18 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
         if (mcp_stop(srv, sb, name, &err) < 0) return api_fail(req, &err);
         return api_no_content(req);
     }
+    if (!name && m == HTTPD_DELETE)
+        return api_json(req, 200, json_pack("{s:b}", "stopped", mcp_stop_all(srv, sb)));
     if (!name && m == HTTPD_GET) {
+        static const char *const known[] = {"wait", NULL};
         struct evkeyvalq q;
-        const char *query = httpd_query(req);
-        evhttp_parse_query_str(query ? query : "", &q);
+        if (!api_query(req, &q, known)) return;
         const char *wait = evhttp_find_header(&q, "wait");
         char *end = NULL;
         long secs = wait ? strtol(wait, &end, 10) : 0;
         bool bad = wait && (*end || secs < 0 || secs > 3600);
         evhttp_clear_headers(&q);
-        if (bad) return api_error(req, 400, "bad_request", "wait must be 0 to 3600 seconds");
+        if (bad) return api_error(req, 400, "invalid_request", "wait must be 0 to 3600 seconds");
         return mcp_status_reply(srv, sb, req, (uint32_t)secs * 1000);
     }
     if (!name && m == HTTPD_POST) {
@@ -413,7 +504,7 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
         return api_json(req, 202, out);
     }
     api_error(req, 405, "method_not_allowed",
-              "use POST or GET /v1/sandboxes/ID/mcp, or DELETE "
+              "use POST, GET or DELETE /v1/sandboxes/ID/mcp, or DELETE "
               "/v1/sandboxes/ID/mcp/NAME");
 }
 
@@ -435,7 +526,7 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
     bool on = follow && (strcmp(follow, "1") == 0 || strcmp(follow, "true") == 0);
     bool bad = follow && !on && strcmp(follow, "0") != 0 && strcmp(follow, "false") != 0;
     evhttp_clear_headers(&q);
-    if (bad) return api_error(req, 400, "bad_request", "follow must be true or false (1 or 0)");
+    if (bad) return api_error(req, 400, "invalid_request", "follow must be true or false (1 or 0)");
     err_t err = {0};
     if (mcp_logs_reply(srv, sb, name, req, on, &err) < 0) api_fail(req, &err);
 }
@@ -490,18 +581,17 @@ static void network_route(struct httpd_req *req, struct server *srv, struct sbx 
                           const char *sub)
 {
     if (httpd_method(req) == HTTPD_GET)
-        return api_json(req, 200, model_network_json(&sbx_settings(sb)->network));
+        return api_json(req, 200, network_json(&sbx_settings(sb)->network));
     set_network(req, srv, sb);
 }
-static void events_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
-                         const char *sub)
+static void events_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
     events(req, srv, sb);
 }
 /* .../files?path= (runtimed's) and .../files/content?path= (Runtime Cloud's). */
 static void files_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
-    if (!sub || strcmp(sub, "content") == 0) return api_files(req, srv, sb);
+    if (!sub || strcmp(sub, "content") == 0) return api_files(req, srv, sb, sub);
     if (httpd_method(req) == HTTPD_GET) return api_files_op(req, srv, sb, sub);
     api_error(req, 405, "method_not_allowed", ".../files/%s takes GET", sub);
 }
@@ -594,43 +684,10 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
     rt->serve(req, srv, sb, sub);
 }
 
-/* A secret's put or delete is answered once it is on disk. */
-static void secret_saved(const err_t *err, json_t *answer, bool created, void *arg)
-{
-    if (err) return api_fail(arg, err);
-    if (!answer) return api_no_content(arg);
-    api_json(arg, created ? 201 : 200, answer);
-}
-
-static void secrets_route(struct httpd_req *req, struct server *srv, const struct api_caller *who,
-                          const char *name)
-{
-    const char *account = who->account;
-    enum httpd_method m = httpd_method(req);
-    err_t err = {0};
-    if (!name && m == HTTPD_GET) return api_json(req, 200, vault_list(server_vault(srv), account));
-    if (name && m == HTTPD_DELETE) {
-        if (vault_delete(server_vault(srv), account, name, secret_saved, req, &err) < 0)
-            api_fail(req, &err);
-        return;
-    }
-    if (name && m == HTTPD_PUT) {
-        json_t *body = api_body_json(req, false); /* wipes the raw value */
-        if (!body) return;
-        int r = vault_put(server_vault(srv), account, name, body, secret_saved, req, &err);
-        json_object_set_new(body, "value", json_null()); /* drop our copy of the value early */
-        json_decref(body);
-        if (r < 0) api_fail(req, &err);
-        return;
-    }
-    api_error(req, 405, "method_not_allowed",
-              "use GET /v1/secrets, PUT or DELETE /v1/secrets/NAME");
-}
-
 static void metrics(struct httpd_req *req, struct server *srv)
 {
     char *text = server_metrics_text(srv);
-    if (!text) return api_error(req, 500, "internal", "out of memory");
+    if (!text) return api_error(req, 500, "internal_error", "out of memory");
     struct evbuffer *out = evbuffer_new();
     evbuffer_add(out, text, strlen(text));
     free(text);
@@ -691,7 +748,7 @@ static void route(struct httpd_req *req, void *arg)
     char *path = evhttp_uridecode(raw, 0, &decoded_len);
     if (path && strlen(path) != decoded_len) { /* a %00: the name would end there */
         free(path);
-        return api_error(req, 400, "bad_request",
+        return api_error(req, 400, "invalid_request",
                          "the path holds %%00, a NUL byte, which no name or id may hold");
     }
     char *seg[6];
@@ -724,9 +781,12 @@ static void route(struct httpd_req *req, void *arg)
             api_error(req, 403, "forbidden", "/metrics covers every account: admin key only");
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
                strcmp(seg[2], "catalog") == 0 && m == HTTPD_GET) {
-        api_json(req, 200, json_incref(mcp_catalog(srv)));
-    } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
-        secrets_route(req, srv, &who, n == 3 ? seg[2] : NULL);
+        api_json(req, 200, catalog_cloud_json(mcp_catalog(srv)));
+    } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 &&
+               strcmp(seg[1], "egress-secrets") == 0) {
+        api_egress_secrets(req, srv, &who, n == 3 ? seg[2] : NULL);
+    } else if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
+        api_jobs_secrets(req);
     } else if (n >= 2 && n <= 4 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "accounts") == 0) {
         api_accounts(req, srv, &who, n >= 3 ? seg[2] : NULL, n == 4 ? seg[3] : NULL);
     } else {
@@ -787,6 +847,13 @@ void api_head(struct httpd_req *req, struct server *srv)
 void api_http_fail(struct httpd_req *req, int status, const char *code, const char *message,
                    struct server *srv)
 {
-    if (strncmp(httpd_path(req), "/mcp/", 5) == 0) return gateway_fail(req, status, message);
+    const char *path = httpd_path(req);
+    if (strncmp(path, "/mcp/", 5) == 0) return gateway_fail(req, status, message);
+    size_t n = strlen(path);
+    if (status == 413 && n > 14 && strcmp(path + n - 14, "/files/content") == 0)
+        return api_error(req, status, code,
+                         "%s; a file over 1 MiB goes in chunks: POST .../uploads (the SDKs' "
+                         "files.write does it)",
+                         message);
     api_error(req, status, code, "%s", message);
 }

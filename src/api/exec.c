@@ -20,13 +20,7 @@
 /* A streamed exec's reader that leaves this much unread is cut (and its program ended). */
 #define EXEC_STREAM_BACKLOG (16u << 20)
 
-/* What the API keeps for a sandbox (its slot), made at its first exec. */
-struct api_sandbox {
-    unsigned execs;              /* running now (4 descriptors each) */
-    struct rate_limit exec_rate; /* starts a second */
-};
-
-static struct api_sandbox *api_sandbox_of(struct sbx *sb)
+struct api_sandbox *api_sandbox_of(struct sbx *sb)
 {
     struct api_sandbox *a = sbx_slot(sb, SBX_SLOT_API);
     if (a) return a;
@@ -39,7 +33,9 @@ static struct api_sandbox *api_sandbox_of(struct sbx *sb)
 
 void api_sandbox_freed(struct sbx *sb)
 {
-    free(sbx_slot(sb, SBX_SLOT_API));
+    struct api_sandbox *a = sbx_slot(sb, SBX_SLOT_API);
+    if (a) api_uploads_free(a);
+    free(a);
     sbx_set_slot(sb, SBX_SLOT_API, NULL);
 }
 
@@ -84,7 +80,7 @@ static void on_done(void *arg, const struct server_run_result *res)
                   "and that it exists in the sandbox",
                   strerror(res->start_errno));
     } else if (!res->ended) {
-        api_error(req, 500, "internal", "the exec monitor ended without a status");
+        api_error(req, 500, "internal_error", "the exec monitor ended without a status");
     } else {
         json_t *out = json_pack("{s:i,s:o,s:o,s:b,s:I}", "exitCode", res->exit_code, "stdout",
                                 stream_json(res->out, res->out_dropped), "stderr",
@@ -233,7 +229,7 @@ static void on_stream_done(void *arg, const struct server_run_result *res)
         int status = res->error->code == -ESHUTDOWN ? 503 : 500;
         stream_line(es,
                     json_pack("{s:s,s:{s:s,s:i,s:s,s:s}}", "type", "error", "error", "code",
-                              status == 503 ? "unavailable" : "internal", "status", status,
+                              status == 503 ? "unavailable" : "internal_error", "status", status,
                               "message", res->error->msg, "requestId", httpd_request_id(es->req)));
     } else {
         stream_line(es,
@@ -290,7 +286,7 @@ static int start_stream(struct httpd_req *req, struct server *srv, struct sbx *s
 void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
 {
     struct api_sandbox *a = api_sandbox_of(sb);
-    if (!a) return api_error(req, 500, "internal", "out of memory");
+    if (!a) return api_error(req, 500, "internal_error", "out of memory");
     if (a->execs >= MAX_RUNNING_EXECS)
         return api_error(req, 429, "limit_reached",
                          "sandbox %s already runs %u execs, the "

@@ -11,7 +11,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../fingerprint/fingerprint.h"
 #include "api_impl.h"
+
+const struct api_file_error *api_file_error(int code)
+{
+    static const struct api_file_error map[] = {
+        {-ENOENT, 404, "file_not_found", "no such file or directory"},
+        {-EISDIR, 409, "is_a_directory", "it is a directory"},
+        {-ENOTDIR, 409, "not_a_directory", "a step of the path is not a directory"},
+        {-EACCES, 403, "permission_denied", "permission denied to the sandbox's user"},
+        {-EPERM, 403, "permission_denied", "permission denied to the sandbox's user"},
+        {-EROFS, 403, "permission_denied", "the filesystem is read-only"},
+        {-EEXIST, 409, "file_exists", "it exists"},
+        {-ENOTEMPTY, 409, "not_empty", "the directory is not empty"},
+        {-EBUSY, 409, "busy", "it is in use or a mount point"},
+        {-ENOSPC, 507, "disk_full", "the disk is full"},
+        {-EDQUOT, 507, "disk_full", "the disk is full"},
+        {-EXDEV, 400, "invalid_request", "the two paths are on different filesystems"},
+        {-EINVAL, 400, "invalid_request", "not possible (a directory into itself?)"},
+        {-ELOOP, 400, "invalid_request", "too many levels of symbolic links"},
+        {-ENAMETOOLONG, 400, "invalid_request", "a name is too long"},
+        {-EOPNOTSUPP, 400, "invalid_request",
+         "it is a symlink, which this kernel cannot follow here"},
+        {-EMLINK, 400, "invalid_request", "nested too deep"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(map); i++)
+        if (map[i].code == code) return &map[i];
+    return NULL;
+}
+
+void api_file_fail(struct httpd_req *req, const err_t *err)
+{
+    const struct api_file_error *e = api_file_error(err->code);
+    if (e) return api_error(req, e->status, e->name, "%s", err->msg);
+    api_fail(req, err);
+}
 
 /* Sandbox paths: absolute as given; relative ones are under /workspace. */
 static int sandbox_path(const char *in, char *out, size_t size)
@@ -35,7 +70,9 @@ struct file_req {
     char path[PROTO_PATH_LEN];
     char temp[PROTO_PATH_LEN]; /* PUT: where the bytes go before they take path's place */
     bool keep_mode;
-    err_t err; /* PUT: why it failed, told once the temporary file is gone */
+    bool cloud;    /* Runtime Cloud's .../files/content: a PUT answers {path, size} */
+    uint64_t size; /* PUT: the bytes written */
+    err_t err;     /* PUT: why it failed, told once the temporary file is gone */
 };
 
 static struct file_req *file_req_new(struct httpd_req *req, struct server *srv,
@@ -64,7 +101,9 @@ static void temp_name(const char *path, char *out, size_t size)
 static void put_answer(struct file_req *f, const err_t *err)
 {
     if (err)
-        api_fail(f->req, err);
+        api_file_fail(f->req, err);
+    else if (f->cloud)
+        api_json(f->req, 200, json_pack("{s:s,s:I}", "path", f->path, "size", (json_int_t)f->size));
     else
         api_no_content(f->req);
     free(f);
@@ -102,6 +141,7 @@ static void on_put_open(struct server *srv, int fd, const err_t *error, void *ar
     if (fd < 0) return put_answer(f, error);
     struct evbuffer *in = httpd_body(f->req);
     int r = 0;
+    f->size = evbuffer_get_length(in);
     while (r == 0 && evbuffer_get_length(in) > 0) {
         int n = evbuffer_write(in, fd);
         if (n < 0) r = -errno;
@@ -120,21 +160,59 @@ static void on_put_open(struct server *srv, int fd, const err_t *error, void *ar
     put_abandon(f);
 }
 
-/* GET: the file's bytes and mode. */
+/* Files up to this size are read into memory and sent with their SHA-256
+ * (x-content-sha256), digest and body from the same bytes; larger ones go out with
+ * sendfile and their length only. */
+#define FILE_DIGEST_MAX (8u << 20)
+
+/* The first n bytes of fd into out; fewer when the file shrank meanwhile. */
+static int read_small(int fd, size_t n, struct evbuffer *out, char digest[65])
+{
+    char *buf = malloc(n ? n : 1);
+    if (!buf) return -ENOMEM;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            free(buf);
+            return -errno;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    fingerprint_sha256_hex(buf, got, digest);
+    int r = evbuffer_add(out, buf, got);
+    free(buf);
+    return r < 0 ? -ENOMEM : 0;
+}
+
+/* GET: the file's bytes, with x-content-length (Runtime Cloud's SDKs check a body
+ * against it and read again when it ends short), x-content-sha256 for a small file,
+ * and its mode. */
 static void send_file(struct httpd_req *req, int fd, const char *path)
 {
     struct stat st;
+    char digest[65] = "";
     struct evbuffer *out = evbuffer_new();
-    if (fstat(fd, &st) == 0 && st.st_size == 0)
-        close(fd); /* nothing to map */
-    else if (fstat(fd, &st) < 0 || evbuffer_add_file(out, fd, 0, st.st_size) < 0) {
-        close(fd);
-        evbuffer_free(out);
-        return api_error(req, 500, "internal", "cannot read %s", path);
+    int r = out && fstat(fd, &st) == 0 ? 0 : -EIO;
+    if (r == 0 && (uint64_t)st.st_size <= FILE_DIGEST_MAX)
+        r = read_small(fd, (size_t)st.st_size, out, digest);
+    else if (r == 0 && evbuffer_add_file(out, fd, 0, st.st_size) == 0)
+        fd = -1; /* the buffer owns it now */
+    else
+        r = -EIO;
+    if (fd >= 0) close(fd);
+    if (r < 0) {
+        if (out) evbuffer_free(out);
+        return api_error(req, 500, "internal_error", "cannot read %s", path);
     }
-    char mode[8];
+    char mode[8], length[24];
     snprintf(mode, sizeof mode, "%04o", (unsigned)(st.st_mode & 0777));
+    snprintf(length, sizeof length, "%zu", evbuffer_get_length(out));
     httpd_add_header(req, "Content-Type", "application/octet-stream");
+    httpd_add_header(req, "x-content-length", length);
+    if (digest[0]) httpd_add_header(req, "x-content-sha256", digest);
     httpd_add_header(req, "X-File-Mode", mode); /* so that a copy can keep it */
     httpd_reply(req, 200, out);
     evbuffer_free(out);
@@ -144,7 +222,7 @@ static void on_get_open(struct server *srv, int fd, const err_t *error, void *ar
 {
     struct file_req *f = arg;
     if (fd < 0)
-        api_fail(f->req, error);
+        api_file_fail(f->req, error);
     else
         send_file(f->req, fd, f->path);
     free(f);
@@ -152,11 +230,12 @@ static void on_get_open(struct server *srv, int fd, const err_t *error, void *ar
 
 /* The keeper opens the file; the answer goes out from on_put_open or on_get_open. */
 static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *path,
-                      bool put, unsigned mode)
+                      bool put, unsigned mode, bool cloud)
 {
     err_t err = {0};
     struct file_req *f = file_req_new(req, srv, sb, path);
-    if (!f) return api_error(req, 500, "internal", "out of memory");
+    if (!f) return api_error(req, 500, "internal_error", "out of memory");
+    f->cloud = cloud;
     if (put) {
         temp_name(path, f->temp, sizeof f->temp);
         f->keep_mode = mode == 0; /* no mode given: a file replaced keeps its own */
@@ -165,7 +244,7 @@ static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb,
                 : server_open_file(srv, sb, path, 0, 0, on_get_open, f, &err);
     if (r < 0) {
         free(f);
-        api_fail(req, &err);
+        api_file_fail(req, &err);
     }
 }
 
@@ -178,22 +257,22 @@ static int file_mode(const char *s)
     return m > 0777 ? -EINVAL : (int)m;
 }
 
-void api_files(struct httpd_req *req, struct server *srv, struct sbx *sb)
+void api_files(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
+    static const char *const known[] = {"path", "mode", NULL};
     struct evkeyvalq q;
-    const char *query = httpd_query(req);
-    evhttp_parse_query_str(query ? query : "", &q);
+    if (!api_query(req, &q, known)) return;
     char path[PROTO_PATH_LEN];
     int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
     const char *mode_text = evhttp_find_header(&q, "mode");
     int mode = mode_text ? file_mode(mode_text) : 0;
     evhttp_clear_headers(&q);
-    if (r < 0) return api_error(req, 400, "bad_request", "give the file as ?path=/workspace/NAME");
+    if (r < 0)
+        return api_error(req, 400, "invalid_request", "give the file as ?path=/workspace/NAME");
     bool put = httpd_method(req) == HTTPD_PUT;
     if (mode < 0 || (mode_text && !put))
-        return api_error(req, 400, "bad_request",
+        return api_error(req, 400, "invalid_request",
                          "mode is for PUT only, and is permission bits "
                          "in octal such as 0755 or 0644 (at most 0777)");
-    open_file(req, srv, sb, path, put, (unsigned)mode);
+    open_file(req, srv, sb, path, put, (unsigned)mode, sub != NULL);
 }
-

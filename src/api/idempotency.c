@@ -122,7 +122,7 @@ int api_idempotency_begin(struct httpd_req *req, const char *account)
     if (!key || httpd_data(req) || (m != HTTPD_POST && m != HTTPD_PUT && m != HTTPD_DELETE))
         return 0;
     if (!key_ok(key)) {
-        api_error(req, 400, "bad_request",
+        api_error(req, 400, "invalid_request",
                   "Idempotency-Key must be 1 to %d letters, digits and _.:- (a UUID will do)",
                   IDEM_KEY_MAX);
         return 1;

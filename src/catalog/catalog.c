@@ -84,3 +84,50 @@ json_t *catalog_find(json_t *catalog, const char *id)
     }
     return NULL;
 }
+
+/* Where a person reads about the package at this version. */
+static json_t *source_url(json_t *e)
+{
+    const char *pkg = json_string_value(json_object_get(e, "package"));
+    const char *ver = json_string_value(json_object_get(e, "version"));
+    bool python = strcmp(json_string_value(json_object_get(e, "runtime")), "python") == 0;
+    return python ? json_sprintf("https://pypi.org/project/%s/%s/", pkg, ver)
+                  : json_sprintf("https://www.npmjs.com/package/%s/v/%s", pkg, ver);
+}
+
+/* settings[] as Runtime Cloud's env[]: {name, description, required, secret, hosts?},
+ * a secret's hosts being those the entry may reach. */
+static json_t *cloud_env(json_t *e)
+{
+    json_t *out = json_array(), *s;
+    size_t i;
+    json_array_foreach(json_object_get(e, "settings"), i, s)
+    {
+        bool secret = json_is_true(json_object_get(s, "secret"));
+        json_t *v = json_pack("{s:O,s:O*,s:b,s:b}", "name", json_object_get(s, "env"),
+                              "description", json_object_get(s, "description"), "required",
+                              json_is_true(json_object_get(s, "required")), "secret", secret);
+        if (secret) json_object_set(v, "hosts", json_object_get(e, "egress"));
+        json_array_append_new(out, v);
+    }
+    return out;
+}
+
+json_t *catalog_cloud_json(json_t *catalog)
+{
+    json_t *data = json_array(), *e;
+    size_t i;
+    json_array_foreach(catalog, i, e)
+    {
+        json_t *v = json_deep_copy(e);
+        json_t *fixed = json_object_get(e, "env");
+        if (fixed) json_object_set(v, "serverEnv", fixed);
+        json_object_set_new(v, "env", cloud_env(e));
+        json_object_set(v, "title", json_object_get(e, "name"));
+        json_object_set_new(v, "source", source_url(e));
+        json_object_set_new(v, "options", json_array());
+        json_object_set_new(v, "checked", json_string(CATALOG_CHECKED));
+        json_array_append_new(data, v);
+    }
+    return json_pack("{s:o}", "data", data);
+}

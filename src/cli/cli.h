@@ -190,7 +190,9 @@ int tmpfile_finish(struct tmpfile *t, bool keep, int mode);
 /* secret.c */
 /* "a, b" of a secret's hosts, methods or paths, "any" when none; cleaned for a terminal. */
 void secret_rules_text(json_t *list, const char *sep, char *out, size_t size);
-/* "/v1/secrets/<encoded name>"; malloc'd. */
+/* "GET /repos/x | any /issues" of a secret's rules, "any" when none; cleaned. */
+void secret_rules_show(json_t *rules, char *out, size_t size);
+/* "/v1/egress-secrets/<encoded name>"; malloc'd. */
 char *secret_path(const char *name);
 
 /* secret_value.c: a secret's value, read without echo and wiped after use. */

@@ -536,7 +536,7 @@ static void catalog_table(json_t *list)
 
 static void status_cell(json_t *srv, int col, char *out, size_t size)
 {
-    static const char *const keys[] = {"name", "status", "url"};
+    static const char *const keys[] = {"name", "phase", "url"}; /* the finer word */
     str_cell(srv, keys[col], out, size);
 }
 
@@ -615,6 +615,14 @@ static void print_claude_line(json_t *srv, const char *auth)
     putchar('\n');
 }
 
+/* A server's state in runtimed's finer words (installing, starting, ready, failed,
+ * refused, stopped): its phase; status is Runtime Cloud's coarser one. */
+static const char *server_phase(json_t *srv)
+{
+    const char *phase = json_string_value(json_object_get(srv, "phase"));
+    return phase ? phase : json_string_value(json_object_get(srv, "status"));
+}
+
 static bool busy_status(const char *status)
 {
     return status && (strcmp(status, "installing") == 0 || strcmp(status, "starting") == 0);
@@ -622,7 +630,7 @@ static bool busy_status(const char *status)
 
 static bool is_ready(json_t *srv)
 {
-    const char *status = json_string_value(json_object_get(srv, "status"));
+    const char *status = server_phase(srv);
     return status && strcmp(status, "ready") == 0;
 }
 
@@ -630,7 +638,7 @@ static bool is_ready(json_t *srv)
  * with its status and message ("# memory is installing; ..."). */
 static void print_not_ready(const char *sid, json_t *srv)
 {
-    const char *status = json_string_value(json_object_get(srv, "status"));
+    const char *status = server_phase(srv);
     json_t *err = json_object_get(srv, "error");
     fputs("# ", stdout);
     print_clean(stdout, json_string_value(json_object_get(srv, "name")) ?: "?", 200);
@@ -716,7 +724,7 @@ static int server_error(const char *key, const char *what, json_t *err)
 /* 0 when the server is ready (not waiting: on its way), else says why not. */
 static int server_outcome(const char *sid, const char *key, json_t *st, json_int_t wait)
 {
-    const char *status = json_string_value(json_object_get(st, "status"));
+    const char *status = server_phase(st);
     json_t *err = json_object_get(st, "error");
     if (!st)
         return cli_error("the daemon's answer does not list the MCP server %s; see 'runtime "
@@ -899,7 +907,7 @@ static bool show_waiting(json_t *ans, struct progress *p)
     json_array_foreach(p->started, i, srv)
     {
         json_t *st = find_state(ans, server_key(srv));
-        const char *status = json_string_value(json_object_get(st, "status"));
+        const char *status = server_phase(st);
         json_int_t secs = json_integer_value(json_object_get(st, "statusSeconds"));
         const char *mgr =
             json_string_value(json_object_get(json_object_get(st, "package"), "manager"));

@@ -28,39 +28,77 @@ void secret_rules_text(json_t *list, const char *sep, char *out, size_t size)
 char *secret_path(const char *name)
 {
     char *enc = url_encode(name, NULL), *path = NULL;
-    if (enc && asprintf(&path, "/v1/secrets/%s", enc) < 0) path = NULL;
+    if (enc && asprintf(&path, "/v1/egress-secrets/%s", enc) < 0) path = NULL;
     free(enc);
     return path;
 }
 
 /* ---- list ---- */
 
+void secret_rules_show(json_t *rules, char *out, size_t size)
+{
+    size_t i, n = 0;
+    json_t *rule;
+    snprintf(out, size, "any");
+    json_array_foreach(rules, i, rule)
+    {
+        char methods[256], paths[1024];
+        secret_rules_text(json_object_get(rule, "methods"), ",", methods, sizeof methods);
+        secret_rules_text(json_object_get(rule, "paths"), ",", paths, sizeof paths);
+        int w = snprintf(out + n, size - n, "%s%s %s", n ? " | " : "", methods, paths);
+        if (w < 0 || (size_t)w >= size - n) break;
+        n += (size_t)w;
+    }
+    show_clean(out);
+}
+
 enum { COLS = 5 };
-static const char *const heads[COLS] = {"NAME", "HOSTS", "METHODS", "PATHS", "UPDATED"};
+static const char *const heads[COLS] = {"NAME", "HOSTS", "RULES", "HEADER", "UPDATED"};
 
 static void cell(json_t *s, int col, char *out, size_t size)
 {
-    static const char *const keys[COLS] = {"name", "hosts", "methods", "paths", "updatedAt"};
+    static const char *const keys[COLS] = {"name", "hosts", "rules", "header", "updatedAt"};
     json_t *v = json_object_get(s, keys[col]);
-    if (col == 0) {
+    if (col == 0 || col == 3) {
         snprintf(out, size, "%s", json_string_value(v) ?: "-");
         show_clean(out);
-    } else if (col < 4) {
+    } else if (col == 1) {
         secret_rules_text(v, ",", out, size);
+    } else if (col == 2) {
+        secret_rules_show(v, out, size);
     } else {
         show_age(v, out, size);
         show_clean(out);
     }
 }
 
-static void secret_table(json_t *list)
+/* {secrets: [...], next}: an account holds at most 50, one page of 100 holds them all. */
+static int secret_table(json_t *page, void *arg)
 {
+    json_t *list = json_object_get(page, "secrets");
+    if (!json_is_array(list))
+        return cli_error("the daemon's answer has no list of secrets; is that runtimed?");
     cli_table_print(&(struct cli_table){heads, COLS, cell, NULL}, list);
+    return 0;
 }
 
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    return api_list_command(c, argc, argv, "secret list", "/v1/secrets", secret_table, "secrets");
+    enum { L_JSON };
+    static const struct opt_spec opts[] = {{"json", false, L_JSON}, {NULL, false, 0}};
+    struct args a;
+    bool json = false;
+    int id;
+    args_init(&a, argc, argv, "secret list", opts);
+    while ((id = args_next(&a)) != ARG_END) {
+        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
+        if (id == ARG_BAD) return EXIT_USAGE;
+        if (id != L_JSON)
+            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
+        json = true;
+    }
+    struct http_req req = {.method = "GET", .path = "/v1/egress-secrets?limit=100", .sink_fd = -1};
+    return api_show(c, &req, json, secret_table, NULL);
 }
 
 /* ---- rm ---- */

@@ -1,5 +1,6 @@
-/* `runtime secret set NAME --host HOST... [--method M]... [--path GLOB]... [--from-env VAR]`:
- * PUT /v1/secrets/NAME. The value never passes through jansson (its copies are freed without
+/* `runtime secret set NAME --host HOST... [--method M]... [--path P]... [--header H
+ * [--format F]] [--env VAR] [--from-env VAR]`: PUT /v1/egress-secrets/NAME, the methods
+ * and paths one rule. The value never passes through jansson (its copies are freed without
  * being wiped): the body is the rules' JSON with the value spliced in by hand, in a buffer
  * this file wipes as soon as the daemon has answered. */
 #include "cli.h"
@@ -9,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { S_HOST, S_METHOD, S_PATH, S_FROM_ENV };
+enum { S_HOST, S_METHOD, S_PATH, S_FROM_ENV, S_HEADER, S_FORMAT, S_ENV };
 
 static const struct opt_spec specs[] = {
     {"host", true, S_HOST},         {"method", true, S_METHOD}, {"path", true, S_PATH},
+    {"header", true, S_HEADER},     {"format", true, S_FORMAT}, {"env", true, S_ENV},
     {"from-env", true, S_FROM_ENV}, {NULL, false, 0},
 };
 
@@ -20,7 +22,17 @@ struct set {
     const char *name;
     const char *env; /* --from-env, or NULL for stdin */
     json_t *hosts, *methods, *paths;
+    const char *header, *format, *var; /* --header, --format, --env */
 };
+
+/* An option given once: its value, non-empty. */
+static int once(struct args *a, const char **slot, const char *opt)
+{
+    if (*slot) return cli_usage_error(a->cmd, "--%s is given twice", opt);
+    if (!*a->val) return cli_usage_error(a->cmd, "empty value for --%s", opt);
+    *slot = a->val;
+    return 0;
+}
 
 /* The daemon's rule too; checked here first so that nobody types a value for a doomed name. */
 static bool name_ok(const char *s)
@@ -56,10 +68,13 @@ static int apply(struct args *a, struct set *s, int id)
     case S_PATH:
         return add(a->cmd, s->paths, "path", a->val, false);
     case S_FROM_ENV:
-        if (s->env) return cli_usage_error(a->cmd, "--from-env is given twice");
-        if (!*a->val) return cli_usage_error(a->cmd, "empty value for --from-env");
-        s->env = a->val;
-        return 0;
+        return once(a, &s->env, "from-env");
+    case S_HEADER:
+        return once(a, &s->header, "header");
+    case S_FORMAT:
+        return once(a, &s->format, "format");
+    case S_ENV:
+        return once(a, &s->var, "env");
     case ARG_POS:
         if (s->name || !*a->val) break;
         s->name = a->val;
@@ -88,17 +103,21 @@ static int scan(struct args *a, struct set *s)
     return 0;
 }
 
-/* {"hosts":[...],"methods":[...],"paths":[...]} without the value; methods and paths only
- * when given (absent means any). */
+/* The body without the value: {"hosts":[...],"rules":[{"methods"?,"paths"}],"header"?,...};
+ * --method and --path make one rule (no --path: every path, slash-star), none when neither. */
 static char *rules_text(const struct set *s)
 {
-    json_t *o = json_object();
+    json_t *o = json_pack("{s:O,s:s?,s:s?,s:s?}", "hosts", s->hosts, "header", s->header, "format",
+                          s->format, "env", s->var);
     char *text = NULL;
-    if (!o || json_object_set(o, "hosts", s->hosts) < 0) goto out;
-    if (json_array_size(s->methods) && json_object_set(o, "methods", s->methods) < 0) goto out;
-    if (json_array_size(s->paths) && json_object_set(o, "paths", s->paths) < 0) goto out;
+    if (!o) return NULL;
+    if (json_array_size(s->methods) || json_array_size(s->paths)) {
+        json_t *rule = json_array_size(s->paths) ? json_pack("{s:O}", "paths", s->paths)
+                                                 : json_pack("{s:[s]}", "paths", "/*");
+        if (json_array_size(s->methods)) json_object_set(rule, "methods", s->methods);
+        json_object_set_new(o, "rules", json_pack("[o]", rule));
+    }
     text = json_dumps(o, JSON_COMPACT);
-out:
     json_decref(o);
     return text;
 }
@@ -143,13 +162,11 @@ static char *body_text(const struct secret_value *v, const char *rules, size_t *
 
 static void print_saved(const struct set *s, json_t *ans)
 {
-    char hosts[2048], methods[512], paths[2048];
+    char hosts[2048], rules[4096];
     json_t *h = json_object_get(ans, "hosts");
     secret_rules_text(json_is_array(h) ? h : s->hosts, ", ", hosts, sizeof hosts);
-    secret_rules_text(ans ? json_object_get(ans, "methods") : s->methods, ", ", methods,
-                      sizeof methods);
-    secret_rules_text(ans ? json_object_get(ans, "paths") : s->paths, ", ", paths, sizeof paths);
-    printf("secret %s saved (hosts: %s; methods: %s; paths: %s)\n", s->name, hosts, methods, paths);
+    secret_rules_show(json_object_get(ans, "rules"), rules, sizeof rules);
+    printf("secret %s saved (hosts: %s; rules: %s)\n", s->name, hosts, rules);
 }
 
 static int put(struct cli *c, const struct set *s, const char *body, size_t len)

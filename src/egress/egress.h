@@ -54,6 +54,7 @@ typedef void egress_saved_fn(int r, const err_t *err, void *saved_arg);
 typedef void (*egress_name_fn)(void *arg, const char *sandbox_id, uint32_t slot, uint64_t seq,
                                const char *name, egress_saved_fn *saved, void *saved_arg);
 
+struct secret_header; /* secrets.h */
 /* What the proxy needs from the secrets, for hosts it must intercept. */
 struct egress_secrets {
     /* Whether the sandbox sees any secret at all. */
@@ -67,6 +68,12 @@ struct egress_secrets {
                    const char *method, const char *path, const char *placeholder, size_t *len,
                    bool *limited);
     void (*release)(char *value, size_t len);
+    /* The fields secrets set on this request whatever the sandbox sent (a secret's
+     * header and format): how many filled (at most max), or negative: -E2BIG, more
+     * than max. NULL: none. Released with release_headers. */
+    int (*headers)(void *arg, const char *sandbox_id, const char *host, uint16_t port,
+                   const char *method, const char *path, struct secret_header *out, size_t max);
+    void (*release_headers)(struct secret_header *h, size_t n);
     /* A placeholder seen where it can never be swapped (plain HTTP). */
     void (*misdirected)(void *arg, const char *sandbox_id, const char *host,
                         const char *placeholder, const char *why);

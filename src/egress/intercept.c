@@ -205,6 +205,11 @@ static const char *decide(void *arg, const struct http_request *req,
     return v;
 }
 
+static void eg_release_headers(struct intercept *t, struct secret_header *h, int n)
+{
+    t->c->es->eg->secrets->release_headers(h, (size_t)n);
+}
+
 static void release_opened(struct intercept *t)
 {
     struct egress *eg = t->c->es->eg;
@@ -212,6 +217,53 @@ static void release_opened(struct intercept *t)
         eg->secrets->release(t->opened[i], t->opened_len[i]);
     t->n_opened = 0;
     t->limited = t->too_many = t->unredactable = false;
+}
+
+/* The fields the sandbox's secrets set on this request (their header and
+ * format), each value opened and added to the answers' scan; the request's own
+ * fields of those names are not forwarded (the secret's replaces them). How
+ * many, or -EPROTO after the request was marked refused (too_many/unredactable). */
+static int secret_headers(struct intercept *t, const char *buf, struct http_request *req,
+                          struct secret_header *h, size_t max)
+{
+    struct egress *eg = t->c->es->eg;
+    if (t->plain || !eg->secrets->headers) return 0;
+    int n = eg->secrets->headers(eg->secrets_arg, t->c->es->id, req->host, t->c->port, req->method,
+                                 req->path, h, max);
+    if (n < 0) {
+        t->too_many = true; /* refused whole, as for placeholders past OPENED_MAX */
+        return -EPROTO;
+    }
+    for (int i = 0; i < n; i++) {
+        if (t->scan && redactor_add(&t->rd, h[i].value, h[i].value_len, h[i].placeholder) < 0)
+            t->unredactable = true;
+        t->limited = t->limited || h[i].limited;
+        size_t len = strlen(h[i].name);
+        for (size_t f = 0; f < req->nfields; f++) {
+            const struct http_field *fl = &req->fields[f];
+            if (fl->name.len == len && strncasecmp(buf + fl->name.off, h[i].name, len) == 0)
+                req->fields[f].hop = true;
+        }
+    }
+    return n;
+}
+
+/* Appends the secrets' fields before the head's final empty line; false when out
+ * has no room (it was sized for them). */
+static bool add_secret_headers(char *out, size_t out_size, size_t *out_len,
+                               const struct secret_header *h, int n)
+{
+    for (int i = 0; i < n; i++) {
+        size_t name = strlen(h[i].name), need = name + 2 + h[i].text_len + 2;
+        if (*out_len + need > out_size) return false;
+        char *at = out + *out_len - 2; /* over the final CRLF, written again below */
+        memcpy(at, h[i].name, name);
+        memcpy(at + name, ": ", 2);
+        memcpy(at + name + 2, h[i].text, h[i].text_len);
+        memcpy(at + name + 2 + h[i].text_len, "\r\n\r\n", 4);
+        *out_len += need;
+    }
+    return true;
 }
 
 /* Marks the request's Accept-Encoding fields not to be forwarded. */
@@ -253,7 +305,12 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         free(req);
         return -EPROTO;
     }
-    size_t out_size = req->head_len + 64 * 1024, out_len = 0;
+    struct secret_header hdrs[OPENED_MAX];
+    int n_hdrs = secret_headers(t, buf, req, hdrs, OPENED_MAX);
+    size_t extra = 0;
+    for (int i = 0; i < n_hdrs; i++)
+        extra += strlen(hdrs[i].name) + 4 + hdrs[i].text_len;
+    size_t out_size = req->head_len + 64 * 1024 + extra, out_len = 0;
     char *out = malloc(out_size);
     /* Answers are scanned for the values as bytes: a compressed one would hide
      * them. Without Accept-Encoding any coding is acceptable (RFC 9110 12.5.3),
@@ -272,6 +329,11 @@ static int forward_head(struct intercept *t, struct evbuffer *in)
         r = HTTP_BAD;
         why = "override_header_with_limited_secret";
     }
+    if (r == HTTP_OK && n_hdrs > 0 && !add_secret_headers(out, out_size, &out_len, hdrs, n_hdrs)) {
+        r = HTTP_BAD;
+        why = "out of memory";
+    }
+    if (n_hdrs > 0) eg_release_headers(t, hdrs, n_hdrs);
     release_opened(t);
     if (r == HTTP_OK && !req->keep_alive && out_len + 19 <= out_size) {
         /* The rewrite forwards no Connection field: say close when the client did. */

@@ -68,6 +68,10 @@ static enum policy_verdict judge(const struct conn *c)
 void conn_recheck(struct conn *c)
 {
     enum policy_verdict v = judge(c);
+    /* A deny CIDR added since covers the address a name was dialled at. */
+    if (v == POLICY_ALLOW && c->dialled.family &&
+        policy_denied(&c->es->pol, NULL, &c->dialled, c->port))
+        v = POLICY_DENY_DENIED;
     /* An open connection the new policy refuses: closed, with its own stage. */
     if (v != POLICY_ALLOW) refuse_at(c, policy_verdict_name(v), "policy");
 }
@@ -140,7 +144,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     c->dns_req = NULL;
     enum policy_addr_class why = POLICY_ADDR_OK;
     struct policy_addr pick = {0};
-    bool found = false;
+    bool found = false, denied = false;
     for (struct evutil_addrinfo *ai = result == 0 ? res : NULL; ai && !found; ai = ai->ai_next) {
         struct policy_addr a = {.family = ai->ai_family};
         if (ai->ai_family == AF_INET)
@@ -150,6 +154,10 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
         else
             continue;
         enum policy_addr_class k = guard(c, &a);
+        if (k == POLICY_ADDR_OK && policy_denied(&c->es->pol, NULL, &a, c->port)) {
+            denied = true; /* a deny CIDR covers this address of the name */
+            continue;
+        }
         if (k == POLICY_ADDR_OK) {
             pick = a;
             found = true;
@@ -162,6 +170,8 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     char reason[64];
     if (why != POLICY_ADDR_OK)
         snprintf(reason, sizeof reason, "address_blocked:%s", policy_addr_class_name(why));
+    else if (denied)
+        snprintf(reason, sizeof reason, "%s", policy_verdict_name(POLICY_DENY_DENIED));
     else
         snprintf(reason, sizeof reason, "resolve_failed");
     refuse(c, reason);
@@ -197,6 +207,8 @@ static void resolve(struct conn *c)
             snprintf(reason, sizeof reason, "address_blocked:%s", policy_addr_class_name(k));
             return refuse(c, reason);
         }
+        if (policy_denied(&c->es->pol, NULL, &pin->addr, c->port))
+            return refuse(c, policy_verdict_name(POLICY_DENY_DENIED));
         return dial(c, &pin->addr);
     }
     if (!eg->dns) return refuse(c, "resolve_failed");

@@ -249,10 +249,11 @@ static void admit(struct httpd_conn *c)
     if (res == HTTP_BAD) {
         c->h->st.bad_heads++;
         bool big = why && strcmp(why, "head too large") == 0;
-        return req_fail(r, big ? 431 : 400, "bad_request", "the request cannot be read: %s",
+        return req_fail(r, big ? 431 : 400, "invalid_request", "the request cannot be read: %s",
                         why ? why : "malformed");
     }
-    if (req_set_head(r, buf, &r->head) < 0) return req_fail(r, 500, "internal", "out of memory");
+    if (req_set_head(r, buf, &r->head) < 0)
+        return req_fail(r, 500, "internal_error", "out of memory");
     evbuffer_drain(in, r->head.head_len);
     c->h->hd.head(r, c->h->hd.arg);
 }

@@ -106,6 +106,7 @@ struct request {
 _Static_assert(offsetof(struct proto_ref, id) == 0, "proto_ref starts with the id");
 _Static_assert(offsetof(struct proto_exec, id) == 0, "proto_exec starts with the id");
 _Static_assert(offsetof(struct proto_file, id) == 0, "proto_file starts with the id");
+_Static_assert(offsetof(struct proto_file_op, id) == 0, "proto_file_op starts with the id");
 
 static int on_hello(struct keeper *k, struct request *rq)
 {
@@ -291,6 +292,30 @@ static int on_rename_file(struct keeper *k, struct request *rq)
         return -EPROTO;
     return from_driver(k->drv->rename_file(rq->e->sb, p->from, p->to[0] ? p->to : NULL,
                                            p->keep_mode != 0, &rq->err));
+}
+
+/* Every field is checked here, whatever the op uses: terminated paths, a known op
+ * and flags, a mode without setuid, setgid or sticky bits, and LIST's depth and limit
+ * in range (0 for the other ops). */
+static bool file_op_valid(const struct proto_file_op *p)
+{
+    bool list = p->op == PROTO_FILE_LIST;
+    return memchr(p->path, '\0', sizeof p->path) && memchr(p->path2, '\0', sizeof p->path2) &&
+           p->op >= PROTO_FILE_STAT && p->op < PROTO_FILE_OP_END &&
+           (p->flags & ~PROTO_FILE_FLAGS) == 0 && p->mode <= 0777 &&
+           (list ? p->depth >= 1 && p->depth <= PROTO_FILE_MAX_DEPTH && p->limit >= 1 &&
+                       p->limit <= PROTO_FILE_MAX_LIMIT
+                 : p->depth == 0 && p->limit == 0);
+}
+
+/* Answers at once with the socket its helper will answer on (proto.h, FILE_OP). */
+static int on_file_op(struct keeper *k, struct request *rq)
+{
+    const struct proto_file_op *p = (const void *)rq->buf;
+    if (!file_op_valid(p)) return -EPROTO;
+    int r = from_driver(k->drv->file_op(rq->e->sb, p, &rq->fds[0], &rq->err));
+    if (r == 0) rq->nfds = 1;
+    return r;
 }
 
 static int on_freeze(struct keeper *k, struct request *rq)

@@ -347,38 +347,89 @@ static int count(struct mcp_box *box)
 
 /* ---- the API ---- */
 
+/* Runtime Cloud's word for a server (its SDKs' ready() waits while one is
+ * "installing"): installing and starting are both not serving yet; refused and
+ * stopped are not serving and will not be without a new start. */
+static const char *cloud_status(enum mcp_status s)
+{
+    switch (s) {
+    case MCP_INSTALLING:
+    case MCP_STARTING:
+        return "installing";
+    case MCP_READY:
+        return "ready";
+    case MCP_FAILED:
+    case MCP_REFUSED:
+    case MCP_STOPPED:
+        break;
+    }
+    return "failed";
+}
+
+/* Why it is not serving, for a person: its error, or what stopped it. */
+static json_t *server_message(const struct mcp_server *ms)
+{
+    if (ms->error[0]) return json_string(ms->error);
+    if (ms->status == MCP_STOPPED)
+        return json_sprintf("stopped; POST .../mcp with it starts it again");
+    return json_null();
+}
+
+static json_t *server_json(const struct mcp_box *box, const struct mcp_server *ms, const char *base)
+{
+    char url[1024], fp[FINGERPRINT_SHORT + 1] = "";
+    snprintf(url, sizeof url, "%s/mcp/%s/%s", base, box->link, ms->name);
+    if (ms->seen[0]) snprintf(fp, sizeof fp, "%.*s", FINGERPRINT_SHORT, ms->seen);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:o,s:o,s:O}", "name", ms->name, "status",
+                          cloud_status(ms->status), "phase", mcp_status_name(ms->status), "message",
+                          server_message(ms), "url", url, "fingerprint",
+                          fp[0] ? json_string(fp) : json_null(), "tools",
+                          /* what clients see: nothing from a failed or refused one */
+                          ms->served_names && ms->status != MCP_FAILED && ms->status != MCP_REFUSED
+                              ? json_incref(ms->served_names)
+                              : json_array(),
+                          "warnings", ms->warnings);
+    if (ms->config.id[0]) json_object_set_new(o, "id", json_string(ms->config.id));
+    if (ms->has_approved)
+        json_object_set_new(o, "approved", json_stringn(ms->approved.sha256, FINGERPRINT_SHORT));
+    if (ms->error[0]) json_object_set_new(o, "error", json_string(ms->error));
+    json_object_set_new(o, "statusSeconds", json_integer((json_int_t)mcp_status_seconds(ms)));
+    if (mcp_manager(ms))
+        json_object_set_new(o, "package",
+                            json_pack("{s:s,s:O,s:O}", "manager", mcp_manager(ms), "name",
+                                      json_object_get(ms->entry, "package"), "version",
+                                      json_object_get(ms->entry, "version")));
+    return o;
+}
+
+static bool active(const struct mcp_server *ms)
+{
+    return ms->status != MCP_STOPPED && ms->status != MCP_FAILED && ms->status != MCP_REFUSED;
+}
+
+/* The gateway as Runtime Cloud answers it: {running, port, token, headers, servers,
+ * warnings}, each server {name, status, message, url} and runtimed's own fields
+ * (phase, the finer word; fingerprint, tools, ...). Every URL needs the headers.
+ * port is Runtime Cloud's in-sandbox gateway port: runtimed's gateway is its own
+ * listener, so null. */
 static json_t *status_json(struct mcp_box *box)
 {
-    json_t *list = json_array();
+    json_t *list = json_array(), *warnings = json_array();
     const char *base = server_config(box->srv)->public_url;
-    for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
-        char url[1024], fp[FINGERPRINT_SHORT + 1] = "";
-        snprintf(url, sizeof url, "%s/mcp/%s/%s", base, box->link, ms->name);
-        if (ms->seen[0]) snprintf(fp, sizeof fp, "%.*s", FINGERPRINT_SHORT, ms->seen);
-        json_t *o = json_pack(
-            "{s:s,s:s,s:s,s:o,s:o,s:O}", "name", ms->name, "status", mcp_status_name(ms->status),
-            "url", url, "fingerprint", fp[0] ? json_string(fp) : json_null(), "tools",
-            /* what clients see: nothing from a failed or refused one */
-            ms->served_names && ms->status != MCP_FAILED && ms->status != MCP_REFUSED
-                ? json_incref(ms->served_names)
-                : json_array(),
-            "warnings", ms->warnings);
-        if (ms->config.id[0]) json_object_set_new(o, "id", json_string(ms->config.id));
-        if (ms->has_approved)
-            json_object_set_new(o, "approved",
-                                json_stringn(ms->approved.sha256, FINGERPRINT_SHORT));
-        if (ms->error[0]) json_object_set_new(o, "error", json_string(ms->error));
-        json_object_set_new(o, "statusSeconds", json_integer((json_int_t)mcp_status_seconds(ms)));
-        if (mcp_manager(ms))
-            json_object_set_new(o, "package",
-                                json_pack("{s:s,s:O,s:O}", "manager", mcp_manager(ms), "name",
-                                          json_object_get(ms->entry, "package"), "version",
-                                          json_object_get(ms->entry, "version")));
-        json_array_insert_new(list, 0, o); /* oldest first */
+    bool running = false;
+    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next) {
+        json_array_insert_new(list, 0, server_json(box, ms, base)); /* oldest first */
+        running = running || active(ms);
+        size_t i;
+        json_t *w;
+        json_array_foreach(ms->warnings, i, w)
+            json_array_append_new(warnings, json_sprintf("%s: %s", ms->name, json_string_value(w)));
     }
     char auth[80];
     snprintf(auth, sizeof auth, "Bearer %s", box->token);
-    return json_pack("{s:o,s:{s:s}}", "servers", list, "headers", "Authorization", auth);
+    return json_pack("{s:b,s:n,s:s,s:{s:s},s:o,s:o}", "running", running, "port", "token",
+                     box->token, "headers", "Authorization", auth, "servers", list, "warnings",
+                     warnings);
 }
 
 json_t *mcp_servers_json(struct mcp_box *box)
@@ -389,19 +440,16 @@ json_t *mcp_servers_json(struct mcp_box *box)
     return out;
 }
 
+/* Nothing was ever started in it. */
 static json_t *empty_status(void)
 {
-    return json_pack("{s:[],s:{}}", "servers", "headers");
-}
-
-static bool active(const struct mcp_server *ms)
-{
-    return ms->status != MCP_STOPPED && ms->status != MCP_FAILED && ms->status != MCP_REFUSED;
+    return json_pack("{s:b,s:n,s:{},s:[],s:[]}", "running", 0, "port", "headers", "servers",
+                     "warnings");
 }
 
 /* Parses servers[] into cfgs/entries (*made of them, each to be cleared) and checks
  * them against each other and against what runs: nothing starts unless all may. */
-static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
+static int check_starts(struct server *srv, struct sbx *sb, json_t *list, bool replace,
                         struct model_mcp_server *cfgs, json_t **entries, size_t *made, err_t *err)
 {
     for (size_t i = 0; i < json_array_size(list); i++) {
@@ -413,10 +461,10 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
         for (size_t j = 0; j < i; j++)
             if (strcmp(name, cfgs[j].name) == 0)
                 return err_set(err, -EINVAL, "server %s is given twice", name);
-        if (old && active(old) && !model_mcp_server_equal(&old->config, &cfgs[i]))
+        if (!replace && old && active(old) && !model_mcp_server_equal(&old->config, &cfgs[i]))
             return err_set(err, -EEXIST,
                            "server %s is already %s with other settings; stop "
-                           "it first (DELETE .../mcp/%s)",
+                           "it first (DELETE .../mcp/%s), or start with \"replace\": true",
                            name, mcp_status_name(old->status), name);
         if (!old && count(mcp_box_of(sb)) + (int)i >= MCP_MAX_SERVERS) {
             char who[300];
@@ -430,13 +478,14 @@ static int check_starts(struct server *srv, struct sbx *sb, json_t *list,
     return 0;
 }
 
-/* Starts one checked server: a new one, or a stopped, failed or refused one again with
- * these settings (its approval kept); one running with them already is left alone.
+/* Starts one checked server: a new one, or a stopped, failed or refused one (or, with
+ * replace, a running one) again with these settings (its approval kept); one running
+ * with them already is left alone.
  * Takes *cfg when it is used. */
 static void start_one(struct mcp_box *box, struct model_mcp_server *cfg, json_t *entry)
 {
     struct mcp_server *ms = mcp_server_find(box, cfg->name);
-    if (ms && active(ms)) return;
+    if (ms && active(ms) && model_mcp_server_equal(&ms->config, cfg)) return;
     if (!ms) {
         if ((ms = server_new(box, cfg, entry))) launch(ms);
         return;
@@ -452,11 +501,43 @@ static void start_one(struct mcp_box *box, struct model_mcp_server *cfg, json_t 
     launch(ms);
 }
 
+static void stop_server(struct mcp_server *ms);
+
+/* Runtime Cloud's start options: port (its in-sandbox gateway's; runtimed's gateway is
+ * its own listener), replace (the servers not listed stop), public (URLs that never
+ * expire, guarded by the header alone: what runtimed's always are). */
+static int start_options(json_t *body, bool *replace, err_t *err)
+{
+    static const char *const known[] = {"servers", "port", "replace", "public", NULL};
+    if (json_known_fields(body, NULL, known, err) < 0) return -EINVAL;
+    json_t *port = json_object_get(body, "port"), *rep = json_object_get(body, "replace"),
+           *pub = json_object_get(body, "public");
+    if (port && !json_is_null(port))
+        return err_set(err, -EINVAL,
+                       "port: runtimed serves every server at its own URL on the daemon's "
+                       "listener, not on a port in the sandbox; leave port out");
+    if ((rep && !json_is_boolean(rep)) || (pub && !json_is_boolean(pub)))
+        return err_set(err, -EINVAL, "replace and public are true or false");
+    *replace = json_is_true(rep);
+    return 0;
+}
+
+/* replace: every server the start does not name stops. */
+static void stop_unlisted(struct mcp_box *box, const struct model_mcp_server *cfgs, size_t n)
+{
+    for (struct mcp_server *ms = box->servers; ms; ms = ms->next) {
+        size_t i = 0;
+        while (i < n && strcmp(cfgs[i].name, ms->name) != 0)
+            i++;
+        if (i == n && ms->status != MCP_STOPPED) stop_server(ms);
+    }
+}
+
 int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, err_t *err)
 {
-    static const char *const known[] = {"servers", NULL};
     json_t *list = json_object_get(body, "servers");
-    if (json_known_fields(body, NULL, known, err) < 0) return -EINVAL;
+    bool replace = false;
+    if (start_options(body, &replace, err) < 0) return -EINVAL;
     if (!json_is_array(list) || json_array_size(list) == 0)
         return err_set(err, -EINVAL,
                        "give the servers to start: {\"servers\": [{\"id\": "
@@ -466,8 +547,9 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
     struct model_mcp_server cfgs[MCP_MAX_SERVERS];
     json_t *entries[MCP_MAX_SERVERS];
     size_t made = 0;
-    int r = check_starts(srv, sb, list, cfgs, entries, &made, err);
+    int r = check_starts(srv, sb, list, replace, cfgs, entries, &made, err);
     if (r == 0 && !mcp_box_of(sb) && !box_new(srv, sb)) r = err_set(err, -ENOMEM, "out of memory");
+    if (r == 0 && replace) stop_unlisted(mcp_box_of(sb), cfgs, made);
     for (size_t i = 0; r == 0 && i < made; i++)
         start_one(mcp_box_of(sb), &cfgs[i], entries[i]);
     if (r == 0) {
@@ -479,15 +561,33 @@ int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, er
     return r;
 }
 
+static void stop_server(struct mcp_server *ms)
+{
+    mcp_server_halt(ms);
+    mcp_server_set_status(ms, MCP_STOPPED, NULL);
+    mcp_event(ms, "mcp.stopped", json_object());
+}
+
 int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err)
 {
     struct mcp_server *ms = mcp_server_find(mcp_box_of(sb), name);
     if (!ms) return err_set(err, -ENOENT, "sandbox %s has no MCP server %s", sbx_id(sb), name);
-    mcp_server_halt(ms);
-    mcp_server_set_status(ms, MCP_STOPPED, NULL);
-    mcp_event(ms, "mcp.stopped", json_object());
+    stop_server(ms);
     mcp_box_save(mcp_box_of(sb));
     return 0;
+}
+
+bool mcp_stop_all(struct server *srv, struct sbx *sb)
+{
+    struct mcp_box *box = mcp_box_of(sb);
+    bool stopped = false;
+    for (struct mcp_server *ms = box ? box->servers : NULL; ms; ms = ms->next)
+        if (ms->status != MCP_STOPPED) {
+            stopped = stopped || active(ms);
+            stop_server(ms);
+        }
+    if (box) mcp_box_save(box);
+    return stopped;
 }
 
 static void waiter_free(struct mcp_waiter *w)

@@ -70,7 +70,7 @@ static int installing_hosts(const struct mcp_box *box, struct model_network *hos
         else if (serving(ms))
             r = add_catalog_hosts(hosts, ms, err);
     }
-    hosts->internet = hosts->n_allow > 0;
+    hosts->internet = hosts->allow.n > 0;
     return r;
 }
 
@@ -83,12 +83,17 @@ static int serving_hosts(const struct mcp_box *box, const struct model_network *
     for (struct mcp_server *ms = box ? box->servers : NULL; ms && r == 0; ms = ms->next)
         if (serving(ms)) r = add_catalog_hosts(hosts, ms, err);
     bool everything = network->internet && !network->listed;
-    if (r == 0 && (hosts->n_allow == 0 || everything)) { /* the sandbox's own policy as it is */
+    if (r == 0 && (hosts->allow.n == 0 || everything)) { /* the sandbox's own policy as it is */
         model_network_clear(hosts);
         return model_network_copy(hosts, network, err);
     }
-    for (size_t i = 0; r == 0 && network->internet && i < network->n_allow; i++)
-        r = add_host(hosts, network->allow[i], err);
+    for (size_t i = 0; r == 0 && network->internet && i < network->allow.n; i++)
+        r = add_host(hosts, network->allow.v[i], err);
+    for (size_t i = 0; r == 0 && network->internet && i < network->connect.n; i++)
+        r = add_host(hosts, network->connect.v[i], err);
+    /* The sandbox's deny wins over its servers' hosts too. */
+    for (size_t i = 0; r == 0 && i < network->deny.n; i++)
+        r = model_hosts_add(&hosts->deny, network->deny.v[i], err);
     hosts->internet = true;
     hosts->listed = true;
     return r;

@@ -74,6 +74,8 @@ void mcp_sandbox_egress_event(struct sbx *sb, const char *kind, json_t *fields);
 int mcp_start(struct server *srv, struct sbx *sb, json_t *body, json_t **out, err_t *err);
 /* DELETE /v1/sandboxes/{id}/mcp/{name}. */
 int mcp_stop(struct server *srv, struct sbx *sb, const char *name, err_t *err);
+/* Runtime Cloud's DELETE .../mcp: every server stops; whether one was running. */
+bool mcp_stop_all(struct server *srv, struct sbx *sb);
 /* GET /v1/sandboxes/{id}/mcp[?wait=S]: answers now, or once no server is installing or
  * starting, or after wait_ms. */
 void mcp_status_reply(struct server *srv, struct sbx *sb, struct httpd_req *req, uint32_t wait_ms);

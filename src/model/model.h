@@ -33,21 +33,35 @@ const char *model_map_get(const struct model_map *m, const char *key);
 json_t *model_map_json(const struct model_map *m);
 void model_map_clear(struct model_map *m);
 
-/* network: who the sandbox may reach. allow holds the entries as given; the egress
- * policy (policy.h) is built from them. An empty list and no list differ: listed
- * with no entry reaches no host (but what the gateway adds: its catalog servers'
- * hosts), no list (listed false) any public host. internet false: none. */
+/* network: who the sandbox may reach (Runtime Cloud's network rules). The lists hold
+ * the entries as given; the egress policy (policy.h) is built from them. An empty
+ * allow list and no list differ: listed with no entry reaches no host (but what the
+ * gateway adds: its catalog servers' hosts), no list (listed false) any public host.
+ * internet false: none. deny is refused whatever else says. connect lists
+ * "host:port" pairs reached beyond the allow list (Runtime Cloud's ports beyond 80
+ * and 443; a runtimed sandbox reaches every port of a host it may reach). */
+struct model_hosts {
+    char **v;
+    size_t n;
+};
+/* Appends a copy of host. */
+int model_hosts_add(struct model_hosts *h, const char *host, err_t *err);
 struct model_network {
     bool internet;
     bool listed; /* an allow list was given */
-    char **allow;
-    size_t n_allow;
+    struct model_hosts allow, deny, connect;
 };
-/* v: the API's {internet, allow?[]} or NULL/null for the default (internet on, no
- * list). allow absent or null: no list. Every entry is checked as a policy rule;
- * err names the bad one, or every unknown field. */
+#define MODEL_CONNECT_MAX 64 /* entries in network.connect */
+/* v: the API's {internet, allow?[], deny?[], connect?[]} or NULL/null for the default
+ * (internet on, no list). allow absent or null: no list. Every entry is checked as a policy rule (a
+ * connect one must name its port); err names the bad one, or every unknown field. */
 int model_network_parse(json_t *v, struct model_network *out, err_t *err);
-/* {internet, allow[]}, allow only when there is a list: parsing it gives n back. */
+/* A request's settings as Runtime Cloud reads them: internet false with a non-empty
+ * allow list is internet true with that list. (Not applied to stored rows: a sandbox
+ * saved as internet false keeps reaching nothing.) */
+void model_network_as_cloud_reads(struct model_network *n);
+/* {internet, allow[]?, deny[]?, connect[]?}, allow only when there is a list, the
+ * others when not empty: parsing it gives n back. */
 json_t *model_network_json(const struct model_network *n);
 /* Adds host to allow unless it is listed already; n is limited to its list from then on. */
 int model_network_add(struct model_network *n, const char *host, err_t *err);

@@ -83,23 +83,40 @@ struct policy {
                     rule: any public host */
     struct policy_rule *rules; /* owned */
     size_t n_rules;
+    struct policy_rule *deny; /* owned: refused whatever else says (Runtime Cloud's deny) */
+    size_t n_deny;
 };
 /* Builds from the network.allow strings of a sandbox's settings; err names the
  * bad entry. listed: an allow list was given (even empty: then no host); false
  * with n 0: no list, any public host. */
 int policy_build(bool internet, bool listed, const char *const *allow, size_t n, struct policy *out,
                  err_t *err);
+/* Adds the network.deny strings (the same forms as allow): a destination one matches is
+ * refused even when an allow rule matches it. A deny rule with a port refuses that
+ * port only, so it never refuses a DNS question (which has none). */
+int policy_deny(struct policy *p, const char *const *deny, size_t n, err_t *err);
 void policy_clear(struct policy *p);
 
 /* Decision for a destination: name is canonical or NULL (IP-only connection),
  * addr may be NULL (not resolved yet). internet=false refuses all; no list
  * (listed false) allows any public host; otherwise a rule must match the name (or the
- * address, for IP and CIDR rules) and the port. Port 0 in a rule matches any
- * port; port 0 here means "any port" too (a DNS question has no port yet). */
-enum policy_verdict { POLICY_ALLOW, POLICY_DENY_OFFLINE, POLICY_DENY_NOT_LISTED };
+ * address, for IP and CIDR rules) and the port. A deny rule that matches wins. Port 0 in a rule
+ * matches any port; port 0 here means "any port" too (a DNS question has no port yet). */
+enum policy_verdict {
+    POLICY_ALLOW,
+    POLICY_DENY_OFFLINE,
+    POLICY_DENY_NOT_LISTED,
+    POLICY_DENY_DENIED
+};
 enum policy_verdict policy_check(const struct policy *p, const char *name,
                                  const struct policy_addr *addr, uint16_t port);
+/* Whether a deny rule refuses this destination (policy_check asks it first; the egress
+ * asks it again of each address a name resolves to, for deny rules that are CIDRs). A
+ * deny rule with a port refuses that port only: an unknown port (0, a DNS question) is
+ * not refused by it. */
+bool policy_denied(const struct policy *p, const char *name, const struct policy_addr *addr,
+                   uint16_t port);
 const char *
-policy_verdict_name(enum policy_verdict v); /* "allowed", "internet_off", "not_allowed" */
+policy_verdict_name(enum policy_verdict v); /* "allowed", "internet_off", "not_allowed", "denied" */
 
 #endif

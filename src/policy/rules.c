@@ -285,28 +285,40 @@ int policy_parse_rule(const char *text, struct policy_rule *out, err_t *err)
     return r;
 }
 
+/* The rules of a list of strings (field names it in errors): *out owned, NULL when n is 0. */
+static int parse_rules(const char *field, const char *const *text, size_t n,
+                       struct policy_rule **out, err_t *err)
+{
+    *out = NULL;
+    if (n > POLICY_RULES_MAX)
+        return err_set(err, -EINVAL,
+                       "%s has %zu entries; at most %d are allowed (a wildcard such "
+                       "as *.example.com covers a site's subdomains)",
+                       field, n, POLICY_RULES_MAX);
+    if (n && !text) return err_set(err, -EINVAL, "%s is missing", field);
+    struct policy_rule *rules = n ? calloc(n, sizeof *rules) : NULL;
+    if (n && !rules) return err_set(err, -ENOMEM, "out of memory for the network policy");
+    for (size_t i = 0; i < n; i++) {
+        int r = policy_parse_rule(text[i], &rules[i], err);
+        if (r < 0) {
+            char shown[72];
+            policy_show(text[i] ? text[i] : "", SIZE_MAX, shown, sizeof shown);
+            free(rules);
+            err_wrap(err, "%s[%zu] \"%s\"", field, i, shown);
+            return r;
+        }
+    }
+    *out = rules;
+    return 0;
+}
+
 int policy_build(bool internet, bool listed, const char *const *allow, size_t n, struct policy *out,
                  err_t *err)
 {
     memset(out, 0, sizeof *out);
-    if (n > POLICY_RULES_MAX)
-        return err_set(err, -EINVAL,
-                       "network.allow has %zu entries; at most %d are allowed (a wildcard such "
-                       "as *.example.com covers a site's subdomains)",
-                       n, POLICY_RULES_MAX);
-    if (n && !allow) return err_set(err, -EINVAL, "network.allow is missing");
-    struct policy_rule *rules = n ? calloc(n, sizeof *rules) : NULL;
-    if (n && !rules) return err_set(err, -ENOMEM, "out of memory for the network policy");
-    for (size_t i = 0; i < n; i++) {
-        int r = policy_parse_rule(allow[i], &rules[i], err);
-        if (r < 0) {
-            char shown[72];
-            policy_show(allow[i] ? allow[i] : "", SIZE_MAX, shown, sizeof shown);
-            free(rules);
-            err_wrap(err, "network.allow[%zu] \"%s\"", i, shown);
-            return r;
-        }
-    }
+    struct policy_rule *rules;
+    int r = parse_rules("network.allow", allow, n, &rules, err);
+    if (r < 0) return r;
     out->internet = internet;
     out->listed = listed || n > 0;
     out->rules = rules;
@@ -314,10 +326,22 @@ int policy_build(bool internet, bool listed, const char *const *allow, size_t n,
     return 0;
 }
 
+int policy_deny(struct policy *p, const char *const *deny, size_t n, err_t *err)
+{
+    struct policy_rule *rules;
+    int r = parse_rules("network.deny", deny, n, &rules, err);
+    if (r < 0) return r;
+    free(p->deny);
+    p->deny = rules;
+    p->n_deny = n;
+    return 0;
+}
+
 void policy_clear(struct policy *p)
 {
     if (!p) return;
     free(p->rules);
+    free(p->deny);
     memset(p, 0, sizeof *p);
 }
 
@@ -341,10 +365,21 @@ static bool rule_matches(const struct policy_rule *r, const char *name,
     return name && name_matches(r, name);
 }
 
+bool policy_denied(const struct policy *p, const char *name, const struct policy_addr *addr,
+                   uint16_t port)
+{
+    for (size_t i = 0; i < p->n_deny; i++)
+        if ((!p->deny[i].port || p->deny[i].port == port) &&
+            rule_matches(&p->deny[i], name, addr, port))
+            return true;
+    return false;
+}
+
 enum policy_verdict policy_check(const struct policy *p, const char *name,
                                  const struct policy_addr *addr, uint16_t port)
 {
     if (!p || !p->internet) return POLICY_DENY_OFFLINE;
+    if (policy_denied(p, name, addr, port)) return POLICY_DENY_DENIED;
     if (!p->listed && p->n_rules == 0) return POLICY_ALLOW; /* any rule makes it a list */
     for (size_t i = 0; i < p->n_rules; i++)
         if (rule_matches(&p->rules[i], name, addr, port)) return POLICY_ALLOW;
@@ -360,6 +395,8 @@ const char *policy_verdict_name(enum policy_verdict v)
         return "internet_off";
     case POLICY_DENY_NOT_LISTED:
         return "not_allowed";
+    case POLICY_DENY_DENIED:
+        return "denied";
     }
     return "unknown";
 }

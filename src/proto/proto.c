@@ -137,3 +137,80 @@ const char *proto_type_name(uint16_t type)
     const struct proto_request_info *info = proto_request(type);
     return info ? info->name : "unknown";
 }
+
+int proto_file_entry_put(void *buf, size_t size, const struct proto_file_info *e)
+{
+    size_t path_len = strnlen(e->path, sizeof e->path);
+    size_t target_len = strnlen(e->target, sizeof e->target);
+    if (path_len > PROTO_FILE_TEXT_MAX || target_len > PROTO_FILE_TEXT_MAX) return -ENAMETOOLONG;
+    if (e->type > PROTO_FILE_OTHER || e->mode > 07777 || e->mtime_ns >= 1000000000u ||
+        (target_len && e->type != PROTO_FILE_LNK))
+        return -EINVAL;
+    struct proto_file_entry h = {
+        .size = (uint32_t)(sizeof h + path_len + target_len),
+        .path_len = (uint16_t)path_len,
+        .target_len = (uint16_t)target_len,
+        .type = e->type,
+        .mode = e->mode,
+        .uid = e->uid,
+        .gid = e->gid,
+        .bytes = e->bytes,
+        .mtime_s = e->mtime_s,
+        .mtime_ns = e->mtime_ns,
+    };
+    if (h.size > size) return -ENOSPC;
+    char *out = buf;
+    memcpy(out, &h, sizeof h);
+    memcpy(out + sizeof h, e->path, path_len);
+    memcpy(out + sizeof h + path_len, e->target, target_len);
+    return (int)h.size;
+}
+
+/* A LIST path is relative and each of its steps names an entry: nothing empty, "."
+ * or "..", so that joined to the listed directory it stays under it. */
+static bool relative_steps(const char *p, size_t n)
+{
+    if (n == 0) return true; /* STAT's record */
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && p[i] != '/') continue;
+        size_t len = i - start;
+        if (len == 0 || (len == 1 && p[start] == '.') ||
+            (len == 2 && p[start] == '.' && p[start + 1] == '.'))
+            return false;
+        start = i + 1;
+    }
+    return true;
+}
+
+int proto_file_entry_get(const void *buf, size_t len, size_t *off, struct proto_file_info *out)
+{
+    if (*off == len) return 0;
+    struct proto_file_entry h;
+    if (*off > len || len - *off < sizeof h) return -EPROTO;
+    const char *rec = (const char *)buf + *off;
+    memcpy(&h, rec, sizeof h);
+    if (h.path_len > PROTO_FILE_TEXT_MAX || h.target_len > PROTO_FILE_TEXT_MAX ||
+        h.size != sizeof h + h.path_len + h.target_len || h.size > len - *off)
+        return -EPROTO;
+    if (h.type > PROTO_FILE_OTHER || h.mode > 07777 || h.mtime_ns >= 1000000000u || h.zero ||
+        (h.target_len && h.type != PROTO_FILE_LNK))
+        return -EPROTO;
+    const char *path = rec + sizeof h, *target = path + h.path_len;
+    if (memchr(path, '\0', h.path_len) || memchr(target, '\0', h.target_len) ||
+        !relative_steps(path, h.path_len))
+        return -EPROTO;
+    *out = (struct proto_file_info){.type = h.type,
+                                    .mode = h.mode,
+                                    .uid = h.uid,
+                                    .gid = h.gid,
+                                    .bytes = h.bytes,
+                                    .mtime_s = h.mtime_s,
+                                    .mtime_ns = h.mtime_ns};
+    memcpy(out->path, path, h.path_len);
+    out->path[h.path_len] = '\0';
+    memcpy(out->target, target, h.target_len);
+    out->target[h.target_len] = '\0';
+    *off += h.size;
+    return 1;
+}

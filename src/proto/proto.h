@@ -48,6 +48,11 @@
  *   TLS_FILES    fds certificate, key: sealed memfds holding the bytes of the
  *                --tls-cert and --tls-key files as the keeper read them now
  *                (it never parses them); -ENOENT when no TLS was given
+ *   FILE_OP      fd: a socket on which the operation's own PROTO_RESULT arrives
+ *                once a helper has carried it out in the sandbox (a recursive
+ *                remove or a walk of a large tree must not hold up the keeper);
+ *                that result carries, for STAT and LIST, one sealed memfd of
+ *                struct proto_file_entry records (below)
  * Leaf certificates are not the keeper's: the signer process mints them
  * (mitm/mitm.h), so the keeper never parses a key the server sends. */
 #define PROTO_REQUESTS(X)                                                                          \
@@ -64,7 +69,8 @@
     X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)                         \
     X(RENAME_FILE, rename_file, struct proto_rename, false, 0, PROTO_NEEDS_SANDBOX)                \
     X(STOP, stop, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                                 \
-    X(FORGET, forget, struct proto_ref, false, 0, PROTO_NEEDS_HELLO)
+    X(FORGET, forget, struct proto_ref, false, 0, PROTO_NEEDS_HELLO)                               \
+    X(FILE_OP, file_op, struct proto_file_op, false, 1, PROTO_NEEDS_SANDBOX)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 
@@ -138,7 +144,8 @@ struct proto_exec_status {
 struct proto_file {
     char id[PROTO_ID_LEN];
     char path[PROTO_PATH_LEN];
-    uint32_t write; /* 0: read; 1: create or truncate; 2: create, failing if it exists */
+    uint32_t write; /* 0: read; 1: create or truncate; 2: create, failing if it exists,
+                     * open for reading too (an upload hashes what it wrote) */
     uint32_t mode;  /* writing: permission bits to set (at most 0777), 0 for the default */
 };
 
@@ -150,6 +157,75 @@ struct proto_rename {
     char to[PROTO_PATH_LEN];
     uint32_t keep_mode;
 };
+
+/* FILE_OP: Runtime Cloud's changes of and looks at a sandbox's file tree, done by a
+ * helper as the sandbox's user, inside its mount namespace. */
+enum proto_file_op_kind {
+    PROTO_FILE_STAT = 1, /* path: one record (symlinks not followed), path "" */
+    PROTO_FILE_LIST,     /* path's entries to depth, at most limit, glob in path2 */
+    PROTO_FILE_MKDIR,    /* values[0]: 1 made, 0 it existed (with PARENTS) */
+    PROTO_FILE_REMOVE,   /* values[0]: 1 removed, 0 there was nothing */
+    PROTO_FILE_RENAME,   /* path to path2 */
+    PROTO_FILE_CHMOD,    /* path (its target when a symlink) gets mode */
+    PROTO_FILE_OP_END,
+};
+#define PROTO_FILE_PARENTS 0x1u   /* MKDIR: make missing parents, an existing directory is fine */
+#define PROTO_FILE_RECURSIVE 0x2u /* REMOVE: a directory with everything in it */
+#define PROTO_FILE_OVERWRITE 0x4u /* RENAME: replace what path2 names */
+#define PROTO_FILE_HIDDEN 0x8u    /* LIST: names starting with '.' too */
+#define PROTO_FILE_FLAGS                                                                           \
+    (PROTO_FILE_PARENTS | PROTO_FILE_RECURSIVE | PROTO_FILE_OVERWRITE | PROTO_FILE_HIDDEN)
+#define PROTO_FILE_MAX_DEPTH 32    /* LIST: depth 1 is the directory's own entries */
+#define PROTO_FILE_MAX_LIMIT 10000 /* LIST: entries answered */
+
+struct proto_file_op {
+    char id[PROTO_ID_LEN];
+    uint32_t op; /* enum proto_file_op_kind */
+    char path[PROTO_PATH_LEN];
+    char path2[PROTO_PATH_LEN]; /* RENAME: the destination; LIST: the glob, "" for none */
+    uint32_t flags;             /* PROTO_FILE_* */
+    uint32_t mode;              /* CHMOD: at most 0777 */
+    uint32_t depth;             /* LIST: 1..PROTO_FILE_MAX_DEPTH, else 0 */
+    uint32_t limit;             /* LIST: 1..PROTO_FILE_MAX_LIMIT, else 0 */
+};
+
+/* One entry of a STAT or LIST answer's memfd: this header, then path_len bytes of its
+ * path (LIST: relative to the listed directory, "a/b"; STAT: none), then target_len
+ * bytes of a symlink's target. No NUL in either; records follow each other. The helper
+ * that writes them runs as the sandbox's user in the sandbox: the server reads them
+ * with proto_file_entry_get only. */
+enum proto_file_type { PROTO_FILE_REG, PROTO_FILE_DIR, PROTO_FILE_LNK, PROTO_FILE_OTHER };
+struct proto_file_entry {
+    uint32_t size;       /* the whole record */
+    uint16_t path_len;   /* at most PROTO_FILE_TEXT_MAX */
+    uint16_t target_len; /* at most PROTO_FILE_TEXT_MAX; 0 unless a symlink */
+    uint32_t type;       /* enum proto_file_type */
+    uint32_t mode;       /* permission bits, at most 07777 */
+    uint32_t uid, gid;   /* as the sandbox sees them (65534 for one outside its range) */
+    uint64_t bytes;
+    int64_t mtime_s;
+    uint32_t mtime_ns; /* below 1e9 */
+    uint32_t zero;
+};
+#define PROTO_FILE_TEXT_MAX 4095       /* PATH_MAX less its NUL */
+#define PROTO_FILE_LIST_MAX (16 << 20) /* bytes of a LIST's records, at most */
+/* A record read back: the header's fields, the texts NUL-terminated. */
+struct proto_file_info {
+    uint32_t type, mode, uid, gid;
+    uint64_t bytes;
+    int64_t mtime_s;
+    uint32_t mtime_ns;
+    char path[PROTO_FILE_TEXT_MAX + 1];
+    char target[PROTO_FILE_TEXT_MAX + 1];
+};
+/* Writes e's record into buf; its length, or -ENOSPC (size too small), -ENAMETOOLONG
+ * or -EINVAL (a field the reader would refuse). */
+int proto_file_entry_put(void *buf, size_t size, const struct proto_file_info *e);
+/* Reads the record at *off of buf[0..len): 1 with *out filled and *off moved past it,
+ * 0 at the end, -EPROTO when it is truncated or malformed (a size that does not add
+ * up, a field out of range, a NUL in a text, a path that is absolute or has an empty,
+ * "." or ".." step). */
+int proto_file_entry_get(const void *buf, size_t len, size_t *off, struct proto_file_info *out);
 
 /* The listener's certificate and key, read by root (the server cannot read
  * root-only files): at start and on every SIGHUP. */

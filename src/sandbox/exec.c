@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -208,22 +209,20 @@ out:
     return r;
 }
 
-/* In a forked child: the sandbox's mount namespace and root, the sandbox user's
- * identity, and openat2 that cannot leave the root or follow magic links. */
-/* In a forked child: the sandbox's mount namespace and its user's identity; the
- * root to resolve paths in. */
-static int enter_as_user(struct sandbox *sb)
+int ns_enter_as_user(const struct sandbox *sb)
 {
     uid_t uid = ns_host_uid(sb, SANDBOX_USER_UID);
     if (setns(sb->init_pidfd, CLONE_NEWNS) < 0) return -errno;
     if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
         return -errno;
+    /* Changing identity cleared it: a helper does not outlive the keeper. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    umask(022);
     int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     return root < 0 ? -errno : root;
 }
 
-/* openat2 that cannot leave the root or follow magic links. */
-static int open_in_root(int root, const char *path, uint64_t flags, unsigned mode)
+int ns_open_in_root(int root, const char *path, uint64_t flags, unsigned mode)
 {
     struct open_how how = {.flags = flags | O_CLOEXEC,
                            .mode = mode,
@@ -232,14 +231,48 @@ static int open_in_root(int root, const char *path, uint64_t flags, unsigned mod
     return fd < 0 ? -errno : fd;
 }
 
+/* The directory of path's file, made if missing (mkdir -p, mode 0755), as the sandbox
+ * user: each step is resolved within the root, so a symlink among them cannot lead
+ * out. A write makes its parents, as Runtime Cloud's does. */
+static int make_parents(int root, const char *path)
+{
+    char dir[PROTO_PATH_LEN];
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return 0; /* a file in / */
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    int parent = fcntl(root, F_DUPFD_CLOEXEC, 0);
+    if (parent < 0) return -errno;
+    for (char *name = dir + 1;;) {
+        char *end = strchr(name, '/');
+        if (end) *end = '\0';
+        if (*name) { /* "//" names no step */
+            int fd = ns_open_in_root(root, dir, O_PATH | O_DIRECTORY, 0);
+            if (fd == -ENOENT && (mkdirat(parent, name, 0755) == 0 || errno == EEXIST))
+                fd = ns_open_in_root(root, dir, O_PATH | O_DIRECTORY, 0);
+            close(parent);
+            if (fd < 0) return fd;
+            parent = fd;
+        }
+        if (!end) break;
+        *end = '/';
+        name = end + 1;
+    }
+    close(parent);
+    return 0;
+}
+
 static int open_inside(struct sandbox *sb, const char *path, unsigned write, unsigned mode)
 {
-    int root = enter_as_user(sb);
+    int root = ns_enter_as_user(sb);
     if (root < 0) return root;
-    uint64_t flags = write == 2   ? O_WRONLY | O_CREAT | O_EXCL
+    if (write) {
+        int r = make_parents(root, path);
+        if (r < 0) return r;
+    }
+    uint64_t flags = write == 2   ? O_RDWR | O_CREAT | O_EXCL /* uploads read it back */
                      : write == 1 ? O_WRONLY | O_CREAT | O_TRUNC
                                   : O_RDONLY;
-    int fd = open_in_root(root, path, flags | O_NONBLOCK | O_NOCTTY, write ? 0644 : 0);
+    int fd = ns_open_in_root(root, path, flags | O_NONBLOCK | O_NOCTTY, write ? 0644 : 0);
     if (fd < 0) return fd;
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -319,9 +352,7 @@ int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned 
     return 0;
 }
 
-/* The directory a path names its file in (opened within the root), and the
- * file's name: "/a/b/c" gives /a/b and "c". */
-static int parent_of(int root, const char *path, const char **name)
+int ns_parent_of(int root, const char *path, const char **name)
 {
     const char *slash = strrchr(path, '/');
     if (!slash || !slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0)
@@ -329,7 +360,7 @@ static int parent_of(int root, const char *path, const char **name)
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     *name = slash + 1;
-    return open_in_root(root, dir, O_PATH | O_DIRECTORY, 0);
+    return ns_open_in_root(root, dir, O_PATH | O_DIRECTORY, 0);
 }
 
 struct rename_args {
@@ -340,13 +371,13 @@ struct rename_args {
 static int rename_helper(struct sandbox *sb, const void *arg, int *fds)
 {
     const struct rename_args *a = arg;
-    int root = enter_as_user(sb);
+    int root = ns_enter_as_user(sb);
     if (root < 0) return root;
     const char *from_name, *to_name;
-    int from_dir = parent_of(root, a->from, &from_name);
+    int from_dir = ns_parent_of(root, a->from, &from_name);
     if (from_dir < 0) return from_dir;
     if (!a->to) return unlinkat(from_dir, from_name, 0) < 0 ? -errno : 0;
-    int to_dir = parent_of(root, a->to, &to_name);
+    int to_dir = ns_parent_of(root, a->to, &to_name);
     if (to_dir < 0) return to_dir;
     /* A regular file is replaced; anything else (a FIFO, a device, a directory, a
      * symlink) is refused, as opening it for writing was. */

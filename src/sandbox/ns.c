@@ -358,6 +358,7 @@ const struct sandbox_driver sandbox_ns_driver = {
     .exec = ns_exec,
     .open_file = ns_open_file,
     .rename_file = ns_rename_file,
+    .file_op = ns_file_op,
     .net_sockets = ns_net_sockets,
     .watch_fd = ns_watch_fd,
     .freeze = ns_freeze,

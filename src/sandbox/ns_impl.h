@@ -43,6 +43,15 @@ int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
 void ns_exec_init(void);
 
 /* exec.c */
+/* In a forked helper (ns_helper, files.c's): the sandbox's mount namespace and so its
+ * root, the sandbox user's identity (no other groups, dies with the keeper, umask
+ * 022); the root to resolve paths in. */
+int ns_enter_as_user(const struct sandbox *sb);
+/* openat2 within root: no step may leave it (RESOLVE_IN_ROOT) or follow a magic link. */
+int ns_open_in_root(int root, const char *path, uint64_t flags, unsigned mode);
+/* The directory path's last step is in (resolved within root, O_PATH) and that step's
+ * name: "/a/b/c" gives /a/b and "c"; -EINVAL for "/", "." or "..". */
+int ns_parent_of(int root, const char *path, const char **name);
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
@@ -50,5 +59,9 @@ int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool ke
                    err_t *err);
 int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                  err_t *err);
+
+/* files.c: the file-tree operations (FILE_OP), each in a helper of its own that the
+ * keeper does not wait for (its SIGCHLD reaps it). */
+int ns_file_op(struct sandbox *sb, const struct proto_file_op *op, int *fd, err_t *err);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "../cgroup/cgroup.h"
 #include "../common/common.h"
+#include "../proto/proto.h"
 
 /* Host uids. Each daemon on a host holds one uid block of its own (the keeper claims it
  * at start and keeps it across restarts: keeper_uid_block_claim). In block b, sandbox slot
@@ -115,13 +116,19 @@ struct sandbox_driver {
     int (*exec)(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
     /* Opens a path inside the sandbox's root as its user, never leaving the root. */
     /* mode (writing only): permission bits to give the file, 0 to leave them (0644 when new). */
-    /* write: 0 read, 1 create or truncate, 2 create a new file (fails if it exists). */
+    /* write: 0 read, 1 create or truncate, 2 create a new file (fails if it exists) to
+     * read and write. Writing makes the missing parent directories (0755). */
     int (*open_file)(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,
                      err_t *err);
     /* Renames from to to (to NULL: removes from), as the sandbox's user; keep_mode gives
      * from the mode of the file it replaces. */
     int (*rename_file)(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
                        err_t *err);
+    /* Starts one of Runtime Cloud's file-tree operations (op is checked: terminated
+     * paths, a known op, flags, mode, depth and limit in range) as the sandbox's user
+     * inside its root, and returns at once with *fd: a socket on which the operation's
+     * PROTO_RESULT arrives when it is done (proto.h, FILE_OP). */
+    int (*file_op)(struct sandbox *sb, const struct proto_file_op *op, int *fd, err_t *err);
     /* Listening sockets made inside the sandbox's network namespace for the
      * egress proxy and DNS stub: fds[0] TCP proxy, fds[1] UDP 53, fds[2] TCP 53. */
     int (*net_sockets)(struct sandbox *sb, int fds[3], err_t *err);

@@ -206,18 +206,6 @@ int secrets_check_name(const char *name, err_t *err)
     return 0;
 }
 
-int secrets_check_value(const char *value, size_t len, err_t *err)
-{
-    if (len == 0 || len > SECRET_VALUE_MAX)
-        return err_set(err, len ? -EFBIG : -EINVAL, "a secret's value must be 1 to %d bytes",
-                       SECRET_VALUE_MAX);
-    if (memchr(value, '\0', len) || memchr(value, '\r', len) || memchr(value, '\n', len))
-        return err_set(err, -EINVAL,
-                       "a secret's value cannot contain NUL, CR or LF (it is put "
-                       "into HTTP headers); strip the trailing newline");
-    return 0;
-}
-
 void secrets_placeholder(char out[PLACEHOLDER_LEN + 1])
 {
     memcpy(out, PLACEHOLDER_PREFIX, sizeof PLACEHOLDER_PREFIX - 1);

@@ -15,10 +15,17 @@
 #include "../common/common.h"
 
 #define SECRETS_KEY_LEN 32
-#define SECRET_VALUE_MAX 16384
+#define SECRET_VALUE_MAX 8192 /* Runtime Cloud's 8 KiB */
 #define SECRETS_PER_OWNER 50
 #define SECRET_NAME_MAX 128
-#define SECRET_RULES_MAX 32 /* hosts, methods, paths: each at most this many */
+#define SECRET_HOSTS_MAX 16        /* hosts of one secret */
+#define SECRET_RULES_MAX 16        /* rules of one secret */
+#define SECRET_RULE_ITEMS_MAX 16   /* methods, paths of one rule */
+#define SECRET_RULES_MAX_LEGACY 32 /* hosts, methods, paths of rows stored before rules */
+#define SECRET_HEADER_MAX 64       /* a header field's name */
+#define SECRET_FORMAT_MAX 256      /* format, {value} included */
+#define SECRET_SCOPE_IDS_MAX 100   /* only.sandboxes */
+#define SECRET_SCOPE_LABELS_MAX 8  /* only.labels: maps, and pairs in each */
 #define PLACEHOLDER_PREFIX "RUNTIME_PH_"
 #define PLACEHOLDER_LEN (sizeof PLACEHOLDER_PREFIX - 1 + 32)
 #define SECRETS_SANDBOX_ID_MAX 32 /* a sandbox id and its NUL (PROTO_ID_LEN) */
@@ -44,8 +51,32 @@ void secrets_release(char *value, size_t len);
 int secrets_check_name(const char *name, err_t *err);
 /* One of those. */
 bool secrets_name_reserved(const char *name);
-/* A value: 1..SECRET_VALUE_MAX bytes, no NUL, CR or LF (it goes into headers). */
-int secrets_check_value(const char *value, size_t len, err_t *err);
+/* ---- a secret's spec (spec.c) ----
+ * What a put's body says, in Runtime Cloud's shape: {value, hosts[], header?,
+ * format?, rules?: [{methods?, paths}], only?: {labels?, sandboxes?}, env?}
+ * (runtimed's earlier top-level methods and paths are one rule). The spec is that
+ * without the value; the store keeps it with the secret's "placeholder". */
+
+/* A value: 1..SECRET_VALUE_MAX bytes of visible ASCII or space (it goes into
+ * header fields and URLs). */
+int secret_value_check(const char *value, size_t len, err_t *err);
+/* The spec of a put's body, or NULL after appending to issues one {field, message}
+ * for every wrong field (unknown ones, and Runtime Cloud's that runtimed has not). */
+json_t *secret_spec_parse(json_t *body, json_t *issues);
+/* "field: message; field: message" (malloc'd; NULL when out of memory); when that
+ * is max bytes or more, "wrong fields (...): field, field" instead. */
+char *secret_issues_text(json_t *issues, size_t max);
+/* A spec as the store holds it, checked as a put's body is; rows stored before
+ * rules ({hosts, methods, paths} of path globs) become one rule that keeps the
+ * globs' meaning ("globs": true). NULL with err when it cannot be read. */
+json_t *secret_spec_load(json_t *stored, err_t *err);
+/* NULL when some rule of spec lets a request of this method to this path
+ * (struct http_request's normalised form) carry the value (or there are no
+ * rules); else why not: "method not allowed", "path not allowed", "ambiguous path". */
+const char *secret_rules_refusal(json_t *spec, const char *method, const char *path);
+/* spec's format with value in place of {value} ("{value}" without one):
+ * malloc'd, NUL-terminated, to be wiped. */
+char *secret_header_text(json_t *spec, const char *value, size_t len, size_t *out_len);
 
 /* A fresh placeholder: PLACEHOLDER_PREFIX and 32 hex digits of getrandom. */
 void secrets_placeholder(char out[PLACEHOLDER_LEN + 1]);
@@ -101,6 +132,9 @@ struct vault_hooks {
     void *arg;
     /* Records an event of a sandbox (secret.used, secret.misdirected); fields borrowed. */
     void (*event)(void *arg, const char *sandbox_id, const char *kind, json_t *fields);
+    /* The labels of the account's sandbox as an object (a new reference), or NULL:
+     * a secret's only.labels are checked against them. NULL hook: no labels. */
+    json_t *(*labels)(void *arg, const char *account, const char *sandbox_id);
 };
 /* Loads every secret and placeholder of the store (read on the loop's
  * connection); every change goes through the writer. key is copied (the caller
@@ -111,19 +145,21 @@ void vault_close(struct vault *v);
 
 /* A change is in force in memory at once; done is called once, from the loop,
  * when it is on disk (err NULL; answer, taken, is the secret's JSON for a put,
- * NULL for a delete; created tells a new secret from a replaced one) or could not
+ * {name, deleted: true} for a delete; created tells a new secret from a replaced one) or could not
  * be written (err). Not called when the daemon stops first. */
 typedef void vault_saved_fn(const err_t *err, json_t *answer, bool created, void *arg);
-/* body is {value, hosts[], methods?[], paths?[]}. Answers never carry values.
- * Negative with err (and no call of done) when refused. */
+/* body is {value, hosts[], header?, format?, rules?[], only?, env?} (secret_spec_parse).
+ * Answers never carry values. Negative with err (and no call of done) when refused;
+ * issues (NULL: not wanted) then gets one {field, message} for each wrong field. */
 int vault_put(struct vault *v, const char *account, const char *name, json_t *body,
-              vault_saved_fn *done, void *arg, err_t *err);
+              vault_saved_fn *done, void *arg, json_t *issues, err_t *err);
 json_t *vault_list(const struct vault *v, const char *account);
 bool vault_has(const struct vault *v, const char *account, const char *name);
 /* Its placeholders go with it. A delete that cannot be written puts it back. */
 int vault_delete(struct vault *v, const char *account, const char *name, vault_saved_fn *done,
                  void *arg, err_t *err);
-/* Adds NAME=placeholder to env for every secret of the account, making the
+/* Adds ENV=placeholder to env for every secret of the account the sandbox is in
+ * the scope of (only), ENV its env or its name, making the
  * sandbox's placeholders where missing (queued to the writer, not waited for). */
 int vault_env(struct vault *v, const char *account, const char *sandbox_id, json_t *env,
               err_t *err);
@@ -140,6 +176,22 @@ char *vault_value(void *arg, const char *sandbox_id, const char *host, uint16_t 
                   bool *limited);
 void vault_misdirected(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
                        const char *why);
+/* A field a secret with header sets on a request: name, and its text (format with
+ * the value in it); the value and the sandbox's placeholder of the secret, for the
+ * answers' scan. text and value are opened: vault_headers_release wipes them. */
+struct secret_header {
+    char name[SECRET_HEADER_MAX + 1];
+    char *text, *value;
+    size_t text_len, value_len;
+    char placeholder[PLACEHOLDER_LEN + 1];
+    bool limited; /* the secret has rules */
+};
+/* The fields the sandbox's secrets with header set on this request (those whose
+ * hosts, only and rules allow it): how many filled in out, -E2BIG when more than
+ * max would be (none filled), -ENOMEM. */
+int vault_headers(void *arg, const char *sandbox_id, const char *host, uint16_t port,
+                  const char *method, const char *path, struct secret_header *out, size_t max);
+void vault_headers_release(struct secret_header *h, size_t n);
 /* A secret.reflected event: the value came back from host, in encoding. */
 void vault_reflected(void *arg, const char *sandbox_id, const char *host, const char *placeholder,
                      const char *encoding);

@@ -16,8 +16,8 @@ struct secret_entry {
     char name[SECRET_NAME_MAX + 1];
     uint8_t *sealed;
     size_t sealed_len;
-    json_t *rules;       /* {hosts[], methods[], paths[]} */
-    struct policy hosts; /* rules' hosts, compiled once when they are set (compile_hosts) */
+    json_t *spec;        /* secret_spec_parse's: hosts, rules, header, only, env, placeholder */
+    struct policy hosts; /* spec's hosts, compiled once when they are set (compile_hosts) */
     bool hosts_ok;       /* compiled, and at least one: else no host is allowed */
     int64_t created_ms, updated_ms;
     uint64_t version; /* the put that made its value: an undo applies only to its own */
@@ -67,31 +67,64 @@ static void sealed_as(const char *account, const char *name, char out[SECRETS_AD
         snprintf(out, SECRETS_AD_MAX, "%s/%s", account, name);
 }
 
-/* Compiles s->rules' hosts into s->hosts: each intercepted request checks them, and a
+/* Compiles s->spec's hosts into s->hosts: each intercepted request checks them, and a
  * policy built there for every one cost a parse of every rule. Called wherever
- * s->rules is set. */
+ * s->spec is set. */
 static void compile_hosts(struct secret_entry *s)
 {
     if (s->hosts_ok) policy_clear(&s->hosts);
-    json_t *hosts = json_object_get(s->rules, "hosts");
+    json_t *hosts = json_object_get(s->spec, "hosts");
     size_t n = json_array_size(hosts);
-    const char *list[SECRET_RULES_MAX];
-    for (size_t i = 0; i < n && i < SECRET_RULES_MAX; i++)
+    if (n > SECRET_RULES_MAX_LEGACY) n = SECRET_RULES_MAX_LEGACY;
+    const char *list[SECRET_RULES_MAX_LEGACY];
+    for (size_t i = 0; i < n; i++)
         list[i] = json_string_value(json_array_get(hosts, i));
-    s->hosts_ok =
-        n > 0 && policy_build(true, true, list, n < SECRET_RULES_MAX ? n : SECRET_RULES_MAX,
-                              &s->hosts, NULL) == 0;
+    s->hosts_ok = n > 0 && policy_build(true, true, list, n, &s->hosts, NULL) == 0;
 }
 
 static void free_secret(struct secret_entry *s)
 {
     free(s->sealed);
-    json_decref(s->rules);
+    json_decref(s->spec);
     if (s->hosts_ok) policy_clear(&s->hosts);
     free(s);
 }
 
-static json_t *parse_rules(json_t *body, err_t *err);
+/* The variable a sandbox finds the placeholder in: env, or the secret's name. */
+static const char *env_of(const struct secret_entry *s)
+{
+    const char *env = json_string_value(json_object_get(s->spec, "env"));
+    return env ? env : s->name;
+}
+
+/* The secret's own placeholder (the one its answers show), or "". */
+static const char *own_placeholder(const struct secret_entry *s)
+{
+    const char *ph = json_string_value(json_object_get(s->spec, "placeholder"));
+    return ph ? ph : "";
+}
+
+struct vault_write;
+static int save(struct vault *v, struct secret_entry *s, struct vault_write *w, err_t *err);
+static struct vault_write *write_new(struct vault *v, vault_saved_fn *done, void *arg, err_t *err);
+
+static void migrated(const err_t *err, json_t *answer, bool created, void *arg)
+{
+    if (err) log_warn("a secret stored before rules could not be written again: %s", err->msg);
+    json_decref(answer);
+}
+
+/* A row stored before rules: given its own placeholder and written in the
+ * current form (its globs kept), so that the placeholder survives restarts. */
+static void migrate(struct vault *v, struct secret_entry *s)
+{
+    char ph[PLACEHOLDER_LEN + 1];
+    secrets_placeholder(ph);
+    json_object_set_new(s->spec, "placeholder", json_string(ph));
+    err_t err = {0};
+    struct vault_write *w = write_new(v, migrated, NULL, &err);
+    if (w && save(v, s, w, &err) < 0) free(w);
+}
 
 static void load_secret(const struct store_secret *row, void *arg)
 {
@@ -110,15 +143,17 @@ static void load_secret(const struct store_secret *row, void *arg)
      * (a "methods" that is not a list would limit nothing). Unreadable: it goes nowhere. */
     json_t *stored = json_loads(row->rules_json, 0, &jerr);
     err_t err = {0};
-    s->rules = stored ? parse_rules(stored, &err) : NULL;
-    if (!s->rules) {
+    s->spec = stored ? secret_spec_load(stored, &err) : NULL;
+    bool legacy = s->spec && !json_object_get(s->spec, "placeholder");
+    if (!s->spec) {
         log_error("secret %s of account %s: its rules in the store cannot be read (%s); it is "
                   "sent to no host until it is set again",
                   s->name, s->account, stored ? err.msg : jerr.text);
-        s->rules = json_pack("{s:[],s:[],s:[]}", "hosts", "methods", "paths");
+        s->spec = json_pack("{s:[]}", "hosts");
     }
     json_decref(stored);
     compile_hosts(s);
+    if (legacy) migrate(v, s);
     s->created_ms = row->created_ms;
     s->updated_ms = row->updated_ms;
     s->next = v->secrets;
@@ -204,89 +239,19 @@ void vault_forget_sandbox(struct vault *v, const char *sandbox)
         store_writer_placeholders_delete(v->writer, sandbox);
 }
 
-/* A list of strings, each checked by ok(). */
-static int string_list(json_t *body, const char *key, bool required, json_t *out,
-                       int (*ok)(const char *s, err_t *err), err_t *err)
-{
-    json_t *v = json_object_get(body, key), *list = json_array();
-    json_object_set_new(out, key, list);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return err_set(err, -EINVAL,
-                           "%s is required: the hosts the secret may be "
-                           "sent to, e.g. [\"api.github.com\"]",
-                           key);
-        return 0;
-    }
-    if (!json_is_array(v) || json_array_size(v) > SECRET_RULES_MAX ||
-        (required && json_array_size(v) == 0))
-        return err_set(err, -EINVAL, "%s must be an array of 1 to %d strings", key,
-                       SECRET_RULES_MAX);
-    size_t i;
-    json_t *e;
-    json_array_foreach(v, i, e)
-    {
-        const char *s = json_string_value(e);
-        if (!s) return err_set(err, -EINVAL, "%s[%zu] must be a string", key, i);
-        int r = ok(s, err);
-        if (r < 0) return err_wrap(err, "%s[%zu]", key, i);
-        json_array_append(list, e);
-    }
-    return 0;
-}
-
-static int host_ok(const char *s, err_t *err)
-{
-    struct policy_rule rule;
-    int r = policy_parse_rule(s, &rule, err);
-    if (r == 0 && rule.kind == POLICY_RULE_CIDR && rule.prefix != 32 && rule.prefix != 128)
-        r = err_set(err, -EINVAL,
-                    "\"%s\": a secret's host is a name or one address, not a "
-                    "range",
-                    s);
-    return r;
-}
-
-static int method_ok(const char *s, err_t *err)
-{
-    size_t n = strlen(s);
-    bool ok = n > 0 && n <= 16;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = isupper((unsigned char)s[i]);
-    return ok ? 0 : err_set(err, -EINVAL, "\"%.32s\" is not an HTTP method like GET or POST", s);
-}
-
-static int path_ok(const char *s, err_t *err)
-{
-    const char *why = NULL;
-    if (strlen(s) < 1024 && http_glob_valid(s, &why)) return 0;
-    return err_set(err, -EINVAL, "\"%.64s\" is not a path glob like /repos/acme/* (%s)", s,
-                   why ? why : "too long");
-}
-
+/* The answer about a secret: never its value. */
 static json_t *secret_json(const struct secret_entry *s)
 {
     char created[40], updated[40];
     time_rfc3339(created, sizeof created, s->created_ms);
     time_rfc3339(updated, sizeof updated, s->updated_ms);
-    json_t *v = json_deep_copy(s->rules);
+    json_t *v = json_deep_copy(s->spec);
+    json_object_del(v, "globs"); /* how old rows' paths are read: the store's business */
     json_object_set_new(v, "name", json_string(s->name));
+    json_object_set_new(v, "env", json_string(env_of(s)));
     json_object_set_new(v, "createdAt", json_string(created));
     json_object_set_new(v, "updatedAt", json_string(updated));
     return v;
-}
-
-static json_t *parse_rules(json_t *body, err_t *err)
-{
-    json_t *rules = json_object();
-    int r = string_list(body, "hosts", true, rules, host_ok, err);
-    if (r == 0) r = string_list(body, "methods", false, rules, method_ok, err);
-    if (r == 0) r = string_list(body, "paths", false, rules, path_ok, err);
-    if (r < 0) {
-        json_decref(rules);
-        return NULL;
-    }
-    return rules;
 }
 
 /* A change on its way to the disk, and what its caller is told then. */
@@ -317,14 +282,14 @@ static void undo_put(struct vault *v, struct vault_write *w)
             return;
         }
         uint8_t *sealed = s->sealed;
-        json_t *rules = s->rules;
+        json_t *spec = s->spec;
         s->sealed = b->sealed;
         s->sealed_len = b->sealed_len;
-        s->rules = b->rules;
+        s->spec = b->spec;
         compile_hosts(s);
         s->updated_ms = b->updated_ms;
         b->sealed = sealed; /* freed with b */
-        b->rules = rules;
+        b->spec = spec;
         return;
     }
 }
@@ -346,7 +311,7 @@ static void on_written(int r, const err_t *err, void *arg)
     if (r == 0) {
         w->done(NULL, w->answer, w->created, w->arg);
         w->answer = NULL;
-    } else if (r != -ECANCELED) {
+    } else if (r != -ECANCELED && w->done) {
         w->done(err, NULL, false, w->arg);
     }
     json_decref(w->answer);
@@ -366,7 +331,7 @@ static struct vault_write *write_new(struct vault *v, vault_saved_fn *done, void
 
 static int save(struct vault *v, struct secret_entry *s, struct vault_write *w, err_t *err)
 {
-    char *text = json_dumps(s->rules, JSON_COMPACT);
+    char *text = json_dumps(s->spec, JSON_COMPACT);
     if (!text) return err_set(err, -ENOMEM, "out of memory");
     struct store_secret row = {.account = s->account,
                                .name = s->name,
@@ -381,27 +346,77 @@ static int save(struct vault *v, struct secret_entry *s, struct vault_write *w, 
     return 0;
 }
 
+/* Another secret of the account that puts its placeholder in the same variable. */
+static const struct secret_entry *env_taken(const struct vault *v, const char *account,
+                                            const char *name, const char *env)
+{
+    for (const struct secret_entry *o = v->secrets; o; o = o->next)
+        if (strcmp(o->account, account) == 0 && strcmp(o->name, name) != 0 &&
+            strcmp(env_of(o), env) == 0)
+            return o;
+    return NULL;
+}
+
+/* The spec of a put, its issues (every wrong field) appended to issues. Replacing
+ * old, a body without only or env keeps the old one's (as Runtime Cloud: a new
+ * value never widens who gets it; only: {} is every sandbox again). */
+static json_t *put_spec(const struct vault *v, const char *account, const char *name, json_t *body,
+                        const struct secret_entry *old, json_t *issues)
+{
+    json_t *spec = secret_spec_parse(body, issues);
+    for (size_t i = 0; spec && old && i < 2; i++) {
+        const char *key = i ? "env" : "only";
+        json_t *kept = json_object_get(old->spec, key);
+        if (!json_object_get(body, key) && kept) json_object_set(spec, key, kept);
+    }
+    const char *env = json_string_value(json_object_get(spec, "env"));
+    const struct secret_entry *other = env_taken(v, account, name, env ? env : name);
+    if (spec && other) {
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "the secret %s puts its placeholder in %s already; a variable holds one secret",
+                 other->name, env ? env : name);
+        json_array_append_new(issues, json_pack("{s:s,s:s}", "field", "env", "message", msg));
+        json_decref(spec);
+        return NULL;
+    }
+    return spec;
+}
+
 int vault_put(struct vault *v, const char *account, const char *name, json_t *body,
-              vault_saved_fn *done, void *arg, err_t *err)
+              vault_saved_fn *done, void *arg, json_t *issues, err_t *err)
 {
     json_t *value = json_object_get(body, "value");
     int r = secrets_check_name(name, err);
     if (r < 0) return r;
-    static const char *const known[] = {"value", "hosts", "methods", "paths", NULL};
-    if (!json_is_object(body) || !json_is_string(value))
-        return err_set(err, -EINVAL, "the body must be {value, hosts[], methods?[], paths?[]}");
-    r = json_known_fields(body, NULL, known, err);
-    if (r < 0) return r;
-    r = secrets_check_value(json_string_value(value), json_string_length(value), err);
-    if (r < 0) return r;
+    json_t *own_issues = issues ? json_incref(issues) : json_array();
     struct secret_entry *s = find_secret(v, account, name);
-    if (!s && count_secrets(v, account) >= SECRETS_PER_OWNER)
+    json_t *spec = put_spec(v, account, name, body, s, own_issues);
+    if (!spec) {
+        /* The message holds 512 bytes: past that, the fields alone (details has why). */
+        char *text = secret_issues_text(own_issues, 440);
+        bool big = json_is_string(value) && json_string_length(value) > SECRET_VALUE_MAX &&
+                   json_array_size(own_issues) == 1;
+        r = err_set(err, big ? -EFBIG : -EINVAL, "the secret was not stored: %s",
+                    text ? text : "out of memory");
+        free(text);
+        json_decref(own_issues);
+        return r;
+    }
+    json_decref(own_issues);
+    if (!s && count_secrets(v, account) >= SECRETS_PER_OWNER) {
+        json_decref(spec);
         return err_set(err, -EAGAIN,
                        "the account %s has %d secrets, the limit of secrets per account; "
                        "remove one first",
                        account, SECRETS_PER_OWNER);
-    json_t *rules = parse_rules(body, err);
-    if (!rules) return -EINVAL;
+    }
+    /* Replacing a secret keeps its placeholder (sandboxes and programs hold it). */
+    char fresh[PLACEHOLDER_LEN + 1];
+    secrets_placeholder(fresh);
+    json_object_set_new(spec, "placeholder",
+                        json_string(s && *own_placeholder(s) ? own_placeholder(s) : fresh));
+    json_t *rules = spec;
     uint8_t *sealed;
     size_t sealed_len;
     char ad[SECRETS_AD_MAX];
@@ -437,11 +452,11 @@ int vault_put(struct vault *v, const char *account, const char *name, json_t *bo
     }
     before->sealed = s->sealed; /* kept until the write is done */
     before->sealed_len = s->sealed_len;
-    before->rules = s->rules;
+    before->spec = s->spec;
     before->updated_ms = s->updated_ms;
     s->sealed = sealed;
     s->sealed_len = sealed_len;
-    s->rules = rules;
+    s->spec = rules;
     compile_hosts(s);
     s->updated_ms = now_unix_ms();
     w->version = s->version = ++v->puts;
@@ -474,6 +489,7 @@ int vault_delete(struct vault *v, const char *account, const char *name, vault_s
         if (strcmp(s->account, account) != 0 || strcmp(s->name, name) != 0) continue;
         struct vault_write *w = write_new(v, done, arg, err);
         if (!w) return -ENOMEM;
+        w->answer = json_pack("{s:s,s:b}", "name", name, "deleted", 1);
         /* Out of use now: no request swaps it in while its delete is written. */
         drop_placeholders(v, NULL, account, name);
         *pp = s->next;
@@ -507,12 +523,54 @@ static const char *placeholder_of(struct vault *v, const char *sandbox, const ch
     return NULL;
 }
 
+/* ---- which sandboxes get a secret (only) ---- */
+
+static bool list_has(json_t *list, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
+    return false;
+}
+
+/* Every pair of map is among labels. */
+static bool labels_hold(json_t *labels, json_t *map)
+{
+    const char *k;
+    json_t *want;
+    json_object_foreach(map, k, want)
+    {
+        const char *have = json_string_value(json_object_get(labels, k));
+        if (!have || strcmp(have, json_string_value(want)) != 0) return false;
+    }
+    return true;
+}
+
+/* Without only: every sandbox of the account. With it: a sandbox it names, or one
+ * whose labels hold all pairs of one of its label maps (read now: labels change). */
+static bool in_scope(const struct vault *v, const struct secret_entry *s, const char *sandbox)
+{
+    json_t *only = json_object_get(s->spec, "only");
+    if (!only) return true;
+    if (list_has(json_object_get(only, "sandboxes"), sandbox)) return true;
+    json_t *maps = json_object_get(only, "labels");
+    if (!json_array_size(maps) || !v->hooks.labels) return false;
+    json_t *labels = v->hooks.labels(v->hooks.arg, s->account, sandbox);
+    bool ok = false;
+    size_t i;
+    json_t *map;
+    json_array_foreach(maps, i, map) ok = ok || (labels && labels_hold(labels, map));
+    json_decref(labels);
+    return ok;
+}
+
 int vault_env(struct vault *v, const char *account, const char *sandbox, json_t *env, err_t *err)
 {
     for (struct secret_entry *s = v->secrets; s; s = s->next) {
         if (strcmp(s->account, account) != 0) continue; /* another account's: never here */
         /* Stored before such names were refused: never in place of the variable. */
-        if (secrets_name_reserved(s->name)) continue;
+        if (secrets_name_reserved(env_of(s))) continue;
+        if (!in_scope(v, s, sandbox)) continue;
         const char *ph = placeholder_of(v, sandbox, s->name);
         if (!ph) {
             struct placeholder_entry *p = calloc(1, sizeof *p);
@@ -533,7 +591,7 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
             v->placeholders = p;
             ph = p->placeholder;
         }
-        json_object_set_new(env, s->name, json_string(ph));
+        json_object_set_new(env, env_of(s), json_string(ph));
     }
     return 0;
 }
@@ -545,22 +603,6 @@ static bool host_allowed(const struct secret_entry *s, const char *host, uint16_
     return s->hosts_ok && policy_check(&s->hosts, host, NULL, port) == POLICY_ALLOW;
 }
 
-static bool list_has(json_t *list, const char *s)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
-    return false;
-}
-
-static bool path_allowed(json_t *globs, const char *path)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(globs, i, v) if (http_glob_match(json_string_value(v), path)) return true;
-    return false;
-}
-
 /* Only the secrets the sandbox holds placeholders of: its account's, and no other. */
 bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port)
 {
@@ -568,7 +610,7 @@ bool vault_wants(void *arg, const char *sandbox, const char *host, uint16_t port
     for (struct placeholder_entry *p = v->placeholders; p; p = p->next) {
         if (strcmp(p->sandbox, sandbox) != 0) continue;
         struct secret_entry *s = find_secret(v, p->account, p->secret);
-        if (s && host_allowed(s, host, port)) return true;
+        if (s && host_allowed(s, host, port) && in_scope(v, s, sandbox)) return true;
     }
     return false;
 }
@@ -577,6 +619,22 @@ static struct placeholder_entry *find_placeholder(struct vault *v, const char *t
 {
     for (struct placeholder_entry *p = v->placeholders; p; p = p->next)
         if (str_equal_ct(p->placeholder, token)) return p;
+    return NULL;
+}
+
+/* The secret whose own placeholder (its answers') token is. */
+static struct secret_entry *find_own_placeholder(struct vault *v, const char *token)
+{
+    for (struct secret_entry *s = v->secrets; s; s = s->next)
+        if (str_equal_ct(own_placeholder(s), token)) return s;
+    return NULL;
+}
+
+/* The sandbox's account, as its placeholders say (NULL: it holds none). */
+static const char *account_of(const struct vault *v, const char *sandbox)
+{
+    for (const struct placeholder_entry *p = v->placeholders; p; p = p->next)
+        if (strcmp(p->sandbox, sandbox) == 0) return p->account;
     return NULL;
 }
 
@@ -590,39 +648,41 @@ static void secret_event(struct vault *v, const char *sandbox, const char *kind,
     json_decref(f);
 }
 
-/* Why the placeholder may not be swapped here, or NULL when it may. */
-static const char *refusal(struct vault *v, struct placeholder_entry *p, const char *sandbox,
-                           const char *host, uint16_t port, const char *method, const char *path,
-                           struct secret_entry **out)
+/* The secret token stands for in this sandbox: one of the sandbox's own
+ * placeholders, or a secret's own placeholder (its answers show it) used in a
+ * sandbox of the secret's account. *name: the secret's name when the sandbox may
+ * be told it. NULL with why when none. */
+static struct secret_entry *secret_of(struct vault *v, const char *sandbox, const char *token,
+                                      const char **name, const char **why)
 {
-    if (!p) return "unknown placeholder";
-    if (strcmp(p->sandbox, sandbox) != 0) return "placeholder of another sandbox";
-    struct secret_entry *s = find_secret(v, p->account, p->secret);
-    if (!s) return "secret removed";
-    json_t *methods = json_object_get(s->rules, "methods");
-    json_t *paths = json_object_get(s->rules, "paths");
-    if (!host_allowed(s, host, port)) return "host not allowed";
-    if (json_array_size(methods) && !list_has(methods, method)) return "method not allowed";
-    /* A path an upstream could read as another one matches no glob. */
-    if (json_array_size(paths) && http_path_ambiguous(path)) return "ambiguous path";
-    if (json_array_size(paths) && !path_allowed(paths, path)) return "path not allowed";
-    *out = s;
-    return NULL;
+    struct placeholder_entry *p = find_placeholder(v, token);
+    *name = NULL;
+    if (p) {
+        if (strcmp(p->sandbox, sandbox) != 0) return *why = "placeholder of another sandbox", NULL;
+        *name = p->secret;
+        struct secret_entry *s = find_secret(v, p->account, p->secret);
+        if (!s) *why = "secret removed";
+        return s;
+    }
+    struct secret_entry *s = find_own_placeholder(v, token);
+    const char *account = account_of(v, sandbox);
+    if (!s || !account || strcmp(account, s->account) != 0)
+        return *why = "unknown placeholder", NULL;
+    *name = s->name;
+    return s;
 }
 
-char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t port,
-                  const char *method, const char *path, const char *token, size_t *len,
-                  bool *limited)
+/* Why the secret may not be swapped here, or NULL when it may. */
+static const char *refusal(const struct vault *v, const struct secret_entry *s, const char *sandbox,
+                           const char *host, uint16_t port, const char *method, const char *path)
 {
-    struct vault *v = arg;
-    struct placeholder_entry *p = find_placeholder(v, token);
-    struct secret_entry *s = NULL;
-    const char *why = refusal(v, p, sandbox, host, port, method, path, &s);
-    const char *name = p && strcmp(p->sandbox, sandbox) == 0 ? p->secret : NULL;
-    if (why) {
-        secret_event(v, sandbox, "secret.misdirected", name, host, method, path, why);
-        return NULL;
-    }
+    if (!host_allowed(s, host, port)) return "host not allowed";
+    if (!in_scope(v, s, sandbox)) return "sandbox not in the secret's only";
+    return secret_rules_refusal(s->spec, method, path);
+}
+
+static char *open_value(struct vault *v, const struct secret_entry *s, size_t *len)
+{
     char *value = NULL;
     err_t err = {0};
     char ad[SECRETS_AD_MAX];
@@ -631,10 +691,75 @@ char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t por
         log_error("%s", err.msg);
         return NULL;
     }
-    secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
-    *limited = json_array_size(json_object_get(s->rules, "methods")) ||
-               json_array_size(json_object_get(s->rules, "paths"));
     return value;
+}
+
+static bool has_rules(const struct secret_entry *s)
+{
+    return json_array_size(json_object_get(s->spec, "rules")) > 0;
+}
+
+char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t port,
+                  const char *method, const char *path, const char *token, size_t *len,
+                  bool *limited)
+{
+    struct vault *v = arg;
+    const char *name = NULL, *why = NULL;
+    struct secret_entry *s = secret_of(v, sandbox, token, &name, &why);
+    if (s) why = refusal(v, s, sandbox, host, port, method, path);
+    if (why) {
+        secret_event(v, sandbox, "secret.misdirected", name, host, method, path, why);
+        return NULL;
+    }
+    char *value = open_value(v, s, len);
+    if (!value) return NULL;
+    secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
+    *limited = has_rules(s);
+    return value;
+}
+
+/* A header secret's field, set in the request: its value opened, and the text. */
+static int fill_header(struct vault *v, const struct secret_entry *s, const char *placeholder,
+                       struct secret_header *h)
+{
+    *h = (struct secret_header){.limited = has_rules(s)};
+    str_copy(h->name, sizeof h->name, json_string_value(json_object_get(s->spec, "header")));
+    str_copy(h->placeholder, sizeof h->placeholder, placeholder);
+    h->value = open_value(v, s, &h->value_len);
+    if (h->value) h->text = secret_header_text(s->spec, h->value, h->value_len, &h->text_len);
+    if (h->text) return 0;
+    secrets_release(h->value, h->value_len);
+    return -ENOMEM;
+}
+
+void vault_headers_release(struct secret_header *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        secrets_release(h[i].value, h[i].value_len);
+        secrets_release(h[i].text, h[i].text_len);
+        h[i].value = h[i].text = NULL;
+    }
+}
+
+int vault_headers(void *arg, const char *sandbox, const char *host, uint16_t port,
+                  const char *method, const char *path, struct secret_header *out, size_t max)
+{
+    struct vault *v = arg;
+    size_t n = 0;
+    for (struct placeholder_entry *p = v->placeholders; p; p = p->next) {
+        if (strcmp(p->sandbox, sandbox) != 0) continue;
+        struct secret_entry *s = find_secret(v, p->account, p->secret);
+        if (!s || !json_object_get(s->spec, "header")) continue;
+        /* Set only where the value itself may go: the same hosts, scope and rules. */
+        if (refusal(v, s, sandbox, host, port, method, path)) continue;
+        if (n == max || fill_header(v, s, p->placeholder, &out[n]) < 0) {
+            vault_headers_release(out, n);
+            return n == max ? -E2BIG : -ENOMEM;
+        }
+        n++;
+        secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
+    }
+    return (int)n;
 }
 
 /* An event of the sandbox about the placeholder token: its secret's name when

@@ -1164,6 +1164,8 @@ static const struct egress_secrets vault_egress = {
     .wants = vault_wants,
     .value = vault_value,
     .release = secrets_release,
+    .headers = vault_headers,
+    .release_headers = vault_headers_release,
     .misdirected = vault_misdirected,
     .reflected = vault_reflected,
 };
@@ -1173,9 +1175,16 @@ static void on_vault_event(void *arg, const char *sandbox_id, const char *kind, 
     server_event(arg, sandbox_id, kind, fields);
 }
 
+/* A secret's only.labels are matched against the sandbox's labels as they are now. */
+static json_t *vault_labels(void *arg, const char *account, const char *sandbox_id)
+{
+    struct sbx *sb = server_sandbox_find(arg, account, sandbox_id);
+    return sb ? model_map_json(&sbx_settings(sb)->labels) : NULL;
+}
+
 static int open_vault(struct server *srv, err_t *err)
 {
-    struct vault_hooks hooks = {.arg = srv, .event = on_vault_event};
+    struct vault_hooks hooks = {.arg = srv, .event = on_vault_event, .labels = vault_labels};
     int r = vault_open(srv->store, srv->writer, srv->cfg.secrets_key, &hooks, &srv->vault, err);
     explicit_bzero(srv->cfg.secrets_key, sizeof srv->cfg.secrets_key);
     return r;

@@ -197,6 +197,25 @@ typedef void server_renamed_fn(struct server *srv, const err_t *err, void *arg);
 int server_rename_file(struct server *srv, struct sbx *sb, const char *from, const char *to,
                        bool keep_mode, server_renamed_fn *done, void *arg, err_t *err);
 
+/* One of Runtime Cloud's file-tree operations (proto.h, FILE_OP; op->id is filled in
+ * here). The keeper starts it and a helper carries it out while the loop goes on: done
+ * is called once, from the loop, with its result (res->status: 0 or the operation's
+ * negative errno) or, when it could not be carried out at all, with err. At most
+ * SERVER_FILE_OPS_PER_SANDBOX run at once in a sandbox; past it, -EAGAIN with err and
+ * no call of done. */
+#define SERVER_FILE_OPS_PER_SANDBOX 8
+struct server_file_result {
+    int status;
+    const char *msg; /* the helper's own explanation, or "" */
+    uint64_t values[5];
+    const char *entries; /* STAT and LIST: records for proto_file_entry_get */
+    size_t entries_len;
+};
+typedef void server_file_op_fn(struct server *srv, const struct server_file_result *res,
+                               const err_t *err, void *arg);
+int server_file_op(struct server *srv, struct sbx *sb, const struct proto_file_op *op,
+                   server_file_op_fn *done, void *arg, err_t *err);
+
 /* Activity keeps a sandbox awake (src/idle): touch marks it, a hold (an exec or
  * gateway request under way) keeps it awake until released. */
 void server_sandbox_touch(struct sbx *sb);

@@ -33,6 +33,7 @@ struct sbx {
     /* lifecycle.c: for the idle pause */
     uint64_t last_active_ms; /* monotonic */
     int holds;               /* execs and gateway requests under way */
+    unsigned file_ops;       /* file_ops.c: file-tree operations under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;
     int64_t mark_ms;               /* wall clock of the last checkpoint */

@@ -19,6 +19,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -115,9 +116,10 @@ const paramsOf = (o) => [...(o.item.parameters ?? []), ...(o.op.parameters ?? []
 
 // ---------------------------------------------------------------- the code
 
-const apiC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8');
-const execC = fs.readFileSync(path.join(SRC, 'api', 'exec.c'), 'utf8');
-const idemC = fs.readFileSync(path.join(SRC, 'api', 'idempotency.c'), 'utf8');
+// Every file of src/api: the routing, and what each route answers.
+const apiC = fs.readdirSync(path.join(SRC, 'api')).filter((f) => f.endsWith('.c')).sort()
+  .map((f) => fs.readFileSync(path.join(SRC, 'api', f), 'utf8')).join('\n');
+const routingC = fs.readFileSync(path.join(SRC, 'api', 'api.c'), 'utf8'); // where methods are routed
 const transportC = fs.readFileSync(path.join(SRC, 'gateway', 'transport.c'), 'utf8');
 
 function srcFiles(dir) {
@@ -133,11 +135,15 @@ function srcFiles(dir) {
 /** What the API's routing code names: path words, methods, query parameters,
  * error codes with their statuses. */
 function routingFacts() {
-  const words = new Set([...apiC.matchAll(/strn?cmp\(\s*(?:seg\[\d+\]|action|sub|name)\s*,\s*"([^"]+)"/g)].map((m) => m[1]));
+  const words = new Set([
+    ...[...apiC.matchAll(/strn?cmp\(\s*(?:seg\[\d+\]|action|sub|name|verb)\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
+    // the rows of api.c's table of a sandbox's routes: {"files", GET_ | PUT_, ...}
+    ...[...apiC.matchAll(/\{"([a-z-]+):?",\s*(?:GET_|POST_|PUT_|DELETE_)/g)].map((m) => m[1]),
+  ]);
   // The methods api.c routes on; served at all are those and the gateway's
   // (transport.c: its OPTIONS preflight). Any other is a 405.
   const routed = (text) => new Set([...text.matchAll(/HTTPD_(GET|POST|PUT|DELETE|OPTIONS|HEAD)\b/g)].map((m) => m[1]));
-  const methods = routed(apiC);
+  const methods = routed(routingC);
   const accepted = new Set([...methods, ...routed(transportC)]);
   const query = new Set([
     ...[...apiC.matchAll(/evhttp_find_header\(\s*&q\s*,\s*"([^"]+)"/g)].map((m) => m[1]),
@@ -148,10 +154,8 @@ function routingFacts() {
     if (!codes.has(code)) codes.set(code, new Set());
     codes.get(code).add(Number(status));
   };
-  for (const text of [apiC, execC, idemC]) {
-    for (const m of text.matchAll(/api_error\(\s*\w+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"/g)) add(m[1], m[2]);
-    for (const m of text.matchAll(/\{\s*-E[A-Z0-9]+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"\s*\}/g)) add(m[1], m[2]);
-  }
+  for (const m of apiC.matchAll(/api_error(?:_details)?\(\s*[\w>-]+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"/g)) add(m[1], m[2]);
+  for (const m of apiC.matchAll(/\{\s*-E[A-Z0-9]+\s*,\s*(\d{3})\s*,\s*"([a-z_]+)"/g)) add(m[1], m[2]);
   const fallback = /api_error\(req,\s*(\d{3}),\s*"([a-z_]+)",\s*"%s",\s*err->msg\[0\]/.exec(apiC);
   if (fallback) add(fallback[1], fallback[2]);
   return { words, methods, accepted, query, codes };
@@ -324,7 +328,8 @@ test('the validator is not vacuous: wrong shapes and undocumented fields fail', 
 test('what src/api/api.c routes is in the document: path words, methods, query parameters, error codes', () => {
   const facts = routingFacts();
   assert.ok(facts.words.size >= 10 && facts.words.has('sandboxes'), `path words found: ${[...facts.words]}`);
-  const docWords = new Set(Object.keys(doc.paths).flatMap((p) => p.split('/').filter((s) => s && !s.startsWith('{'))));
+  // ".../{uploadId}:commit" has the word commit; ".../files:mkdir" files and mkdir.
+  const docWords = new Set(Object.keys(doc.paths).flatMap((p) => p.split(/[/:]/).filter((s) => s && !s.startsWith('{'))));
   const missing = [...facts.words].filter((w) => !docWords.has(w));
   assert.deepEqual(missing, [], 'path words the routing code compares against but no documented path has');
   const docMethods = new Set(OPS.filter((o) => !isGateway(o)).map((o) => o.method));
@@ -419,15 +424,15 @@ test('sandboxes: create, defaults, getOrCreate, get, list by label', { skip }, a
   const running = await call('GET', '/v1/sandboxes', { query: 'state=running&state=paused', expect: 200 });
   assert.ok(running.body.data.every((s) => ['running', 'paused'].includes(s.state)) && running.body.data.length > 0);
   assert.deepEqual((await call('GET', '/v1/sandboxes', { query: 'state=stopped', expect: 200 })).body.data, []);
-  await callError('GET', '/v1/sandboxes', 400, 'bad_request', { query: 'limit=0' });
+  await callError('GET', '/v1/sandboxes', 400, 'invalid_request', { query: 'limit=0' });
 });
 
 test('sandboxes: bad input, unknown ids, keys, too large', { skip }, async () => {
-  await callError('POST', '/v1/sandboxes', 400, 'bad_json', { raw: '{"name":', headers: { 'Content-Type': 'application/json' } });
-  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { colour: 'red' }, reqValid: false });
-  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { memoryMiB: 1 }, reqValid: false });
-  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { name: '-bad name' }, reqValid: false });
-  await callError('POST', '/v1/sandboxes', 400, 'bad_request', { body: { network: { internet: 'yes' } }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { raw: '{"name":', headers: { 'Content-Type': 'application/json' } });
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { body: { colour: 'red' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { body: { memoryMiB: 1 }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { body: { name: '-bad name' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { body: { network: { internet: 'yes' } }, reqValid: false });
   await callError('POST', '/v1/sandboxes', 413, 'too_large', { body: { labels: { big: 'x'.repeat((1 << 20) + 1) } } });
   await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
   await callError('DELETE', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
@@ -471,7 +476,7 @@ test('stop and start', { skip }, async () => {
   assert.equal(s.body.status, 'stopped');
   await call('POST', '/v1/sandboxes/{id}/stop', { params: { id: sb.id }, expect: 200 });
   await callError('POST', '/v1/sandboxes/{id}/exec', 409, 'not_running', { params: { id: sb.id }, body: { argv: ['true'] } });
-  await callError('POST', '/v1/sandboxes/{id}/pause', 400, 'bad_request', { params: { id: sb.id } });
+  await callError('POST', '/v1/sandboxes/{id}/pause', 400, 'invalid_request', { params: { id: sb.id } });
   const t = await call('POST', '/v1/sandboxes/{id}/start', { params: { id: sb.id }, expect: 200 });
   assert.equal(t.body.status, 'running');
   await call('POST', '/v1/sandboxes/{id}/start', { params: { id: sb.id }, expect: 200 });
@@ -486,7 +491,7 @@ test('stop and start', { skip }, async () => {
   assert.equal((await call('POST', '/v1/sandboxes/{id}:restart', { params: { id: sb.id }, expect: 200 })).body.state, 'running');
   const x = await call('POST', '/v1/sandboxes/{id}:exec', { params: { id: sb.id }, body: { command: 'echo $((6 * 7))' }, expect: 200 });
   assert.equal(x.body.stdout, '42\n');
-  await callError('POST', '/v1/sandboxes/{id}:exec', 400, 'bad_request', { params: { id: sb.id }, body: { command: 'true', argv: ['true'] } });
+  await callError('POST', '/v1/sandboxes/{id}:exec', 400, 'invalid_request', { params: { id: sb.id }, body: { command: 'true', argv: ['true'] } });
   await callError('POST', '/v1/sandboxes/{id}:restart', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
   for (const t of ['/v1/sandboxes/{id}:pause', '/v1/sandboxes/{id}:wake', '/v1/sandboxes/{id}:stop', '/v1/sandboxes/{id}:exec'])
     await callError('POST', t, 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: t.endsWith('exec') ? { argv: ['true'] } : undefined });
@@ -506,10 +511,10 @@ test('exec: result, stdin, env, cwd, timeout, errors', { skip }, async () => {
   assert.equal(t.body.timedOut, true);
   await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'exec_failed', { params: { id: sb.id },
     body: { argv: ['/no/such/program'] }, reqValid: true });
-  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: [] }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: ['ls'], cwd: 'tmp' }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_request', { params: { id: sb.id }, body: { argv: ['ls'], timeoutMs: 0 }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'bad_json', { params: { id: sb.id }, raw: 'nope' });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'invalid_request', { params: { id: sb.id }, body: { argv: [] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'invalid_request', { params: { id: sb.id }, body: { argv: ['ls'], cwd: 'tmp' }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'invalid_request', { params: { id: sb.id }, body: { argv: ['ls'], timeoutMs: 0 }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 400, 'invalid_request', { params: { id: sb.id }, raw: 'nope' });
   await callError('POST', '/v1/sandboxes/{id}/exec', 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: { argv: ['true'] } });
 });
 
@@ -523,28 +528,80 @@ test('files: PUT with mode, GET with X-File-Mode, errors', { skip }, async () =>
   const e = await call('GET', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=empty', expect: 200 });
   assert.equal(e.buf.length, 0);
   assert.equal(e.headers.get('x-file-mode'), '0755');
-  await callError('GET', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: sb.id }, query: 'path=no-such-file' });
-  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id } });
-  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=data.bin&mode=0644' });
-  await callError('PUT', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=x&mode=999', raw: 'x' });
-  await callError('PUT', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: sb.id }, query: 'path=no/such/dir/x', raw: 'x' });
-  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'bad_request', { params: { id: sb.id }, query: 'path=%2Fworkspace' });
+  await callError('GET', '/v1/sandboxes/{id}/files', 404, 'file_not_found', { params: { id: sb.id }, query: 'path=no-such-file' });
+  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'invalid_request', { params: { id: sb.id } });
+  await callError('GET', '/v1/sandboxes/{id}/files', 400, 'invalid_request', { params: { id: sb.id }, query: 'path=data.bin&mode=0644' });
+  await callError('PUT', '/v1/sandboxes/{id}/files', 400, 'invalid_request', { params: { id: sb.id }, query: 'path=x&mode=999', raw: 'x' });
+  await call('PUT', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=made/on/the/way/x', raw: 'x', expect: 204 });
+  await callError('PUT', '/v1/sandboxes/{id}/files', 409, 'not_a_directory', { params: { id: sb.id }, query: 'path=data.bin/x', raw: 'x' });
+  await callError('GET', '/v1/sandboxes/{id}/files', 409, 'is_a_directory', { params: { id: sb.id }, query: 'path=%2Fworkspace' });
   await callError('PUT', '/v1/sandboxes/{id}/files', 404, 'not_found', { params: { id: 'no-such-sandbox' }, query: 'path=x', raw: 'x' });
+});
+
+test('files tree: list, stat, mkdir, remove, rename, chmod, errors', { skip }, async () => {
+  const id = { id: sb.id };
+  const made = await call('POST', '/v1/sandboxes/{id}/files:mkdir', { params: id, body: { path: '/workspace/tree/sub', parents: true }, expect: 200 });
+  assert.deepEqual(made.body, { path: '/workspace/tree/sub', created: true });
+  await call('PUT', '/v1/sandboxes/{id}/files', { params: id, query: 'path=tree/sub/a.txt', raw: 'hi', expect: 204 });
+  const listed = await call('GET', '/v1/sandboxes/{id}/files/list', { params: id, query: 'path=/workspace/tree&depth=2', expect: 200 });
+  assert.deepEqual(listed.body.data.map((e) => e.path), ['/workspace/tree/sub', '/workspace/tree/sub/a.txt']);
+  const st = await call('GET', '/v1/sandboxes/{id}/files/stat', { params: id, query: 'path=/workspace/tree/sub/a.txt', expect: 200 });
+  assert.equal(st.body.size, 2);
+  const none = await call('GET', '/v1/sandboxes/{id}/files/stat', { params: id, query: 'path=/workspace/tree/none', expect: 200 });
+  assert.deepEqual(none.body, { exists: false, path: '/workspace/tree/none' });
+  await call('POST', '/v1/sandboxes/{id}/files:chmod', { params: id, body: { path: '/workspace/tree/sub/a.txt', mode: '600' }, expect: 200 });
+  await call('POST', '/v1/sandboxes/{id}/files:rename', { params: id, body: { from: '/workspace/tree/sub/a.txt', to: '/workspace/tree/b.txt' }, expect: 200 });
+  await callError('POST', '/v1/sandboxes/{id}/files:remove', 409, 'not_empty', { params: id, body: { path: '/workspace/tree' } });
+  const gone = await call('POST', '/v1/sandboxes/{id}/files:remove', { params: id, body: { path: '/workspace/tree', recursive: true }, expect: 200 });
+  assert.equal(gone.body.removed, true);
+  await callError('GET', '/v1/sandboxes/{id}/files/list', 404, 'file_not_found', { params: id, query: 'path=/workspace/tree' });
+  await callError('GET', '/v1/sandboxes/{id}/files/list', 400, 'invalid_request', { params: id, query: 'limit=0' });
+  await callError('POST', '/v1/sandboxes/{id}/files:mkdir', 400, 'invalid_request', { params: id, body: { path: 'x', colour: 1 }, reqValid: false });
+});
+
+test("files/content and uploads: Runtime Cloud's file routes", { skip }, async () => {
+  const put = await call('PUT', '/v1/sandboxes/{id}/files/content', { params: { id: sb.id }, query: 'path=%2Fworkspace%2Fc%2Fa.txt&mode=600', raw: 'hello', expect: 200 });
+  assert.deepEqual(put.body, { path: '/workspace/c/a.txt', size: 5 });
+  const got = await call('GET', '/v1/sandboxes/{id}/files/content', { params: { id: sb.id }, query: 'path=%2Fworkspace%2Fc%2Fa.txt', expect: 200 });
+  assert.equal(got.text, 'hello');
+  assert.equal(got.headers.get('x-content-length'), '5');
+  assert.equal(got.headers.get('x-file-mode'), '0600');
+  const data = Buffer.alloc(1024 * 1024 + 3, 7);
+  const sha256 = crypto.createHash('sha256').update(data).digest('hex');
+  const up = await call('POST', '/v1/sandboxes/{id}/uploads', { params: { id: sb.id }, body: { path: '/workspace/c/big', size: data.length, sha256 }, expect: 201 });
+  const uploadId = up.body.uploadId;
+  for (const offset of [0, up.body.chunkBytes])
+    await call('PUT', '/v1/sandboxes/{id}/uploads/{uploadId}', { params: { id: sb.id, uploadId }, query: `offset=${offset}`, raw: data.subarray(offset, offset + up.body.chunkBytes), expect: 200 });
+  const done = await call('POST', '/v1/sandboxes/{id}/uploads/{uploadId}:commit', { params: { id: sb.id, uploadId }, body: {}, expect: 200 });
+  assert.equal(done.body.sha256, sha256);
+  const other = await call('POST', '/v1/sandboxes/{id}/uploads', { params: { id: sb.id }, body: { path: '/workspace/c/gone', size: 1, sha256 }, expect: 201 });
+  await call('POST', '/v1/sandboxes/{id}/uploads/{uploadId}:abort', { params: { id: sb.id, uploadId: other.body.uploadId }, body: {}, expect: 200 });
+  await callError('POST', '/v1/sandboxes/{id}/uploads/{uploadId}:commit', 404, 'not_found', { params: { id: sb.id, uploadId: other.body.uploadId }, body: {} });
+  await callError('POST', '/v1/sandboxes/{id}/uploads', 400, 'invalid_request', { params: { id: sb.id }, body: { path: '/etc/x', size: 1, sha256 }, reqValid: false });
 });
 
 test('network: replace the policy, see it on the sandbox, errors', { skip }, async () => {
   const r = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200,
     body: { internet: true, allow: ['example.com', '*.example.org'] } });
-  assert.deepEqual(r.body, { internet: true, allow: ['example.com', '*.example.org'] });
+  assert.deepEqual(r.body, { internet: true, allow: ['example.com', '*.example.org'], openPorts: true });
   const g = await call('GET', '/v1/sandboxes/{id}', { params: { id: sb.id }, expect: 200 });
-  assert.deepEqual(g.body.network, r.body);
+  assert.deepEqual(g.body.network, { internet: true, allow: ['example.com', '*.example.org'] });
+  const got = await call('GET', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200 });
+  assert.deepEqual(got.body, r.body);
   const empty = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: {} });
-  assert.deepEqual(empty.body, { internet: true }, 'an omitted field takes its default: no allow list');
+  assert.deepEqual(empty.body, { internet: true, openPorts: true }, 'an omitted field takes its default: no allow list');
   const none = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { allow: [] } });
-  assert.deepEqual(none.body, { internet: true, allow: [] }, 'an empty list is kept: no host');
+  assert.deepEqual(none.body, { internet: true, allow: [], openPorts: true }, 'an empty list is kept: no host');
+  const rules = { internet: true, allow: ['*.example.com'], deny: ['bad.example.com', '203.0.113.0/24'], connect: ['db.example.net:5432'] };
+  const denied = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: rules });
+  assert.deepEqual(denied.body, { ...rules, openPorts: true }, 'deny and connect are kept, not dropped');
+  const listed = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { internet: false, allow: ['example.com'] } });
+  assert.deepEqual(listed.body, { internet: true, allow: ['example.com'], openPorts: true }, "internet false with a list is that list (Runtime Cloud's reading)");
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'invalid_request', { params: { id: sb.id }, body: { connect: ['db.example.net'] } });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'invalid_request', { params: { id: sb.id }, body: { internet: true, block: ['x.example'] }, reqValid: false });
   await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200, body: { internet: false } });
-  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_request', { params: { id: sb.id }, body: { allow: 'example.com' }, reqValid: false });
-  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'bad_json', { params: { id: sb.id }, raw: '' });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'invalid_request', { params: { id: sb.id }, body: { allow: 'example.com' }, reqValid: false });
+  await callError('PUT', '/v1/sandboxes/{id}/network', 400, 'invalid_request', { params: { id: sb.id }, raw: '' });
   await callError('PUT', '/v1/sandboxes/{id}/network', 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: {} });
 });
 
@@ -559,13 +616,13 @@ test('events: a refused connection, pauses and resumes; after=', { skip }, async
   const first = r.body[0].seq;
   const later = await call('GET', '/v1/sandboxes/{id}/events', { params: { id: sb.id }, query: `after=${first}`, expect: 200 });
   assert.ok(later.body.every((e) => e.seq > first) && later.body.length === r.body.length - 1);
-  await callError('GET', '/v1/sandboxes/{id}/events', 400, 'bad_request', { params: { id: sb.id }, query: 'after=-1' });
+  await callError('GET', '/v1/sandboxes/{id}/events', 400, 'invalid_request', { params: { id: sb.id }, query: 'after=-1' });
   await callError('GET', '/v1/sandboxes/{id}/events', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
 });
 
 test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, async () => {
   const none = await call('GET', '/v1/sandboxes/{id}/mcp', { params: { id: probeSb.id }, expect: 200 });
-  assert.deepEqual(none.body, { servers: [], headers: {} });
+  assert.deepEqual(none.body, { running: false, port: null, servers: [], headers: {}, warnings: [] });
   await call('PUT', '/v1/sandboxes/{id}/files', { params: { id: sb.id }, query: 'path=hello.mjs', raw: fs.readFileSync(HELLO), expect: 204 });
   const hello = { name: 'hello', command: ['node', '/workspace/hello.mjs'] };
   const s = await call('POST', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, body: { servers: [hello] }, expect: 202 });
@@ -582,21 +639,21 @@ test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, 
   await call('POST', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, body: { servers: [hello] }, expect: 202 });
   await callError('POST', '/v1/sandboxes/{id}/mcp', 409, 'conflict', { params: { id: sb.id },
     body: { servers: [{ ...hello, args: ['x'] }] }, reqValid: true });
-  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id }, body: { servers: [] }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'invalid_request', { params: { id: sb.id }, body: { servers: [] }, reqValid: false });
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'invalid_request', { params: { id: sb.id },
     body: { servers: [{ name: 'Bad Name', command: ['node'] }] }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'invalid_request', { params: { id: sb.id },
     body: { servers: [{ name: 'x', command: ['node'], fingerprint: 'xyz' }] }, reqValid: false });
-  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id },
+  await callError('POST', '/v1/sandboxes/{id}/mcp', 400, 'invalid_request', { params: { id: sb.id },
     body: { servers: [{ id: 'no-such-catalog-id' }] }, reqValid: true });
-  await callError('GET', '/v1/sandboxes/{id}/mcp', 400, 'bad_request', { params: { id: sb.id }, query: 'wait=-1' });
+  await callError('GET', '/v1/sandboxes/{id}/mcp', 400, 'invalid_request', { params: { id: sb.id }, query: 'wait=-1' });
   await callError('GET', '/v1/sandboxes/{id}/mcp', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
   // Its output, as text (follow=1 is tested in tests/mcp/newcomer.test.mjs).
   const logs = await call('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', { params: { id: sb.id, name: 'hello' }, expect: 200 });
   assert.equal(typeof logs.text, 'string');
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: 'no-such-sandbox', name: 'hello' } });
-  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 400, 'bad_request', { params: { id: sb.id, name: 'hello' }, query: 'follow=maybe' });
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 400, 'invalid_request', { params: { id: sb.id, name: 'hello' }, query: 'follow=maybe' });
 });
 
 /** A gateway request, its answer checked against the document's gateway operation. */
@@ -654,7 +711,11 @@ test('mcp: stop, and the mcp events', { skip }, async () => {
   await call('DELETE', '/v1/sandboxes/{id}/mcp/{name}', { params: { id: sb.id, name: 'hello' }, expect: 204 });
   await callError('DELETE', '/v1/sandboxes/{id}/mcp/{name}', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
   const st = await call('GET', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, expect: 200 });
-  assert.equal(st.body.servers[0].status, 'stopped');
+  assert.equal(st.body.servers[0].phase, 'stopped');
+  assert.equal(st.body.servers[0].status, 'failed');
+  assert.equal(st.body.running, false);
+  const all = await call('DELETE', '/v1/sandboxes/{id}/mcp', { params: { id: sb.id }, expect: 200 });
+  assert.deepEqual(all.body, { stopped: false }, 'nothing was running');
   const ev = await call('GET', '/v1/sandboxes/{id}/events', { params: { id: sb.id }, expect: 200 });
   const kinds = ev.body.map((e) => e.kind);
   for (const k of ['mcp.ready', 'mcp.stopped']) assert.ok(kinds.includes(k), `a ${k} event: ${kinds}`);
@@ -662,28 +723,31 @@ test('mcp: stop, and the mcp events', { skip }, async () => {
 
 test('catalog: every entry matches, the optional lock and env included', { skip }, async () => {
   const r = await call('GET', '/v1/mcp/catalog', { expect: 200 });
-  assert.ok(r.body.length > 0);
-  assert.ok(r.body.some((e) => Array.isArray(e.lock)), 'an entry with a lock');
-  assert.ok(r.body.some((e) => e.env && typeof e.env === 'object'), 'an entry with env');
+  assert.ok(r.body.data.length > 0);
+  assert.ok(r.body.data.some((e) => Array.isArray(e.lock)), 'an entry with a lock');
+  assert.ok(r.body.data.some((e) => e.serverEnv && typeof e.serverEnv === 'object'), 'an entry with serverEnv');
+  const github = r.body.data.find((e) => e.id === 'github');
+  assert.deepEqual(github.env, [{ name: 'GITHUB_PERSONAL_ACCESS_TOKEN', description: github.settings[0].description, required: true, secret: true, hosts: ['api.github.com'] }]);
 });
 
 test('secrets: put, replace, list without values, delete, errors', { skip }, async () => {
   const name = 'OA_TOKEN';
   const body = { value: 'sekrit-value', hosts: ['api.example.com'], methods: ['GET'], paths: ['/repos/acme/*'] };
-  const c = await call('PUT', '/v1/secrets/{name}', { params: { name }, body, expect: 201 });
+  const c = await call('PUT', '/v1/egress-secrets/{name}', { params: { name }, body, expect: 201 });
   assert.equal(c.body.value, undefined, 'the value is never shown');
-  await call('PUT', '/v1/secrets/{name}', { params: { name }, body: { value: 'v2', hosts: ['api.example.com'] }, expect: 200 });
-  const l = await call('GET', '/v1/secrets', { expect: 200 });
-  assert.ok(l.body.some((s) => s.name === name));
+  await call('PUT', '/v1/egress-secrets/{name}', { params: { name }, body: { value: 'v2', hosts: ['api.example.com'] }, expect: 200 });
+  const l = await call('GET', '/v1/egress-secrets', { expect: 200 });
+  assert.ok(l.body.secrets.some((s) => s.name === name));
   assert.ok(!l.text.includes('sekrit') && !l.text.includes('v2"'), 'no values in the listing');
-  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'x' }, reqValid: false });
-  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'a\nb', hosts: ['h.example'] }, reqValid: false });
-  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name }, body: { value: 'x', hosts: ['h.example'], methods: ['get'] }, reqValid: false });
-  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_request', { params: { name: '1BAD' }, body: { value: 'x', hosts: ['h.example'] } });
-  await callError('PUT', '/v1/secrets/{name}', 413, 'too_large', { params: { name }, body: { value: 'x'.repeat(16385), hosts: ['h.example'] }, reqValid: false });
-  await callError('PUT', '/v1/secrets/{name}', 400, 'bad_json', { params: { name }, raw: '{' });
-  await call('DELETE', '/v1/secrets/{name}', { params: { name }, expect: 204 });
-  await callError('DELETE', '/v1/secrets/{name}', 404, 'not_found', { params: { name } });
+  await callError('PUT', '/v1/egress-secrets/{name}', 400, 'invalid_request', { params: { name }, body: { value: 'x' }, reqValid: false });
+  await callError('PUT', '/v1/egress-secrets/{name}', 400, 'invalid_request', { params: { name }, body: { value: 'a\nb', hosts: ['h.example'] }, reqValid: false });
+  await callError('PUT', '/v1/egress-secrets/{name}', 400, 'invalid_request', { params: { name }, body: { value: 'x', hosts: ['h.example'], methods: ['get'] }, reqValid: false });
+  await callError('PUT', '/v1/egress-secrets/{name}', 400, 'invalid_request', { params: { name: '1BAD' }, body: { value: 'x', hosts: ['h.example'] } });
+  await callError('PUT', '/v1/egress-secrets/{name}', 413, 'too_large', { params: { name }, body: { value: 'x'.repeat(8193), hosts: ['h.example'] }, reqValid: false });
+  await callError('PUT', '/v1/egress-secrets/{name}', 400, 'invalid_request', { params: { name }, raw: '{' });
+  await call('DELETE', '/v1/egress-secrets/{name}', { params: { name }, expect: 200 });
+  await callError('DELETE', '/v1/egress-secrets/{name}', 404, 'not_found', { params: { name } });
+  await callError('GET', '/v1/secrets', 501, 'unavailable', {});
 });
 
 test('accounts: create, list, rotate, limits, an account\'s key, remove, errors', { skip }, async () => {
@@ -693,10 +757,10 @@ test('accounts: create, list, rotate, limits, an account\'s key, remove, errors'
   assert.equal(c.body.maxMemoryMiB, null);
   await callError('POST', '/v1/accounts', 409, 'conflict', { body: { name }, reqValid: true });
   await callError('POST', '/v1/accounts', 409, 'conflict', { body: { name: 'default' }, reqValid: true });
-  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'Bad Name' }, reqValid: false });
-  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'x', maxSandboxes: 0 }, reqValid: false });
-  await callError('POST', '/v1/accounts', 400, 'bad_request', { body: { name: 'x', colour: 'red' }, reqValid: false });
-  await callError('POST', '/v1/accounts', 400, 'bad_json', { raw: '{' });
+  await callError('POST', '/v1/accounts', 400, 'invalid_request', { body: { name: 'Bad Name' }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'invalid_request', { body: { name: 'x', maxSandboxes: 0 }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'invalid_request', { body: { name: 'x', colour: 'red' }, reqValid: false });
+  await callError('POST', '/v1/accounts', 400, 'invalid_request', { raw: '{' });
   const l = await call('GET', '/v1/accounts', { expect: 200 });
   const row = l.body.find((a) => a.name === name);
   assert.deepEqual({ ...row, createdAt: undefined }, { name, createdAt: undefined, removing: false,
@@ -750,7 +814,7 @@ async function probe(method, p) {
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch {}
-  if ((res.status === 404 && body?.error?.code === 'not_found' && /^no such API path/.test(body.error.message)) ||
+  if ((res.status === 404 && ['not_found', 'route_not_found'].includes(body?.error?.code) && /^no (such API path|change)/.test(body.error.message)) ||
       res.status === 405 || res.status === 501) return { kind: 'unrouted', status: res.status, text };
   if (res.status === 404) return { kind: 'missing', status: res.status, text };
   return { kind: 'served', status: res.status, text };
@@ -784,7 +848,9 @@ test('routes: what the daemon serves is exactly what the document describes', { 
     const o = OPS.find((x) => !isGateway(x) && x.method === method && x.re.test(p));
     const documentedHere = OPS.some((x) => !isGateway(x) && x.method === method && concrete(x.template) === p);
     if (r.kind === 'served' && !o) undocumented.push(`${line} -> ${r.status} ${r.text.slice(0, 120).trim()}`);
-    if (documentedHere && r.kind === 'unrouted') unserved.push(`${line} -> ${r.status} ${r.text.slice(0, 120).trim()}`);
+    // A path documented as Runtime Cloud's and not here answers its 501 (unavailable).
+    const unavailable = r.status === 501 && o?.op.responses['501'];
+    if (documentedHere && r.kind === 'unrouted' && !unavailable) unserved.push(`${line} -> ${r.status} ${r.text.slice(0, 120).trim()}`);
   }
   assert.deepEqual(undocumented, [], 'served, but not in the document');
   assert.deepEqual(unserved, [], 'in the document, but not served');

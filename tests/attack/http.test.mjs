@@ -148,12 +148,12 @@ describe('bodies and heads before the key', { skip: !isRoot() && 'must run as ro
   });
 
   test('heads that do not parse are a JSON 400, and %00 never shortens a name', async () => {
-    const nul = await rawClient(d.port, head('PUT', '/v1/secrets/a%00b', { Host: host, Authorization: auth,
+    const nul = await rawClient(d.port, head('PUT', '/v1/egress-secrets/a%00b', { Host: host, Authorization: auth,
       'Content-Type': 'application/json', 'Content-Length': 2 }) + '{}');
     assert.equal(nul.status, 400, nul.head);
     assert.match(JSON.parse(nul.body).error.message, /control character in path/);
-    const secrets = await d.api('GET', '/v1/secrets');
-    assert.ok(!secrets.body.some((s) => s.name === 'a'), 'no secret named a');
+    const secrets = await d.api('GET', '/v1/egress-secrets');
+    assert.ok(!secrets.body.secrets.some((s) => s.name === 'a'), 'no secret named a');
     const noHost = await rawClient(d.port, 'GET /v1/sandboxes HTTP/1.1\r\n\r\n');
     assert.equal(noHost.status, 400);
     assert.match(JSON.parse(noHost.body).error.message, /missing Host/);

@@ -55,7 +55,7 @@ export class TestNet {
  * pins for the test hosts; secrets through the API. */
 export class LocalDaemon extends EgressDaemon {
   async putSecret(name, spec) {
-    const r = await this.api('PUT', `/v1/secrets/${name}`, spec);
+    const r = await this.api('PUT', `/v1/egress-secrets/${name}`, spec);
     if (r.status !== 200 && r.status !== 201) throw new Error(`PUT secret ${name}: HTTP ${r.status} ${r.text}`);
   }
 

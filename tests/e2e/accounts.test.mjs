@@ -73,7 +73,7 @@ before(async () => {
   const put = await as(keyA).api('PUT', `/v1/sandboxes/${boxA.id}/files?path=/workspace/a.txt`,
     undefined, { raw: Buffer.from('only A\n') });
   assert.equal(put.status, 204, put.text);
-  const sec = await as(keyA).api('PUT', '/v1/secrets/GH_TOKEN',
+  const sec = await as(keyA).api('PUT', '/v1/egress-secrets/GH_TOKEN',
     { value: 'ghp_account_a_value', hosts: ['api.github.com'] });
   assert.equal(sec.status, 201, sec.text);
   gwA = await helloIn(keyA, boxA.id);
@@ -201,14 +201,14 @@ test("names and secrets are per account: B's customer-42 and GH_TOKEN are its ow
   assert.equal(boxB.status, 201, `a name of A's is free in B: ${boxB.text}`);
   d.track(boxB.body.id);
   assert.notEqual(boxB.body.id, boxA.id);
-  assert.equal((await b.api('GET', '/v1/secrets')).body.length, 0);
-  const del = await b.api('DELETE', '/v1/secrets/GH_TOKEN');
+  assert.equal((await b.api('GET', '/v1/egress-secrets')).body.secrets.length, 0);
+  const del = await b.api('DELETE', '/v1/egress-secrets/GH_TOKEN');
   assert.equal(del.status, 404, del.text);
-  const putB = await b.api('PUT', '/v1/secrets/GH_TOKEN', { value: 'ghp_account_b_value', hosts: ['api.github.com'] });
+  const putB = await b.api('PUT', '/v1/egress-secrets/GH_TOKEN', { value: 'ghp_account_b_value', hosts: ['api.github.com'] });
   assert.equal(putB.status, 201, `B's secret of the same name is a new one: ${putB.text}`);
-  const secretsA = await as(keyA).api('GET', '/v1/secrets');
-  assert.deepEqual(secretsA.body.map((s) => s.name), ['GH_TOKEN']);
-  assert.equal(secretsA.body[0].createdAt, secretsA.body[0].updatedAt, "A's secret was not touched");
+  const secretsA = await as(keyA).api('GET', '/v1/egress-secrets');
+  assert.deepEqual(secretsA.body.secrets.map((s) => s.name), ['GH_TOKEN']);
+  assert.equal(secretsA.body.secrets[0].createdAt, secretsA.body.secrets[0].updatedAt, "A's secret was not touched");
 
   // Each sandbox sees its own account's placeholder, never the other's, never a value.
   const envOf = async (key, id) => {
@@ -286,15 +286,15 @@ test('limits: the sandbox past maxSandboxes, past maxMemoryMiB and the 51st secr
   assert.match(over.body.error.message, /maxMemoryMiB=1536/);
 
   for (let i = 0; i < 50; i++) {
-    const r = await t.api('PUT', `/v1/secrets/S${i}`, { value: `v${i}`, hosts: ['example.com'] });
+    const r = await t.api('PUT', `/v1/egress-secrets/S${i}`, { value: `v${i}`, hosts: ['example.com'] });
     assert.equal(r.status, 201, r.text);
   }
-  const fiftyFirst = await t.api('PUT', '/v1/secrets/S50', { value: 'v', hosts: ['example.com'] });
+  const fiftyFirst = await t.api('PUT', '/v1/egress-secrets/S50', { value: 'v', hosts: ['example.com'] });
   assert.equal(fiftyFirst.status, 429, fiftyFirst.text);
   assert.match(fiftyFirst.body.error.message, /50 secrets/);
-  assert.equal((await t.api('GET', '/v1/secrets')).body.length, 50);
+  assert.equal((await t.api('GET', '/v1/egress-secrets')).body.secrets.length, 50);
   // Another account's count is its own.
-  const other = await as(keyB).api('PUT', '/v1/secrets/EXTRA', { value: 'v', hosts: ['example.com'] });
+  const other = await as(keyB).api('PUT', '/v1/egress-secrets/EXTRA', { value: 'v', hosts: ['example.com'] });
   assert.equal(other.status, 201, other.text);
 });
 
@@ -350,7 +350,7 @@ test('an account removed with running sandboxes and a SIGKILL half-way leaves no
     ids.push(r.body.id);
     d.track(r.body.id);
   }
-  assert.equal((await who.api('PUT', '/v1/secrets/K', { value: 'v', hosts: ['example.com'] })).status, 201);
+  assert.equal((await who.api('PUT', '/v1/egress-secrets/K', { value: 'v', hosts: ['example.com'] })).status, 201);
   await helloIn(key, ids[0]);
   // Half-way: one sandbox cannot be removed yet (a file left in its directory makes
   // the keeper's last rmdir fail), so the removal stops with the others gone.
@@ -383,5 +383,5 @@ test('an account removed with running sandboxes and a SIGKILL half-way leaves no
   assert.ok(!usage.body.sandboxes.some((s) => ids.includes(s.sandbox)));
   // The other accounts are untouched.
   assert.equal((await as(keyA).api('GET', `/v1/sandboxes/${boxA.id}`)).body.status, 'running');
-  assert.equal((await as(keyA).api('GET', '/v1/secrets')).body.length, 1);
+  assert.equal((await as(keyA).api('GET', '/v1/egress-secrets')).body.secrets.length, 1);
 });

@@ -203,7 +203,7 @@ test("cpus above the host's online CPUs is refused naming both numbers; the host
   const online = Number((await run('getconf', ['_NPROCESSORS_ONLN'])).stdout.trim());
   assert.ok(online >= 1, 'getconf _NPROCESSORS_ONLN');
   const over = await d.api('POST', '/v1/sandboxes', { name: 'too-many-cpus', cpus: online + 0.5 });
-  assertErrorShape(over, 400, 'bad_request');
+  assertErrorShape(over, 400, 'invalid_request');
   assert.match(over.body.error.message, new RegExp(`cpus ${online + 0.5} is more than this host's ${online} online CPUs`));
   const cli = await d.cli(['sandbox', 'create', '--name', 'too-many-cpus', '--cpus', String(online * 32)]);
   assert.notEqual(cli.code, 0, cli.stdout);

@@ -25,10 +25,10 @@ after(async () => {
   await stopDaemon(d);
 });
 
-/** A 400 bad_request whose message names every one of fields as unknown, and `known`. */
+/** A 400 invalid_request whose message names every one of fields as unknown, and `known`. */
 function assertUnknown(r, fields, known) {
   assert.equal(r.status, 400, r.text);
-  assert.equal(r.body.error.code, 'bad_request', r.text);
+  assert.equal(r.body.error.code, 'invalid_request', r.text);
   const msg = r.body.error.message;
   const list = new RegExp(`unknown fields?: ([^;]*); known: (.*)$`).exec(msg);
   assert.ok(list, `the message lists the unknown and the known fields: ${msg}`);
@@ -40,21 +40,27 @@ test('create: unknown fields, at the top and in network, are refused and nothing
   const top = await d.api('POST', '/v1/sandboxes', { name: 'widened', cpu: 2, memory: 256 });
   assertUnknown(top, ['cpu', 'memory'], ['name', 'cpus', 'memoryMiB', 'network']);
   const nested = await d.api('POST', '/v1/sandboxes',
-    { name: 'widened', network: { internet: true, deny: ['example.com'], connect: [] } });
-  assertUnknown(nested, ['deny', 'connect'], ['internet', 'allow']);
+    { name: 'widened', network: { internet: true, block: ['example.com'], ports: [] } });
+  assertUnknown(nested, ['block', 'ports'], ['internet', 'allow', 'deny', 'connect']);
   assert.match(nested.body.error.message, /^network: /);
   const list = await d.api('GET', '/v1/sandboxes');
   assert.deepEqual(list.body.data.map((s) => s.name), ['fields']);
 });
 
-test('network: {deny} is refused and the policy is as before', { skip }, async () => {
+test('network: an unknown field is refused and the policy is as before; deny is kept', { skip }, async () => {
   const before_ = (await d.api('GET', `/v1/sandboxes/${box.id}`)).body.network;
   const r = await d.api('PUT', `/v1/sandboxes/${box.id}/network`,
     { internet: true, deny: ['example.com'], foo: 1 });
-  assertUnknown(r, ['deny', 'foo'], ['internet', 'allow']);
+  assertUnknown(r, ['foo'], ['internet', 'allow', 'deny', 'connect']);
   const after_ = (await d.api('GET', `/v1/sandboxes/${box.id}`)).body.network;
   assert.deepEqual(after_, before_);
   assert.deepEqual(after_.allow, ['api.example.com']);
+  // Runtime Cloud's deny is a rule now, kept and in force (tests/egress/deny.test.mjs
+  // shows a denied host unreachable).
+  const kept = await d.api('PUT', `/v1/sandboxes/${box.id}/network`,
+    { internet: true, allow: ['api.example.com'], deny: ['example.com'] });
+  assert.equal(kept.status, 200, kept.text);
+  assert.deepEqual((await d.api('GET', `/v1/sandboxes/${box.id}`)).body.network.deny, ['example.com']);
 });
 
 test('exec: {user: "root"} is refused and nothing runs', { skip }, async () => {
@@ -67,14 +73,14 @@ test('exec: {user: "root"} is refused and nothing runs', { skip }, async () => {
   assert.equal(ok.stdout.trim(), '1000');
 });
 
-test('secret put: {rules} is refused and no secret is stored', { skip }, async () => {
-  const r = await d.api('PUT', '/v1/secrets/RULED',
-    { value: 'sk-unlimited', hosts: ['api.example.com'], rules: [{ methods: ['GET'] }], header: 'X' });
-  assertUnknown(r, ['rules', 'header'], ['value', 'hosts', 'methods', 'paths']);
+test('secret put: unknown fields are refused and no secret is stored', { skip }, async () => {
+  const r = await d.api('PUT', '/v1/egress-secrets/RULED',
+    { value: 'sk-unlimited', hosts: ['api.example.com'], rules: [{ methods: ['GET'], paths: ['/a'] }], colour: 'red', tint: 1 });
+  assertUnknown(r, ['colour', 'tint'], ['value', 'hosts', 'rules', 'header', 'format', 'only', 'env']);
   assert.ok(!r.text.includes('sk-unlimited'), 'the value is not echoed');
-  const list = await d.api('GET', '/v1/secrets');
+  const list = await d.api('GET', '/v1/egress-secrets');
   assert.equal(list.status, 200, list.text);
-  assert.equal(list.body.some((s) => s.name === 'RULED'), false, list.text);
+  assert.equal(list.body.secrets.some((s) => s.name === 'RULED'), false, list.text);
 });
 
 test('MCP start: unknown fields of the body and of a server entry are refused, nothing starts', { skip }, async () => {

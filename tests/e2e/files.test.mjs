@@ -100,8 +100,10 @@ test('files API: PUT raw bytes 204, GET returns them, the sandbox user owns them
   assert.equal((await d.exec(sb.id, ['cat', '/tmp/t.txt'])).stdout, 'in tmp');
   const missing = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace/none`);
   assert.equal(missing.status, 404);
+  assert.equal(missing.body.error.code, 'file_not_found');
   const dir = await d.api('GET', `/v1/sandboxes/${sb.id}/files?path=/workspace`);
-  assert.equal(dir.status, 400, dir.text);
+  assert.equal(dir.status, 409, dir.text);
+  assert.equal(dir.body.error.code, 'is_a_directory');
   const noPath = await d.api('GET', `/v1/sandboxes/${sb.id}/files`);
   assert.equal(noPath.status, 400, noPath.text);
 });

@@ -109,9 +109,9 @@ describe('the event loop never waits', { skip: skipReason() }, () => {
     const usage = await ok('GET', '/v1/usage');
     const row = usage.sandboxes.find((u) => u.sandbox === sb.id);
     assert.ok(row && row.status === 'running' && row.runningHours > 0, JSON.stringify(row));
-    await ok('PUT', '/v1/secrets/LOOP_TOKEN', { value: 'loop-secret-value', hosts: ['api.example.com'] }, 201);
-    assert.ok((await ok('GET', '/v1/secrets')).some((x) => x.name === 'LOOP_TOKEN'));
-    await ok('DELETE', '/v1/secrets/LOOP_TOKEN', undefined, 204);
+    await ok('PUT', '/v1/egress-secrets/LOOP_TOKEN', { value: 'loop-secret-value', hosts: ['api.example.com'] }, 201);
+    assert.ok((await ok('GET', '/v1/egress-secrets')).secrets.some((x) => x.name === 'LOOP_TOKEN'));
+    await ok('DELETE', '/v1/egress-secrets/LOOP_TOKEN', undefined, 200);
     const acct = await ok('POST', '/v1/accounts', { name: 'loop-customer' }, 201);
     assert.match(acct.apiKey, /^rtk_[0-9a-f]{64}$/, 'a new account gets its key');
     await ok('DELETE', '/v1/accounts/loop-customer', undefined, 204);

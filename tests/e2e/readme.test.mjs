@@ -518,8 +518,8 @@ const CHECKS = [
     },
     async check(r, w) {
       assert.match(r.stdout, /^secret GH_TOKEN saved \(hosts: api\.github\.com;/m);
-      const list = await w.d.api('GET', '/v1/secrets');
-      assert.ok(list.body.some((s) => s.name === 'GH_TOKEN'), list.text);
+      const list = await w.d.api('GET', '/v1/egress-secrets');
+      assert.ok(list.body.secrets.some((s) => s.name === 'GH_TOKEN'), list.text);
       assert.ok(!list.text.includes(GH_TOKEN), 'the secret list shows the value');
     },
   },

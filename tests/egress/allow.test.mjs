@@ -81,14 +81,14 @@ describe('allow: [] is no host, no allow is any public host', { skip: !isRoot() 
 
   test('PUT network: [] closes a sandbox, leaving allow out (or null) opens it again', async () => {
     const closed = await d.setNetwork(any.id, { internet: true, allow: [] });
-    assert.deepEqual(closed, { internet: true, allow: [] });
+    assert.deepEqual(closed, { internet: true, allow: [], openPorts: true });
     await assertNoHost(any.id);
-    assert.deepEqual(await d.setNetwork(any.id, { internet: true }), { internet: true });
+    assert.deepEqual(await d.setNetwork(any.id, { internet: true }), { internet: true, openPorts: true });
     await assertAnyHost(any.id);
     await d.setNetwork(any.id, { internet: true, allow: [] });
-    assert.deepEqual(await d.setNetwork(any.id, { internet: true, allow: null }), { internet: true });
+    assert.deepEqual(await d.setNetwork(any.id, { internet: true, allow: null }), { internet: true, openPorts: true });
     await assertAnyHost(any.id);
-    assert.deepEqual(await d.setNetwork(any.id, {}), { internet: true }, 'an empty body: every default');
+    assert.deepEqual(await d.setNetwork(any.id, {}), { internet: true, openPorts: true }, 'an empty body: every default');
   });
 
   test('a restart keeps the difference', { timeout: 120000 }, async () => {

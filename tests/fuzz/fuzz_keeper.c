@@ -8,16 +8,17 @@
  *   - a create/adopt spec has a valid id, an in-range slot and limits, and
  *     neither its id nor its slot is live; reuse_workspace only after a failed
  *     adopt;
- *   - exec, open_file, net_sockets, watch_fd, freeze, stats and destroy only on
- *     a live sandbox (one this keeper created); argv non-empty and
- *     NULL-terminated, envp NULL-terminated, cwd and path terminated within
- *     PROTO_PATH_LEN;
+ *   - exec, open_file, file_op, net_sockets, watch_fd, freeze, stats and
+ *     destroy only on a live sandbox (one this keeper created); argv non-empty
+ *     and NULL-terminated, envp NULL-terminated, cwd and path terminated within
+ *     PROTO_PATH_LEN; a file_op's op, flags, mode, depth and limit in range;
  *   - sweep only for a valid id that is not live;
  *   - every sandbox is freed exactly once, all of them by the time it returns;
  *   - TLS_FILES answers with two sealed memfds holding exactly the bytes of
  *     the two files it was given (and -ENOENT when it was given none);
  * and what it promises the server: one RESULT per request, in order, echoing
- * the request id, carrying 4 fds after a successful exec, 1 after open, 3
+ * the request id, carrying 4 fds after a successful exec, 1 after open and
+ * file_op, 3
  * after net_sockets, 1 after create/adopt (when the driver has a watch fd),
  * none otherwise; a request the driver was asked to carry out is always
  * answered (a driver error is an error reply, not a protocol violation); no fd
@@ -72,7 +73,8 @@ enum op {
     OP_SWEEP,
     OP_NET,
     OP_WATCH,
-    OP_STOP
+    OP_STOP,
+    OP_FILE
 };
 static const int fail_errnos[] = {EIO, ENOENT, EPROTO, ENOMEM, EEXIST, EINVAL, EPERM, ENOSPC};
 
@@ -377,6 +379,30 @@ static int fake_rename_file(struct sandbox *sb, const char *from, const char *to
     return driver_result(OP_OPEN, err, "rename_file");
 }
 
+static int fake_file_op(struct sandbox *sb, const struct proto_file_op *op, int *fd, err_t *err)
+{
+    driver_called();
+    live_index(sb, "file_op");
+    if (!op || !fd) fail("file_op: no op or no fd slot");
+    if (strnlen(op->path, PROTO_PATH_LEN) == PROTO_PATH_LEN ||
+        strnlen(op->path2, PROTO_PATH_LEN) == PROTO_PATH_LEN)
+        fail("file_op: a path not terminated within %d bytes", PROTO_PATH_LEN);
+    if (op->op < PROTO_FILE_STAT || op->op >= PROTO_FILE_OP_END) fail("file_op: op %u", op->op);
+    if (op->flags & ~PROTO_FILE_FLAGS) fail("file_op: flags %#x", op->flags);
+    if (op->mode > 0777) fail("file_op: mode %o passed the keeper's check", op->mode);
+    bool list = op->op == PROTO_FILE_LIST;
+    if (list ? op->depth < 1 || op->depth > PROTO_FILE_MAX_DEPTH || op->limit < 1 ||
+                   op->limit > PROTO_FILE_MAX_LIMIT
+             : op->depth || op->limit)
+        fail("file_op: depth %u and limit %u for op %u", op->depth, op->limit, op->op);
+    /* The ns driver refuses relative paths itself (ns_file_op); so does this one. */
+    if (op->path[0] != '/') return g.driver_ret = err_set(err, -EINVAL, "path must be absolute");
+    int r = driver_result(OP_FILE, err, "file_op");
+    if (r < 0) return r;
+    *fd = fcntl(g_devnull, F_DUPFD_CLOEXEC, 0);
+    return *fd < 0 ? -errno : 0;
+}
+
 static int fake_net_sockets(struct sandbox *sb, int fds[3], err_t *err)
 {
     driver_called();
@@ -440,6 +466,7 @@ static const struct sandbox_driver fake_driver = {
     .exec = fake_exec,
     .open_file = fake_open_file,
     .rename_file = fake_rename_file,
+    .file_op = fake_file_op,
     .net_sockets = fake_net_sockets,
     .freeze = fake_freeze,
     .stats = fake_stats,

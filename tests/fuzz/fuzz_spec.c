@@ -7,7 +7,7 @@
  *     UTF-8 comes out unchanged, and a second pass changes nothing;
  *   - a rejected body has a negative code and a message that fits the error
  *     shape (api_error packs it as a JSON string, so it must be valid UTF-8);
- *     the same for the bad_json message built from jansson's error text;
+ *     the same for the invalid_request message built from jansson's error text;
  *   - an accepted body gives settings whose JSON (model_sandbox_json: the API's
  *     answer and the store's row) has exactly the documented fields, each of
  *     its type and in its range; parsing that JSON again gives the same JSON;
@@ -53,7 +53,7 @@ static void __attribute__((format(printf, 1, 2))) check_error_message(const char
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     /* As api_error does: the message goes through api_json_text. */
-    json_t *e = json_pack("{s:{s:s,s:o}}", "error", "code", "bad_request", "message",
+    json_t *e = json_pack("{s:{s:s,s:o}}", "error", "code", "invalid_request", "message",
                           api_json_text(msg, strlen(msg)));
     if (!e) fail("the error message is not valid UTF-8, so api_error sends null: \"%s\"", msg);
     json_decref(e);
@@ -98,14 +98,22 @@ static void check_spec(json_t *spec)
     check_string_map(json_object_get(spec, "labels"), "labels");
     check_string_map(json_object_get(spec, "env"), "env");
     json_t *net = json_object_get(spec, "network");
-    json_t *allow = json_object_get(net, "allow"); /* absent: no list, any public host */
-    if (!json_is_object(net) || json_object_size(net) != (allow ? 2u : 1u) ||
-        !json_is_boolean(json_object_get(net, "internet")) || (allow && !json_is_array(allow)))
-        fail("network is not {internet, allow?[]}");
-    size_t i;
-    json_t *h;
-    json_array_foreach(allow, i, h) if (!json_is_string(h) || json_string_length(h) == 0 ||
-                                        json_string_length(h) > 253) fail("network.allow[%zu]", i);
+    static const char *const lists[] = {"allow", "deny", "connect"};
+    size_t fields = 1;
+    if (!json_is_object(net) || !json_is_boolean(json_object_get(net, "internet")))
+        fail("network is not {internet, allow?[], deny?[], connect?[]}");
+    for (size_t l = 0; l < ARRAY_LEN(lists); l++) {
+        json_t *list = json_object_get(net, lists[l]); /* allow absent: any public host */
+        if (!list) continue;
+        fields++;
+        if (!json_is_array(list)) fail("network.%s is not a list", lists[l]);
+        size_t i;
+        json_t *h;
+        json_array_foreach(list, i, h) if (!json_is_string(h) || json_string_length(h) == 0 ||
+                                           json_string_length(h) > 260)
+            fail("network.%s[%zu]", lists[l], i);
+    }
+    if (json_object_size(net) != fields) fail("network has a field it should not");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -30,7 +30,8 @@ enum {
     OP_SWEEP,
     OP_NET,
     OP_WATCH,
-    OP_STOP
+    OP_STOP,
+    OP_FILE
 };
 enum { E_EIO, E_ENOENT, E_EPROTO, E_ENOMEM };
 #define R_RAW 4
@@ -139,6 +140,17 @@ static void open_file(const char *id, const char *path, uint32_t write)
     snprintf(f.id, sizeof f.id, "%s", id);
     snprintf(f.path, sizeof f.path, "%s", path);
     rec(0, PROTO_OPEN_FILE, &f, sizeof f);
+}
+
+static void file_op(const char *id, uint32_t op, const char *path, const char *path2,
+                    uint32_t flags, uint32_t mode, uint32_t depth, uint32_t limit)
+{
+    struct proto_file_op f = {
+        .op = op, .flags = flags, .mode = mode, .depth = depth, .limit = limit};
+    snprintf(f.id, sizeof f.id, "%s", id);
+    snprintf(f.path, sizeof f.path, "%s", path);
+    snprintf(f.path2, sizeof f.path2, "%s", path2);
+    rec(0, PROTO_FILE_OP, &f, sizeof f);
 }
 
 static void sweep(uint32_t count, const char *strs, size_t strs_len)
@@ -378,6 +390,48 @@ static void keeper_corpus(void)
     session(K_HELLO, 0, 0);
     rec(R_PAD, PROTO_HELLO, &hello, sizeof hello);
     save("keeper", "oversize", &s);
+    /* FILE_OP last: the request ids of the seeds above stay as they were. */
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    file_op("alpha", PROTO_FILE_STAT, "/workspace/a", "", 0, 0, 0, 0);
+    file_op("alpha", PROTO_FILE_LIST, "/workspace", "**/*.py", PROTO_FILE_HIDDEN, 0, 32, 10000);
+    file_op("alpha", PROTO_FILE_MKDIR, "/workspace/a/b", "", PROTO_FILE_PARENTS, 0, 0, 0);
+    file_op("alpha", PROTO_FILE_REMOVE, "/workspace/a", "", PROTO_FILE_RECURSIVE, 0, 0, 0);
+    file_op("alpha", PROTO_FILE_RENAME, "/workspace/a", "/workspace/b", PROTO_FILE_OVERWRITE, 0, 0,
+            0);
+    file_op("alpha", PROTO_FILE_CHMOD, "/workspace/run", "", 0, 0755, 0, 0);
+    save("keeper", "file-op", &s);
+
+    session(K_HELLO, 0, 0);
+    create("alpha", 1);
+    file_op("alpha", PROTO_FILE_STAT, "workspace/relative", "", 0, 0, 0, 0);
+    file_op("beta", PROTO_FILE_STAT, "/etc", "", 0, 0, 0, 0);
+    save("keeper", "file-op-refused", &s);
+
+    session(K_HELLO, 1u << OP_FILE, E_EIO);
+    create("alpha", 1);
+    file_op("alpha", PROTO_FILE_REMOVE, "/workspace/a", "", 0, 0, 0, 0);
+    save("keeper", "file-op-fails", &s);
+
+    /* Each breaks the protocol, and ends the session: op, flags, mode, depth, limit. */
+    static const struct proto_file_op bad_ops[] = {
+        {.op = 0},
+        {.op = PROTO_FILE_OP_END},
+        {.op = PROTO_FILE_STAT, .flags = 0x10},
+        {.op = PROTO_FILE_CHMOD, .mode = 04755},
+        {.op = PROTO_FILE_LIST, .depth = 33, .limit = 1},
+        {.op = PROTO_FILE_LIST, .depth = 1, .limit = 0},
+        {.op = PROTO_FILE_STAT, .depth = 1},
+    };
+    for (size_t i = 0; i < sizeof bad_ops / sizeof *bad_ops; i++) {
+        char name[40];
+        session(K_HELLO, 0, 0);
+        create("alpha", 1);
+        const struct proto_file_op *b = &bad_ops[i];
+        file_op("alpha", b->op, "/workspace/a", "", b->flags, b->mode, b->depth, b->limit);
+        snprintf(name, sizeof name, "file-op-bad-%zu", i);
+        save("keeper", name, &s);
+    }
 }
 
 /* ---- proto records -------------------------------------------------------- */

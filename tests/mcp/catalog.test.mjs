@@ -169,10 +169,10 @@ describe('GET /v1/mcp/catalog', { skip: needRoot }, () => {
   test('serves the 14 entries of catalog/servers.json', async () => {
     const r = await d.api('GET', '/v1/mcp/catalog');
     assert.equal(r.status, 200, r.text);
-    assert.ok(Array.isArray(r.body), r.text);
-    assert.equal(r.body.length, 14);
-    assert.deepEqual(r.body.map((e) => e.id).sort(), [...IDS].sort());
-    for (const e of r.body) {
+    assert.ok(Array.isArray(r.body.data), r.text);
+    assert.equal(r.body.data.length, 14);
+    assert.deepEqual(r.body.data.map((e) => e.id).sort(), [...IDS].sort());
+    for (const e of r.body.data) {
       assert.match(e.version, SEMVER, `${e.id}: exact version`);
       assert.ok(['MIT', 'Apache-2.0'].includes(e.license), `${e.id}: license ${e.license}`);
       assert.ok(Array.isArray(e.command) && e.command.length > 0, `${e.id}: command`);
@@ -189,7 +189,7 @@ describe('GET /v1/mcp/catalog', { skip: needRoot }, () => {
   test('runtime sandbox mcp catalog --json prints the same', async () => {
     const r = await d.cli(['sandbox', 'mcp', 'catalog', '--json']);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout).map((e) => e.id).sort(), [...IDS].sort());
+    assert.deepEqual(JSON.parse(r.stdout).data.map((e) => e.id).sort(), [...IDS].sort());
   });
 });
 
@@ -223,7 +223,7 @@ describe('catalog servers in sandboxes', { skip: needNet }, () => {
         for (const s of e.settings.filter((x) => x.required)) {
           if (s.secret) {
             const name = `CAT_${s.env}`;
-            const put = await d.api('PUT', `/v1/secrets/${name}`, { value: `dummy-${e.id}-${token}`, hosts: e.egress.length ? e.egress : ['dummy.invalid'] });
+            const put = await d.api('PUT', `/v1/egress-secrets/${name}`, { value: `dummy-${e.id}-${token}`, hosts: e.egress.length ? e.egress : ['dummy.invalid'] });
             assert.equal(put.status, 201, put.text);
             spec.secrets[s.env] = name;
           } else {

@@ -186,14 +186,14 @@ describe('runtime sandbox mcp', { skip: !isRoot() && 'must run as root (runtimed
     assert.equal(r.stdout, 'MCP server hello stopped\n');
     await waitFor(async () => {
       const s = find(await state(d, sb.id), 'hello');
-      return !s || s.status === 'stopped';
+      return !s || s.phase === 'stopped';
     }, { timeoutMs: 10000, what: 'hello to be stopped or gone' });
   });
 
   test('catalog: a table, or the API JSON with --json', async () => {
     const j = await d.cli(['sandbox', 'mcp', 'catalog', '--json']);
     assert.equal(j.code, 0, j.stderr);
-    const entries = JSON.parse(j.stdout);
+    const entries = JSON.parse(j.stdout).data; // the API's JSON: Runtime Cloud's {data}
     assert.ok(Array.isArray(entries));
     const t = await d.cli(['sandbox', 'mcp', 'catalog']);
     assert.equal(t.code, 0, t.stderr);

@@ -158,7 +158,7 @@ export class McpDaemon extends Daemon {
     await waitFor(async () => {
       const st = await this.mcpStatus(id);
       const s = (st.servers ?? []).find((x) => x.name === name);
-      return !s || s.status === 'stopped';
+      return !s || s.phase === 'stopped';
     }, { timeoutMs, what: `server ${name} to stop` });
   }
 

@@ -242,7 +242,8 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     const st = await d.mcpStatus(id);
     await d.mcpStop(id, 'same');
     const s = (await d.mcpStatus(id)).servers.find((x) => x.name === 'same');
-    assert.equal(s.status, 'stopped');
+    assert.equal(s.phase, 'stopped');
+    assert.equal(s.status, 'failed', 'not serving: Runtime Cloud\'s word');
     const gw = await fetch(s.url, { method: 'POST', headers: { Authorization: st.headers.Authorization, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: '{}' });
     assert.equal(gw.status, 503);
     assert.equal((await d.api('DELETE', `/v1/sandboxes/${id}`)).status, 204);

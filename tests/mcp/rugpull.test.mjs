@@ -189,7 +189,7 @@ describe('fingerprint gate of the gateway', { skip: skipReason() }, () => {
       const mark = await d.eventMark(sb.id);
       const changed = change.tools();
       const s = await start(name, changed);
-      assert.equal(s.status, 'refused', `after a ${what}: ${JSON.stringify(s)}`);
+      assert.equal(s.phase, 'refused', `after a ${what}: ${JSON.stringify(s)}`);
       assert.ok(s.error, 'a refused server says why');
       for (const re of change.names) assert.match(s.error, re, `the error names what changed: ${s.error}`);
       t.diagnostic(`refused: ${s.error}`);
@@ -219,7 +219,7 @@ describe('fingerprint gate of the gateway', { skip: skipReason() }, () => {
     const other = vectors()['weather-today'].fingerprint;
     const mark = await d.eventMark(sb.id);
     const bad = await start('rug-fp-bad', A, { fingerprint: other });
-    assert.equal(bad.status, 'refused', JSON.stringify(bad));
+    assert.equal(bad.phase, 'refused', JSON.stringify(bad));
     assert.match(bad.error ?? '', new RegExp(`${other}|${fingerprint(A).short}|fingerprint`, 'i'), bad.error);
     await d.waitEvent(sb.id, refusedEvent('rug-fp-bad'), { after: mark, what: 'mcp.refused for rug-fp-bad' });
 
@@ -229,7 +229,7 @@ describe('fingerprint gate of the gateway', { skip: skipReason() }, () => {
     // The option is the approval: the same server with changed tools is refused.
     await d.mcpStop(sb.id, 'rug-fp-good');
     const later = await start('rug-fp-good', CHANGES.parameter.tools(), { fingerprint: fingerprint(A).short });
-    assert.equal(later.status, 'refused', JSON.stringify(later));
+    assert.equal(later.phase, 'refused', JSON.stringify(later));
   });
 
   test('a change while running: the changed and new tools are hidden and refused, the rest works', async (t) => {

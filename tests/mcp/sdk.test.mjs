@@ -364,7 +364,7 @@ describe('SDK client through the gateway to catalog servers', { skip: skipReason
     sb = await d.create({ name: 'mcp-catalog', network: { internet: true, allow: [host] }, env: registryEnv() });
     const c = await d.api('GET', '/v1/mcp/catalog');
     assert.equal(c.status, 200, c.text);
-    catalog = Object.fromEntries(c.body.map((e) => [e.id, e]));
+    catalog = Object.fromEntries(c.body.data.map((e) => [e.id, e]));
     const got = await d.mcpReady(sb.id, [{ id: 'memory' }, { id: 'filesystem' }], { timeoutMs: 300000 });
     servers = got.servers;
     auth = got.status.headers.Authorization;

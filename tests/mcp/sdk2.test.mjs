@@ -887,7 +887,7 @@ describe('TypeScript client v2 through the gateway to server-everything', { skip
     try {
       for (const mode of ['auto', 'pinned']) {
         const st = (await d.mcpStatus(sb.id)).servers.find((x) => x.name === 'slow');
-        assert.equal(st.status, 'starting', `the server sleeps 4 s before it starts: ${JSON.stringify(st)}`);
+        assert.equal(st.phase, 'starting', `the server sleeps 4 s before it starts: ${JSON.stringify(st)}`);
         const wire = new Wire();
         const err = await connect2(slow.url, auth, { mode, wire }).then((c) => {
           close2(c);

@@ -85,7 +85,7 @@ describe('secrets: the value never enters the sandbox', { skip: !isRoot() && 'mu
   before(async () => {
     w = await new SecretsWorld().setup();
     d = w.daemon;
-    await d.putSecret('LEAK', { value: VALUE, hosts: [H, 'untrusted.test'], methods: ['GET'], paths: ['/repos/acme/**'] });
+    await d.putSecret('LEAK', { value: VALUE, hosts: [H, 'untrusted.test'], methods: ['GET'], paths: ['/repos/acme/*'] });
     sb = await d.secretsSandbox();
     ph = await d.envOf(sb.id, 'LEAK');
   });
@@ -165,20 +165,20 @@ describe('secrets: the value never enters the sandbox', { skip: !isRoot() && 'mu
 
   test('error messages of the API and the CLI never repeat the value', async () => {
     const tries = [
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE, hosts: ['bad host!'] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE, hosts: ['10.0.0.0/8'] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE, hosts: [H], methods: ['get'] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE, hosts: [H], paths: ['no-slash'] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: `${VALUE}\r\nX-Injected: 1`, hosts: [H] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE.repeat(300), hosts: [H] }],
-      ['PUT', '/v1/secrets/LEAK2', { value: VALUE }],
-      ['PUT', '/v1/secrets/LEAK2', { value: [VALUE], hosts: [H] }],
-      ['PUT', '/v1/secrets/bad-name!', { value: VALUE, hosts: [H] }],
-      ['PUT', '/v1/secrets/LEAK2', `{"value": "${VALUE}", "hosts": [`],
-      ['PUT', '/v1/secrets/LEAK2', `{"value": "${VALUE}\u0001", "hosts": ["${H}"]}`],
-      ['POST', '/v1/secrets/LEAK', { value: VALUE, hosts: [H] }],
-      ['GET', '/v1/secrets/LEAK'],
-      ['GET', '/v1/secrets'],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE, hosts: ['bad host!'] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE, hosts: ['10.0.0.0/8'] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE, hosts: [H], methods: ['get'] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE, hosts: [H], paths: ['no-slash'] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: `${VALUE}\r\nX-Injected: 1`, hosts: [H] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE.repeat(300), hosts: [H] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: VALUE }],
+      ['PUT', '/v1/egress-secrets/LEAK2', { value: [VALUE], hosts: [H] }],
+      ['PUT', '/v1/egress-secrets/bad-name!', { value: VALUE, hosts: [H] }],
+      ['PUT', '/v1/egress-secrets/LEAK2', `{"value": "${VALUE}", "hosts": [`],
+      ['PUT', '/v1/egress-secrets/LEAK2', `{"value": "${VALUE}\u0001", "hosts": ["${H}"]}`],
+      ['POST', '/v1/egress-secrets/LEAK', { value: VALUE, hosts: [H] }],
+      ['GET', '/v1/egress-secrets/LEAK'],
+      ['GET', '/v1/egress-secrets'],
       ['GET', `/v1/sandboxes/${sb.id}`],
       ['GET', '/v1/sandboxes'],
     ];
@@ -188,8 +188,8 @@ describe('secrets: the value never enters the sandbox', { skip: !isRoot() && 'mu
       if (method === 'PUT') assert.ok(r.status >= 400, `${what} must be refused: ${r.status}`);
       assert.deepEqual(found(r.text), [], `${what} -> ${r.status}: the answer repeats the value`);
     }
-    const list = await d.api('GET', '/v1/secrets');
-    assert.ok(list.body.some((s) => s.name === 'LEAK'), 'control: the secret is listed');
+    const list = await d.api('GET', '/v1/egress-secrets');
+    assert.ok(list.body.secrets.some((s) => s.name === 'LEAK'), 'control: the secret is listed');
 
     const cli = (args, input) => d.cli(args, { input, env: { RUNTIME_API_URL: undefined, RUNTIME_SOCKET: d.socket } });
     const runs = [

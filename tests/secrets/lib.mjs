@@ -176,13 +176,13 @@ export class SecretsDaemon extends EgressDaemon {
   }
 
   async putSecret(name, spec) {
-    const r = await this.api('PUT', `/v1/secrets/${name}`, spec);
+    const r = await this.api('PUT', `/v1/egress-secrets/${name}`, spec);
     if (r.status !== 200 && r.status !== 201) throw new Error(`PUT secret ${name}: HTTP ${r.status} ${r.text}`);
     return r;
   }
 
   async deleteSecret(name) {
-    const r = await this.api('DELETE', `/v1/secrets/${name}`);
+    const r = await this.api('DELETE', `/v1/egress-secrets/${name}`);
     if (r.status !== 204 && r.status !== 200) throw new Error(`DELETE secret ${name}: HTTP ${r.status} ${r.text}`);
     return r;
   }

@@ -180,14 +180,14 @@ describe('secrets: substitution', { skip: !isRoot() && 'must run as root (runtim
     // [method, target, outcome]: 'swap', 'keep' (forwarded, placeholder kept, misdirected), or a 400 reason.
     const cases = [
       ['GET', '/repos/acme/x', 'swap'],
-      ['GET', '/repos/acme/', 'swap'], // '*' matches the empty segment
+      ['GET', '/repos/acme/', 'swap'], // the prefix itself
       ['GET', '/repos/%61cme/x', 'swap'], // an encoded unreserved character is the same path
       ['GET', '/repos/acme/x?next=/repos/acmeevil', 'swap'], // the query is not the path
       ['POST', '/repos/acme/x', 'keep:method not allowed'],
       ['PUT', '/repos/acme/x', 'keep:method not allowed'],
       ['GET', '/repos/acmeevil', 'keep:path not allowed'],
       ['GET', '/repos/acme', 'keep:path not allowed'],
-      ['GET', '/repos/acme/x/y', 'keep:path not allowed'], // '*' is one segment
+      ['GET', '/repos/acme/x/y', 'swap'], // a path ending in /* is a prefix (Runtime Cloud's rules)
       ['GET', '/REPOS/acme/x', 'keep:path not allowed'],
       ['GET', '/repos/acme%2Dx', 'keep:path not allowed'], // %2D is '-': /repos/acme-x
       ['GET', '/repos/acme/../admin', 'dot segment in path'],

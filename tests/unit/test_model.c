@@ -22,7 +22,7 @@ TEST(model_sandbox_defaults)
     CHECK(s.idle_pause_s == 300);
     CHECK(s.cpus == 1);
     CHECK(s.network.internet);
-    CHECK(s.network.n_allow == 0);
+    CHECK(s.network.allow.n == 0);
     CHECK(s.name[0] == '\0');
     json_t *v = model_sandbox_json(&s);
     CHECK(json_is_null(json_object_get(v, "name")));
@@ -45,8 +45,11 @@ TEST(model_sandbox_round_trip)
     CHECK(s.idle_pause_s == 0);
     CHECK_STR(model_map_get(&s.labels, "acme.io/tier"), "gold");
     CHECK(model_map_get(&s.labels, "nope") == NULL);
-    CHECK(!s.network.internet);
-    CHECK(s.network.n_allow == 2);
+    CHECK(!s.network.internet); /* a stored row keeps its meaning: off */
+    model_network_as_cloud_reads(&s.network);
+    CHECK(s.network.internet); /* a request's: that list (Runtime Cloud's reading) */
+    s.network.internet = false;
+    CHECK(s.network.allow.n == 2);
     json_t *v = model_sandbox_json(&s);
     CHECK(json_object_get(v, "getOrCreate") == NULL); /* the API's, not a setting */
     CHECK(model_sandbox_parse(v, &again, &err) == 0);
@@ -79,7 +82,7 @@ TEST(model_sandbox_rejects_with_field_name)
         struct model_sandbox s;
         CHECK(parse(cases[i].body, &s, &err) == -EINVAL);
         CHECK(strstr(err.msg, cases[i].word) != NULL);
-        CHECK(s.labels.v == NULL && s.env.v == NULL && s.network.allow == NULL);
+        CHECK(s.labels.v == NULL && s.env.v == NULL && s.network.allow.v == NULL);
     }
 }
 
@@ -90,10 +93,10 @@ TEST(model_network_add_and_copy)
     CHECK(model_network_add(&n, "a.example", &err) == 0);
     CHECK(model_network_add(&n, "a.example", &err) == 0);
     CHECK(model_network_add(&n, "b.example", &err) == 0);
-    CHECK(n.n_allow == 2);
+    CHECK(n.allow.n == 2);
     CHECK(model_network_copy(&copy, &n, &err) == 0);
-    CHECK(copy.n_allow == 2 && copy.allow[1] != n.allow[1]);
-    CHECK_STR(copy.allow[1], "b.example");
+    CHECK(copy.allow.n == 2 && copy.allow.v[1] != n.allow.v[1]);
+    CHECK_STR(copy.allow.v[1], "b.example");
     model_network_clear(&n);
     model_network_clear(&copy);
 }
@@ -197,8 +200,8 @@ TEST(model_refuses_unknown_fields_at_every_level)
     } cases[] = {
         {"{\"bogus\":1,\"memoryMiB\":256,\"extra\":2}",
          "unknown fields: bogus, extra; known: name,"},
-        {"{\"network\":{\"internet\":true,\"deny\":[\"example.com\"]}}",
-         "network: unknown field: deny; known: internet, allow"},
+        {"{\"network\":{\"internet\":true,\"block\":[\"example.com\"]}}",
+         "network: unknown field: block; known: internet, allow, deny, connect"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         err_t err = {0};
@@ -258,4 +261,46 @@ TEST(model_network_empty_list_is_not_no_list)
     CHECK(model_network_add(&added, "a.example", &err) == 0 && added.listed);
     model_network_clear(&added);
     CHECK(!added.listed && added.internet);
+}
+
+/* deny wins over allow, for names, wildcards and addresses; connect pairs are reached
+ * beyond the allow list and must name their port. */
+TEST(model_network_deny_and_connect)
+{
+    err_t err = {0};
+    struct model_network n;
+    json_t *in = json_loads("{\"internet\":true,\"allow\":[\"*.a.example\",\"b.example\"],"
+                            "\"deny\":[\"bad.a.example\",\"203.0.113.0/24\",\"b.example:22\"],"
+                            "\"connect\":[\"db.example:5432\"]}",
+                            0, NULL);
+    CHECK(model_network_parse(in, &n, &err) == 0);
+    struct policy pol;
+    CHECK(model_network_policy(&n, &pol, &err) == 0);
+    CHECK(policy_check(&pol, "ok.a.example", NULL, 443) == POLICY_ALLOW);
+    CHECK(policy_check(&pol, "bad.a.example", NULL, 443) == POLICY_DENY_DENIED);
+    CHECK(policy_check(&pol, "bad.a.example", NULL, 0) == POLICY_DENY_DENIED); /* DNS too */
+    CHECK(policy_check(&pol, "b.example", NULL, 443) == POLICY_ALLOW);
+    CHECK(policy_check(&pol, "b.example", NULL, 22) == POLICY_DENY_DENIED);
+    CHECK(policy_check(&pol, "b.example", NULL, 0) == POLICY_ALLOW); /* a port-only deny */
+    CHECK(policy_check(&pol, "db.example", NULL, 5432) == POLICY_ALLOW);
+    CHECK(policy_check(&pol, "db.example", NULL, 443) == POLICY_DENY_NOT_LISTED);
+    struct policy_addr a;
+    CHECK(policy_parse_ip("203.0.113.9", &a) == 0);
+    CHECK(policy_denied(&pol, NULL, &a, 443)); /* the address a name resolved to */
+    json_t *back = model_network_json(&n);
+    CHECK(json_equal(back, in));
+    policy_clear(&pol);
+    model_network_clear(&n);
+    json_decref(back);
+    json_decref(in);
+    static const char *const bad[] = {
+        "{\"connect\":[\"db.example\"]}", /* no port */
+        "{\"deny\":[\"*\"]}",             /* not a rule */
+        "{\"deny\":\"example.com\"}",     /* not a list */
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        json_t *v = json_loads(bad[i], 0, NULL);
+        CHECK(model_network_parse(v, &n, &err) == -EINVAL);
+        json_decref(v);
+    }
 }

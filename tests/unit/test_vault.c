@@ -76,7 +76,7 @@ static int put(struct vdb *d, const char *name, const char *host, struct answers
 {
     json_t *body = json_pack("{s:s,s:[s]}", "value", "secret-value", "hosts", host);
     err_t err = {0};
-    int r = vault_put(d->vault, "default", name, body, on_saved, a, &err);
+    int r = vault_put(d->vault, "default", name, body, on_saved, a, NULL, &err);
     json_decref(body);
     return r;
 }

@@ -43,7 +43,7 @@ from withruntime import NotFoundError, Runtime
 from conftest import SDK, Daemon, _need_daemon
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-TICKETS = PROGRAMS / "tickets_server.py"
+TICKETS = Path(__file__).resolve().parents[3] / "tests" / "cloud" / "programs" / "tickets_server.py"
 PYTHON = "/usr/bin/python3"
 MCP_VENV = Path("/opt/runtime-test/venv-mcp")
 REQUIREMENTS_MCP = Path(__file__).resolve().parent / "requirements-mcp.txt"

@@ -6,6 +6,33 @@
 // (`[more: string]: unknown`): the daemon may add fields, never rename them. The SDK's
 // public names are in types.ts.
 
+export interface FileWritten {
+  path: string;
+  size: number;
+  [more: string]: unknown;
+}
+
+export interface UploadBegin {
+  /** a file under /workspace */
+  path: string;
+  size: number;
+  /** the whole file's */
+  sha256: string;
+  /** its permission bits (644 when left out) */
+  mode?: string;
+}
+
+export interface Upload {
+  uploadId: string;
+  /** the size of every chunk but the last (1 MiB) */
+  chunkBytes: number;
+  path: string;
+  size: number;
+  /** the mode asked for: no chmod is needed after the commit */
+  mode?: string;
+  [more: string]: unknown;
+}
+
 export interface Error {
   error: ErrorError;
   [more: string]: unknown;
@@ -19,37 +46,115 @@ export interface ErrorError {
   message: string;
   /** the answer's x-request-id; quote it when you report a problem */
   requestId: string;
+  /**
+   * more about the error; a refused secret's `issues`, one {field, message} per
+   * wrong field
+   */
+  details?: ErrorErrorDetails;
   [more: string]: unknown;
 }
 
 /**
- * 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
- * 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
- * method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
- * created or removed, or the first request with an Idempotency-Key still under way);
- * 413 too_large; 422 idempotency_key_reused (the key came with another request); 429
- * limit_reached; 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
+ * more about the error; a refused secret's `issues`, one {field, message} per
+ * wrong field
+ */
+export interface ErrorErrorDetails {
+  issues?: ErrorErrorDetailsIssuesItem[];
+  [more: string]: unknown;
+}
+
+export interface ErrorErrorDetailsIssuesItem {
+  field: string;
+  /** the unknown fields, when field is empty */
+  fields?: string;
+  message: string;
+  [more: string]: unknown;
+}
+
+/**
+ * Runtime Cloud's codes where it has one: 400 invalid_request (a body, query or field
+ * that is wrong: the message names each), exec_failed; 401 unauthorized; 403
+ * forbidden, read_only, permission_denied; 404 not_found, route_not_found,
+ * file_not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict,
+ * busy (a sandbox being created or removed, or the first request with an
+ * Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
+ * not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
+ * 422 idempotency_key_reused (the key came with another request); 429 limit_reached;
+ * 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
+ * daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
  */
 export type ErrorCode =
-  | 'bad_request'
-  | 'bad_json'
+  | 'invalid_request'
   | 'exec_failed'
   | 'unauthorized'
   | 'forbidden'
   | 'read_only'
+  | 'permission_denied'
   | 'not_found'
   | 'route_not_found'
+  | 'file_not_found'
   | 'method_not_allowed'
   | 'name_taken'
   | 'not_running'
   | 'conflict'
   | 'busy'
+  | 'is_a_directory'
+  | 'not_a_directory'
+  | 'file_exists'
+  | 'not_empty'
+  | 'upload_incomplete'
   | 'too_large'
   | 'idempotency_key_reused'
   | 'limit_reached'
-  | 'internal'
+  | 'internal_error'
   | 'unavailable'
   | 'disk_full';
+
+export interface FileEntry {
+  name: string;
+  /** absolute */
+  path: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  /** permission bits in octal, e.g. "644" */
+  mode: string;
+  /** UTC, to the millisecond */
+  modifiedAt: string;
+  /** as the sandbox sees it (65534 for a host owner) */
+  uid: number;
+  gid: number;
+  /** root, user, nobody, or the uid */
+  owner: string;
+  /** root, user, nogroup, or the gid */
+  group: string;
+  /** the target a symlink names */
+  symlinkTarget?: string;
+  [more: string]: unknown;
+}
+
+export interface FileList {
+  data: FileEntry[];
+  /** there were more than limit (or too many to look at) */
+  truncated: boolean;
+  [more: string]: unknown;
+}
+
+/** a FileEntry with exists true, or only exists false and the path asked about */
+export interface FileStat {
+  exists: boolean;
+  name?: string;
+  path: string;
+  type?: 'file' | 'directory' | 'symlink' | 'other';
+  size?: number;
+  mode?: string;
+  modifiedAt?: string;
+  uid?: number;
+  gid?: number;
+  owner?: string;
+  group?: string;
+  symlinkTarget?: string;
+  [more: string]: unknown;
+}
 
 /** RFC 3339, UTC */
 export type Time = string;
@@ -64,6 +169,21 @@ export interface Network {
    * sandbox's catalog MCP servers; empty: no host but those; absent: any public host
    */
   allow?: string[];
+  /** hosts (names, *.suffix, addresses or CIDR ranges, with an optional :port) never reached */
+  deny?: string[];
+  /** host:port pairs reached beyond the allow list */
+  connect?: string[];
+  [more: string]: unknown;
+}
+
+/** the Network, and Runtime Cloud's openPorts */
+export interface NetworkAnswer {
+  internet: boolean;
+  allow?: string[];
+  deny?: string[];
+  connect?: string[];
+  /** Runtime Cloud's: true, as a runtimed sandbox reaches every port of a host it may reach */
+  openPorts: boolean;
   [more: string]: unknown;
 }
 
@@ -75,6 +195,10 @@ export interface NetworkInput {
    * servers' own); a list: only those hosts (and the catalog servers')
    */
   allow?: string[] | null;
+  /** never reached, whatever allow says */
+  deny?: string[] | null;
+  /** host:port pairs reached beyond the allow list */
+  connect?: string[] | null;
 }
 
 export interface SandboxCreate {
@@ -235,21 +359,32 @@ export interface McpCustomServerStart {
 
 export interface McpStartRequest {
   servers: (McpCatalogServerStart | McpCustomServerStart)[];
+  /** the servers not listed stop; listed ones running with other settings start again with these */
+  replace?: boolean;
+  /** Runtime Cloud's URLs that never expire and are guarded by the headers alone: runtimed's always are */
+  public?: boolean;
+  /** Runtime Cloud's in-sandbox gateway port: runtimed's gateway is its own listener; leave it out */
+  port?: null;
 }
 
-export type McpServerStatus =
-  | 'installing'
-  | 'starting'
-  | 'ready'
-  | 'failed'
-  | 'refused'
-  | 'stopped';
+/** Runtime Cloud's word (its SDKs' ready() waits while one is installing) */
+export type McpServerStatus = 'installing' | 'ready' | 'failed';
+
+/**
+ * runtimed's finer word: installing and starting are both Runtime Cloud's
+ * installing; failed, refused (its tools are not the reviewed ones) and stopped
+ * are its failed
+ */
+export type McpServerPhase = 'installing' | 'starting' | 'ready' | 'failed' | 'refused' | 'stopped';
 
 export interface McpServer {
   name: string;
   /** the catalog id, for a catalog server */
   id?: string;
   status: McpServerStatus;
+  phase: McpServerPhase;
+  /** why it is not serving (its error, or that it was stopped); null when it is */
+  message: string | null;
   /** its gateway URL: {publicUrl}/mcp/{link}/{name} */
   url: string;
   /** of the tool list it serves (null before it was seen) */
@@ -261,7 +396,7 @@ export interface McpServer {
   warnings: string[];
   /** why it failed or was refused, or what it is doing */
   error?: string;
-  /** how long it has been in its status, in whole seconds */
+  /** how long it has been in its phase, in whole seconds */
   statusSeconds: number;
   /** a catalog server's package, as its install names it */
   package?: McpServerPackage;
@@ -276,10 +411,19 @@ export interface McpServerPackage {
   [more: string]: unknown;
 }
 
+/** Runtime Cloud's gateway answer, with runtimed's fields on each server */
 export interface McpStatus {
+  /** a server is installing, starting or ready */
+  running: boolean;
+  /** Runtime Cloud's in-sandbox gateway port; runtimed's gateway is its own listener */
+  port: null;
+  /** the gateway token (the bearer of headers.Authorization) */
+  token?: string;
   servers: McpServer[];
   /** the headers a gateway client sends, names to values (empty before the first start) */
   headers: McpStatusHeaders;
+  /** every server's warnings, each as "NAME: warning" */
+  warnings: string[];
   [more: string]: unknown;
 }
 
@@ -287,6 +431,12 @@ export interface McpStatus {
 export type McpStatusHeaders = {
   Authorization?: string;
 } & Record<string, string>;
+
+export interface McpStopAll {
+  /** a server was running */
+  stopped: boolean;
+  [more: string]: unknown;
+}
 
 export interface CatalogSetting {
   /** the variable */
@@ -301,6 +451,14 @@ export interface CatalogSetting {
 export interface CatalogEntry {
   id: string;
   name: string;
+  /** Runtime Cloud's name for name */
+  title: string;
+  /** the package's page at its version */
+  source: string;
+  /** the day the pinned versions were last reviewed */
+  checked: string;
+  /** Runtime Cloud's server options: no catalog server here takes one */
+  options: Record<string, unknown>[];
   description: string;
   /** the npm or PyPI package */
   package: string;
@@ -316,30 +474,69 @@ export interface CatalogEntry {
   fingerprint: string | null;
   /** Python servers: pinned requirement lines with hashes ("pkg==1.0 --hash=sha256:...") */
   lock?: string[];
-  /** variables set for the server's process (e.g. PATH) */
-  env?: Record<string, string>;
+  /** the settings in Runtime Cloud's form: a secret one lists the hosts its value may reach */
+  env: CatalogEntryEnvItem[];
+  /** variables set for the server's process (e.g. PATH); catalog/servers.json's env */
+  serverEnv?: Record<string, string>;
   [more: string]: unknown;
 }
 
-export interface SecretInput {
-  /** never shown again; no NUL, CR or LF */
-  value: string;
-  /** the hosts (names or one address each) it may be sent to */
-  hosts: string[];
-  /** @default [] */
+export interface CatalogEntryEnvItem {
+  name: string;
+  description?: string;
+  required: boolean;
+  secret: boolean;
+  hosts?: string[];
+  [more: string]: unknown;
+}
+
+export interface SecretRule {
+  /** absent, every method */
   methods?: string[];
-  /**
-   * path globs, e.g. /repos/acme/*
-   * @default []
-   */
+  /** each exact (/issues) or a prefix ending in /* (/repos/acme/*) */
+  paths: string[];
+}
+
+export interface SecretScope {
+  /** a sandbox whose labels hold every pair of one of these maps */
+  labels?: Record<string, string>[];
+  /** sandbox ids */
+  sandboxes?: string[];
+}
+
+export interface SecretInput {
+  /** never shown again; visible ASCII and spaces, at most 8 KiB */
+  value: string;
+  /** the hosts (names, *.domain, or one address each) it may be sent to */
+  hosts: string[];
+  /** a field the proxy sets on every request the secret may go into, replacing the sandbox's */
+  header?: string;
+  /** the field's text, `{value}` where the value goes (needs header; default `{value}`) */
+  format?: string;
+  /** a request carries the value if any rule allows it; absent, every request */
+  rules?: SecretRule[];
+  only?: SecretScope;
+  /** the variable sandboxes see the placeholder in (default the secret's name) */
+  env?: string;
+  /** runtimed's earlier form, one rule with paths; not with rules */
+  methods?: string[];
+  /** runtimed's earlier form, one rule with methods; not with rules */
   paths?: string[];
 }
 
 export interface Secret {
   name: string;
   hosts: string[];
-  methods: string[];
-  paths: string[];
+  header?: string;
+  format?: string;
+  rules?: SecretRule[];
+  only?: SecretScope;
+  env: string;
+  /**
+   * the secret's own placeholder, kept when it is replaced; it becomes the value in
+   * requests from the account's sandboxes (each sandbox also has its own, in env)
+   */
+  placeholder: string;
   createdAt: Time;
   updatedAt: Time;
   [more: string]: unknown;

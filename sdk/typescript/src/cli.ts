@@ -189,7 +189,7 @@ function shellWord(s: string): string {
 
 /** What `runtime sandbox mcp ID` prints: a line per server, the header, a claude line each. */
 export function formatGateway(g: McpGateway): string {
-  const lines = g.servers.map((s) => `${s.name}\t${s.status}\t${s.url}${s.error ? `\t${s.error}` : ''}`);
+  const lines = g.servers.map((s) => `${s.name}\t${s.phase}\t${s.url}${s.error ? `\t${s.error}` : ''}`);
   const auth = g.headers.Authorization;
   if (auth) lines.push('', `Authorization: ${auth}`, '');
   for (const s of g.servers) {
@@ -242,7 +242,7 @@ async function mcpStart(sbx: Sandbox, p: Parsed, servers: string[], io: Io): Pro
   const waitS = num(p, '--wait') ?? 300;
   const g = waitS === 0 ? await sbx.mcp.status() : await sbx.mcp.ready({ timeoutMs: waitS * 1000, throwOnFailure: false });
   io.out(p.flags.has('--json') ? JSON.stringify(g, null, 2) + '\n' : formatGateway(g));
-  return waitS === 0 || g.servers.every((s) => s.status === 'ready' || s.status === 'stopped') ? 0 : 1;
+  return waitS === 0 || g.servers.every((s) => s.status === 'ready' || s.phase === 'stopped') ? 0 : 1;
 }
 
 async function sandbox(rt: Runtime, p: Parsed, io: Io): Promise<number> {

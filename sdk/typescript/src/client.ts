@@ -7,7 +7,7 @@ import { apiKeyFromEnv, apiUrlFromEnv } from './config.js';
 import { CommandError, McpServerError, NotFoundError, RuntimeError, TimeoutError } from './errors.js';
 import { Transport, type CallOptions, type FetchLike, type Request } from './transport.js';
 import type {
-  AccountCreated, AccountInfo, AccountKey, AccountOptions, CatalogEntry, ExecResult, McpGateway, McpServerSpec, NetworkPolicy,
+  AccountCreated, AccountInfo, AccountKey, AccountOptions, CatalogEntry, ExecResult, McpGateway, McpServerSpec, NetworkAnswer, NetworkPolicy,
   SandboxEvent, SandboxInfo, SandboxOptions, SecretInfo, SecretOptions, Usage,
 } from './types.js';
 
@@ -283,9 +283,9 @@ export class Files {
 export class Network {
   constructor(private readonly sbx: Sandbox) {}
 
-  /** The policy in force (read from the sandbox); no `allow`: any public host. */
-  async get(call: CallOptions = {}): Promise<NetworkPolicy> {
-    return (await this.sbx.refresh(call)).network;
+  /** The policy in force (`GET .../network`); no `allow`: any public host. */
+  get(call: CallOptions = {}): Promise<NetworkAnswer> {
+    return this.sbx.call<NetworkAnswer>({ method: 'GET', path: this.sbx.path('/network'), ...call });
   }
 
   /**
@@ -294,10 +294,11 @@ export class Network {
    * The hosts of the sandbox's catalog MCP servers are reachable in every case, and
    * `internet: false` leaves only them.
    */
-  async set(policy: Partial<NetworkPolicy>, call: CallOptions = {}): Promise<NetworkPolicy> {
-    const net = await this.sbx.call<NetworkPolicy>(
+  async set(policy: Partial<NetworkPolicy>, call: CallOptions = {}): Promise<NetworkAnswer> {
+    const net = await this.sbx.call<NetworkAnswer>(
       { method: 'PUT', path: this.sbx.path('/network'), json: policy, ...call });
-    this.sbx.info = { ...this.sbx.info, network: net };
+    const { openPorts: _, ...settings } = net;
+    this.sbx.info = { ...this.sbx.info, network: settings };
     return net;
   }
 }
@@ -333,11 +334,11 @@ export class Mcp {
       const g = await this.sbx.call<McpGateway>({
         method: 'GET', path: this.sbx.path('/mcp'), query: { wait }, signal, timeoutMs: wait * 1000 + SLACK_MS,
       });
-      const pending = g.servers.filter((s) => s.status === 'installing' || s.status === 'starting');
+      const pending = g.servers.filter((s) => s.status === 'installing');
       if (pending.length === 0) return throwOnFailure ? settled(g) : g;
       if (Date.now() >= deadline || wait === 0) {
         throw new TimeoutError(`MCP servers still not ready after ${total} ms: ` +
-          pending.map((s) => `${s.name} is ${s.status}`).join(', '), { code: 'timeout' });
+          pending.map((s) => `${s.name} is ${s.phase}`).join(', '), { code: 'timeout' });
       }
     }
   }
@@ -375,8 +376,8 @@ export class Mcp {
 
 /** The gateway answer, or McpServerError for its first failed or refused server. */
 function settled(g: McpGateway): McpGateway {
-  const bad = g.servers.find((s) => s.status === 'failed' || s.status === 'refused');
-  if (bad) throw new McpServerError(bad.name, bad.status, bad.error ?? '', g);
+  const bad = g.servers.find((s) => s.status === 'failed' && s.phase !== 'stopped');
+  if (bad) throw new McpServerError(bad.name, bad.phase, bad.error ?? '', g);
   return g;
 }
 
@@ -384,8 +385,9 @@ function settled(g: McpGateway): McpGateway {
 export class Catalog {
   constructor(private readonly transport: Transport) {}
 
-  catalog(call: CallOptions = {}): Promise<CatalogEntry[]> {
-    return this.transport.json({ method: 'GET', path: '/v1/mcp/catalog', ...call });
+  async catalog(call: CallOptions = {}): Promise<CatalogEntry[]> {
+    const page = await this.transport.json<{ data: CatalogEntry[] }>({ method: 'GET', path: '/v1/mcp/catalog', ...call });
+    return page.data;
   }
 }
 
@@ -395,16 +397,25 @@ export class Secrets {
 
   /** Creates or replaces a secret. */
   set(name: string, secret: SecretOptions, call: CallOptions = {}): Promise<SecretInfo> {
-    return this.transport.json({ method: 'PUT', path: `/v1/secrets/${enc(name)}`, json: secret, ...call });
+    return this.transport.json({ method: 'PUT', path: `/v1/egress-secrets/${enc(name)}`, json: secret, ...call });
   }
 
-  /** Every secret of the account, without values. */
-  list(call: CallOptions = {}): Promise<SecretInfo[]> {
-    return this.transport.json({ method: 'GET', path: '/v1/secrets', ...call });
+  /** Every secret of the account, without values: each page's `next` followed. */
+  async list(call: CallOptions = {}): Promise<SecretInfo[]> {
+    const all: SecretInfo[] = [];
+    let after: string | null = null;
+    do {
+      const query: string = after === null ? '' : `?after=${encodeURIComponent(after)}`;
+      const page: { secrets: SecretInfo[]; next: string | null } =
+        await this.transport.json({ method: 'GET', path: `/v1/egress-secrets${query}`, ...call });
+      all.push(...page.secrets);
+      after = page.next;
+    } while (after);
+    return all;
   }
 
   async delete(name: string, call: CallOptions = {}): Promise<void> {
-    await this.transport.send({ method: 'DELETE', path: `/v1/secrets/${enc(name)}`, ...call });
+    await this.transport.send({ method: 'DELETE', path: `/v1/egress-secrets/${enc(name)}`, ...call });
   }
 }
 

@@ -12,13 +12,17 @@ type Closed<T> = { [K in keyof T as string extends K ? never : number extends K 
 export type SandboxStatus = api.SandboxStatus;
 
 /**
- * A sandbox's egress policy: `internet` on or off, and the hosts allowed. No `allow`:
- * any public host; `allow: []`: no host; a list: only those. The hosts of the sandbox's
+ * A sandbox's egress policy: `internet` on or off, the hosts allowed, `deny` (never
+ * reached, whatever else says) and `connect` (host:port pairs beyond the list). No
+ * `allow`: any public host; `allow: []`: no host; a list: only those. The hosts of the sandbox's
  * catalog MCP servers are reachable in every case (even with `internet: false`).
  * Closed, unlike the wire type (an answer, so open): `network.set()` takes
  * `Partial<NetworkPolicy>`, and there a misspelt key must not pass.
  */
 export type NetworkPolicy = Closed<api.Network>;
+/** The policy as `network.get()` and `network.set()` answer it: with Runtime Cloud's
+ * `openPorts` (true: a runtimed sandbox reaches every port of a host it may reach). */
+export type NetworkAnswer = api.NetworkAnswer;
 
 /**
  * What `sandboxes.create()` takes; every field is optional and takes the daemon's default.

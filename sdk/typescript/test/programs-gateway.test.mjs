@@ -17,7 +17,7 @@
 //
 // The programs run from a scratch project dir whose node_modules holds this package
 // and the MCP SDK, as a user's project would. The tickets server they
-// upload is sdk/python/tests/programs/tickets_server.py (the Python programs use it
+// upload is tests/cloud/programs/tickets_server.py (the Python programs use it
 // too). The catalog installs need the registries: RUNTIME_E2E_OFFLINE=1 skips that
 // one test. Nothing here sleeps for synchronisation.
 import { test, before, after, describe } from 'node:test';
@@ -30,7 +30,7 @@ import { startDaemon, stopDaemon, isRoot, run, PKG, REPO } from './helpers.mjs';
 import { RawSession, resultText, skipReason, startMcpDaemon } from '../../../tests/mcp/lib.mjs';
 
 const PROGRAMS = path.join(PKG, 'test', 'programs');
-const TICKETS = path.join(REPO, 'sdk', 'python', 'tests', 'programs', 'tickets_server.py');
+const TICKETS = path.join(REPO, 'tests', 'cloud', 'programs', 'tickets_server.py');
 const MCP_SDK = path.join(REPO, 'tests', 'mcp', 'node_modules', '@modelcontextprotocol', 'sdk');
 const PLACEHOLDER = /^RUNTIME_PH_[0-9a-f]{32}$/;
 
@@ -124,7 +124,7 @@ describe('gateway.mjs: catalog servers with a secret and an own server, on a nam
       }
       const [, auth] = line(r, /^Authorization: (Bearer \S+)$/m);
 
-      const secret = (await d.api('GET', '/v1/secrets')).body.find((s) => s.name === 'GITHUB_TOKEN');
+      const secret = (await d.api('GET', '/v1/egress-secrets')).body.secrets.find((s) => s.name === 'GITHUB_TOKEN');
       assert.deepEqual(secret?.hosts, ['api.github.com']);
 
       // Inside: GITHUB_TOKEN is a placeholder, and the GitHub server was given that
@@ -184,13 +184,13 @@ describe('programs on a gateway of the daemon', { skip: needRoot }, () => {
 
   test('catalog-narrow.ts: the entry\'s hosts only, another host refused; await using deletes the sandbox, also on a throw',
     { timeout: 5 * 60_000 }, async () => {
-      const github = (await d.api('GET', '/v1/mcp/catalog')).body.find((e) => e.id === 'github');
+      const github = (await d.api('GET', '/v1/mcp/catalog')).body.data.find((e) => e.id === 'github');
       for (const args of [[], ['--throw']]) {
         const r = await program(d, 'catalog-narrow.js', args);
         const [, id] = line(r, /^sandbox (\S+)$/m);
         d.track(id);
         assert.ok(r.stdout.includes(`catalog github ${github.package}@${github.version} egress=api.github.com\n`), r.show);
-        line(r, /^network internet=false allow=api\.github\.com$/m);
+        line(r, /^network internet=true allow=api\.github\.com$/m);
         line(r, /^curl example\.com exit=[1-9]\d* curl: \(6\) Could not resolve host: example\.com$/m);
         if (args.length) {
           assert.equal(r.code, 1, r.show);

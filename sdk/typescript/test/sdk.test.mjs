@@ -84,13 +84,13 @@ test('files: write with mode, read back bytes, text and mode', { skip }, async (
 test('network get/set, pause/resume, events', { skip }, async () => {
   const sbx = await rt.sandboxes.create({ network: { internet: false } });
   d.track(sbx.id);
-  assert.deepEqual(await sbx.network.get(), { internet: false });
-  assert.deepEqual(await sbx.network.set({ internet: true, allow: [] }), { internet: true, allow: [] },
+  assert.deepEqual(await sbx.network.get(), { internet: false, openPorts: true });
+  assert.deepEqual(await sbx.network.set({ internet: true, allow: [] }), { internet: true, allow: [], openPorts: true },
     'an empty list is kept: no host');
-  assert.deepEqual(await sbx.network.set({ internet: true }), { internet: true }, 'no list: any public host');
-  const net = await sbx.network.set({ internet: true, allow: ['example.com'] });
-  assert.deepEqual(net, { internet: true, allow: ['example.com'] });
-  assert.deepEqual((await sbx.refresh()).network, net);
+  assert.deepEqual(await sbx.network.set({ internet: true }), { internet: true, openPorts: true }, 'no list: any public host');
+  const net = await sbx.network.set({ internet: true, allow: ['example.com'], deny: ['bad.example.com'] });
+  assert.deepEqual(net, { internet: true, allow: ['example.com'], deny: ['bad.example.com'], openPorts: true });
+  assert.deepEqual((await sbx.refresh()).network, { internet: true, allow: ['example.com'], deny: ['bad.example.com'] });
 
   assert.equal((await sbx.pause()).status, 'paused');
   assert.equal(sbx.status, 'paused');
@@ -155,7 +155,7 @@ test('mcp: start a custom stdio server, ready(), initialize and tools/list over 
   assert.equal(noToken.status, 401);
 
   await sbx.mcp.stop('hello');
-  assert.equal((await sbx.mcp.status()).servers.find((s) => s.name === 'hello')?.status ?? 'stopped', 'stopped');
+  assert.equal((await sbx.mcp.status()).servers.find((s) => s.name === 'hello')?.phase ?? 'stopped', 'stopped');
   await assert.rejects(sbx.mcp.stop('nobody'), NotFoundError);
   await sbx.delete();
 });

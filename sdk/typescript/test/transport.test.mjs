@@ -37,7 +37,7 @@ test('503 on a GET is retried (Retry-After honoured), bounded by maxRetries', as
 test('429 then success on PUT and DELETE', async () => {
   const f = fake((n) => (n === 1 ? busy(429, { 'Retry-After': '0' }) : answer(200, { name: 'S', hosts: ['h'] })));
   assert.equal((await rt(f).secrets.set('S', { value: 'v', hosts: ['h'] })).name, 'S');
-  assert.deepEqual(f.calls, ['PUT /v1/secrets/S', 'PUT /v1/secrets/S']);
+  assert.deepEqual(f.calls, ['PUT /v1/egress-secrets/S', 'PUT /v1/egress-secrets/S']);
   const g = fake((n) => (n === 1 ? busy(429, { 'Retry-After': '0' }) : new Response(null, { status: 204 })));
   await rt(g).secrets.delete('S');
   assert.equal(g.calls.length, 2);
@@ -117,7 +117,7 @@ test('requests carry the key and JSON; error answers that are not JSON still get
 test('mcp.ready() long-polls with wait= until no server is installing, then returns', async () => {
   const waits = [];
   const f = fake((n, init) => answer(200, {
-    servers: [{ name: 'a', status: n < 3 ? 'installing' : 'ready', url: 'u', tools: [], warnings: [] }],
+    servers: [{ name: 'a', status: n < 3 ? 'installing' : 'ready', phase: n < 3 ? 'starting' : 'ready', url: 'u', tools: [], warnings: [] }],
     headers: { Authorization: 'Bearer t' },
   }));
   const spy = (url, init) => (waits.push(new URL(url).searchParams.get('wait')), f(url, init));
@@ -128,7 +128,7 @@ test('mcp.ready() long-polls with wait= until no server is installing, then retu
 });
 
 test('mcp.ready() gives up at its own deadline with TimeoutError naming the servers', async () => {
-  const f = fake(() => answer(200, { servers: [{ name: 'slow', status: 'starting', url: 'u' }], headers: {} }));
+  const f = fake(() => answer(200, { servers: [{ name: 'slow', status: 'installing', phase: 'starting', url: 'u' }], headers: {} }));
   const sbx = new sdk.Sandbox(rt(f), { id: 's' });
   const e = await sbx.mcp.ready({ timeoutMs: 500 }).catch((x) => x);
   assert.ok(e instanceof TimeoutError);

@@ -13,12 +13,21 @@ from __future__ import annotations
 from typing import Any, Literal, TypeAlias, TypedDict
 
 __all__ = [
+    "FileWritten",
+    "UploadBegin",
+    "Upload",
     "Error",
     "ErrorError",
+    "ErrorErrorDetails",
+    "ErrorErrorDetailsIssuesItem",
     "ErrorCode",
+    "FileEntry",
+    "FileList",
+    "FileStat",
     "Time",
     "StringMap",
     "Network",
+    "NetworkAnswer",
     "NetworkInput",
     "SandboxCreate",
     "SandboxStatus",
@@ -33,12 +42,17 @@ __all__ = [
     "McpCustomServerStart",
     "McpStartRequest",
     "McpServerStatus",
+    "McpServerPhase",
     "McpServer",
     "McpServerPackage",
     "McpStatus",
     "McpStatusHeaders",
+    "McpStopAll",
     "CatalogSetting",
     "CatalogEntry",
+    "CatalogEntryEnvItem",
+    "SecretRule",
+    "SecretScope",
     "SecretInput",
     "Secret",
     "Cost",
@@ -83,11 +97,42 @@ __all__ = [
 ]
 
 
+class FileWritten(TypedDict):
+    path: str
+    size: int
+
+
+class _UploadBeginRequired(TypedDict):
+    #: a file under /workspace
+    path: str
+    size: int
+    #: the whole file's
+    sha256: str
+
+
+class UploadBegin(_UploadBeginRequired, total=False):
+    #: its permission bits (644 when left out)
+    mode: str
+
+
+class _UploadRequired(TypedDict):
+    uploadId: str
+    #: the size of every chunk but the last (1 MiB)
+    chunkBytes: int
+    path: str
+    size: int
+
+
+class Upload(_UploadRequired, total=False):
+    #: the mode asked for: no chmod is needed after the commit
+    mode: str
+
+
 class Error(TypedDict):
     error: ErrorError
 
 
-class ErrorError(TypedDict):
+class _ErrorErrorRequired(TypedDict):
     code: ErrorCode
     #: the answer's HTTP status
     status: int
@@ -97,33 +142,117 @@ class ErrorError(TypedDict):
     requestId: str
 
 
-#: 400 bad_request, bad_json, exec_failed; 401 unauthorized; 403 forbidden, read_only;
-#: 404 not_found, route_not_found (no such change of a sandbox, :verb); 405
-#: method_not_allowed; 409 name_taken, not_running, conflict, busy (a sandbox being
-#: created or removed, or the first request with an Idempotency-Key still under way);
-#: 413 too_large; 422 idempotency_key_reused (the key came with another request); 429
-#: limit_reached; 500 internal; 503 unavailable (the daemon is stopping); 507 disk_full.
+class ErrorError(_ErrorErrorRequired, total=False):
+    #: more about the error; a refused secret's `issues`, one {field, message} per
+    #: wrong field
+    details: ErrorErrorDetails
+
+
+class ErrorErrorDetails(TypedDict, total=False):
+    """more about the error; a refused secret's `issues`, one {field, message} per
+    wrong field
+    """
+
+    issues: list[ErrorErrorDetailsIssuesItem]
+
+
+class _ErrorErrorDetailsIssuesItemRequired(TypedDict):
+    field: str
+    message: str
+
+
+class ErrorErrorDetailsIssuesItem(_ErrorErrorDetailsIssuesItemRequired, total=False):
+    #: the unknown fields, when field is empty
+    fields: str
+
+
+#: Runtime Cloud's codes where it has one: 400 invalid_request (a body, query or field
+#: that is wrong: the message names each), exec_failed; 401 unauthorized; 403
+#: forbidden, read_only, permission_denied; 404 not_found, route_not_found,
+#: file_not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict,
+#: busy (a sandbox being created or removed, or the first request with an
+#: Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
+#: not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
+#: 422 idempotency_key_reused (the key came with another request); 429 limit_reached;
+#: 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
+#: daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
 ErrorCode: TypeAlias = Literal[
-    "bad_request",
-    "bad_json",
+    "invalid_request",
     "exec_failed",
     "unauthorized",
     "forbidden",
     "read_only",
+    "permission_denied",
     "not_found",
     "route_not_found",
+    "file_not_found",
     "method_not_allowed",
     "name_taken",
     "not_running",
     "conflict",
     "busy",
+    "is_a_directory",
+    "not_a_directory",
+    "file_exists",
+    "not_empty",
+    "upload_incomplete",
     "too_large",
     "idempotency_key_reused",
     "limit_reached",
-    "internal",
+    "internal_error",
     "unavailable",
     "disk_full",
 ]
+
+
+class _FileEntryRequired(TypedDict):
+    name: str
+    #: absolute
+    path: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    #: permission bits in octal, e.g. "644"
+    mode: str
+    #: UTC, to the millisecond
+    modifiedAt: str
+    #: as the sandbox sees it (65534 for a host owner)
+    uid: int
+    gid: int
+    #: root, user, nobody, or the uid
+    owner: str
+    #: root, user, nogroup, or the gid
+    group: str
+
+
+class FileEntry(_FileEntryRequired, total=False):
+    #: the target a symlink names
+    symlinkTarget: str
+
+
+class FileList(TypedDict):
+    data: list[FileEntry]
+    #: there were more than limit (or too many to look at)
+    truncated: bool
+
+
+class _FileStatRequired(TypedDict):
+    exists: bool
+    path: str
+
+
+class FileStat(_FileStatRequired, total=False):
+    """a FileEntry with exists true, or only exists false and the path asked about"""
+
+    name: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    mode: str
+    modifiedAt: str
+    uid: int
+    gid: int
+    owner: str
+    group: str
+    symlinkTarget: str
 
 
 #: RFC 3339, UTC
@@ -142,6 +271,24 @@ class Network(_NetworkRequired, total=False):
     #: the hosts allowed (names, *.suffix, addresses or CIDR ranges), besides those of the
     #: sandbox's catalog MCP servers; empty: no host but those; absent: any public host
     allow: list[str]
+    #: hosts (names, *.suffix, addresses or CIDR ranges, with an optional :port) never reached
+    deny: list[str]
+    #: host:port pairs reached beyond the allow list
+    connect: list[str]
+
+
+class _NetworkAnswerRequired(TypedDict):
+    internet: bool
+    #: Runtime Cloud's: true, as a runtimed sandbox reaches every port of a host it may reach
+    openPorts: bool
+
+
+class NetworkAnswer(_NetworkAnswerRequired, total=False):
+    """the Network, and Runtime Cloud's openPorts"""
+
+    allow: list[str]
+    deny: list[str]
+    connect: list[str]
 
 
 class NetworkInput(TypedDict, total=False):
@@ -150,6 +297,10 @@ class NetworkInput(TypedDict, total=False):
     #: absent or null: any public host; []: no host (but the sandbox's catalog MCP
     #: servers' own); a list: only those hosts (and the catalog servers')
     allow: list[str] | None
+    #: never reached, whatever allow says
+    deny: list[str] | None
+    #: host:port pairs reached beyond the allow list
+    connect: list[str] | None
 
 
 class SandboxCreate(TypedDict, total=False):
@@ -294,11 +445,27 @@ class McpCustomServerStart(_McpCustomServerStartRequired, total=False):
     tools: McpTools
 
 
-class McpStartRequest(TypedDict):
+class _McpStartRequestRequired(TypedDict):
     servers: list[McpCatalogServerStart | McpCustomServerStart]
 
 
-McpServerStatus: TypeAlias = Literal[
+class McpStartRequest(_McpStartRequestRequired, total=False):
+    #: the servers not listed stop; listed ones running with other settings start again with these
+    replace: bool
+    #: Runtime Cloud's URLs that never expire and are guarded by the headers alone: runtimed's always are
+    public: bool
+    #: Runtime Cloud's in-sandbox gateway port: runtimed's gateway is its own listener; leave it out
+    port: None
+
+
+#: Runtime Cloud's word (its SDKs' ready() waits while one is installing)
+McpServerStatus: TypeAlias = Literal["installing", "ready", "failed"]
+
+
+#: runtimed's finer word: installing and starting are both Runtime Cloud's
+#: installing; failed, refused (its tools are not the reviewed ones) and stopped
+#: are its failed
+McpServerPhase: TypeAlias = Literal[
     "installing",
     "starting",
     "ready",
@@ -311,6 +478,9 @@ McpServerStatus: TypeAlias = Literal[
 class _McpServerRequired(TypedDict):
     name: str
     status: McpServerStatus
+    phase: McpServerPhase
+    #: why it is not serving (its error, or that it was stopped); null when it is
+    message: str | None
     #: its gateway URL: {publicUrl}/mcp/{link}/{name}
     url: str
     #: of the tool list it serves (null before it was seen)
@@ -318,7 +488,7 @@ class _McpServerRequired(TypedDict):
     #: the names of the tools clients see (none from a failed or refused server)
     tools: list[str]
     warnings: list[str]
-    #: how long it has been in its status, in whole seconds
+    #: how long it has been in its phase, in whole seconds
     statusSeconds: int
 
 
@@ -341,15 +511,33 @@ class McpServerPackage(TypedDict):
     version: str
 
 
-class McpStatus(TypedDict):
+class _McpStatusRequired(TypedDict):
+    #: a server is installing, starting or ready
+    running: bool
+    #: Runtime Cloud's in-sandbox gateway port; runtimed's gateway is its own listener
+    port: None
     servers: list[McpServer]
     #: the headers a gateway client sends, names to values (empty before the first start)
     headers: McpStatusHeaders
+    #: every server's warnings, each as "NAME: warning"
+    warnings: list[str]
+
+
+class McpStatus(_McpStatusRequired, total=False):
+    """Runtime Cloud's gateway answer, with runtimed's fields on each server"""
+
+    #: the gateway token (the bearer of headers.Authorization)
+    token: str
 
 
 #: the headers a gateway client sends, names to values (empty before the first start)
 #: keys include: Authorization
 McpStatusHeaders: TypeAlias = dict[str, str]
+
+
+class McpStopAll(TypedDict):
+    #: a server was running
+    stopped: bool
 
 
 class _CatalogSettingRequired(TypedDict):
@@ -367,6 +555,14 @@ class CatalogSetting(_CatalogSettingRequired, total=False):
 class _CatalogEntryRequired(TypedDict):
     id: str
     name: str
+    #: Runtime Cloud's name for name
+    title: str
+    #: the package's page at its version
+    source: str
+    #: the day the pinned versions were last reviewed
+    checked: str
+    #: Runtime Cloud's server options: no catalog server here takes one
+    options: list[dict[str, Any]]
     description: str
     #: the npm or PyPI package
     package: str
@@ -380,36 +576,84 @@ class _CatalogEntryRequired(TypedDict):
     settings: list[CatalogSetting]
     #: of the reviewed tool list, or null
     fingerprint: str | None
+    #: the settings in Runtime Cloud's form: a secret one lists the hosts its value may reach
+    env: list[CatalogEntryEnvItem]
 
 
 class CatalogEntry(_CatalogEntryRequired, total=False):
     #: Python servers: pinned requirement lines with hashes ("pkg==1.0 --hash=sha256:...")
     lock: list[str]
-    #: variables set for the server's process (e.g. PATH)
-    env: dict[str, str]
+    #: variables set for the server's process (e.g. PATH); catalog/servers.json's env
+    serverEnv: dict[str, str]
+
+
+class _CatalogEntryEnvItemRequired(TypedDict):
+    name: str
+    required: bool
+    secret: bool
+
+
+class CatalogEntryEnvItem(_CatalogEntryEnvItemRequired, total=False):
+    description: str
+    hosts: list[str]
+
+
+class _SecretRuleRequired(TypedDict):
+    #: each exact (/issues) or a prefix ending in /* (/repos/acme/*)
+    paths: list[str]
+
+
+class SecretRule(_SecretRuleRequired, total=False):
+    #: absent, every method
+    methods: list[str]
+
+
+class SecretScope(TypedDict, total=False):
+    #: a sandbox whose labels hold every pair of one of these maps
+    labels: list[dict[str, str]]
+    #: sandbox ids
+    sandboxes: list[str]
 
 
 class _SecretInputRequired(TypedDict):
-    #: never shown again; no NUL, CR or LF
+    #: never shown again; visible ASCII and spaces, at most 8 KiB
     value: str
-    #: the hosts (names or one address each) it may be sent to
+    #: the hosts (names, *.domain, or one address each) it may be sent to
     hosts: list[str]
 
 
 class SecretInput(_SecretInputRequired, total=False):
-    #: default: []
+    #: a field the proxy sets on every request the secret may go into, replacing the sandbox's
+    header: str
+    #: the field's text, `{value}` where the value goes (needs header; default `{value}`)
+    format: str
+    #: a request carries the value if any rule allows it; absent, every request
+    rules: list[SecretRule]
+    only: SecretScope
+    #: the variable sandboxes see the placeholder in (default the secret's name)
+    env: str
+    #: runtimed's earlier form, one rule with paths; not with rules
     methods: list[str]
-    #: path globs, e.g. /repos/acme/* (default: [])
+    #: runtimed's earlier form, one rule with methods; not with rules
     paths: list[str]
 
 
-class Secret(TypedDict):
+class _SecretRequired(TypedDict):
     name: str
     hosts: list[str]
-    methods: list[str]
-    paths: list[str]
+    env: str
+    #: the secret's own placeholder, kept when it is replaced; it becomes the value in
+    #: requests from the account's sandboxes (each sandbox also has its own, in env)
+    placeholder: str
     createdAt: Time
     updatedAt: Time
+
+
+class Secret(_SecretRequired, total=False):
+    header: str
+    format: str
+    rules: list[SecretRule]
+    only: SecretScope
 
 
 class Cost(TypedDict):

@@ -244,16 +244,24 @@ class Secrets:
             body["methods"] = builtins.list(methods)
         if paths is not None:
             body["paths"] = builtins.list(paths)
-        return self._rt.call("PUT", f"/v1/secrets/{quote(name)}", json_body=body,  # type: ignore[no-any-return]
-                             timeout_ms=timeout_ms)
+        return self._rt.call("PUT", f"/v1/egress-secrets/{quote(name, safe='')}",  # type: ignore[no-any-return]
+                             json_body=body, timeout_ms=timeout_ms)
 
     def list(self, *, timeout_ms: int | None = None) -> builtins.list[SecretInfo]:
-        """The secrets of this account, without their values."""
-        return self._rt.call("GET", "/v1/secrets", timeout_ms=timeout_ms)  # type: ignore[no-any-return]
+        """The secrets of this account, without their values: each page's ``next`` followed."""
+        secrets: builtins.list[SecretInfo] = []
+        after: str | None = None
+        while True:
+            query = "" if after is None else f"?after={quote(after, safe='')}"
+            page = self._rt.call("GET", f"/v1/egress-secrets{query}", timeout_ms=timeout_ms)
+            secrets.extend(page["secrets"])
+            after = page.get("next")
+            if not after:
+                return secrets
 
     def delete(self, name: str, *, timeout_ms: int | None = None) -> None:
         """Removes a secret."""
-        self._rt.call("DELETE", f"/v1/secrets/{quote(name)}", timeout_ms=timeout_ms)
+        self._rt.call("DELETE", f"/v1/egress-secrets/{quote(name, safe='')}", timeout_ms=timeout_ms)
 
 
 class Catalog:
