@@ -185,12 +185,13 @@ static bool authenticate(struct httpd_req *req, struct server *srv, struct api_c
     return acct != NULL;
 }
 
-static json_t *sandbox_json(const struct sbx *sb)
+json_t *api_sandbox_json(const struct sbx *sb)
 {
     json_t *v = model_sandbox_json(sbx_settings(sb));
     char created[40];
     time_rfc3339(created, sizeof created, sbx_created_ms(sb));
     json_object_set_new(v, "id", json_string(sbx_id(sb)));
+    json_object_set_new(v, "vcpu", json_deep_copy(json_object_get(v, "cpus"))); /* Cloud's */
     json_object_set_new(v, "status", json_string(sbx_status_name(sbx_state(sb))));
     json_object_set_new(v, "state", json_string(sbx_state_word(sbx_state(sb))));
     json_object_set_new(v, "createdAt", json_string(created));
@@ -266,7 +267,7 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
     json_t *data = json_array();
     size_t last = from;
     for (; last < n && last - from < (size_t)limit; last++)
-        json_array_append_new(data, sandbox_json(v[last]));
+        json_array_append_new(data, api_sandbox_json(v[last]));
     json_t *next = last < n ? json_string(sbx_id(v[last - 1])) : json_null();
     free(v);
     api_json(req, 200, json_pack("{s:o,s:o}", "data", data, "nextCursor", next));
@@ -276,7 +277,7 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
  * a request whose client went away until it is answered, then frees it). */
 static void answer_creation(struct httpd_req *req, int status, struct sbx *sb, const err_t *err)
 {
-    if (sb) return api_json(req, status, sandbox_json(sb));
+    if (sb) return api_json(req, status, api_sandbox_json(sb));
     api_fail(req, err);
 }
 
@@ -290,7 +291,7 @@ static void answer_created(struct server *srv, struct sbx *sb, const err_t *err,
 static void answer_reused(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
 {
     if (err) return api_fail(arg, err);
-    json_t *v = sandbox_json(sb);
+    json_t *v = api_sandbox_json(sb);
     json_object_set_new(v, "reused", json_true());
     api_json(arg, 200, v);
 }
@@ -373,10 +374,41 @@ static int check_host_cpus(double cpus, long online, err_t *err)
     return 0;
 }
 
+/* Runtime Cloud's create fields a self-hosted daemon does not have (billing, regions,
+ * images, leases, volumes, ...): refused by name (api_refuse_cloud_only). autoWake,
+ * persistent and pausable are what runtimed always does when true. */
+static const char *const create_cloud_only[] = {
+    "funding",
+    "region",
+    "cpu",
+    "cpuFloorMillis",
+    "timeoutSeconds",
+    "onLeaseEnd",
+    "maxCostMicros",
+    "maxTotalCostMicros",
+    "user",
+    "image",
+    "snapshot",
+    "spreadFrom",
+    "volumes",
+    "tailscale",
+    "secrets",
+    "autoWake",
+    "persistent",
+    "pausable",
+    NULL,
+};
+
 static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
     if (!body) return;
+    if (api_refuse_cloud_only(req, body, create_cloud_only)) {
+        json_decref(body);
+        return;
+    }
+    for (size_t i = 0; create_cloud_only[i] && json_is_object(body); i++)
+        json_object_del(body, create_cloud_only[i]); /* null, or true as runtimed always is */
     err_t err = {0};
     struct model_sandbox settings;
     bool reuse = false;
@@ -403,37 +435,6 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
         api_fail(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */
-}
-
-/* The rules as Runtime Cloud answers them: openPorts, as a runtimed sandbox reaches
- * every port of a host it may reach (connect names ports beyond its allow list). */
-static json_t *network_json(const struct model_network *network)
-{
-    json_t *v = model_network_json(network);
-    json_object_set_new(v, "openPorts", json_true());
-    return v;
-}
-
-/* The 200 goes once the settings are on disk. */
-static void network_set(struct server *srv, const struct model_network *network, const err_t *err,
-                        void *arg)
-{
-    if (!network) return api_fail(arg, err);
-    api_json(arg, 200, network_json(network));
-}
-
-static void set_network(struct httpd_req *req, struct server *srv, struct sbx *sb)
-{
-    json_t *body = api_body_json(req, false);
-    if (!body) return;
-    err_t err = {0};
-    struct model_network net;
-    int r = model_network_parse(body, &net, &err);
-    if (r == 0) model_network_as_cloud_reads(&net);
-    json_decref(body);
-    if (r == 0) r = server_sandbox_set_network(srv, sb, &net, network_set, req, &err);
-    model_network_clear(&net);
-    if (r < 0) return api_fail(req, &err);
 }
 
 /* The answer to an API request (arg) that the server gives later: its JSON, or why not. */
@@ -534,7 +535,7 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
 static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err, void *req)
 {
     if (err) return api_fail(req, err);
-    api_json(req, 200, sandbox_json(sb));
+    api_json(req, 200, api_sandbox_json(sb));
 }
 
 static void route(struct httpd_req *req, void *arg);
@@ -544,6 +545,34 @@ static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *er
 {
     if (err) return api_fail(req, err);
     route(req, srv);
+}
+
+#define WAIT_FOR_MAX_S 3600
+
+/* GET /v1/sandboxes/{id}[?waitFor=STATE&timeoutSeconds=N]: at once, or once it is in
+ * that state (Runtime Cloud's words) or the time is up, as it is then (200 either way:
+ * the caller reads its state). */
+static void get_sandbox(struct httpd_req *req, struct server *srv, struct sbx *sb)
+{
+    static const char *const known[] = {"waitFor", "timeoutSeconds", NULL};
+    struct evkeyvalq q;
+    if (!api_query(req, &q, known)) return;
+    const char *word = evhttp_find_header(&q, "waitFor"),
+               *secs = evhttp_find_header(&q, "timeoutSeconds");
+    char *end = NULL;
+    long timeout = secs ? strtol(secs, &end, 10) : 60;
+    bool bad = secs && (!*secs || *end || timeout < 0 || timeout > WAIT_FOR_MAX_S);
+    char state[24] = "";
+    if (word) str_copy(state, sizeof state, word);
+    evhttp_clear_headers(&q); /* word and secs go with it */
+    if (bad)
+        return api_error(req, 400, "invalid_request", "timeoutSeconds must be 0 to %d",
+                         WAIT_FOR_MAX_S);
+    if (!state[0]) return api_json(req, 200, api_sandbox_json(sb));
+    err_t err = {0};
+    if (server_sandbox_wait_state(srv, sb, state, (uint32_t)timeout * 1000, answer_sandbox, req,
+                                  &err) < 0)
+        api_fail(req, &err);
 }
 
 /* The changes of a sandbox's life: answered once the change has landed. */
@@ -576,13 +605,6 @@ static void start_route(struct httpd_req *req, struct server *srv, struct sbx *s
 static void exec_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
     api_exec(req, srv, sb);
-}
-static void network_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
-                          const char *sub)
-{
-    if (httpd_method(req) == HTTPD_GET)
-        return api_json(req, 200, network_json(&sbx_settings(sb)->network));
-    set_network(req, srv, sb);
 }
 static void events_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
@@ -626,24 +648,26 @@ static const struct sandbox_route {
     {"files", GET_ | PUT_, GET_ | PUT_, true, files_route},
     {"files:", POST_, POST_, false, files_verb_route},
     {"uploads", POST_ | PUT_, POST_ | PUT_, true, api_uploads},
-    {"network", GET_ | PUT_, 0, false, network_route},
+    {"network", GET_ | PUT_, 0, false, api_network},
+    {":update", POST_, 0, false, api_update}, /* .../{id}:update only */
     {"events", GET_, 0, false, events_route},
     {"mcp", GET_ | POST_ | DELETE_, POST_, true, mcp_route},
 };
 
-/* The route of an action: "files:mkdir" is the row "files:" with sub "mkdir". */
+/* The route of an action: its row, or for "files:mkdir" the row "files:" with sub
+ * "mkdir". */
 static const struct sandbox_route *sandbox_route_of(const char *action, const char **sub)
 {
+    for (size_t i = 0; i < ARRAY_LEN(sandbox_routes); i++)
+        if (strcmp(action, sandbox_routes[i].action) == 0) return &sandbox_routes[i];
     const char *colon = strchr(action, ':');
-    for (size_t i = 0; i < ARRAY_LEN(sandbox_routes); i++) {
+    for (size_t i = 0; colon && i < ARRAY_LEN(sandbox_routes); i++) {
         const char *name = sandbox_routes[i].action;
         size_t n = strlen(name);
-        bool verb_row = name[n - 1] == ':';
-        if (verb_row && colon && strncmp(action, name, n) == 0) {
+        if (name[n - 1] == ':' && strncmp(action, name, n) == 0) {
             *sub = action + n;
             return &sandbox_routes[i];
         }
-        if (!verb_row && !colon && strcmp(action, name) == 0) return &sandbox_routes[i];
     }
     return NULL;
 }
@@ -659,7 +683,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
     if (sbx_state(sb) == SBX_REMOVING && m != HTTPD_GET)
         return api_error(req, 409, "busy", "sandbox %s is being removed", sbx_id(sb));
     err_t err = {0};
-    if (!action && m == HTTPD_GET) return api_json(req, 200, sandbox_json(sb));
+    if (!action && m == HTTPD_GET) return get_sandbox(req, srv, sb);
     if (!action && m == HTTPD_DELETE) {
         if (server_sandbox_delete(srv, sb, answer_deleted, req, &err) < 0)
             return api_fail(req, &err);
@@ -715,11 +739,9 @@ static int split_path(char *path, char **seg, int max)
 static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
                              const struct api_caller *who, char *key_verb)
 {
-    static const char *const verbs[][2] = {{"stop", "stop"},
-                                           {"pause", "pause"},
-                                           {"wake", "wake"},
-                                           {"exec", "exec"},
-                                           {"restart", "start"}};
+    static const char *const verbs[][2] = {{"stop", "stop"},     {"pause", "pause"},
+                                           {"wake", "wake"},     {"exec", "exec"},
+                                           {"restart", "start"}, {"update", ":update"}};
     char *colon = strrchr(key_verb, ':');
     *colon = '\0';
     for (size_t i = 0; i < ARRAY_LEN(verbs); i++)
@@ -730,7 +752,7 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
         }
     api_error(req, 404, "route_not_found",
               "no change :%.40s of a sandbox here; these are: :stop, :pause, :wake, :exec, "
-              ":restart",
+              ":restart, :update",
               colon + 1);
 }
 
@@ -761,7 +783,7 @@ static void route(struct httpd_req *req, void *arg)
             create_sandbox(req, srv, &who);
         else if (n == 3 && strchr(seg[2], ':'))
             one_sandbox_verb(req, srv, &who, seg[2]);
-        else if (n == 3 || n == 4)
+        else if (n == 3 || (n == 4 && seg[3][0] != ':')) /* :verb follows the id alone */
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
         else if (n == 5)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);

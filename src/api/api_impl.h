@@ -94,6 +94,16 @@ struct api_sandbox *api_sandbox_of(struct sbx *sb); /* NULL: out of memory */
 /* The sandbox is gone: its uploads are let go (their files went with it). */
 void api_uploads_free(struct api_sandbox *a);
 
+/* A sandbox as the API answers it: its settings, id, status, state, createdAt, MCP. */
+json_t *api_sandbox_json(const struct sbx *sb);
+
+/* settings.c: GET/PUT .../network, POST .../{id}:update. */
+void api_network(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub);
+void api_update(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub);
+/* Refuses (501 feature_unavailable, every one named) a field of fields (NULL-ended)
+ * that body gives and runtimed cannot honour: true after answering. */
+bool api_refuse_cloud_only(struct httpd_req *req, json_t *body, const char *const *fields);
+
 /* exec.c: POST /v1/sandboxes/{id}/exec; replies when the process has ended. */
 void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb);
 /* Fills a NULL-terminated argv (at most max-1 strings) from a JSON array. */

@@ -90,6 +90,7 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 /* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network}:
  * model_sandbox_parse of it gives the same settings back. */
 json_t *model_sandbox_json(const struct model_sandbox *s);
+int model_sandbox_copy(struct model_sandbox *dst, const struct model_sandbox *src, err_t *err);
 void model_sandbox_clear(struct model_sandbox *s);
 
 /* An MCP server to start in a sandbox (docs/gateway.md): a catalog id, or a

@@ -97,17 +97,26 @@ static int parse_uint(json_t *body, const char *field, long long def, long long 
     return 0;
 }
 
+/* cpus, or Runtime Cloud's vcpu: the same number (both given, they must agree). */
 static int parse_cpus(json_t *body, double *out, err_t *err)
 {
-    json_t *v = json_object_get(body, "cpus");
+    json_t *v = json_object_get(body, "cpus"), *vcpu = json_object_get(body, "vcpu");
+    if (json_is_null(v)) v = NULL;
+    if (json_is_null(vcpu)) vcpu = NULL;
+    if (v && vcpu &&
+        !(json_is_number(v) && json_is_number(vcpu) &&
+          json_number_value(v) == json_number_value(vcpu)))
+        return err_set(err, -EINVAL, "cpus and vcpu are the same setting: give one");
+    const char *field = v ? "cpus" : "vcpu";
+    if (!v) v = vcpu;
     double x = 1;
-    if (v && !json_is_null(v)) {
+    if (v) {
         if (!json_is_number(v))
-            return err_set(err, -EINVAL, "cpus must be a number, e.g. 0.5 or 2");
+            return err_set(err, -EINVAL, "%s must be a number, e.g. 0.5 or 2", field);
         x = json_number_value(v);
     }
     if (!(x >= 0.01 && x <= 1024))
-        return err_set(err, -EINVAL, "cpus must be from 0.01 to 1024, not %g", x);
+        return err_set(err, -EINVAL, "%s must be from 0.01 to 1024, not %g", field, x);
     *out = x;
     return 0;
 }
@@ -125,7 +134,7 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
 }
 
 static const char *const known_fields[] = {
-    "name",   "memoryMiB", "cpus",    "diskMiB",     "idlePauseSeconds",
+    "name",   "memoryMiB", "cpus",    "vcpu",        "diskMiB", "idlePauseSeconds",
     "labels", "env",       "network", "getOrCreate", /* a create's, read by the API */
     NULL,
 };
@@ -136,22 +145,36 @@ static int check_fields(json_t *body, err_t *err)
     return json_known_fields(body, NULL, known_fields, err);
 }
 
+/* One step's failure joins what is wrong so far: a body is answered with every wrong
+ * field at once, as Runtime Cloud does. */
+static void gather(int r, const err_t *step, int *first, err_t *err)
+{
+    if (r >= 0) return;
+    size_t n = *first ? strlen(err->msg) : 0;
+    if (!*first) *err = (err_t){.code = r};
+    snprintf(err->msg + n, sizeof err->msg - n, "%s%s", n ? "; " : "", step->msg);
+    if (!*first) *first = r;
+}
+
 int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
 {
     *s = (struct model_sandbox){.network.internet = true};
+    err_t e = {0};
     int r = check_fields(body, err);
-    if (r == 0) r = parse_name(body, s->name, err);
-    if (r == 0) r = parse_uint(body, "memoryMiB", 1024, 64, 1 << 20, &s->memory_mib, err);
-    if (r == 0) r = parse_cpus(body, &s->cpus, err);
-    if (r == 0) r = parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, err);
-    if (r == 0) r = parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, err);
-    if (r == 0)
-        r = model_map_parse(json_object_get(body, "labels"), "labels", valid_label_key,
-                            "a label key", &s->labels, err);
-    if (r == 0)
-        r = model_map_parse(json_object_get(body, "env"), "env", valid_env_key,
-                            "an environment name", &s->env, err);
-    if (r == 0) r = model_network_parse(json_object_get(body, "network"), &s->network, err);
+    if (r < 0 || !json_is_object(body)) return r;
+    gather(parse_name(body, s->name, &e), &e, &r, err);
+    gather(parse_uint(body, "memoryMiB", 1024, 64, 1 << 20, &s->memory_mib, &e), &e, &r, err);
+    gather(parse_cpus(body, &s->cpus, &e), &e, &r, err);
+    gather(parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, &e), &e, &r, err);
+    gather(parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, &e), &e, &r,
+           err);
+    gather(model_map_parse(json_object_get(body, "labels"), "labels", valid_label_key,
+                           "a label key", &s->labels, &e),
+           &e, &r, err);
+    gather(model_map_parse(json_object_get(body, "env"), "env", valid_env_key,
+                           "an environment name", &s->env, &e),
+           &e, &r, err);
+    gather(model_network_parse(json_object_get(body, "network"), &s->network, &e), &e, &r, err);
     if (r < 0) model_sandbox_clear(s);
     return r;
 }
@@ -175,4 +198,12 @@ void model_sandbox_clear(struct model_sandbox *s)
     model_map_clear(&s->env);
     model_network_clear(&s->network);
     s->name[0] = '\0';
+}
+
+int model_sandbox_copy(struct model_sandbox *dst, const struct model_sandbox *src, err_t *err)
+{
+    json_t *v = model_sandbox_json(src); /* the one form both ways already agree on */
+    int r = v ? model_sandbox_parse(v, dst, err) : err_set(err, -ENOMEM, "out of memory");
+    json_decref(v);
+    return r;
 }

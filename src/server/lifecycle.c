@@ -14,6 +14,95 @@
 
 #include "server_impl.h"
 
+/* ---- waiting for a state (Runtime Cloud's GET ...?waitFor=STATE) ---- */
+
+struct state_wait {
+    struct state_wait *next;
+    struct sbx *sb;
+    const char *word; /* sbx_state_word's: static */
+    struct event *timer;
+    server_sandbox_done_fn *done;
+    void *arg;
+};
+
+/* Takes w off its sandbox's list and frees it; done is the caller's to call. */
+static void state_wait_drop(struct state_wait *w)
+{
+    for (struct state_wait **p = &w->sb->state_waits; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    event_free(w->timer);
+    free(w);
+}
+
+static void state_wait_answer(struct state_wait *w, const err_t *err)
+{
+    struct server *srv = w->sb->owner;
+    struct sbx *sb = w->sb;
+    server_sandbox_done_fn *done = w->done;
+    void *arg = w->arg;
+    state_wait_drop(w);
+    done(srv, sb, err, arg);
+}
+
+static void on_state_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    state_wait_answer(arg, NULL); /* answered as it is now */
+}
+
+/* Its state changed: the waits for its new word are answered. */
+static void state_waits_check(struct sbx *sb)
+{
+    const char *word = sbx_state_word(sb->state);
+    struct state_wait *w = sb->state_waits, *next;
+    for (; w; w = next) {
+        next = w->next;
+        if (strcmp(w->word, word) == 0) state_wait_answer(w, NULL);
+    }
+}
+
+int server_sandbox_wait_state(struct server *srv, struct sbx *sb, const char *word,
+                              uint32_t timeout_ms, server_sandbox_done_fn *done, void *arg,
+                              err_t *err)
+{
+    const char *known = NULL;
+    for (int s = 0; s < SBX_STATE_COUNT && !known; s++)
+        if (strcmp(sbx_state_word((enum sbx_state)s), word) == 0)
+            known = sbx_state_word((enum sbx_state)s);
+    if (!known) return err_set(err, -EINVAL, "waitFor %.40s is no sandbox state", word);
+    if (strcmp(sbx_state_word(sb->state), known) == 0 || timeout_ms == 0) {
+        done(srv, sb, NULL, arg);
+        return 0;
+    }
+    struct state_wait *w = calloc(1, sizeof *w);
+    if (!w) return err_set(err, -ENOMEM, "out of memory");
+    *w = (struct state_wait){.sb = sb, .word = known, .done = done, .arg = arg};
+    w->timer = evtimer_new(srv->base, on_state_wait_timeout, w);
+    if (!w->timer) {
+        free(w);
+        return err_set(err, -ENOMEM, "out of memory");
+    }
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(w->timer, &tv);
+    w->next = sb->state_waits;
+    sb->state_waits = w;
+    return 0;
+}
+
+void server_state_waits_end(struct sbx *sb, bool answer)
+{
+    err_t err;
+    err_set(&err, -ENOENT, "sandbox %s was removed", sb->id);
+    while (sb->state_waits) {
+        if (answer)
+            state_wait_answer(sb->state_waits, &err);
+        else
+            state_wait_drop(sb->state_waits); /* at shutdown: the requests end with the loop */
+    }
+}
+
 bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *fields)
 {
     int to = lifecycle_next(sb->state, event);
@@ -30,6 +119,7 @@ bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *
     if (!fields && kind) fields = json_object();
     if (kind) server_event(srv, sb->id, kind, fields);
     json_decref(fields);
+    state_waits_check(sb);
     return true;
 }
 

@@ -197,6 +197,7 @@ static void sbx_free(struct sbx *sb)
     unwatch_death(sb);
     server_sandbox_change_free(sb);
     sbx_waiters_free(sb->waiters); /* at shutdown: their requests end with the loop */
+    server_state_waits_end(sb, false);
     model_sandbox_clear(&sb->settings);
     budget_unref(sb->budget);
     free(sb);
@@ -212,6 +213,7 @@ static void link_sandbox(struct server *srv, struct sbx *sb)
 
 static void unlink_sandbox(struct server *srv, struct sbx *sb)
 {
+    server_state_waits_end(sb, true);
     for (struct sbx **p = &srv->sandboxes; *p; p = &(*p)->next) {
         if (*p != sb) continue;
         *p = sb->next;
@@ -352,63 +354,70 @@ void server_sandbox_detach(struct server *srv, struct sbx *sb)
     unwatch_death(sb);
 }
 
-/* A network change on its way to the disk; sb may be removed meanwhile. */
-struct network_change {
+/* A change of settings on its way to the disk; sb may be removed meanwhile. */
+struct settings_change {
     struct server *srv;
     struct sbx *sb;
     char id[PROTO_ID_LEN];
-    struct model_network net;
-    server_network_set_fn *done;
+    struct model_sandbox settings;
+    server_settings_set_fn *done;
     void *arg;
 };
 
-static void on_network_saved(int r, const err_t *err, void *arg)
+static void on_settings_saved(int r, const err_t *err, void *arg)
 {
-    struct network_change *c = arg;
+    struct settings_change *c = arg;
     struct server *srv = c->srv;
     struct sbx *sb = r == -ECANCELED ? NULL : server_sandbox_find(srv, NULL, c->id);
     if (r == 0 && sb == c->sb) { /* still there: in force from now on */
-        model_network_clear(&sb->settings.network);
-        sb->settings.network = c->net;
-        c->net = (struct model_network){0};
-        struct policy pol;
-        err_t e = {0};
-        if (sb->egress && sandbox_policy(srv, sb, &sb->settings.network, &pol, &e) == 0)
-            egress_sandbox_set_policy(sb->egress, &pol);
-        c->done(srv, &sb->settings.network, NULL, c->arg);
+        model_sandbox_clear(&sb->settings);
+        sb->settings = c->settings;
+        c->settings = (struct model_sandbox){0};
+        server_sandbox_apply_policy(srv, sb);
+        c->done(srv, &sb->settings, NULL, c->arg);
     } else if (r == 0) { /* removed since: what was saved is the answer */
-        c->done(srv, &c->net, NULL, c->arg);
+        c->done(srv, &c->settings, NULL, c->arg);
     } else if (r != -ECANCELED) {
         c->done(srv, NULL, err, c->arg);
     }
-    model_network_clear(&c->net);
+    model_sandbox_clear(&c->settings);
     free(c);
 }
 
-int server_sandbox_set_network(struct server *srv, struct sbx *sb, const struct model_network *net,
-                               server_network_set_fn *done, void *arg, err_t *err)
+/* Another sandbox of its account holds the name. */
+static bool name_taken(struct server *srv, const struct sbx *sb, const char *name)
+{
+    if (!name[0] || strcmp(name, sb->settings.name) == 0) return false;
+    for (struct sbx *s = srv->sandboxes; s; s = s->next)
+        if (s != sb && strcmp(s->account, sb->account) == 0 && strcmp(s->settings.name, name) == 0)
+            return true;
+    return false;
+}
+
+int server_sandbox_update(struct server *srv, struct sbx *sb, const struct model_sandbox *changed,
+                          server_settings_set_fn *done, void *arg, err_t *err)
 {
     /* Its settings are its create's until it runs (the same FIFO would keep a
      * change in order, but the create's answer would not show it). */
     if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
         return err_set(err, -EBUSY, "sandbox %s is being %s; try again in a moment", sb->id,
                        sb->state == SBX_CREATING ? "created" : "started");
-    struct network_change *c = calloc(1, sizeof *c);
+    if (name_taken(srv, sb, changed->name))
+        return err_set(err, -EEXIST, "another sandbox of this account is named %s", changed->name);
+    struct settings_change *c = calloc(1, sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
-    *c = (struct network_change){.srv = srv, .sb = sb, .done = done, .arg = arg};
+    *c = (struct settings_change){.srv = srv, .sb = sb, .done = done, .arg = arg};
     memcpy(c->id, sb->id, sizeof c->id);
-    int r = model_network_copy(&c->net, net, err);
-    struct model_sandbox changed = sb->settings;
-    changed.network = c->net;
-    char *text = r == 0 ? settings_text(&changed) : NULL;
+    int r = model_sandbox_copy(&c->settings, changed, err);
+    char *text = r == 0 ? settings_text(&c->settings) : NULL;
     if (r == 0 && !text) r = err_set(err, -ENOMEM, "out of memory");
     if (r < 0) {
-        model_network_clear(&c->net);
+        model_sandbox_clear(&c->settings);
         free(c);
         return r;
     }
     /* After every write of its row queued before (the FIFO). */
-    store_writer_sandbox_spec(srv->writer, sb->id, text, on_network_saved, c);
+    store_writer_sandbox_spec(srv->writer, sb->id, text, on_settings_saved, c);
     free(text);
     return 0;
 }

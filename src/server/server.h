@@ -134,16 +134,18 @@ typedef void server_deleted_fn(struct server *srv, const err_t *err, void *arg);
 int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn *done, void *arg,
                           err_t *err);
 
-/* Replaces the sandbox's network settings (copied) once they are on disk; then
- * open connections the new policy refuses are closed, and done is called once,
- * from the loop, with the settings now in force (err NULL) or why they could not
- * be saved (network NULL). Not called when the daemon stops first. Negative with
- * err (and no call of done) when it cannot even start. */
-typedef void server_network_set_fn(struct server *srv, const struct model_network *network,
-                                   const err_t *err, void *arg);
-int server_sandbox_set_network(struct server *srv, struct sbx *sb,
-                               const struct model_network *network, server_network_set_fn *done,
-                               void *arg, err_t *err);
+/* Replaces the sandbox's settings (copied: name, labels, env, idle pause, network...)
+ * once they are on disk; then open connections a new policy refuses are closed, and
+ * done is called once, from the loop, with the settings now in force (err NULL) or
+ * why they could not be saved (settings NULL). Not called when the daemon stops
+ * first. Negative with err (and no call of done) when it cannot even start: -EBUSY
+ * while it is created or started, -EEXIST when another sandbox of its account has the
+ * name. Resources (memory, CPUs, disk) are the create's: a change of them is the
+ * caller's to refuse. */
+typedef void server_settings_set_fn(struct server *srv, const struct model_sandbox *settings,
+                                    const err_t *err, void *arg);
+int server_sandbox_update(struct server *srv, struct sbx *sb, const struct model_sandbox *changed,
+                          server_settings_set_fn *done, void *arg, err_t *err);
 
 /* The policy hook would answer otherwise now (the gateway's servers need other
  * hosts): a running sandbox's egress applies its new answer. */
@@ -245,6 +247,13 @@ int server_sandbox_stop(struct server *srv, struct sbx *sb, const char *reason,
                         server_sandbox_done_fn *done, void *arg, err_t *err);
 int server_sandbox_start(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err);
+/* Runtime Cloud's waitFor: done (from the loop) once sb's state word (sbx_state_word:
+ * running, paused, stopped, ...) is word, or after timeout_ms with sb as it is then;
+ * with err -ENOENT when it is removed first. At once when it is already (or
+ * timeout_ms is 0). -EINVAL (done not called) for a word that is no state's. */
+int server_sandbox_wait_state(struct server *srv, struct sbx *sb, const char *word,
+                              uint32_t timeout_ms, server_sandbox_done_fn *done, void *arg,
+                              err_t *err);
 /* A pause or resume is under way: a request must wait for it (resume). */
 bool server_sandbox_changing(const struct sbx *sb);
 /* The one admission of a request that needs its sandbox running (the API's exec, files

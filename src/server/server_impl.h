@@ -46,6 +46,7 @@ struct sbx {
     struct rate_limit security_events_rate; /* ... of security events, apart */
     struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */
     struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
+    struct state_wait *state_waits;         /* lifecycle.c: requests waiting for a state */
     struct server *owner;
     struct sbx *next;
 };
@@ -119,6 +120,10 @@ void server_tls_stop(struct server *srv);
 
 /* Those waiting to hear how something about a sandbox went (its creation, a
  * pause, wake, stop or start), in the order they asked (server.c). */
+/* lifecycle.c: the waits for a state of sb end, answered (it is removed: -ENOENT) or
+ * not (the daemon stops). */
+void server_state_waits_end(struct sbx *sb, bool answer);
+
 struct sbx_waiter {
     server_created_fn *done;
     void *arg;

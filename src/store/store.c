@@ -324,7 +324,10 @@ void store_sandbox_clear(struct store_sandbox *sb)
 
 int store_sandbox_set_spec(struct store *st, const char *id, const char *spec_json, err_t *err)
 {
-    return run(st, err, "saving the sandbox settings", "UPDATE sandboxes SET spec=? WHERE id=?",
+    /* The name column follows the settings' name (a rename), NULL when it has none. */
+    return run(st, err, "saving the sandbox settings",
+               "UPDATE sandboxes SET spec=?1, name=NULLIF(json_extract(?1, '$.name'), '') "
+               "WHERE id=?2",
                "tt", spec_json, id);
 }
 

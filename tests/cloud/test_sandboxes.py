@@ -116,3 +116,61 @@ def test_list_pages_and_filters(runtime: withruntime.Runtime) -> None:
     finally:
         for s in made:
             s.delete()
+
+
+def test_update_changes_what_it_names_and_keeps_the_rest(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create(name="before-update", labels={"team": "a"},
+                                  env={"KEEP": "1", "DROP": "x"}) as sbx:
+        sbx.update(name="after-update", labels={"team": "b"}, env={"DROP": None, "NEW": "2"},
+                   idle_pause_seconds=120)
+        info = runtime.sandboxes.get(sbx.id).info
+        assert (info["name"], info["labels"], info["idlePauseSeconds"]) == (
+            "after-update", {"team": "b"}, 120)
+        assert info["env"] == {"KEEP": "1", "NEW": "2"}
+        # Commands started afterwards see the change.
+        assert sbx.exec("echo $KEEP-$DROP-$NEW").stdout == "1--2\n"
+        assert runtime.sandboxes.get("after-update").id == sbx.id
+        with pytest.raises(withruntime.NotFoundError):
+            runtime.sandboxes.get("before-update")
+
+
+def test_update_refuses_what_runtimed_cannot_do_and_a_taken_name(runtime: withruntime.Runtime,
+                                                                 daemon) -> None:
+    with runtime.sandboxes.create(name="holder") as holder, runtime.sandboxes.create() as sbx:
+        with pytest.raises(withruntime.ConflictError) as taken:
+            sbx.update(name="holder")
+        assert taken.value.code == "name_taken"
+        with pytest.raises(withruntime.RuntimeError) as unavailable:
+            sbx.update(auto_wake=False, user="root")
+        assert unavailable.value.code == "feature_unavailable"
+        assert "autoWake" in str(unavailable.value) and "user" in str(unavailable.value)
+        assert holder.info["name"] == "holder"
+
+
+def test_create_takes_vcpu_and_refuses_cloud_only_fields_by_name(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create(vcpu=1, memory_mib=512, auto_wake=True) as sbx:
+        assert (sbx.info["vcpu"], sbx.info["cpus"], sbx.info["memoryMiB"]) == (1, 1, 512)
+    before = {s.id for s in runtime.sandboxes.list()}
+    with pytest.raises(withruntime.RuntimeError) as refused:
+        runtime.sandboxes.create(region="eu-west", image="python:3.12")
+    assert refused.value.code == "feature_unavailable"
+    assert "region" in str(refused.value) and "image" in str(refused.value)
+    assert {s.id for s in runtime.sandboxes.list()} == before, "nothing was made"
+
+
+def test_every_wrong_field_is_named_in_one_answer(runtime: withruntime.Runtime) -> None:
+    with pytest.raises(withruntime.InvalidRequestError) as wrong:
+        runtime.sandboxes.create(name="Bad Name!", memory_mib=1, idle_pause_seconds=-5)
+    message = str(wrong.value)
+    for field in ("name", "memoryMiB", "idlePauseSeconds"):
+        assert field in message, message
+
+
+def test_wait_for_answers_when_the_state_comes(runtime: withruntime.Runtime) -> None:
+    with runtime.sandboxes.create() as sbx:
+        sbx.stop(wait=False)
+        assert sbx.wait_for("stopped", 60).state == "stopped"
+        sbx.restart()
+        assert sbx.wait_for("running", 60).state == "running"
+        # A state that does not come: the answer at the deadline, as it is.
+        assert sbx.wait_for("paused", 1).state == "running"
