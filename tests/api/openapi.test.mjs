@@ -580,6 +580,17 @@ test("files/content and uploads: Runtime Cloud's file routes", { skip }, async (
   await callError('POST', '/v1/sandboxes/{id}/uploads', 400, 'invalid_request', { params: { id: sb.id }, body: { path: '/etc/x', size: 1, sha256 }, reqValid: false });
 });
 
+test(':update: labels, env as a patch; what runtimed cannot do is refused by name', { skip }, async () => {
+  const before = await call('GET', '/v1/sandboxes/{id}', { params: { id: sb.id }, expect: 200 });
+  const u = await call('POST', '/v1/sandboxes/{id}:update', { params: { id: sb.id }, body: { labels: { tier: 'x' }, env: { ADDED: '1' } }, expect: 200 });
+  assert.deepEqual(u.body.labels, { tier: 'x' });
+  assert.deepEqual(u.body.env, { ...before.body.env, ADDED: '1' });
+  const back = await call('POST', '/v1/sandboxes/{id}:update', { params: { id: sb.id }, body: { labels: before.body.labels, env: { ADDED: null } }, expect: 200 });
+  assert.deepEqual(back.body.env, before.body.env);
+  await callError('POST', '/v1/sandboxes/{id}:update', 501, 'feature_unavailable', { params: { id: sb.id }, body: { autoWake: false } });
+  await callError('POST', '/v1/sandboxes/{id}:update', 400, 'invalid_request', { params: { id: sb.id }, body: { memoryMiB: 2 }, reqValid: false });
+});
+
 test('network: replace the policy, see it on the sandbox, errors', { skip }, async () => {
   const r = await call('PUT', '/v1/sandboxes/{id}/network', { params: { id: sb.id }, expect: 200,
     body: { internet: true, allow: ['example.com', '*.example.org'] } });

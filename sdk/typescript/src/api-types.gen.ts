@@ -47,7 +47,7 @@ export interface ErrorError {
   /** the answer's x-request-id; quote it when you report a problem */
   requestId: string;
   /**
-   * more about the error; a refused secret's `issues`, one {field, message} per
+   * more about the error: `issues` of a refused body, one {field, message} per
    * wrong field
    */
   details?: ErrorErrorDetails;
@@ -55,11 +55,13 @@ export interface ErrorError {
 }
 
 /**
- * more about the error; a refused secret's `issues`, one {field, message} per
+ * more about the error: `issues` of a refused body, one {field, message} per
  * wrong field
  */
 export interface ErrorErrorDetails {
   issues?: ErrorErrorDetailsIssuesItem[];
+  /** feature_unavailable's: the fields runtimed cannot honour */
+  fields?: string[];
   [more: string]: unknown;
 }
 
@@ -79,6 +81,7 @@ export interface ErrorErrorDetailsIssuesItem {
  * busy (a sandbox being created or removed, or the first request with an
  * Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
  * not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
+ * 501 feature_unavailable (a field of Runtime Cloud's runtimed cannot honour, named);
  * 422 idempotency_key_reused (the key came with another request); 429 limit_reached;
  * 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
  * daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
@@ -108,6 +111,7 @@ export type ErrorCode =
   | 'limit_reached'
   | 'internal_error'
   | 'unavailable'
+  | 'feature_unavailable'
   | 'disk_full';
 
 export interface FileEntry {
@@ -211,6 +215,8 @@ export interface SandboxCreate {
    * @default 1
    */
   cpus?: number;
+  /** Runtime Cloud's name for cpus (both given, they must agree) */
+  vcpu?: number;
   /** @default 2048 */
   diskMiB?: number;
   /**
@@ -237,6 +243,21 @@ export interface SandboxCreate {
   getOrCreate?: boolean;
 }
 
+export interface SandboxUpdate {
+  name?: string | null;
+  labels?: Record<string, string> | null;
+  /** a value sets a variable, null removes it; the others stay */
+  env?: Record<string, string | null> | null;
+  idlePauseSeconds?: number | null;
+  /** true (or null) only */
+  autoWake?: boolean | null;
+  /** true (or null) only */
+  persistent?: boolean | null;
+  maxTotalCostMicros?: null;
+  tailscale?: null;
+  user?: null;
+}
+
 export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'failed';
 
 export interface Sandbox {
@@ -252,6 +273,8 @@ export interface Sandbox {
   reused?: boolean;
   memoryMiB: number;
   cpus: number;
+  /** cpus, under Runtime Cloud's name */
+  vcpu?: number;
   diskMiB: number;
   idlePauseSeconds: number;
   labels: StringMap;

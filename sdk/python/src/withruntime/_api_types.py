@@ -30,6 +30,7 @@ __all__ = [
     "NetworkAnswer",
     "NetworkInput",
     "SandboxCreate",
+    "SandboxUpdate",
     "SandboxStatus",
     "Sandbox",
     "SandboxMcp",
@@ -143,17 +144,19 @@ class _ErrorErrorRequired(TypedDict):
 
 
 class ErrorError(_ErrorErrorRequired, total=False):
-    #: more about the error; a refused secret's `issues`, one {field, message} per
+    #: more about the error: `issues` of a refused body, one {field, message} per
     #: wrong field
     details: ErrorErrorDetails
 
 
 class ErrorErrorDetails(TypedDict, total=False):
-    """more about the error; a refused secret's `issues`, one {field, message} per
+    """more about the error: `issues` of a refused body, one {field, message} per
     wrong field
     """
 
     issues: list[ErrorErrorDetailsIssuesItem]
+    #: feature_unavailable's: the fields runtimed cannot honour
+    fields: list[str]
 
 
 class _ErrorErrorDetailsIssuesItemRequired(TypedDict):
@@ -173,6 +176,7 @@ class ErrorErrorDetailsIssuesItem(_ErrorErrorDetailsIssuesItemRequired, total=Fa
 #: busy (a sandbox being created or removed, or the first request with an
 #: Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
 #: not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
+#: 501 feature_unavailable (a field of Runtime Cloud's runtimed cannot honour, named);
 #: 422 idempotency_key_reused (the key came with another request); 429 limit_reached;
 #: 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
 #: daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
@@ -201,6 +205,7 @@ ErrorCode: TypeAlias = Literal[
     "limit_reached",
     "internal_error",
     "unavailable",
+    "feature_unavailable",
     "disk_full",
 ]
 
@@ -310,6 +315,8 @@ class SandboxCreate(TypedDict, total=False):
     memoryMiB: int
     #: at most the host's online CPUs (more is refused with 400 naming both) (default: 1)
     cpus: float
+    #: Runtime Cloud's name for cpus (both given, they must agree)
+    vcpu: float
     #: default: 2048
     diskMiB: int
     #: pause it after this long without use; 0 never (default: 300)
@@ -322,6 +329,21 @@ class SandboxCreate(TypedDict, total=False):
     network: NetworkInput
     #: when a sandbox of this name exists, answer it (200, reused: true), woken if paused and started again if stopped, instead of 409 (default: False)
     getOrCreate: bool
+
+
+class SandboxUpdate(TypedDict, total=False):
+    name: str | None
+    labels: dict[str, str] | None
+    #: a value sets a variable, null removes it; the others stay
+    env: dict[str, str | None] | None
+    idlePauseSeconds: int | None
+    #: true (or null) only
+    autoWake: bool | None
+    #: true (or null) only
+    persistent: bool | None
+    maxTotalCostMicros: None
+    tailscale: None
+    user: None
 
 
 SandboxStatus: TypeAlias = Literal["creating", "running", "paused", "stopped", "failed"]
@@ -348,6 +370,8 @@ class Sandbox(_SandboxRequired, total=False):
     replayed: bool
     #: only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped
     reused: bool
+    #: cpus, under Runtime Cloud's name
+    vcpu: float
     #: present once MCP servers were started in it
     mcp: SandboxMcp
 
