@@ -461,13 +461,14 @@ static void events(struct httpd_req *req, struct server *srv, struct sbx *sb)
     if (server_events(srv, sb, seq, answer_later, req, &err) < 0) return api_fail(req, &err);
 }
 
-/* 409 for a request that needs the sandbox running, saying what to do. */
+/* 409 for a request that needs the sandbox running, saying what to do, with Runtime
+ * Cloud's codes: sandbox_not_ready (it is on its way), sandbox_stopped. */
 static void not_running(struct httpd_req *req, const struct sbx *sb)
 {
     if (sbx_state(sb) == SBX_CREATING || sbx_state(sb) == SBX_STARTING)
-        return api_error(req, 409, "not_running", "sandbox %s is %s; try again in a moment",
+        return api_error(req, 409, "sandbox_not_ready", "sandbox %s is %s; try again in a moment",
                          sbx_id(sb), sbx_state_said(sbx_state(sb)));
-    api_error(req, 409, "not_running",
+    api_error(req, 409, "sandbox_stopped",
               "sandbox %s is %s; start it with `runtime sandbox start %s` (its /workspace is "
               "kept), or remove it with `runtime sandbox rm %s`",
               sbx_id(sb), sbx_state_said(sbx_state(sb)), sbx_id(sb), sbx_id(sb));

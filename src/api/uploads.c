@@ -234,7 +234,7 @@ static void on_begin_open(struct server *srv, int fd, const err_t *err, void *ar
     if (fd >= 0 && u->orphan) {
         close(fd);
         upload_free(u);
-        return api_error(req, 409, "not_running", "the sandbox was removed during the upload");
+        return api_error(req, 404, "not_found", "the sandbox was removed during the upload");
     }
     if (fd < 0) {
         upload_unlink(u);

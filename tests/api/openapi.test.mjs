@@ -475,7 +475,7 @@ test('stop and start', { skip }, async () => {
   const s = await call('POST', '/v1/sandboxes/{id}/stop', { params: { id: sb.id }, expect: 200 });
   assert.equal(s.body.status, 'stopped');
   await call('POST', '/v1/sandboxes/{id}/stop', { params: { id: sb.id }, expect: 200 });
-  await callError('POST', '/v1/sandboxes/{id}/exec', 409, 'not_running', { params: { id: sb.id }, body: { argv: ['true'] } });
+  await callError('POST', '/v1/sandboxes/{id}/exec', 409, 'sandbox_stopped', { params: { id: sb.id }, body: { argv: ['true'] } });
   await callError('POST', '/v1/sandboxes/{id}/pause', 400, 'invalid_request', { params: { id: sb.id } });
   const t = await call('POST', '/v1/sandboxes/{id}/start', { params: { id: sb.id }, expect: 200 });
   assert.equal(t.body.status, 'running');

@@ -77,7 +77,8 @@ export interface ErrorErrorDetailsIssuesItem {
  * Runtime Cloud's codes where it has one: 400 invalid_request (a body, query or field
  * that is wrong: the message names each), exec_failed; 401 unauthorized; 403
  * forbidden, read_only, permission_denied; 404 not_found, route_not_found,
- * file_not_found; 405 method_not_allowed; 409 name_taken, not_running, conflict,
+ * file_not_found; 405 method_not_allowed; 409 name_taken, sandbox_stopped (a request
+ * that needs it running), sandbox_not_ready (being created or started), conflict,
  * busy (a sandbox being created or removed, or the first request with an
  * Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
  * not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
@@ -98,7 +99,8 @@ export type ErrorCode =
   | 'file_not_found'
   | 'method_not_allowed'
   | 'name_taken'
-  | 'not_running'
+  | 'sandbox_stopped'
+  | 'sandbox_not_ready'
   | 'conflict'
   | 'busy'
   | 'is_a_directory'
