@@ -399,16 +399,36 @@ static const char *const create_cloud_only[] = {
     NULL,
 };
 
+/* A create's fields in order of what to say first: unknown ones (400, every one named),
+ * then Runtime Cloud's that runtimed cannot honour (501); those it can are dropped from
+ * body, which is left with the model's. false after answering. */
+static bool cloud_fields_taken(struct httpd_req *req, json_t *body)
+{
+    if (!json_is_object(body)) return true; /* the parse says what is wrong */
+    json_t *rest = json_copy(body);
+    for (size_t i = 0; create_cloud_only[i]; i++)
+        json_object_del(rest, create_cloud_only[i]);
+    err_t err = {0};
+    int r = json_known_fields(rest, NULL, model_sandbox_fields, &err);
+    json_decref(rest);
+    if (r < 0) {
+        api_fail(req, &err);
+        return false;
+    }
+    if (api_refuse_cloud_only(req, body, create_cloud_only)) return false;
+    for (size_t i = 0; create_cloud_only[i]; i++)
+        json_object_del(body, create_cloud_only[i]); /* null, or true as runtimed always is */
+    return true;
+}
+
 static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
     if (!body) return;
-    if (api_refuse_cloud_only(req, body, create_cloud_only)) {
+    if (!cloud_fields_taken(req, body)) {
         json_decref(body);
         return;
     }
-    for (size_t i = 0; create_cloud_only[i] && json_is_object(body); i++)
-        json_object_del(body, create_cloud_only[i]); /* null, or true as runtimed always is */
     err_t err = {0};
     struct model_sandbox settings;
     bool reuse = false;

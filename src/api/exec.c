@@ -122,14 +122,38 @@ static int command_argv(json_t *command, const char **argv, err_t *err)
     return 0;
 }
 
+/* An exec body's fields (Runtime Cloud's :exec; user and traceFiles as below). */
+static const char *const exec_fields[] = {"argv",  "command",     "env",       "cwd",
+                                          "stdin", "stdinBase64", "timeoutMs", "stream",
+                                          "user",  "traceFiles",  NULL};
+
+/* Runtime Cloud's user and traceFiles: runtimed runs every command as the sandbox's
+ * user and traces no files, so "sandbox" and false are taken (and dropped) and any other
+ * value is refused by name. true after answering. */
+static bool refuse_cloud_only(struct httpd_req *req, json_t *body)
+{
+    static const char *const fields[] = {"user", "traceFiles", NULL};
+    err_t err = {0};
+    if (json_known_fields(body, NULL, exec_fields, &err) < 0) { /* unknown ones first */
+        api_fail(req, &err);
+        return true;
+    }
+    json_t *user = json_object_get(body, "user"), *trace = json_object_get(body, "traceFiles");
+    if (json_is_string(user) && strcmp(json_string_value(user), "sandbox") == 0)
+        json_object_del(body, "user");
+    if (json_is_false(trace)) json_object_del(body, "traceFiles");
+    if (api_refuse_cloud_only(req, body, fields)) return true;
+    json_object_del(body, "user"); /* null: the default */
+    json_object_del(body, "traceFiles");
+    return false;
+}
+
 /* *stdin_bytes: stdinBase64 decoded (the caller frees it). */
 static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
                          struct server_run_spec *spec, const char **argv, char ***envp,
                          char **stdin_bytes, err_t *err)
 {
-    static const char *const known[] = {"argv",        "command",   "env",    "cwd", "stdin",
-                                        "stdinBase64", "timeoutMs", "stream", NULL};
-    int r = json_known_fields(body, NULL, known, err);
+    int r = json_known_fields(body, NULL, exec_fields, err);
     json_t *command = json_object_get(body, "command");
     if (r == 0 && command && json_object_get(body, "argv"))
         r = err_set(err, -EINVAL, "give argv or command, not both");
@@ -301,6 +325,10 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
     }
     json_t *body = api_body_json(req, false);
     if (!body) return;
+    if (refuse_cloud_only(req, body)) {
+        json_decref(body);
+        return;
+    }
     const char *argv[MAX_ARGV];
     char **envp = NULL;
     struct server_run_spec spec = {0};

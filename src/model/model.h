@@ -87,6 +87,8 @@ struct model_sandbox {
  * is accepted and left to the API. out is cleared first; on failure it holds
  * nothing to free. */
 int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
+/* The fields model_sandbox_parse knows, NULL-terminated. */
+extern const char *const model_sandbox_fields[];
 /* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network}:
  * model_sandbox_parse of it gives the same settings back. */
 json_t *model_sandbox_json(const struct model_sandbox *s);

@@ -133,7 +133,7 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
     return str_copy(out, MODEL_NAME_MAX, json_string_value(name));
 }
 
-static const char *const known_fields[] = {
+const char *const model_sandbox_fields[] = {
     "name",   "memoryMiB", "cpus",    "vcpu",        "diskMiB", "idlePauseSeconds",
     "labels", "env",       "network", "getOrCreate", /* a create's, read by the API */
     NULL,
@@ -142,7 +142,7 @@ static const char *const known_fields[] = {
 static int check_fields(json_t *body, err_t *err)
 {
     if (!json_is_object(body)) return err_set(err, -EINVAL, "the body must be a JSON object");
-    return json_known_fields(body, NULL, known_fields, err);
+    return json_known_fields(body, NULL, model_sandbox_fields, err);
 }
 
 /* One step's failure joins what is wrong so far: a body is answered with every wrong

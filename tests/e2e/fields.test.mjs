@@ -37,8 +37,12 @@ function assertUnknown(r, fields, known) {
 }
 
 test('create: unknown fields, at the top and in network, are refused and nothing is made', { skip }, async () => {
-  const top = await d.api('POST', '/v1/sandboxes', { name: 'widened', cpu: 2, memory: 256 });
-  assertUnknown(top, ['cpu', 'memory'], ['name', 'cpus', 'memoryMiB', 'network']);
+  const top = await d.api('POST', '/v1/sandboxes', { name: 'widened', cpuCount: 2, memory: 256, region: 'x' });
+  assertUnknown(top, ['cpuCount', 'memory'], ['name', 'cpus', 'vcpu', 'memoryMiB', 'network']);
+  // Runtime Cloud's fields that runtimed cannot honour: refused by name, never dropped.
+  const cloud = await d.api('POST', '/v1/sandboxes', { name: 'widened', cpu: 'reserved', region: 'x' });
+  assert.equal(cloud.status, 501, cloud.text);
+  assert.deepEqual(cloud.body.error.details.fields, ['region', 'cpu']);
   const nested = await d.api('POST', '/v1/sandboxes',
     { name: 'widened', network: { internet: true, block: ['example.com'], ports: [] } });
   assertUnknown(nested, ['block', 'ports'], ['internet', 'allow', 'deny', 'connect']);
@@ -66,7 +70,13 @@ test('network: an unknown field is refused and the policy is as before; deny is 
 test('exec: {user: "root"} is refused and nothing runs', { skip }, async () => {
   const r = await d.api('POST', `/v1/sandboxes/${box.id}/exec`,
     { argv: ['sh', '-c', 'echo ran > /workspace/ran'], user: 'root', shell: true });
-  assertUnknown(r, ['user', 'shell'], ['argv', 'env', 'cwd', 'stdin', 'timeoutMs']);
+  assertUnknown(r, ['shell'], ['argv', 'env', 'cwd', 'stdin', 'timeoutMs', 'user']);
+  // Runtime Cloud's user field: "sandbox" is what runtimed does; root is refused by name.
+  const root = await d.api('POST', `/v1/sandboxes/${box.id}/exec`,
+    { argv: ['sh', '-c', 'echo ran > /workspace/ran'], user: 'root' });
+  assert.equal(root.status, 501, root.text);
+  assert.equal(root.body.error.code, 'feature_unavailable');
+  assert.deepEqual(root.body.error.details.fields, ['user']);
   const f = await d.api('GET', `/v1/sandboxes/${box.id}/files?path=/workspace/ran`);
   assert.equal(f.status, 404, `the program must not have run: ${f.text}`);
   const ok = await d.exec(box.id, ['id', '-u']);
