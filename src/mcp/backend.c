@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../secrets/secrets.h"
 #include "mcp_impl.h"
 
 #define MAX_PAGES 100
@@ -72,8 +73,10 @@ static json_t *build_env(struct mcp_server *ms, err_t *err)
         return NULL;
     }
     for (size_t i = 0; i < ms->config.secrets.n; i++) {
+        /* The secret's placeholder is in the variable of its env (its name by default). */
         const struct model_pair *p = &ms->config.secrets.v[i];
-        json_t *ph = json_object_get(all, p->value);
+        const char *var = vault_env_name(server_vault(srv), sbx_account(ms->box->sb), p->value);
+        json_t *ph = var ? json_object_get(all, var) : NULL;
         if (ph) json_object_set(extra, p->key, ph);
     }
     json_decref(all);

@@ -163,6 +163,9 @@ int vault_delete(struct vault *v, const char *account, const char *name, vault_s
  * sandbox's placeholders where missing (queued to the writer, not waited for). */
 int vault_env(struct vault *v, const char *account, const char *sandbox_id, json_t *env,
               err_t *err);
+/* The variable vault_env gives the secret name of the account (its env, or its name),
+ * or NULL when the account has no such secret. */
+const char *vault_env_name(const struct vault *v, const char *account, const char *name);
 /* The sandbox is gone: its placeholders too. */
 void vault_forget_sandbox(struct vault *v, const char *sandbox_id);
 /* The account is gone (its rows are, store_account_delete): out of memory too. */

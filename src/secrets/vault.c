@@ -596,6 +596,12 @@ int vault_env(struct vault *v, const char *account, const char *sandbox, json_t 
     return 0;
 }
 
+const char *vault_env_name(const struct vault *v, const char *account, const char *name)
+{
+    const struct secret_entry *s = find_secret(v, account, name);
+    return s ? env_of(s) : NULL;
+}
+
 /* ---- what the egress proxy asks (the server's struct egress_secrets) ---- */
 
 static bool host_allowed(const struct secret_entry *s, const char *host, uint16_t port)

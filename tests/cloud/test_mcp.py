@@ -99,3 +99,54 @@ def test_the_catalog_in_runtime_clouds_shape(runtime: withruntime.Runtime) -> No
     assert github["env"][0]["secret"] is True and github["env"][0]["hosts"] == ["api.github.com"]
     assert github["source"].startswith("https://www.npmjs.com/package/")
     assert github["egress"] == ["api.github.com"] and github["checked"]
+
+
+ENV_SERVER = r'''
+import json, os, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "env", "version": "1"}}
+    elif msg["method"] == "tools/list":
+        result = {"tools": [{"name": "token", "description": "GH_TOKEN as the server sees it",
+                             "inputSchema": {"type": "object", "properties": {}}}]}
+    else:
+        result = {"content": [{"type": "text", "text": os.environ.get("GH_TOKEN", "")}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+def call_tool(url: str, headers: dict[str, str], name: str) -> str:
+    """tools/call in the stateless 2026-07-28 revision: one POST, no session."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        **headers, "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        text = r.read().decode()
+    if not text.lstrip().startswith("{"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)["result"]["content"][0]["text"]
+
+
+def test_a_server_gets_a_secret_with_its_own_env_name_by_mapping(runtime: withruntime.Runtime) -> None:
+    runtime.secrets.set("GITHUB_TOKEN", value="ghp_not_a_real_token_0123456789",
+                        hosts=["api.github.test"], env="GH_FOR_TOOLS")
+    try:
+        with runtime.sandboxes.create() as sbx:
+            placeholder = sbx.exec("printf %s \"$GH_FOR_TOOLS\"").stdout
+            assert placeholder and "ghp_" not in placeholder  # the sandbox holds a placeholder
+            sbx.files.write("/workspace/env_server.py", ENV_SERVER)
+            sbx.mcp.start([{"name": "env", "command": ["python3", "/workspace/env_server.py"],
+                            "secrets": {"GH_TOKEN": "GITHUB_TOKEN"}}])
+            gateway = sbx.mcp.ready(timeout=60, interval=0.1)
+            (env,) = gateway["servers"]
+            assert env["status"] == "ready", env
+            assert call_tool(env["url"], gateway["headers"], "token") == placeholder
+    finally:
+        runtime.secrets.delete("GITHUB_TOKEN")
