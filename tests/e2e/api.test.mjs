@@ -195,6 +195,15 @@ test('sandbox network: no list and an empty list stay apart in the CLI', async (
   assert.deepEqual(await api(), { internet: true, allow: [] }, 'the empty list is kept');
   const show = await d.cli(['sandbox', 'get', sb.id]);
   assert.match(show.stdout, /^Allow:\s+\(no host\)$/m, show.stdout);
+  // Off with hosts listed would be those hosts (Runtime Cloud's reading): the CLI empties
+  // the list, so that on again reaches no host rather than any. --deny adds to its list.
+  await net('--allow', 'api.example.com', '--deny', 'bad.example.com');
+  assert.deepEqual(await api(), { internet: true, allow: ['api.example.com'], deny: ['bad.example.com'] });
+  assert.match(await net(), /^deny: bad\.example\.com$/m);
+  await net('--internet', 'off');
+  assert.deepEqual(await api(), { internet: false, allow: [], deny: ['bad.example.com'] });
+  await net('--clear');
+  assert.deepEqual(await api(), { internet: false }, '--clear drops both lists');
   await d.remove(sb.id);
 });
 

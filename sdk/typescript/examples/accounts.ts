@@ -1,6 +1,6 @@
 // One account per customer: its own API key, its own limits, and a client that sees only
 // its own sandboxes. Run with the admin key (STATE/admin.key) in RUNTIME_API_KEY.
-import { LimitError, Runtime } from 'withruntime';
+import { RateLimitError, Runtime } from 'withruntime';
 
 const admin = new Runtime();
 const acme = await admin.accounts.create({ name: 'acme-example', maxSandboxes: 1 });
@@ -8,11 +8,11 @@ const acme = await admin.accounts.create({ name: 'acme-example', maxSandboxes: 1
 
 const customer = new Runtime({ apiKey: acme.apiKey });
 const sbx = await customer.sandboxes.getOrCreate('customer-42', { memoryMiB: 256 });
-console.log('acme sees:', (await customer.sandboxes.list()).map((s) => s.name).join(','));
+console.log('acme sees:', (await customer.sandboxes.list()).data.map((s) => s.info.name).join(','));
 try {
   await customer.sandboxes.create({ memoryMiB: 256 });
 } catch (e) {
-  if (!(e instanceof LimitError)) throw e;
+  if (!(e instanceof RateLimitError)) throw e;
   console.log(`refused: ${e.code} (${e.status})`); // the message names maxSandboxes=1
 }
 

@@ -1,4 +1,4 @@
-import { ConflictError, NotFoundError, Runtime, RuntimeError, UnauthorizedError } from 'withruntime';
+import { AuthenticationError, ConflictError, NotFoundError, Runtime, RuntimeError } from 'withruntime';
 
 const runtime = new Runtime({ timeoutMs: 30_000 });
 try {
@@ -21,6 +21,6 @@ try {
 try {
   await new Runtime({ apiKey: 'wrong' }).sandboxes.list();
 } catch (e) {
-  if (e instanceof UnauthorizedError) console.log('unauthorized');
+  if (e instanceof AuthenticationError) console.log('unauthorized');
   else if (e instanceof RuntimeError) console.log(`other: ${e.message}`);
 }

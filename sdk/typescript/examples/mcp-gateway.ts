@@ -6,7 +6,7 @@ const sbx = await Sandbox.getOrCreate('mcp-gateway-example', { idlePauseSeconds:
 await sbx.files.write('/workspace/server.mjs', readFileSync(process.argv[2]!));
 await sbx.mcp.start([{ name: 'hello', command: ['node', '/workspace/server.mjs'] }]);
 
-const gateway = await sbx.mcp.ready(); // throws McpServerError if a server failed
+const gateway = await sbx.mcp.ready(); // every server ready, or failed: check each status
 const auth = gateway.headers.Authorization!;
 for (const s of gateway.servers) {
   console.log(`${s.name} ${s.status} tools=${s.tools.join(',')}`);

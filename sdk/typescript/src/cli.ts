@@ -4,7 +4,7 @@
  */
 import { Runtime, type Sandbox } from './client.js';
 import { CommandError, RuntimeError } from './errors.js';
-import type { McpGateway, McpServerSpec, SandboxOptions } from './types.js';
+import type { CreateSandbox, McpGateway, McpServerRequest } from './types.js';
 import { VERSION } from './version.js';
 
 const HELP = `withruntime ${VERSION}: the client of a self-hosted runtimed
@@ -19,6 +19,7 @@ Usage:
                           [--fingerprint SERVER=HASH]... [--wait SECONDS]
   withruntime sandbox mcp ID [--json]                           URLs, header, claude mcp add lines
   withruntime sandbox mcp catalog [--json]
+  withruntime login                                             checks the daemon and key; says where they come from
 
 OPTIONS of create and run:
   --name N  --memory MiB  --cpus N  --disk MiB  --idle-pause SECONDS
@@ -32,7 +33,7 @@ Global options:
   --api-url URL   default $RUNTIME_API_URL, else http://127.0.0.1:7070
   --api-key KEY   default $RUNTIME_API_KEY, else STATE/admin.key
                   (STATE: $RUNTIME_STATE_DIR or /var/lib/runtime)
-  --trial         there is no trial: runtime is self-hosted
+  --trial         there is no trial: runtime is self-hosted (also: login --trial)
   --help, --version
 `;
 
@@ -110,15 +111,15 @@ function pairs(p: Parsed, key: string): Record<string, string> | undefined {
   }));
 }
 
-function sandboxOptions(p: Parsed): SandboxOptions {
-  const o: SandboxOptions = {
+function sandboxOptions(p: Parsed): CreateSandbox {
+  const o: CreateSandbox = {
     name: one(p, '--name'), memoryMiB: num(p, '--memory'), cpus: num(p, '--cpus'), diskMiB: num(p, '--disk'),
     idlePauseSeconds: num(p, '--idle-pause'), labels: pairs(p, '--label'), env: pairs(p, '--env'),
   };
   const allow = p.values.get('--allow');
   // No --allow: no list (any public host); an empty one would be no host at all.
   if (allow || p.flags.has('--no-internet')) o.network = { internet: !p.flags.has('--no-internet'), ...(allow ? { allow } : {}) };
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as SandboxOptions;
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as CreateSandbox;
 }
 
 /** Splits CMD of NAME=CMD like `runtime` does: blanks split, quotes group, backslash escapes. */
@@ -154,8 +155,8 @@ export function splitCommand(cmd: string): string[] {
 }
 
 /** SERVER arguments and --secret/--fingerprint options into the API's server list. */
-export function serverSpecs(servers: string[], secrets: string[] = [], fingerprints: string[] = []): McpServerSpec[] {
-  const specs = new Map<string, McpServerSpec>();
+export function serverSpecs(servers: string[], secrets: string[] = [], fingerprints: string[] = []): McpServerRequest[] {
+  const specs = new Map<string, McpServerRequest>();
   for (const s of servers) {
     const eq = s.indexOf('=');
     if (eq === 0) throw new UsageError(`bad SERVER '${s}': expected a catalog id or NAME=CMD`);
@@ -231,7 +232,7 @@ async function mcp(rt: Runtime, p: Parsed, io: Io): Promise<number> {
   }
   if (verb === 'start') return mcpStart(sbx, p, servers, io);
   if (verb) throw new UsageError(`unknown command '${verb}' after the sandbox ID: expected start or stop`);
-  const g = await sbx.mcp.status();
+  const g = await sbx.mcp.get();
   io.out(json ? JSON.stringify(g, null, 2) + '\n' : formatGateway(g));
   return 0;
 }
@@ -240,7 +241,7 @@ async function mcpStart(sbx: Sandbox, p: Parsed, servers: string[], io: Io): Pro
   if (servers.length === 0) throw new UsageError('sandbox mcp ID start needs at least one SERVER');
   await sbx.mcp.start(serverSpecs(servers, p.values.get('--secret'), p.values.get('--fingerprint')));
   const waitS = num(p, '--wait') ?? 300;
-  const g = waitS === 0 ? await sbx.mcp.status() : await sbx.mcp.ready({ timeoutMs: waitS * 1000, throwOnFailure: false });
+  const g = waitS === 0 ? await sbx.mcp.get() : await sbx.mcp.ready({ timeoutMs: waitS * 1000 });
   io.out(p.flags.has('--json') ? JSON.stringify(g, null, 2) + '\n' : formatGateway(g));
   return waitS === 0 || g.servers.every((s) => s.status === 'ready' || s.phase === 'stopped') ? 0 : 1;
 }
@@ -262,9 +263,9 @@ async function sandbox(rt: Runtime, p: Parsed, io: Io): Promise<number> {
     return r.timedOut ? 124 : r.exitCode;
   }
   case 'list': {
-    const all = await rt.sandboxes.list({ labels: pairs(p, '--label') });
+    const all = await (await rt.sandboxes.list({ labels: pairs(p, '--label') })).toArray();
     io.out(p.flags.has('--json') ? JSON.stringify(all, null, 2) + '\n'
-      : all.map((s) => `${s.id}\t${s.name ?? '-'}\t${s.status}`).join('\n') + (all.length ? '\n' : ''));
+      : all.map((s) => `${s.id}\t${s.info.name ?? '-'}\t${s.state}`).join('\n') + (all.length ? '\n' : ''));
     return 0;
   }
   case 'rm':
@@ -276,6 +277,23 @@ async function sandbox(rt: Runtime, p: Parsed, io: Io): Promise<number> {
   default:
     throw new UsageError(verb ? `unknown sandbox command '${verb}'` : 'sandbox needs a command');
   }
+}
+
+/**
+ * `login`: Runtime Cloud's opens a browser and saves a key; a self-hosted runtimed has
+ * its key already (RUNTIME_API_KEY, or STATE/admin.key), so this checks that the daemon
+ * answers to it and says where each came from.
+ */
+async function login(rt: Runtime, p: Parsed, io: Io): Promise<number> {
+  const url = one(p, '--api-url') ? '--api-url' : process.env.RUNTIME_API_URL ? 'RUNTIME_API_URL' : 'the default';
+  const key = one(p, '--api-key') ? '--api-key' : process.env.RUNTIME_API_KEY ? 'RUNTIME_API_KEY'
+    : `${process.env.RUNTIME_STATE_DIR || '/var/lib/runtime'}/admin.key`;
+  const page = await rt.sandboxes.list({ limit: 100 });
+  io.out(`connected to runtimed at ${rt.baseUrl} (from ${url}), key from ${key}: ` +
+    `${page.data.length}${page.hasMore ? '+' : ''} sandbox${page.data.length === 1 ? '' : 'es'}\n` +
+    'runtime is self-hosted: there is no browser login; programs find the daemon and key the same way ' +
+    '(RUNTIME_API_URL, RUNTIME_API_KEY)\n');
+  return 0;
 }
 
 /** Runs the command line `args` (without node and the script); resolves to the exit status. */
@@ -294,10 +312,14 @@ export async function main(args: string[], io: Io = processIo): Promise<number> 
       io.err(TRIAL);
       if (p.rest.length === 0) return 0;
     }
+    if (p.rest[0] === 'login') {
+      if (p.flags.has('--trial')) return 0;
+      return await login(new Runtime({ baseUrl: one(p, '--api-url'), apiKey: one(p, '--api-key') }), p, io);
+    }
     if (p.rest[0] !== 'sandbox') {
       throw new UsageError(p.rest[0] ? `unknown command '${p.rest[0]}'` : 'no command given');
     }
-    const rt = new Runtime({ apiUrl: one(p, '--api-url'), apiKey: one(p, '--api-key') });
+    const rt = new Runtime({ baseUrl: one(p, '--api-url'), apiKey: one(p, '--api-key') });
     return await sandbox(rt, p, io);
   } catch (e) {
     return report(e, io);

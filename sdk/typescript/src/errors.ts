@@ -1,49 +1,110 @@
 /**
- * Typed errors. Every error this package throws for an API call is a
- * {@link RuntimeError}, so one `instanceof` check catches them all; the
+ * Typed errors, as Runtime Cloud's SDK has them. Every error this package throws for an
+ * API call is a {@link RuntimeError}: `code` (the API's, e.g. `not_found`, `name_taken`,
+ * or this package's own), `status` (HTTP; 0 when no answer came), `requestId` (quote it
+ * in a report), and where the API gave them `hint`, `details` and `retryAfterMs`. The
  * subclasses say what kind of failure it was.
  */
 
-/** What every error of this package carries. */
+/** What a {@link RuntimeError} is made of. */
 export interface RuntimeErrorInit {
-  /** The HTTP status; 0 when no answer came (connection failure, time-out). */
-  status?: number;
+  message: string;
   /** The API's error code (`not_found`, `name_taken`, ...), or this package's own. */
-  code?: string;
+  code: string;
+  /** The HTTP status; 0 when no answer came (connection failure, time-out, a local check). */
+  status: number;
+  /** The answer's request id (`error.requestId`, also its x-request-id header). */
+  requestId?: string;
+  /** What to do next. */
+  hint?: string;
+  /** More about the error: a refused body's `issues`, the `field` at fault, ... */
+  details?: Record<string, unknown>;
+  /** The Idempotency-Key the call was sent with: a retry with it never repeats the effect. */
+  idempotencyKey?: string;
+  retryAfterMs?: number;
   cause?: unknown;
 }
 
+/**
+ * Codes that a retry cannot change: what this daemon does not serve
+ * (`unavailable`, 501), or refuses on purpose.
+ */
+export const DELIBERATE: ReadonlySet<string> = new Set(['unavailable', 'unsupported']);
+
 /** The base class: an HTTP status, the API's error code and its message. */
 export class RuntimeError extends Error {
-  readonly status: number;
   readonly code: string;
+  readonly status: number;
+  readonly requestId?: string;
+  readonly hint?: string;
+  readonly details?: Record<string, unknown>;
+  readonly idempotencyKey?: string;
+  readonly retryAfterMs?: number;
 
-  constructor(message: string, init: RuntimeErrorInit = {}) {
-    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+  constructor(init: RuntimeErrorInit);
+  /** @deprecated the form of withruntime 0.1: pass one object, `{ message, code, status }`. */
+  constructor(message: string, init?: Partial<Omit<RuntimeErrorInit, 'message'>>);
+  constructor(first: RuntimeErrorInit | string, legacy: Partial<Omit<RuntimeErrorInit, 'message'>> = {}) {
+    const init: RuntimeErrorInit = typeof first === 'string'
+      ? { code: 'error', status: 0, ...legacy, message: first }
+      : first;
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
-    this.status = init.status ?? 0;
-    this.code = init.code ?? 'error';
+    this.code = init.code;
+    this.status = init.status;
+    if (init.requestId !== undefined) this.requestId = init.requestId;
+    if (init.hint !== undefined) this.hint = init.hint;
+    if (init.details !== undefined) this.details = init.details;
+    if (init.idempotencyKey !== undefined) this.idempotencyKey = init.idempotencyKey;
+    if (init.retryAfterMs !== undefined) this.retryAfterMs = init.retryAfterMs;
+  }
+
+  /** Sending this exact call again (the same Idempotency-Key) is safe and may work. */
+  get retryable(): boolean {
+    if (DELIBERATE.has(this.code)) return false;
+    return [0, 429, 502, 503, 504].includes(this.status);
+  }
+
+  override toString(): string {
+    return `${this.name} [${this.code}${this.status ? ` ${this.status}` : ''}]: ${this.message}` +
+      `${this.hint ? `\nHint: ${this.hint}` : ''}${this.requestId ? `\nRequest: ${this.requestId}` : ''}`;
   }
 }
 
-/** 400, 413, 422: the request was wrong (bad option, bad JSON, too large). */
-export class BadRequestError extends RuntimeError {}
 /** 401: missing or wrong API key. */
-export class UnauthorizedError extends RuntimeError {}
+export class AuthenticationError extends RuntimeError {}
 /** 403: the key may not make this call (an account's key on an admin call: accounts, metrics). */
-export class ForbiddenError extends RuntimeError {}
+export class PermissionDeniedError extends RuntimeError {}
 /** 404: no such sandbox, secret, server or path (or not the caller's account). */
 export class NotFoundError extends RuntimeError {}
 /** 409: the name is taken, or the sandbox is not in a state that allows the call. */
 export class ConflictError extends RuntimeError {}
-/** 429: a limit was reached (sandboxes, memory, running execs); the message names it. */
-export class LimitError extends RuntimeError {}
-/** 503: the daemon cannot serve the call now. */
-export class UnavailableError extends RuntimeError {}
-/** The daemon could not be reached, or the connection broke before an answer. */
+/** 400, 413, 422: the request was wrong (a bad option or body, too large, a key reused). */
+export class InvalidRequestError extends RuntimeError {}
+/** 429: a limit was reached (the account's sandboxes or memory, 50 secrets); the message names it. */
+export class RateLimitError extends RuntimeError {}
+/** 500 and above: the daemon failed, cannot serve the call now, or does not serve it (501). */
+export class ServiceUnavailableError extends RuntimeError {}
+/** `account_blocked` (Runtime Cloud's; runtimed never answers it). */
+export class AccountBlockedError extends RuntimeError {}
+/**
+ * No answer arrived: the daemon could not be reached, or the connection broke. A change
+ * may or may not have happened; the SDK already retried it with the same Idempotency-Key.
+ */
 export class ConnectionError extends RuntimeError {}
-/** The call did not finish within its time-out. */
-export class TimeoutError extends RuntimeError {}
+/** A call (or `mcp.ready({ throwOnFailure })`'s wait) passed its time-out: code `timeout`. */
+export class TimeoutError extends ConnectionError {}
+
+/** @deprecated withruntime 0.1's name of {@link InvalidRequestError}. */
+export const BadRequestError = InvalidRequestError;
+/** @deprecated withruntime 0.1's name of {@link AuthenticationError}. */
+export const UnauthorizedError = AuthenticationError;
+/** @deprecated withruntime 0.1's name of {@link PermissionDeniedError}. */
+export const ForbiddenError = PermissionDeniedError;
+/** @deprecated withruntime 0.1's name of {@link RateLimitError}. */
+export const LimitError = RateLimitError;
+/** @deprecated withruntime 0.1's name of {@link ServiceUnavailableError}. */
+export const UnavailableError = ServiceUnavailableError;
 
 const NOTICE = /^(npm (notice|WARN|warn)\b|\[notice\]|WARNING:|DEPRECATION:)/;
 const NPM_ERROR = /^npm (ERR!|error)(?= |$) */;
@@ -70,39 +131,69 @@ export function errorLine(stderr: string): string {
   return plain.find((l) => /error/i.test(l) || l.includes('ERR!')) ?? plain[0] ?? lines.at(-1) ?? '';
 }
 
-/** `exec(argv, { check: true })` ran the command and it failed (or timed out). */
+/** What a command did, as {@link CommandError} takes it. */
+export interface CommandOutcome {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut?: boolean;
+}
+
+/**
+ * `exec(command, { check: true })` ran the command and it failed (code `command_failed`)
+ * or timed out (`command_timeout`). The message is Runtime Cloud's ("Command exited with
+ * 3.") followed by the line of stderr that names the error ({@link errorLine}; npm
+ * prints its notices after it), not stderr's last characters.
+ */
 export class CommandError extends RuntimeError {
-  readonly argv: readonly string[];
-  readonly exitCode: number;
+  readonly exitCode: number | null;
   readonly stdout: string;
   readonly stderr: string;
+  /** runtimed's: whether the command ran past its `timeoutMs`. */
   readonly timedOut: boolean;
+  /** runtimed's: the command as given to exec (argv, or the command line in one element). */
+  readonly argv: readonly string[];
 
-  constructor(argv: readonly string[], r: { exitCode: number; stdout: string; stderr: string; timedOut?: boolean }) {
-    const why = r.timedOut ? 'timed out' : `exited with status ${r.exitCode}`;
-    const line = errorLine(r.stderr);
-    super(`command ${JSON.stringify(argv)} ${why}${line ? `: ${line}` : ''}`, { code: 'command_failed' });
-    this.argv = argv;
-    this.exitCode = r.exitCode;
-    this.stdout = r.stdout;
-    this.stderr = r.stderr;
-    this.timedOut = r.timedOut ?? false;
+  constructor(result: CommandOutcome, command?: string | readonly string[]);
+  /** @deprecated withruntime 0.1's order. */
+  constructor(argv: readonly string[], result: CommandOutcome);
+  constructor(a: CommandOutcome | readonly string[], b?: CommandOutcome | string | readonly string[]) {
+    const legacy = Array.isArray(a);
+    const result = (legacy ? b : a) as CommandOutcome;
+    const command = (legacy ? a : b) as string | readonly string[] | undefined;
+    const line = errorLine(result.stderr);
+    super({
+      message: result.timedOut ? 'Command timed out.'
+        : `Command exited with ${result.exitCode}.${line ? ` ${line}` : ''}`,
+      code: result.timedOut ? 'command_timeout' : 'command_failed',
+      status: 0,
+    });
+    this.exitCode = result.exitCode;
+    this.stdout = result.stdout;
+    this.stderr = result.stderr;
+    this.timedOut = result.timedOut ?? false;
+    this.argv = command === undefined ? [] : typeof command === 'string' ? [command] : [...command];
   }
 }
 
-/** `mcp.ready()` found a server `failed` or `refused`; `gateway` is the whole answer. */
+/**
+ * runtimed's: `mcp.ready({ throwOnFailure: true })` found a server that is not serving
+ * (its status `failed`: runtimed's phase `failed` or `refused`); `gateway` is the answer.
+ */
 export class McpServerError extends RuntimeError {
   /** The server that failed (the first one, when several did). */
   readonly server: string;
-  /** Its status: `failed` or `refused`. */
+  /** runtimed's phase of it: `failed` or `refused`. */
   readonly serverStatus: string;
   /** The daemon's account of what went wrong. */
   readonly serverError: string;
   readonly gateway: unknown;
 
   constructor(server: string, serverStatus: string, serverError: string, gateway: unknown) {
-    super(`MCP server ${server} is ${serverStatus}${serverError ? `: ${serverError}` : ''}`,
-      { code: `mcp_${serverStatus}` });
+    super({
+      message: `MCP server ${server} is ${serverStatus}${serverError ? `: ${serverError}` : ''}`,
+      code: `mcp_${serverStatus}`, status: 0,
+    });
     this.server = server;
     this.serverStatus = serverStatus;
     this.serverError = serverError;
@@ -110,17 +201,27 @@ export class McpServerError extends RuntimeError {
   }
 }
 
-const byStatus: Record<number, typeof RuntimeError> = {
-  400: BadRequestError, 401: UnauthorizedError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError,
-  413: BadRequestError, 422: BadRequestError, 429: LimitError, 503: UnavailableError,
-};
-
-/** The typed error for an API error answer (`{"error": {"code", "message"}}`). */
-export function errorFromAnswer(status: number, body: unknown, fallbackText: string): RuntimeError {
-  const err = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-  const code = typeof err?.code === 'string' ? err.code : `http_${status}`;
-  const message = typeof err?.message === 'string' ? err.message
-    : `HTTP ${status}${fallbackText ? `: ${fallbackText.slice(0, 300)}` : ''}`;
-  const Kind = byStatus[status] ?? RuntimeError;
-  return new Kind(message, { status, code });
+/** The typed error for an API error answer (`{"error": {code, status, message, requestId, details}}`). */
+export function errorFor(status: number, body: unknown, idempotencyKey?: string, fallbackText = ''): RuntimeError {
+  const error = ((body as { error?: Record<string, unknown> } | null)?.error ?? {}) as Record<string, unknown>;
+  const init: RuntimeErrorInit = {
+    message: typeof error.message === 'string' ? error.message
+      : `Runtime request failed (${status})${fallbackText ? `: ${fallbackText.slice(0, 300)}` : '.'}`,
+    code: typeof error.code === 'string' ? error.code : 'request_failed',
+    status,
+    ...(typeof error.requestId === 'string' ? { requestId: error.requestId } : {}),
+    ...(typeof error.hint === 'string' ? { hint: error.hint } : {}),
+    ...(error.details && typeof error.details === 'object' ? { details: error.details as Record<string, unknown> } : {}),
+    ...(typeof error.retryAfterMs === 'number' ? { retryAfterMs: error.retryAfterMs } : {}),
+    ...(idempotencyKey ? { idempotencyKey } : {}),
+  };
+  if (init.code === 'account_blocked') return new AccountBlockedError(init);
+  if (status === 401) return new AuthenticationError(init);
+  if (status === 403) return new PermissionDeniedError(init);
+  if (status === 404) return new NotFoundError(init);
+  if (status === 409) return new ConflictError(init);
+  if (status === 400 || status === 413 || status === 422) return new InvalidRequestError(init);
+  if (status === 429) return new RateLimitError(init);
+  if (status >= 500) return new ServiceUnavailableError(init);
+  return new RuntimeError(init);
 }

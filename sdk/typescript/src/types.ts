@@ -11,30 +11,81 @@ type Closed<T> = { [K in keyof T as string extends K ? never : number extends K 
 
 export type SandboxStatus = api.SandboxStatus;
 
+/** Runtime Cloud's word for where a sandbox is, which its SDKs read and wait on. */
+export type SandboxState = api.Sandbox['state'];
+
 /**
- * A sandbox's egress policy: `internet` on or off, the hosts allowed, `deny` (never
- * reached, whatever else says) and `connect` (host:port pairs beyond the list). No
- * `allow`: any public host; `allow: []`: no host; a list: only those. The hosts of the sandbox's
- * catalog MCP servers are reachable in every case (even with `internet: false`).
- * Closed, unlike the wire type (an answer, so open): `network.set()` takes
- * `Partial<NetworkPolicy>`, and there a misspelt key must not pass.
+ * A sandbox's own network rules, as `network.set()` and a create's `network` take them
+ * (Runtime Cloud's `NetworkRules`): `internet` on or off, the hosts allowed, `deny`
+ * (never reached, whatever else says) and `connect` (host:port pairs beyond the list).
+ * No `allow`: any public host; `allow: []`: no host; a list: only those. The hosts of
+ * the sandbox's catalog MCP servers are reachable in every case (even with
+ * `internet: false`). Closed, unlike the wire type (an answer, so open): a misspelt key
+ * must not pass.
  */
-export type NetworkPolicy = Closed<api.Network>;
-/** The policy as `network.get()` and `network.set()` answer it: with Runtime Cloud's
- * `openPorts` (true: a runtimed sandbox reaches every port of a host it may reach). */
+export type NetworkRules = Closed<api.Network>;
+
+/**
+ * The rules in force, as `network.get()` and `network.set()` answer them (Runtime Cloud's
+ * `NetworkPolicy`): the rules and `openPorts` (true: a runtimed sandbox reaches every
+ * port of a host it may reach).
+ */
+export type NetworkPolicy = api.NetworkAnswer;
+/** @deprecated withruntime 0.1's name of {@link NetworkPolicy}. */
 export type NetworkAnswer = api.NetworkAnswer;
 
 /**
- * What `sandboxes.create()` takes; every field is optional and takes the daemon's default.
- * Not `getOrCreate`: the SDK sets it in `sandboxes.getOrCreate(name)`.
+ * What `sandboxes.create()` takes (Runtime Cloud's `CreateSandbox`, the fields runtimed
+ * has); every field is optional and takes the daemon's default. Runtime Cloud's
+ * `vcpu`, `region`, `funding`, `timeoutSeconds`, `image` and the rest are refused by
+ * runtimed as unknown fields.
  */
-export type SandboxOptions = Omit<api.SandboxCreate, 'getOrCreate'>;
+export type CreateSandbox = Omit<api.SandboxCreate, 'name'> & { name?: string };
+/** @deprecated withruntime 0.1's name of {@link CreateSandbox}. */
+export type SandboxOptions = CreateSandbox;
 
-/** A sandbox as the API returns it. */
+/** A sandbox as the API answers it (Runtime Cloud's `SandboxInfo`, with runtimed's fields). */
 export type SandboxInfo = api.Sandbox;
 
-/** What a command did: `POST /v1/sandboxes/{id}/exec`. */
-export type ExecResult = api.ExecResult;
+/**
+ * What `delete()` answers. runtimed answers a delete with no body (204), so the SDK
+ * makes this from what it knew: the id, `status: "deleted"` and the time.
+ */
+export interface DeletedSandbox {
+  id: string;
+  name: string | null;
+  labels: Record<string, string>;
+  status: 'deleted';
+  state: 'stopped';
+  deletedAt: string;
+  [more: string]: unknown;
+}
+
+/** What a command did (Runtime Cloud's `CommandResult`): its exit code, output and time. */
+export type CommandResult = api.ExecResult & {
+  /** Some output was lost before it was read (a streamed exec); never for runtimed's plain exec. */
+  stdoutTruncated?: boolean;
+  stderrTruncated?: boolean;
+  /** The streamed exec's process. */
+  processId?: string;
+};
+/** @deprecated withruntime 0.1's name of {@link CommandResult}. */
+export type ExecResult = CommandResult;
+
+/** An event of a streamed exec (`sbx.execStream()`), in order: start, stdout/stderr, then exit. */
+export type OutputEvent =
+  | { type: 'start'; processId: string; replayed?: boolean }
+  | { type: 'stdout' | 'stderr'; data: string; offset: number; base64?: string }
+  | { type: 'exit'; exitCode: number | null; state: string; timedOut: boolean; durationMs?: number }
+  | { type: 'truncated'; droppedBytes: number; resumeAt: number }
+  | { type: 'continue'; processId: string; cursor: number }
+  | { type: 'error'; error: { code: string; message: string; status?: number; requestId?: string } };
+
+/** A file or directory as `files.list()` answers it. */
+export type FileEntry = api.FileEntry;
+
+/** `files.stat()`: a FileEntry with `exists: true`, or `exists: false` and the path. */
+export type FileStat = api.FileStat;
 
 /** An event of a sandbox: `egress.refused`, `secret.used`, `mcp.exited`, ...; `kind` tells which fields it has. */
 export type SandboxEvent = api.Event;
@@ -45,27 +96,55 @@ export type McpCatalogServer = api.McpCatalogServerStart;
 /** Your own stdio server: a name and the command that runs it in /workspace. */
 export type McpCustomServer = api.McpCustomServerStart;
 
-export type McpServerSpec = McpCatalogServer | McpCustomServer;
+/**
+ * A server for `mcp.start()` (Runtime Cloud's `McpServerRequest`): a catalog id, or a
+ * name and a command; with runtimed's extras (`fingerprint`, `tools`, `isolation`, `args`).
+ */
+export type McpServerRequest = McpCatalogServer | McpCustomServer;
+/** @deprecated withruntime 0.1's name of {@link McpServerRequest}. */
+export type McpServerSpec = McpServerRequest;
 
-/** A server's status. (The document calls this McpServerStatus, and the server McpServer.) */
+/** A server's status: `installing`, `ready` or `failed` (runtimed's finer word is its `phase`). */
 export type McpStatus = api.McpServerStatus;
 
 /** One MCP server of a sandbox and its Streamable HTTP URL on the gateway. */
 export type McpServerStatus = api.McpServer;
 
-/** `GET /v1/sandboxes/{id}/mcp`: the servers and the header every gateway request needs. */
+/**
+ * The gateway (Runtime Cloud's `McpGateway`), as `mcp.start()`, `mcp.get()` and
+ * `mcp.ready()` answer it: `running`, each server's `name`, `status` and `url`, the
+ * `token` and the `headers` every gateway request carries, and `warnings`.
+ */
 export type McpGateway = api.McpStatus;
 
 export type CatalogSetting = api.CatalogSetting;
 
-/** An entry of `GET /v1/mcp/catalog` (docs/catalog.md). */
+/** An entry of `runtime.mcp.catalog()` (Runtime Cloud's `McpCatalogEntry`, with runtimed's fields; docs/catalog.md). */
+export type McpCatalogEntry = api.CatalogEntry;
+/** @deprecated withruntime 0.1's name of {@link McpCatalogEntry}. */
 export type CatalogEntry = api.CatalogEntry;
 
-/** What `secrets.set(name, ...)` takes. */
+/** Which requests to a secret's hosts carry it: `methods` (all when absent) and `paths`. */
+export type SecretRule = api.SecretRule;
+
+/** What `secrets.set(name, ...)` takes (Runtime Cloud's `SetSecret`, with runtimed's `only` and `env`). */
+export type SetSecret = api.SecretInput;
+/** @deprecated withruntime 0.1's name of {@link SetSecret}. */
 export type SecretOptions = api.SecretInput;
 
 /** A secret as listed: never its value. */
+export type Secret = api.Secret;
+/** @deprecated withruntime 0.1's name of {@link Secret}. */
 export type SecretInfo = api.Secret;
+
+/** What `secrets.delete(name)` answers (Runtime Cloud's shape). */
+export interface DeletedSecret {
+  name: string;
+  deleted: true;
+  enforced: boolean;
+  /** Where it was deleted from: runtimed keeps only the sandboxes' copy. */
+  from: 'sandboxes'[];
+}
 
 /** A sandbox's row of `GET /v1/usage` (removed sandboxes included). */
 export type UsageEntry = api.UsageRow;

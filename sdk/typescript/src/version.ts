@@ -1,2 +1,2 @@
 /** This package's version; scripts/build.mjs checks it against package.json. */
-export const VERSION = '0.1.0';
+export const VERSION = '0.2.0';

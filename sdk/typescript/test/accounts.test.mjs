@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDaemon, stopDaemon, isRoot, token, sdk, runtimeFor } from './helpers.mjs';
 
-const { Runtime, ForbiddenError, LimitError, NotFoundError, ConflictError, UnauthorizedError, RuntimeError } = sdk;
+const { Runtime, PermissionDeniedError: ForbiddenError, RateLimitError: LimitError, NotFoundError, ConflictError, AuthenticationError: UnauthorizedError, RuntimeError } = sdk;
 const skip = isRoot() ? false : 'needs root (runtimed does)';
 const KEY = /^rtk_[0-9a-f]{64}$/;
 let d, admin;
@@ -27,7 +27,7 @@ async function newAccount(options = {}) {
   return admin.accounts.create({ name, ...options });
 }
 
-const customer = (apiKey) => new Runtime({ apiUrl: d.url, apiKey });
+const customer = (apiKey) => new Runtime({ baseUrl: d.url, apiKey });
 
 test('an account\'s key sees only its own sandboxes; the admin sees the account', { skip }, async () => {
   const acct = await newAccount({ maxSandboxes: 2, maxMemoryMiB: 1024 });
@@ -40,9 +40,9 @@ test('an account\'s key sees only its own sandboxes; the admin sees the account'
   const rt = customer(acct.apiKey);
   const sbx = await rt.sandboxes.getOrCreate('customer-42', { memoryMiB: 256 });
   assert.equal((await rt.sandboxes.getOrCreate('customer-42')).id, sbx.id);
-  assert.deepEqual((await rt.sandboxes.list()).map((s) => s.id), [sbx.id]);
+  assert.deepEqual((await rt.sandboxes.list()).data.map((s) => s.id), [sbx.id]);
   await assert.rejects(rt.sandboxes.get(admins.id), NotFoundError);
-  assert.ok(!(await admin.sandboxes.list()).some((s) => s.id === sbx.id), 'not among the admin\'s');
+  assert.ok(!(await admin.sandboxes.list()).data.some((s) => s.id === sbx.id), 'not among the admin\'s');
   const usage = await rt.usage();
   assert.deepEqual(usage.sandboxes.map((r) => r.account), [acct.name]);
   assert.deepEqual(usage.accounts.map((a) => a.account), [acct.name]);
@@ -65,10 +65,10 @@ test('rotateKey keeps the previous key until the next rotation; delete takes key
   assert.equal(second.name, acct.name);
   assert.match(second.apiKey, KEY);
   assert.notEqual(second.apiKey, acct.apiKey);
-  assert.deepEqual(await customer(acct.apiKey).sandboxes.list(), [], 'the first key still works once');
+  assert.deepEqual((await customer(acct.apiKey).sandboxes.list()).data, [], 'the first key still works once');
   const third = await admin.accounts.rotateKey(acct.name);
   await assert.rejects(customer(acct.apiKey).sandboxes.list(), UnauthorizedError);
-  assert.deepEqual(await customer(second.apiKey).sandboxes.list(), []);
+  assert.deepEqual((await customer(second.apiKey).sandboxes.list()).data, []);
   const sbx = await customer(third.apiKey).sandboxes.getOrCreate('customer-42', { memoryMiB: 256 });
 
   await admin.accounts.delete(acct.name);

@@ -1,4 +1,4 @@
-// CommandError's message: the line of stderr that says what went wrong, not its last
+// CommandError's message: Runtime Cloud's "Command exited with N.", then the line of stderr that says what went wrong, not its last
 // lines (npm prints its notices after its error). The shapes of npm 9 and 11, pip and a
 // traceback are in tests/fixtures/error-lines.json, which the daemon's unit test reads too.
 import { test } from 'node:test';
@@ -15,8 +15,9 @@ test('errorLine and CommandError name the error line, not the notices after it',
   assert.ok(cases.length >= 8);
   for (const c of cases) {
     assert.equal(errorLine(c.stderr), c.line, c.what);
-    const e = new CommandError(['npm', 'install'], { exitCode: 1, stdout: '', stderr: c.stderr });
-    assert.equal(e.message, `command ["npm","install"] exited with status 1${c.line ? `: ${c.line}` : ''}`, c.what);
+    const e = new CommandError({ exitCode: 1, stdout: '', stderr: c.stderr }, ['npm', 'install']);
+    assert.equal(e.message, `Command exited with 1.${c.line ? ` ${c.line}` : ''}`, c.what);
     assert.equal(e.stderr, c.stderr);
+    assert.deepEqual([e.code, e.status, e.exitCode, e.argv], ['command_failed', 0, 1, ['npm', 'install']]);
   }
 });

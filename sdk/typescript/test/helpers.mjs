@@ -31,17 +31,18 @@ export const sdk = await import('withruntime');
 
 /** A Runtime for daemon d, optionally with its own options. */
 export function runtimeFor(d, options = {}) {
-  return new sdk.Runtime({ apiUrl: d.url, apiKey: d.key, ...options });
+  return new sdk.Runtime({ baseUrl: d.url, apiKey: d.key, ...options });
 }
 
 /** A fetch that counts what it is asked for (method and path), then calls the real one. */
 export function countingFetch(inner = globalThis.fetch) {
-  const calls = [];
+  const calls = [], inits = [];
   const f = (url, init) => {
     calls.push(`${init.method} ${new URL(url).pathname}`);
+    inits.push(init);
     return inner(url, init);
   };
-  f.calls = calls;
+  Object.assign(f, { calls, inits });
   return f;
 }
 

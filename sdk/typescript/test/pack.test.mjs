@@ -27,21 +27,24 @@ test('npm pack; npm install --offline of the tarball; import, require, types and
   assert.ok(!fs.existsSync(path.join(installed, 'node_modules')), 'no runtime dependencies');
 
   const cjs = await run(process.execPath, ['-e', `const w = require('withruntime');
-    const r = new w.Runtime({ apiUrl: 'http://x', apiKey: 'k' });
-    console.log(typeof w.Sandbox.create, r.apiUrl, new w.NotFoundError('m', { status: 404 }) instanceof w.RuntimeError)`], { cwd: app });
+    const r = new w.Runtime({ baseUrl: 'http://x', apiKey: 'k' });
+    console.log(typeof w.Sandbox.create, r.baseUrl, new w.NotFoundError({ message: 'm', code: 'not_found', status: 404 }) instanceof w.RuntimeError)`], { cwd: app });
   assert.equal(cjs.stdout, 'function http://x true\n', cjs.stderr);
   const esm = await run(process.execPath, ['--input-type=module', '-e', `import { Runtime, CommandError, VERSION } from 'withruntime';
     console.log(typeof Runtime, typeof CommandError, VERSION)`], { cwd: app });
   assert.equal(esm.stdout, `function function ${version}\n`, esm.stderr);
 
   // Types, seen from the user's project under both resolutions.
-  fs.writeFileSync(path.join(app, 'use.mts'), `import { Runtime, type ExecResult } from 'withruntime';
-    const r: ExecResult = await (await new Runtime().sandboxes.create({ memoryMiB: 256 })).exec(['true']);
-    const n: number = r.exitCode; void n;\n`);
+  fs.writeFileSync(path.join(app, 'use.mts'), `import { Runtime, Sandbox, type CommandResult, type McpGateway } from 'withruntime';
+    const r: CommandResult = await (await new Runtime().sandboxes.create({ memoryMiB: 256 })).exec('true');
+    const n: number = r.exitCode; void n;
+    await using tmp = await Sandbox.create({ memoryMiB: 256 });
+    const g: McpGateway = await tmp.mcp.ready(); void g.servers[0]?.url;\n`);
   fs.writeFileSync(path.join(app, 'use.cts'), `import w = require('withruntime');
-    const e: w.RuntimeError = new w.ConflictError('taken', { status: 409 }); void e.status;\n`);
+    const e: w.RuntimeError = new w.ConflictError({ message: 'taken', code: 'name_taken', status: 409 }); void e.requestId;\n`);
   const tsc = path.join(PKG, 'node_modules', 'typescript', 'bin', 'tsc');
   const types = await run(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--target', 'es2022',
+    '--lib', 'es2023,esnext.disposable',
     '--typeRoots', path.join(PKG, 'node_modules', '@types'), '--types', 'node', 'use.mts', 'use.cts'], { cwd: app });
   assert.equal(types.code, 0, types.stdout + types.stderr);
 

@@ -123,6 +123,8 @@ describe('gateway.mjs: catalog servers with a secret and an own server, on a nam
         servers[s] = url;
       }
       const [, auth] = line(r, /^Authorization: (Bearer \S+)$/m);
+      line(r, /^catalog github,fetch$/m);
+      assert.equal(line(r, /^again (\S+) reused=(\S+)$/m).slice(1).join(' '), `${id} true`, 'getOrCreate finds the same sandbox');
 
       const secret = (await d.api('GET', '/v1/egress-secrets')).body.secrets.find((s) => s.name === 'GITHUB_TOKEN');
       assert.deepEqual(secret?.hosts, ['api.github.com']);
@@ -189,7 +191,7 @@ describe('programs on a gateway of the daemon', { skip: needRoot }, () => {
         const r = await program(d, 'catalog-narrow.js', args);
         const [, id] = line(r, /^sandbox (\S+)$/m);
         d.track(id);
-        assert.ok(r.stdout.includes(`catalog github ${github.package}@${github.version} egress=api.github.com\n`), r.show);
+        assert.ok(r.stdout.includes(`catalog github ${github.title} ${github.version} egress=api.github.com\n`), r.show);
         line(r, /^network internet=true allow=api\.github\.com$/m);
         line(r, /^curl example\.com exit=[1-9]\d* curl: \(6\) Could not resolve host: example\.com$/m);
         if (args.length) {

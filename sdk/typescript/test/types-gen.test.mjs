@@ -101,7 +101,7 @@ print(json.dumps(out))
 // as they are, and the SDK's inputs reject a misspelt key (each @ts-expect-error must
 // meet its error, or tsc fails).
 const PUBLIC_TYPES_USE = `
-import type { McpGateway, McpServerSpec, NetworkPolicy, SandboxEvent, SandboxInfo, SandboxOptions, Usage } from 'TYPES';
+import type { CreateSandbox, McpGateway, McpServerRequest, NetworkRules, SandboxEvent, SandboxInfo, Usage } from 'TYPES';
 declare const info: SandboxInfo, events: SandboxEvent[], gateway: McpGateway, usage: Usage;
 const later: unknown = info.someFieldAddedLater;
 const asRecord: Record<string, unknown> = info;
@@ -114,13 +114,13 @@ for (const e of events) {
 const headers: HeadersInit = gateway.headers;
 const auth: string | undefined = gateway.headers.Authorization;
 const cost: number = usage.sandboxes[0]!.cost.total + usage.total.cost.total + usage.rates.gbMonth;
-const options: SandboxOptions = { name: 'x', memoryMiB: 512, network: { internet: false } };
-const specs: McpServerSpec[] = [{ id: 'github', secrets: { A: 'B' } }, { name: 'own', command: ['node', 's.js'], args: ['-v'] }];
-const policy: Partial<NetworkPolicy> = { allow: ['api.example.com'] };
+const options: CreateSandbox = { name: 'x', memoryMiB: 512, network: { internet: false } };
+const specs: McpServerRequest[] = [{ id: 'github', secrets: { A: 'B' } }, { name: 'own', command: ['node', 's.js'], args: ['-v'] }];
+const policy: NetworkRules = { internet: true, allow: ['api.example.com'] };
 // @ts-expect-error a misspelt option
-const badOptions: SandboxOptions = { memoryMib: 512 };
+const badOptions: CreateSandbox = { memoryMib: 512 };
 // @ts-expect-error a misspelt key of the policy network.set() takes
-const badPolicy: Partial<NetworkPolicy> = { alow: [] };
+const badPolicy: NetworkRules = { internet: true, alow: [] };
 // @ts-expect-error name is always there (null when the sandbox has none)
 const missingName: SandboxInfo = { ...info, name: undefined };
 void later, asRecord, name, headers, auth, cost, options, specs, policy, badOptions, badPolicy, missingName;

@@ -8,7 +8,7 @@ import { Runtime, Sandbox } from 'withruntime';
 const runtime = new Runtime();
 const entry = (await runtime.mcp.catalog()).find((e) => e.id === 'github');
 if (!entry) throw new Error('the catalog has no github entry');
-console.log(`catalog ${entry.id} ${entry.package}@${entry.version} egress=${entry.egress.join(',')}`);
+console.log(`catalog ${entry.id} ${entry.title} ${entry.version} egress=${entry.egress.join(',')}`);
 
 {
   await using tmp = await Sandbox.create({ memoryMiB: 512 });

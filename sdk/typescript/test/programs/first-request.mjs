@@ -9,7 +9,7 @@ import { Sandbox } from 'withruntime';
 const sbx = await Sandbox.getOrCreate('mcp-gateway', { idlePauseSeconds: 900, labels: { role: 'mcp' } });
 console.log(`sandbox ${sbx.id}`);
 
-const { servers } = await sbx.mcp.status();
+const { servers } = await sbx.mcp.get();
 if (servers.some((s) => s.name === 'tickets')) {
   console.log('tickets already there');
 } else {

@@ -6,7 +6,7 @@
 //   node gateway.mjs TICKETS_SERVER.py < token     (the GitHub token on stdin)
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Runtime } from 'withruntime';
+import { Runtime, Sandbox } from 'withruntime';
 
 const runtime = new Runtime();
 const token = readFileSync(0, 'utf8').trim();
@@ -17,7 +17,7 @@ const name = `gateway-${randomBytes(6).toString('hex')}`;
 const sbx = await runtime.sandboxes.create({
   name, memoryMiB: 2048, idlePauseSeconds: 900, labels: { role: 'mcp', customer: name },
 });
-console.log(`sandbox ${sbx.name} ${sbx.id}`);
+console.log(`sandbox ${sbx.info.name} ${sbx.id}`);
 
 await sbx.files.write('/workspace/tickets_server.py', readFileSync(process.argv[2]));
 await sbx.mcp.start([
@@ -30,3 +30,9 @@ await sbx.mcp.start([
 const gateway = await sbx.mcp.ready({ timeoutMs: 10 * 60_000 });
 for (const s of gateway.servers) console.log(`${s.name} ${s.status} ${s.url}`);
 for (const [header, value] of Object.entries(gateway.headers)) console.log(`${header}: ${value}`);
+
+// The catalog the servers came from, and the same sandbox again by its name.
+const catalog = await runtime.mcp.catalog();
+console.log(`catalog ${catalog.map((e) => e.id).filter((id) => id === 'github' || id === 'fetch').join(',')}`);
+const again = await Sandbox.getOrCreate(name);
+console.log(`again ${again.id} reused=${again.info.reused === true}`);

@@ -8,7 +8,7 @@ const rt = new Runtime({ maxRetries: 0 });
 try {
   const sbx = await rt.sandboxes.create({ memoryMiB: 256 });
   const r = await sbx.exec(['echo', 'over tls'], { check: true });
-  const listed = (await rt.sandboxes.list()).map((s) => s.id);
+  const listed = (await rt.sandboxes.list()).data.map((s) => s.id);
   await sbx.delete();
   process.stdout.write(JSON.stringify({ id: sbx.id, stdout: r.stdout, listed }) + '\n');
 } catch (e) {
