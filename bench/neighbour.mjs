@@ -635,7 +635,7 @@ const modes = {
                 count("creates");
                 createMs.push(c.ms);
                 const d = await apiCall(agent, "DELETE", `/v1/sandboxes/${encodeURIComponent(id)}`);
-                if (d.status !== 204) { await failed("remove", d); continue; }
+                if (d.status !== 200) { await failed("remove", d); continue; }
                 count("removes");
                 removeMs.push(d.ms);
             }

@@ -325,10 +325,39 @@ static void reuse_sandbox(struct server *srv, struct sbx *sb, struct httpd_req *
     if (r < 0) api_fail(req, &err);
 }
 
+/* A removal on its way: what its answer names (the sandbox is freed before it). */
+struct removal {
+    struct httpd_req *req;
+    char id[PROTO_ID_LEN];
+    char name[MODEL_NAME_MAX];
+};
+
+/* Runtime Cloud's answer to a delete: {id, name, status: "deleted", deletedAt}. */
 static void answer_deleted(struct server *srv, const err_t *err, void *arg)
 {
-    if (err) return api_fail(arg, err);
-    api_no_content(arg);
+    struct removal rm = *(struct removal *)arg;
+    free(arg);
+    if (err) return api_fail(rm.req, err);
+    char now[40];
+    time_rfc3339(now, sizeof now, now_unix_ms());
+    api_json(rm.req, 200,
+             json_pack("{s:s,s:o,s:s,s:s}", "id", rm.id, "name",
+                       rm.name[0] ? json_string(rm.name) : json_null(), "status", "deleted",
+                       "deletedAt", now));
+}
+
+static void delete_sandbox(struct httpd_req *req, struct server *srv, struct sbx *sb)
+{
+    err_t err = {0};
+    struct removal *rm = calloc(1, sizeof *rm);
+    if (!rm) return api_error(req, 500, "internal_error", "out of memory");
+    rm->req = req;
+    memcpy(rm->id, sbx_id(sb), sizeof rm->id);
+    memcpy(rm->name, sbx_settings(sb)->name, sizeof rm->name);
+    if (server_sandbox_delete(srv, sb, answer_deleted, rm, &err) < 0) {
+        free(rm);
+        api_fail(req, &err);
+    }
 }
 
 /* getOrCreate: a name that exists is the answer, once it runs. */
@@ -705,11 +734,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
         return api_error(req, 409, "busy", "sandbox %s is being removed", sbx_id(sb));
     err_t err = {0};
     if (!action && m == HTTPD_GET) return get_sandbox(req, srv, sb);
-    if (!action && m == HTTPD_DELETE) {
-        if (server_sandbox_delete(srv, sb, answer_deleted, req, &err) < 0)
-            return api_fail(req, &err);
-        return;
-    }
+    if (!action && m == HTTPD_DELETE) return delete_sandbox(req, srv, sb);
     const struct sandbox_route *rt = action ? sandbox_route_of(action, &sub) : NULL;
     if (!rt || (sub && !rt->takes_sub && !strchr(action, ':')))
         return api_error(req, 404, "route_not_found",

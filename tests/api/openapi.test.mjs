@@ -444,7 +444,7 @@ test('sandboxes: bad input, unknown ids, keys, too large', { skip }, async () =>
   assert.equal(twice.body.replayed, true);
   assert.equal(twice.headers.get('idempotency-replayed'), 'true');
   await callError('POST', '/v1/sandboxes', 422, 'idempotency_key_reused', { body: { name: 'other' }, headers: { 'Idempotency-Key': key } });
-  assert.equal((await d.api('DELETE', `/v1/sandboxes/${once.body.id}`)).status, 204);
+  assert.equal((await d.api('DELETE', `/v1/sandboxes/${once.body.id}`)).status, 200);
   await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: null });
   await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key: 'wrong' });
   await callError('GET', '/metrics', 401, 'unauthorized', { key: null });
@@ -877,7 +877,9 @@ test('routes: what the daemon serves is exactly what the document describes', { 
 });
 
 test('sandboxes: delete', { skip }, async () => {
-  await call('DELETE', '/v1/sandboxes/{id}', { params: { id: NAME }, expect: 204 });
+  const gone = await call('DELETE', '/v1/sandboxes/{id}', { params: { id: NAME }, expect: 200 });
+  assert.equal(gone.body.status, 'deleted');
+  assert.equal(gone.body.id, sb.id);
   await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { params: { id: sb.id } });
   await callError('POST', '/v1/sandboxes/{id}/exec', 404, 'not_found', { params: { id: sb.id }, body: { argv: ['true'] } });
 });

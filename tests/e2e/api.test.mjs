@@ -260,10 +260,12 @@ test('404 for an unknown sandbox in every call', async () => {
   }
 });
 
-test('DELETE is 204 and the sandbox is gone', async () => {
-  const s = await d.create({});
+test("DELETE answers Runtime Cloud's {id, status: deleted, deletedAt} and the sandbox is gone", async () => {
+  const s = await d.create({ name: 'to-delete' });
   const r = await d.api('DELETE', `/v1/sandboxes/${s.id}`);
-  assert.equal(r.status, 204, r.text);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual({ ...r.body, deletedAt: undefined }, { id: s.id, name: 'to-delete', status: 'deleted', deletedAt: undefined });
+  assert.ok(Date.parse(r.body.deletedAt) <= Date.now());
   assert.equal((await d.api('GET', `/v1/sandboxes/${s.id}`)).status, 404);
   const list = await d.api('GET', '/v1/sandboxes');
   assert.ok(!list.body.data.some((x) => x.id === s.id));

@@ -407,7 +407,7 @@ export class Daemon {
 
   async remove(id) {
     const r = await this.api('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}`);
-    if (r.status === 204 || r.status === 404) this.sandboxes.delete(id);
+    if (r.status === 200 || r.status === 404) this.sandboxes.delete(id);
     return r;
   }
 

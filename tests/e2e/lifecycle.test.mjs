@@ -121,7 +121,7 @@ test('/workspace and running processes survive kill -9 of the daemon and a resta
   assert.match(d.log(), /re-adopt/i, 'the daemon says it re-adopted the sandbox');
 
   const rm = await d.remove(s.id);
-  assert.equal(rm.status, 204);
+  assert.equal(rm.status, 200);
   await waitFor(() => !pidAlive(sleeper.pid), { timeoutMs: 2000, what: 'the re-adopted sleep to die on rm' });
 });
 
@@ -139,7 +139,7 @@ test('SIGTERM stops the daemon cleanly; sandboxes keep running and are re-adopte
   await d.start();
   const ps = await d.exec(s.id, ['ps', '-eo', 'args']);
   assert.ok(ps.stdout.includes(`sleep ${arg}`), ps.stdout);
-  assert.equal((await d.remove(s.id)).status, 204);
+  assert.equal((await d.remove(s.id)).status, 200);
   await waitFor(() => !pidAlive(sleeper.pid), { timeoutMs: 2000, what: 'the sleep to die on rm' });
 });
 
@@ -158,7 +158,7 @@ test('kill -9 of the whole process group (sandboxes too) and a restart: the sand
   const cat = await d.api('POST', `/v1/sandboxes/${s.id}/exec`, { argv: ['cat', '/workspace/f'] });
   assert.equal(cat.status, 200, `exec works after the restart: ${cat.text}`);
   assert.equal(cat.body.stdout, `${marker}\n`);
-  assert.equal((await d.remove(s.id)).status, 204);
+  assert.equal((await d.remove(s.id)).status, 200);
   assert.deepEqual(cgroupDirs(d.stateDir).filter((c) => c.endsWith(s.id)), []);
   assert.deepEqual(loopDevicesInto(d.stateDir).filter((l) => l.includes(s.id)), []);
 });
@@ -185,7 +185,7 @@ test('a sandbox whose init is killed on the host is not left "running" with a de
     assert.notEqual(g.body.status, 'running', `status is "running" but exec fails: ${r.text}`);
     assert.ok(!/check argv\[0\]/.test(r.text), `the error blames the program, not the dead sandbox: ${r.text}`);
   }
-  assert.equal((await d.remove(s.id)).status, 204);
+  assert.equal((await d.remove(s.id)).status, 200);
   await waitFor(() => cgroupDirs(d.stateDir).filter((c) => c.endsWith(s.id)).length === 0,
     { timeoutMs: 3000, what: 'its cgroups to go' });
   assert.deepEqual(loopDevicesInto(d.stateDir).filter((l) => l.includes(s.id)), []);
@@ -262,7 +262,7 @@ test('a usage or MCP-state row that cannot be read at restart is reported and ke
   assert.ok(!usage.body.sandboxes.some((x) => x.sandbox === s.id), 'not listed as zero');
   assert.equal((await d.exec(s.id, ['true'])).exitCode, 0, 'the sandbox itself is back');
 
-  assert.equal((await d.remove(s.id)).status, 204);
+  assert.equal((await d.remove(s.id)).status, 200);
   assert.deepEqual(sql(d.stateDir, 'SELECT state FROM usage WHERE sandbox = ?', s.id), [[badUsage]],
     'the removal wrote nothing over the row');
 });

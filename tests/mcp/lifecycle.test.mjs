@@ -166,11 +166,11 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     busy();
     const again = await d.mcpStartRaw(hasty, [life('second', [marker])]);
     assert.equal(again.status, 202, again.text);
-    assert.equal((await d.api('DELETE', `/v1/sandboxes/${hasty}`)).status, 204);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${hasty}`)).status, 200);
     await waitFor(() => processesMatching(marker).length === 0, { what: 'the removed sandbox\'s server processes to end' });
     for (const made of await Promise.all(others)) {
       assert.equal(made.status, 201, made.text);
-      assert.equal((await d.api('DELETE', `/v1/sandboxes/${made.body.id}`)).status, 204);
+      assert.equal((await d.api('DELETE', `/v1/sandboxes/${made.body.id}`)).status, 200);
     }
   });
 
@@ -233,7 +233,7 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     assert.equal((await d.api('POST', `/v1/sandboxes/${sid}/stop`)).status, 200);
     const dir = path.join(d.stateDir, 'sandboxes', sid);
     assert.ok(fs.existsSync(dir), 'a stopped sandbox keeps its directory');
-    assert.equal((await d.api('DELETE', `/v1/sandboxes/${sid}`)).status, 204);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${sid}`)).status, 200);
     assert.ok(!fs.existsSync(dir), 'removed, its directory is gone');
     assert.deepEqual(d.leftovers().cgroups.filter((c2) => c2.endsWith(sid)), []);
   });
@@ -246,7 +246,7 @@ describe('MCP server lifecycle', { skip: skipReason() }, () => {
     assert.equal(s.status, 'failed', 'not serving: Runtime Cloud\'s word');
     const gw = await fetch(s.url, { method: 'POST', headers: { Authorization: st.headers.Authorization, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: '{}' });
     assert.equal(gw.status, 503);
-    assert.equal((await d.api('DELETE', `/v1/sandboxes/${id}`)).status, 204);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${id}`)).status, 200);
     await waitFor(() => processesMatching('/workspace/life.mjs').length === 0, { what: 'server processes to end' });
   });
 });

@@ -48,8 +48,9 @@ export type SandboxOptions = CreateSandbox;
 export type SandboxInfo = api.Sandbox;
 
 /**
- * What `delete()` answers. runtimed answers a delete with no body (204), so the SDK
- * makes this from what it knew: the id, `status: "deleted"` and the time.
+ * What `delete()` answers: runtimed's `{id, name, status: "deleted", deletedAt}`, with
+ * what the SDK knew filling in the rest (a `missingOk` delete of a sandbox already gone
+ * is made of that alone).
  */
 export interface DeletedSandbox {
   id: string;
