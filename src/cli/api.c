@@ -166,8 +166,11 @@ struct list_show {
 static int show_list(json_t *list, void *arg)
 {
     const struct list_show *l = arg;
+    /* Runtime Cloud's pages: {data, nextCursor}, and the secrets' {secrets, next}. */
     if (json_is_object(list) && json_is_array(json_object_get(list, "data")))
-        list = json_object_get(list, "data"); /* Runtime Cloud's {data, nextCursor} */
+        list = json_object_get(list, "data");
+    else if (json_is_object(list) && json_is_array(json_object_get(list, "secrets")))
+        list = json_object_get(list, "secrets");
     if (!json_is_array(list))
         return cli_error("the daemon's answer is not a list of %s; is that runtimed?", l->what);
     l->table(list);

@@ -72,33 +72,16 @@ static void cell(json_t *s, int col, char *out, size_t size)
     }
 }
 
-/* {secrets: [...], next}: an account holds at most 50, one page of 100 holds them all. */
-static int secret_table(json_t *page, void *arg)
+static void secret_table(json_t *list)
 {
-    json_t *list = json_object_get(page, "secrets");
-    if (!json_is_array(list))
-        return cli_error("the daemon's answer has no list of secrets; is that runtimed?");
     cli_table_print(&(struct cli_table){heads, COLS, cell, NULL}, list);
-    return 0;
 }
 
+/* {secrets: [...], next}: an account holds at most 50, one page of 100 holds them all. */
 static int cmd_list(struct cli *c, int argc, char **argv)
 {
-    enum { L_JSON };
-    static const struct opt_spec opts[] = {{"json", false, L_JSON}, {NULL, false, 0}};
-    struct args a;
-    bool json = false;
-    int id;
-    args_init(&a, argc, argv, "secret list", opts);
-    while ((id = args_next(&a)) != ARG_END) {
-        if (id == ARG_HELP) return usage_print(a.cmd, stdout), EXIT_OK;
-        if (id == ARG_BAD) return EXIT_USAGE;
-        if (id != L_JSON)
-            return cli_usage_error(a.cmd, "unexpected argument '%s'", a.argv[a.i - 1]);
-        json = true;
-    }
-    struct http_req req = {.method = "GET", .path = "/v1/egress-secrets?limit=100", .sink_fd = -1};
-    return api_show(c, &req, json, secret_table, NULL);
+    return api_list_command(c, argc, argv, "secret list", "/v1/egress-secrets?limit=100",
+                            secret_table, "secrets");
 }
 
 /* ---- rm ---- */
