@@ -104,11 +104,8 @@ check: all $(BUILD)/unit asan format-check
 	$(MAKE) fuzz-replay
 	RUNTIME_BUILD=$(BUILD) tests/mitm/verify.sh
 	RUNTIME_BUILD=$(BUILD) tests/run-e2e
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 	RUNTIME_BUILD=$(BUILD) $(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
-		/usr/bin/python3 -m pytest -q -p no:cacheprovider sdk/python/tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		$(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
 	$(MAKE) bench-smoke

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
-// The SDKs' wire types, generated from the one description of the HTTP API:
+// The TypeScript SDK's wire types, generated from the one description of the HTTP API:
 // components.schemas of api/openapi.yaml becomes
 //   sdk/typescript/src/api-types.gen.ts        (an interface or type per schema)
-//   sdk/python/src/withruntime/_api_types.py   (a TypedDict or alias per schema)
-// Both are committed; sdk/typescript/test/types-gen.test.mjs fails when they are
-// not what this script makes of the document.
+// It is committed; sdk/typescript/test/types-gen.test.mjs fails when it is not what
+// this script makes of the document. (Python's client is Runtime Cloud's official
+// package, withruntime on PyPI: this repository makes no Python types.)
 //
-//   node sdk/scripts/gen-types.mjs                  rewrite both files in place
-//   node sdk/scripts/gen-types.mjs --out-dir DIR    write them into DIR instead
+//   node sdk/scripts/gen-types.mjs                  rewrite the file in place
+//   node sdk/scripts/gen-types.mjs --out-dir DIR    write it into DIR instead
 //
 // It reads the YAML with the `yaml` package that tests/api pins (tests/api/package.json,
 // installed by scripts/install-deps): no dependency of its own. The output depends on
@@ -27,7 +27,6 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const DOC = path.join(REPO, 'api', 'openapi.yaml');
 export const OUTPUTS = {
   ts: path.join(REPO, 'sdk', 'typescript', 'src', 'api-types.gen.ts'),
-  py: path.join(REPO, 'sdk', 'python', 'src', 'withruntime', '_api_types.py'),
 };
 const REGENERATE = 'node sdk/scripts/gen-types.mjs';
 const SCHEMA_REF = '#/components/schemas/';
@@ -294,196 +293,11 @@ export function typescript(decls) {
   return `${head}\n\n${decls.map(tsDecl).join('\n')}`;
 }
 
-// ------------------------------------------------------------------ Python
-
-const PY_KEYWORDS = new Set(['False', 'None', 'True', 'and', 'as', 'assert', 'async', 'await', 'break',
-  'class', 'continue', 'def', 'del', 'elif', 'else', 'except', 'finally', 'for', 'from', 'global',
-  'if', 'import', 'in', 'is', 'lambda', 'nonlocal', 'not', 'or', 'pass', 'raise', 'return', 'try',
-  'while', 'with', 'yield']);
-
-function pyRepr(v) {
-  if (v === null) return 'None';
-  if (v === true) return 'True';
-  if (v === false) return 'False';
-  if (typeof v === 'number' || typeof v === 'string') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(pyRepr).join(', ')}]`;
-  return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyRepr(x)}`).join(', ')}}`;
-}
-
-class Python {
-  constructor() {
-    this.imports = new Set();
-  }
-
-  type(ty) {
-    switch (ty.t) {
-      case 'prim':
-        if (ty.name === 'unknown') this.imports.add('Any');
-        return { string: 'str', integer: 'int', number: 'float', boolean: 'bool', null: 'None', unknown: 'Any' }[ty.name];
-      case 'lit': return ty.value === null ? 'None' : this.literal([ty.value]);
-      case 'ref': return ty.name;
-      case 'array': return `list[${this.type(ty.items)}]`;
-      case 'map': return `dict[str, ${this.type(ty.values)}]`;
-      case 'union': return this.unionParts(ty).join(' | ');
-      case 'all':
-        throw new Error('gen-types: allOf of several schemas has no Python TypedDict form');
-    }
-    throw new Error(`gen-types: no Python for ${JSON.stringify(ty)}`);
-  }
-
-  /** A union's members; its literals (None aside) make one Literal[...], where the first was. */
-  unionParts(ty) {
-    const lits = ty.of.filter((m) => m.t === 'lit' && m.value !== null).map((m) => m.value);
-    const parts = [];
-    let litDone = false;
-    for (const m of ty.of) {
-      if (m.t === 'lit' && m.value !== null) {
-        if (!litDone) parts.push(this.literal(lits));
-        litDone = true;
-      } else parts.push(m.t === 'lit' ? 'None' : this.type(m));
-    }
-    return parts;
-  }
-
-  literal(values) {
-    this.imports.add('Literal');
-    return `Literal[${values.map(pyRepr).join(', ')}]`;
-  }
-
-  /** An alias; a long union gets a line per member (per value, for a Literal). */
-  alias(d) {
-    this.imports.add('TypeAlias');
-    const value = this.type(d.type);
-    const one = `${d.name}: TypeAlias = ${value}`;
-    const comment = pyComment(d.description, d.default, '');
-    if (one.length <= 99 || d.type.t !== 'union') return `${comment}${one}\n`;
-    const parts = this.unionParts(d.type);
-    if (parts.length === 1) {
-      const values = d.type.of.map((m) => `    ${pyRepr(m.value)},`);
-      return `${comment}${d.name}: TypeAlias = Literal[\n${values.join('\n')}\n]\n`;
-    }
-    return `${comment}${d.name}: TypeAlias = (\n    ${parts.join('\n    | ')}\n)\n`;
-  }
-
-  /** A map with some keys known: a dict (a TypedDict cannot take other keys before Python
-   * 3.15), the known keys named in its comment. */
-  knownKeysMap(d) {
-    this.imports.add('TypeAlias');
-    const keys = d.object.props.map((p) => `${p.key}${p.description ? ` (${p.description})` : ''}`);
-    const lines = [...descriptionLines(d.description), `keys include: ${keys.join(', ')}`];
-    return `${lines.map((l) => `#: ${l}\n`).join('')}${d.name}: TypeAlias = dict[str, ${this.type(d.object.extra)}]\n`;
-  }
-
-  /** TypedDicts: the required keys in a base class, the others in a total=False class
-   * (Python 3.10 has no NotRequired in its standard library). */
-  typedDict(d) {
-    if (d.object.extra) return this.knownKeysMap(d);
-    this.imports.add('TypedDict');
-    const req = d.object.props.filter((p) => p.required);
-    const opt = d.object.props.filter((p) => !p.required);
-    for (const p of d.object.props) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(p.key) || PY_KEYWORDS.has(p.key)) {
-        throw new Error(`gen-types: ${d.name}.${p.key} is not a Python identifier; class TypedDicts cannot have it`);
-      }
-    }
-    const body = (props, doc) => {
-      const lines = [];
-      if (doc.length) lines.push(pyDocstring(doc), '');
-      for (const p of props) lines.push(pyComment(p.description, p.default, '    ') + `    ${p.key}: ${this.type(p.type)}`);
-      if (lines.length === 0) lines.push('    pass');
-      if (lines.at(-1) === '') lines.pop();
-      return lines.join('\n');
-    };
-    const doc = descriptionLines(d.description);
-    if (opt.length === 0) return `class ${d.name}(TypedDict):\n${body(req, doc)}\n`;
-    if (req.length === 0) return `class ${d.name}(TypedDict, total=False):\n${body(opt, doc)}\n`;
-    const base = `_${d.name}Required`;
-    return `class ${base}(TypedDict):\n${body(req, [])}\n\n\nclass ${d.name}(${base}, total=False):\n${body(opt, doc)}\n`;
-  }
-}
-
-function pyDocstring(lines) {
-  const safe = lines.map((l) => l.replace(/\\/g, '\\\\').replace(/"""/g, '\\"\\"\\"'));
-  if (safe.length === 1) return `    """${safe[0]}"""`;
-  return `    """${safe[0]}\n${safe.slice(1).map((l) => (l ? `    ${l}` : '')).join('\n')}\n    """`;
-}
-
-/** `#:` comment lines (the attribute docs Sphinx reads): the description and the default. */
-function pyComment(description, dflt, indent) {
-  const lines = descriptionLines(description);
-  if (dflt !== undefined) {
-    if (lines.length) lines[lines.length - 1] += ` (default: ${pyRepr(dflt)})`;
-    else lines.push(`default: ${pyRepr(dflt)}`);
-  }
-  return lines.map((l) => `${indent}#:${l ? ` ${l}` : ''}\n`).join('');
-}
-
-/** Declarations in an order Python can run: an alias is evaluated at once, so what it
- * names comes first; class annotations are not (from __future__ import annotations). */
-function pythonOrder(decls) {
-  const byName = new Map(decls.map((d) => [d.name, d]));
-  const out = [];
-  const state = new Map();
-  const visit = (d, chain) => {
-    if (state.get(d.name) === 'done') return;
-    if (state.get(d.name) === 'active') throw new Error(`gen-types: aliases refer to each other: ${[...chain, d.name].join(' -> ')}`);
-    state.set(d.name, 'active');
-    const eager = d.object ? d.object.extra : d.type; // a TypedDict's annotations wait
-    if (eager) {
-      for (const n of refsOfType(eager)) {
-        const dep = byName.get(n);
-        if (!dep) throw new Error(`gen-types: ${d.name} refers to ${n}, which is not in components.schemas`);
-        visit(dep, [...chain, d.name]);
-      }
-    }
-    state.set(d.name, 'done');
-    out.push(d);
-  };
-  decls.forEach((d) => visit(d, []));
-  return out;
-}
-
-function refsOfType(ty) {
-  switch (ty.t) {
-    case 'ref': return [ty.name];
-    case 'array': return refsOfType(ty.items);
-    case 'map': return refsOfType(ty.values);
-    case 'union': case 'all': return ty.of.flatMap(refsOfType);
-    default: return [];
-  }
-}
-
-export function python(decls) {
-  const py = new Python();
-  const ordered = pythonOrder(decls);
-  const blocks = ordered.map((d) => (d.object ? py.typedDict(d) : py.alias(d)));
-  const head = [
-    `# Generated from api/openapi.yaml (components.schemas) by sdk/scripts/gen-types.mjs: do not edit.`,
-    `# Regenerate with \`${REGENERATE}\` (sdk/typescript/test/types-gen.test.mjs checks it is current).`,
-    '"""The API\'s wire types as TypedDicts, exactly as api/openapi.yaml gives them.',
-    '',
-    'Keys a schema requires are in a base class, the others in a ``total=False`` class',
-    '(the standard library of Python 3.10 has no ``NotRequired``). Answers may carry keys',
-    'that are not listed: the daemon adds fields, never renames them. The SDK\'s public',
-    'names are in ``withruntime.models``.',
-    '"""',
-    '',
-    'from __future__ import annotations',
-    '',
-    `from typing import ${[...py.imports].sort().join(', ')}`,
-    '',
-    '__all__ = [',
-    ...ordered.map((d) => `    ${JSON.stringify(d.name)},`),
-    ']',
-  ].join('\n');
-  return `${head}\n\n\n${blocks.join('\n\n')}`;
-}
-
 // ------------------------------------------------------------------ main
 
 export function generate(doc) {
   const decls = new Model(doc).build();
-  return { ts: typescript(decls), py: python(decls) };
+  return { ts: typescript(decls) };
 }
 
 function main(argv) {

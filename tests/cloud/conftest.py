@@ -9,10 +9,12 @@ a dead loopback nameserver. Every wait polls a condition against a deadline.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -29,9 +31,12 @@ RUNTIMED = (ROOT / os.environ.get("RUNTIME_BUILD", "build")).resolve() / "runtim
 
 
 def official_sdk() -> bool:
-    """Whether `withruntime` is the official package, not this repository's sdk/python."""
-    return getattr(withruntime, "__version__", "") == "0.35.0" and "sdk/python" not in (
-        withruntime.__file__ or "")
+    """Whether `withruntime` is Runtime Cloud's 0.35.0 as pip installed it from PyPI."""
+    try:
+        installed = importlib.metadata.version("withruntime")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return installed == getattr(withruntime, "__version__", "") == "0.35.0"
 
 
 def free_port() -> int:
@@ -41,7 +46,15 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self) -> None:
+    """One runtimed in a temp dir. extra_args: more options (e.g. --resolve pins);
+    online: resolve sandbox destinations for real (no dead nameserver); ca: the daemon
+    serves https (--tls-cert in extra_args) with a certificate from this CA."""
+
+    def __init__(self, extra_args: list[str] | None = None, online: bool = False,
+                 ca: Path | None = None) -> None:
+        self.extra_args = list(extra_args or [])
+        self.online = online
+        self.ca = ca
         self.dir = Path(tempfile.mkdtemp(prefix="runtime-cloud-"))
         self.dir.chmod(0o711)
         self.state_dir = self.dir / "state"
@@ -51,7 +64,7 @@ class Daemon:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ca else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def key(self) -> str:
@@ -65,7 +78,7 @@ class Daemon:
             self.proc = subprocess.Popen(
                 [str(RUNTIMED), "--state-dir", str(self.state_dir), "--listen",
                  f"127.0.0.1:{self.port}", "--socket", str(self.dir / "api.sock"),
-                 "--nameserver", "127.0.0.1:9"],
+                 *([] if self.online else ["--nameserver", "127.0.0.1:9"]), *self.extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 20
         while not self._answers():
@@ -81,8 +94,9 @@ class Daemon:
         if not (self.state_dir / "admin.key").exists():
             return False
         req = urllib.request.Request(self.url + "/healthz")
+        context = ssl.create_default_context(cafile=str(self.ca)) if self.ca else None
         try:
-            with urllib.request.urlopen(req, timeout=1) as r:
+            with urllib.request.urlopen(req, timeout=1, context=context) as r:
                 return bool(r.status == 200)
         except (OSError, urllib.error.URLError):
             return False
@@ -104,13 +118,18 @@ class Daemon:
             raise AssertionError(f"runtimed leaked memory (LeakSanitizer):\n{leaks}")
 
 
-@pytest.fixture(scope="session")
-def daemon() -> Iterator[Daemon]:
+def need_daemon() -> None:
+    """Skips without root; fails when the SDK is not the official one."""
     if os.geteuid() != 0:
         pytest.skip("runtimed needs root")
     if not official_sdk():
         pytest.fail("withruntime is not Runtime Cloud's 0.35.0 from PyPI: run these tests with "
                     "/opt/runtime-test/venv-cloud/bin/python (scripts/install-deps makes it)")
+
+
+@pytest.fixture(scope="session")
+def daemon() -> Iterator[Daemon]:
+    need_daemon()
     d = Daemon().start()
     yield d
     d.close()

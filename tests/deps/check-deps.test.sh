@@ -180,7 +180,7 @@ moved git 'git (/usr/bin/git): SANDBOX_NEEDS'
 moved libmnl-dev 'pkg-config module libmnl: Makefile:'
 
 # --- pip requirements: a copy that does not install the real file; a file not pinned
-req=sdk/python/tests/requirements-mcp.txt
+req=tests/cloud/requirements-mcp.txt
 grep -vF "$req" scripts/install-deps >"$WORK/install-deps-without-req"
 if scripts/check-deps --install-deps "$WORK/install-deps-without-req" >"$WORK/out" 2>&1; then
     fail "without installing $req: check-deps passed"

@@ -15,13 +15,13 @@ from withruntime import Sandbox
 sbx = Sandbox.get_or_create("mcp-gateway", idle_pause_seconds=900, labels={"role": "mcp"})
 print("sandbox", sbx.id)
 
-if any(s["name"] == "tickets" for s in sbx.mcp.status()["servers"]):
+if any(s["name"] == "tickets" for s in sbx.mcp.get()["servers"]):
     print("tickets already there")
 else:
     sbx.files.write("/workspace/tickets_server.py", Path(sys.argv[1]).read_bytes())
     sbx.mcp.start([{"name": "tickets", "command": ["python3", "/workspace/tickets_server.py"]}])
     print("tickets started")
-gateway = sbx.mcp.ready(timeout_ms=120_000)
+gateway = sbx.mcp.ready(timeout=120)
 url = next(s["url"] for s in gateway["servers"] if s["name"] == "tickets")
 
 # What every request carries: a JSON body, both answer types accepted, the gateway token.

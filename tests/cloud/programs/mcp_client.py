@@ -39,6 +39,6 @@ runtime = Runtime()
 with runtime.sandboxes.create(memory_mib=512, labels={"role": "mcp-client"}) as sbx:
     sbx.files.write("/workspace/tickets_server.py", Path(sys.argv[1]).read_bytes())
     sbx.mcp.start([{"name": "tickets", "command": ["python3", "/workspace/tickets_server.py"]}])
-    gateway = sbx.mcp.ready(timeout_ms=120_000)
+    gateway = sbx.mcp.ready(timeout=120)
     url = next(s["url"] for s in gateway["servers"] if s["name"] == "tickets")
     asyncio.run(use_tickets(url, dict(gateway["headers"])))

@@ -20,7 +20,7 @@ runtime.secrets.set("GITHUB_TOKEN", value=token, hosts=["api.github.com"])
 name = f"gateway-{secrets.token_hex(6)}"
 sbx = runtime.sandboxes.create(name=name, memory_mib=2048, idle_pause_seconds=900,
                                labels={"role": "mcp", "customer": name})
-print("sandbox", sbx.name, sbx.id, flush=True)
+print("sandbox", sbx.info["name"], sbx.id, flush=True)
 
 sbx.files.write("/workspace/tickets_server.py", Path(sys.argv[1]).read_bytes())
 sbx.mcp.start([
@@ -30,7 +30,7 @@ sbx.mcp.start([
 ])
 
 # The catalog servers install from the registries first: give them time.
-gateway = sbx.mcp.ready(timeout_ms=10 * 60_000)
+gateway = sbx.mcp.ready(timeout=10 * 60)
 for server in gateway["servers"]:
     print(server["name"], server["status"], server["url"])
 for header, value in gateway["headers"].items():

@@ -1,10 +1,10 @@
-"""Program (a), the weather-server start (tests/programs/weather_server.py), run as a
-user runs it: `python weather_server.py` from a venv that holds the package
-(`pip install ./sdk/python`), with nothing in its environment but PATH, HOME, the
+"""Seed program (a), the weather-server start (programs/weather_server.py), run as a user
+runs it: `python weather_server.py` with Runtime Cloud's official package (withruntime
+0.35.0 from PyPI, this venv's) and nothing in its environment but PATH, HOME, the
 daemon's address and key (RUNTIME_API_URL, RUNTIME_API_KEY) and the reviewed
 fingerprint. It installs @acme/weather-mcp@1.4.2 from the team's npm registry with
-scripts off, narrows the network to the weather API, starts the server and checks
-its fingerprint over urllib before using it.
+scripts off (a streamed exec: timeout_ms over 60 s), narrows the network to the
+weather API, starts the server and checks its fingerprint over urllib before using it.
 
   matching fingerprint  exit 0; the forecast text is the fake API's (its token); the
                         registry served the packument and the tarball; the install
@@ -15,12 +15,13 @@ its fingerprint over urllib before using it.
   wrong fingerprint     exit 1, the message names both fingerprints, the sandbox is
                         gone (GET 404)
 
-The registry and the weather API run in a namespace of their own on a TEST-NET-2
-point-to-point link (tests/fixtures/weather-registry/up.mjs, shared with the npm
-package's test); the daemon pins registry.acme.test and api.weather.test to it with
---resolve. The expected fingerprint comes from the fixture's tool list through
-`runtime mcp fingerprint` (the daemon's canonical form, vector-tested), checked
-against json.dumps here, itself checked against a shared vector.
+The registry and the weather API run in a network namespace of their own on a
+TEST-NET-2 point-to-point link (tests/fixtures/weather-registry/up.mjs, shared with the
+TypeScript package's test); the daemon pins the names the program uses,
+registry.acme.test and api.weather.test, to it with --resolve. The expected fingerprint
+comes from the fixture's tool list through `runtime mcp fingerprint` (the daemon's
+canonical form, vector-tested), checked against json.dumps here, itself checked
+against a shared vector.
 """
 
 from __future__ import annotations
@@ -29,25 +30,24 @@ import hashlib
 import json
 import os
 import select
-import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+import withruntime
 
-from conftest import BUILD, ROOT, SDK, Daemon, _need_daemon
+from conftest import RUNTIMED, ROOT, Daemon, need_daemon
 
-PROGRAM = SDK / "tests" / "programs" / "weather_server.py"
+PROGRAM = ROOT / "tests" / "cloud" / "programs" / "weather_server.py"
 WORLD = ROOT / "tests" / "fixtures" / "weather-registry"
 TOOLS = WORLD / "weather-mcp" / "tools.json"
 VECTORS = ROOT / "tests" / "fixtures" / "fingerprint" / "vectors.jsonl"
-WHEELS = Path("/usr/share/python-wheels")
-# This file's link; the npm package's test has its own, so the two can run side by side.
+# This file's link; the TypeScript package's test has its own, so the two can run side by side.
 NS_V4 = "198.51.100.143"
 HOST_V4 = "198.51.100.144"
 PROGRAM_S = 240
@@ -82,16 +82,12 @@ class World:
         return json.loads(line.split(b"\n")[0])  # type: ignore[no-any-return]
 
     @property
-    def pins(self) -> list[str]:
-        return list(self.ready["pins"])
-
-    @property
     def token(self) -> str:
         return str(self.ready["token"])
 
     def requests(self) -> list[dict[str, str]]:
-        text = Path(self.ready["log"]).read_text()
-        return [json.loads(line) for line in text.splitlines() if line]
+        with open(self.ready["log"]) as f:
+            return [json.loads(line) for line in f if line.strip()]
 
     def stop(self) -> None:
         """Closing its stdin makes it tear everything down; SIGKILL if it does not."""
@@ -104,29 +100,16 @@ class World:
             self.proc.wait(5)
 
 
-class PinnedDaemon(Daemon):
-    """runtimed with the weather world's --resolve pins (and the usual dead nameserver)."""
-
-    def __init__(self, pins: list[str]) -> None:
-        super().__init__()
-        self.pins = pins
-
-    def args(self) -> list[str]:
-        return super().args() + [a for pin in self.pins for a in ("--resolve", pin)]
-
-    def api(self, method: str, path: str) -> tuple[int, Any]:
-        req = urllib.request.Request(self.url + path, method=method,
-                                     headers={"Authorization": f"Bearer {self.key}"})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                body = r.read()
-                return r.status, json.loads(body) if body else None
-        except urllib.error.HTTPError as e:
-            return e.code, None
-
-    def exec(self, sandbox: str, argv: list[str], cwd: str | None = None) -> dict[str, Any]:
-        with self.runtime() as rt:
-            return dict(rt.sandboxes.get(sandbox).exec(argv, cwd=cwd))
+def api(d: Daemon, method: str, path: str) -> tuple[int, Any]:
+    """runtimed's own routes (events, the gateway's fingerprints) over urllib."""
+    req = urllib.request.Request(d.url + path, method=method,
+                                 headers={"Authorization": f"Bearer {d.key}"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read()
+            return r.status, json.loads(body) if body else None
+    except urllib.error.HTTPError as e:
+        return e.code, None
 
 
 def canonical_sha256(tools: list[dict[str, Any]]) -> str:
@@ -150,7 +133,7 @@ def reviewed() -> dict[str, Any]:
     assert json.dumps(json.loads(v["tools_json"]), sort_keys=True, separators=(",", ":")) \
         == v["canonical"]
     assert canonical_sha256(json.loads(v["tools_json"])) == v["sha256"]
-    r = subprocess.run([str(BUILD / "runtime"), "mcp", "fingerprint", str(TOOLS), "--json"],
+    r = subprocess.run([str(RUNTIMED.parent / "runtime"), "mcp", "fingerprint", str(TOOLS), "--json"],
                        capture_output=True, text=True, timeout=30, check=False)
     assert r.returncode == 0, r.stderr
     cli: dict[str, Any] = json.loads(r.stdout)
@@ -160,25 +143,8 @@ def reviewed() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv's python with `pip install ./sdk/python` in it (offline, as test_install.py)."""
-    tmp = tmp_path_factory.mktemp("weather-venv")
-    src = tmp / "src"
-    shutil.copytree(SDK, src, ignore=shutil.ignore_patterns(
-        "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
-    venv = tmp / "venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True, env=env, timeout=120)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-index", "--find-links",
-                          str(WHEELS), "--disable-pip-version-check", "-q", str(src)],
-                         capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert pip.returncode == 0, pip.stdout + pip.stderr
-    return venv / "bin" / "python"
-
-
-@pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    _need_daemon()
+    need_daemon()
     w = World()
     try:
         yield w
@@ -187,20 +153,24 @@ def world() -> Iterator[World]:
 
 
 @pytest.fixture(scope="module")
-def weather_daemon(world: World) -> Iterator[PinnedDaemon]:
-    d = PinnedDaemon(world.pins).start()
+def weather_daemon(world: World) -> Iterator[Daemon]:
+    d = Daemon([a for pin in world.ready["pins"] for a in ("--resolve", pin)]).start()
     try:
         yield d
     finally:
         d.close()
 
 
-def weather_server(python: Path, d: PinnedDaemon,
-                   fingerprint: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="module")
+def client(weather_daemon: Daemon) -> withruntime.Runtime:
+    return withruntime.Runtime(api_key=weather_daemon.key, base_url=weather_daemon.url)
+
+
+def weather_server(d: Daemon, fingerprint: str) -> subprocess.CompletedProcess[str]:
     """The program with nothing but PATH, HOME, the daemon's URL and key, and the fingerprint."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
            "RUNTIME_API_URL": d.url, "RUNTIME_API_KEY": d.key, "WEATHER_FINGERPRINT": fingerprint}
-    return subprocess.run([str(python), str(PROGRAM)], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(PROGRAM)], env=env, capture_output=True, text=True,
                           timeout=PROGRAM_S, check=False, cwd="/")
 
 
@@ -209,19 +179,19 @@ def printed(stdout: str) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in stdout.splitlines() if " " in line)
 
 
-def labelled(d: PinnedDaemon) -> list[str]:
-    status, body = d.api("GET", "/v1/sandboxes?label=app=weather-server")
-    assert status == 200
-    return sorted(s["id"] for s in body["data"])
+def labelled(client: withruntime.Runtime) -> list[str]:
+    return sorted(s.id for s in client.sandboxes.list(labels={"app": "weather-server"}))
 
 
 def test_weather_server_installs_narrows_checks_and_serves(
-        weather_daemon: PinnedDaemon, world: World, python: Path, reviewed: dict[str, Any]) -> None:
+        weather_daemon: Daemon, client: withruntime.Runtime, world: World,
+        reviewed: dict[str, Any]) -> None:
     d = weather_daemon
-    r = weather_server(python, d, reviewed["fingerprint"])
+    r = weather_server(d, reviewed["fingerprint"])
     assert r.returncode == 0, f"the program failed:\n{r.stdout}\n{r.stderr}"
     out = printed(r.stdout)
-    sandbox = out["sandbox"]
+    sbx = client.sandboxes.get(out["sandbox"])
+    assert sbx.info["labels"] == {"app": "weather-server"}
     assert out["fingerprint"] == reviewed["sha256"], "the program saw the reviewed tools"
     assert out["forecast"].startswith("Forecast for Lisbon: "), out
     assert out["forecast"].endswith(f"(weather API {world.token})"), out
@@ -237,52 +207,53 @@ def test_weather_server_installs_narrows_checks_and_serves(
 
     # Installed, and none of its install scripts ran; one run by hand leaves the
     # marker, so its absence means something.
-    pkg = d.exec(sandbox, ["cat", "/workspace/srv/node_modules/@acme/weather-mcp/package.json"])
-    assert json.loads(pkg["stdout"])["version"] == "1.4.2"
-    assert d.exec(sandbox, ["test", "-e", "/workspace/WEATHER_SCRIPTS_RAN"])["exitCode"] == 1, \
+    pkg = sbx.exec(["cat", "/workspace/srv/node_modules/@acme/weather-mcp/package.json"])
+    assert json.loads(pkg.stdout)["version"] == "1.4.2"
+    assert sbx.exec(["test", "-e", "/workspace/WEATHER_SCRIPTS_RAN"]).exit_code == 1, \
         "an install script ran"
-    by_hand = d.exec(sandbox, ["npm", "run", "postinstall"],
-                     cwd="/workspace/srv/node_modules/@acme/weather-mcp")
-    assert by_hand["exitCode"] == 0, by_hand["stderr"]
-    marker = d.exec(sandbox, ["cat", "/workspace/WEATHER_SCRIPTS_RAN"])["stdout"]
+    by_hand = sbx.exec(["npm", "run", "postinstall"],
+                       cwd="/workspace/srv/node_modules/@acme/weather-mcp")
+    assert by_hand.exit_code == 0, by_hand.stderr
+    marker = sbx.exec(["cat", "/workspace/WEATHER_SCRIPTS_RAN"]).stdout
     assert marker.startswith("postinstall ran"), marker
 
     # Narrowed: only the weather API now; the registry is refused by name (the two
     # share an address) and hears nothing more.
-    status, info = d.api("GET", f"/v1/sandboxes/{sandbox}")
-    assert status == 200 and info["network"]["allow"] == ["api.weather.test"], info
+    assert sbx.network.get()["allow"] == ["api.weather.test"]
     before = len(world.requests())
-    curl = d.exec(sandbox, ["curl", "-sS", "-m", "10",
-                            "http://registry.acme.test/@acme%2fweather-mcp"])
-    assert curl["exitCode"] != 0, f"the registry answered after narrowing: {curl['stdout']}"
+    curl = sbx.exec(["curl", "-sS", "-m", "10", "http://registry.acme.test/@acme%2fweather-mcp"])
+    assert curl.exit_code != 0, f"the registry answered after narrowing: {curl.stdout}"
     assert len(world.requests()) == before, "the registry was reached after narrowing"
-    _, events = d.api("GET", f"/v1/sandboxes/{sandbox}/events")
+    _, events = api(d, "GET", f"/v1/sandboxes/{sbx.id}/events")
     assert any(e["kind"] == "egress.refused" and e.get("host") == "registry.acme.test"
                for e in events), events
     assert any(e["kind"] == "egress.allowed" and e.get("host") == "api.weather.test"
                for e in events), events
 
     # The daemon's gate fingerprinted the same tools; the URL printed is the gateway's.
-    _, mcp = d.api("GET", f"/v1/sandboxes/{sandbox}/mcp")
-    weather = next(s for s in mcp["servers"] if s["name"] == "weather")
+    (weather,) = [s for s in sbx.mcp.get()["servers"] if s["name"] == "weather"]
     assert weather["status"] == "ready", weather
-    assert reviewed["sha256"].startswith(weather["fingerprint"]), (weather, reviewed)
-    assert sorted(weather["tools"]) == ["get_alerts", "get_forecast"]
     assert out["url"] == weather["url"]
-    assert d.api("DELETE", f"/v1/sandboxes/{sandbox}")[0] == 204
+    _, mcp = api(d, "GET", f"/v1/sandboxes/{sbx.id}/mcp")
+    gated = next(s for s in mcp["servers"] if s["name"] == "weather")
+    assert reviewed["sha256"].startswith(gated["fingerprint"]), (gated, reviewed)
+    assert sorted(gated["tools"]) == ["get_alerts", "get_forecast"]
+    sbx.delete()
+    with pytest.raises(withruntime.NotFoundError):
+        client.sandboxes.get(sbx.id)
 
 
 def test_weather_server_with_a_wrong_fingerprint_deletes_the_sandbox(
-        weather_daemon: PinnedDaemon, python: Path, reviewed: dict[str, Any]) -> None:
-    d = weather_daemon
+        weather_daemon: Daemon, client: withruntime.Runtime, reviewed: dict[str, Any]) -> None:
     wrong = vector("weather-reviewed")["fingerprint"]  # the weather tool alone, once approved
     assert wrong != reviewed["fingerprint"]
-    earlier = labelled(d)
-    r = weather_server(python, d, wrong)
+    earlier = labelled(client)
+    r = weather_server(weather_daemon, wrong)
     assert r.returncode == 1, f"{r.stdout}\n{r.stderr}"
     assert wrong in r.stderr, f"the expected fingerprint is named: {r.stderr}"
     assert reviewed["fingerprint"] in r.stderr, f"the server's fingerprint is named: {r.stderr}"
     sandbox = printed(r.stdout).get("sandbox")
     assert sandbox, r.stdout
-    assert d.api("GET", f"/v1/sandboxes/{sandbox}")[0] == 404, "the sandbox was deleted"
-    assert labelled(d) == earlier, "the program left no sandbox"
+    with pytest.raises(withruntime.NotFoundError):
+        client.sandboxes.get(sandbox)
+    assert labelled(client) == earlier, "the program left no sandbox"
