@@ -497,7 +497,7 @@ const CHECKS = [
   {
     cmd: /^curl .* -X PUT localhost:7070\/v1\/sandboxes\/web\/network -d '\{"internet":true,"allow":\[\]\}'$/,
     async check(r, w) {
-      assert.deepEqual(JSON.parse(r.stdout), { internet: true, allow: [] }, r.stdout);
+      assert.deepEqual(JSON.parse(r.stdout), { internet: true, allow: [], openPorts: true }, r.stdout);
       assert.deepEqual((await w.get('/v1/sandboxes/web')).network, { internet: true, allow: [] });
     },
   },
