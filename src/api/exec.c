@@ -66,6 +66,23 @@ static void exec_ended(struct server *srv, const char *sandbox)
     if (a) a->execs--;
 }
 
+/* How a command ended, as Runtime Cloud says it: exitCode (null when a signal or the
+ * timeout ended it), state (exited, killed, timed_out), timedOut, durationMs; and
+ * runtimed's signal ("SIGKILL") when one ended it. */
+static json_t *ended_json(const struct server_run_result *res)
+{
+    bool exited = !res->signal && !res->timed_out;
+    json_t *v = json_pack("{s:o,s:s,s:b,s:I}", "exitCode",
+                          exited ? json_integer(res->exit_code) : json_null(), "state",
+                          res->timed_out ? "timed_out"
+                          : exited       ? "exited"
+                                         : "killed",
+                          "timedOut", res->timed_out, "durationMs", (json_int_t)res->duration_ms);
+    const char *name = res->signal ? sigabbrev_np(res->signal) : NULL;
+    if (name) json_object_set_new(v, "signal", json_sprintf("SIG%s", name));
+    return v;
+}
+
 static void on_done(void *arg, const struct server_run_result *res)
 {
     struct exec_call *call = arg;
@@ -82,10 +99,11 @@ static void on_done(void *arg, const struct server_run_result *res)
     } else if (!res->ended) {
         api_error(req, 500, "internal_error", "the exec monitor ended without a status");
     } else {
-        json_t *out = json_pack("{s:i,s:o,s:o,s:b,s:I}", "exitCode", res->exit_code, "stdout",
-                                stream_json(res->out, res->out_dropped), "stderr",
-                                stream_json(res->err, res->err_dropped), "timedOut", res->timed_out,
-                                "durationMs", (json_int_t)res->duration_ms);
+        json_t *out = ended_json(res);
+        json_object_set_new(out, "stdout", stream_json(res->out, res->out_dropped));
+        json_object_set_new(out, "stderr", stream_json(res->err, res->err_dropped));
+        json_object_set_new(out, "stdoutTruncated", json_boolean(res->out_dropped > 0));
+        json_object_set_new(out, "stderrTruncated", json_boolean(res->err_dropped > 0));
         api_json(req, 200, out);
     }
 }
@@ -256,10 +274,9 @@ static void on_stream_done(void *arg, const struct server_run_result *res)
                               status == 503 ? "unavailable" : "internal_error", "status", status,
                               "message", res->error->msg, "requestId", httpd_request_id(es->req)));
     } else {
-        stream_line(es,
-                    json_pack("{s:s,s:i,s:s,s:b,s:I}", "type", "exit", "exitCode", res->exit_code,
-                              "state", res->timed_out ? "timed_out" : "exited", "timedOut",
-                              res->timed_out, "durationMs", (json_int_t)res->duration_ms));
+        json_t *exit = ended_json(res);
+        json_object_set_new(exit, "type", json_string("exit"));
+        stream_line(es, exit);
     }
     stream_finish(es);
 }

@@ -85,6 +85,17 @@ static void write_stream(int fd, json_t *s)
     if (json_is_string(s)) write_all(fd, json_string_value(s), json_string_length(s));
 }
 
+/* "SIGKILL" -> 9; 127 for a name this libc does not know (the answer is odd anyway). */
+static int signal_number(const char *name)
+{
+    if (strncmp(name, "SIG", 3) == 0) name += 3;
+    for (int n = 1; n < 65; n++) {
+        const char *abbrev = sigabbrev_np(n);
+        if (abbrev && strcmp(abbrev, name) == 0) return n;
+    }
+    return 127;
+}
+
 /* Prints the output and turns the answer into an exit status. */
 static int finish(json_t *res, const struct exec_opts *o)
 {
@@ -100,6 +111,8 @@ static int finish(json_t *res, const struct exec_opts *o)
         return EXIT_TIMEOUT;
     }
     json_t *code = json_object_get(res, "exitCode");
+    const char *sig = json_string_value(json_object_get(res, "signal"));
+    if (json_is_null(code) && sig) return 128 + signal_number(sig); /* as a shell says it */
     if (!json_is_integer(code))
         return cli_error("the daemon's answer has no exitCode; is that runtimed?");
     json_int_t v = json_integer_value(code);

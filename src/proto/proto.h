@@ -139,6 +139,7 @@ struct proto_exec_status {
     uint32_t timed_out;
     uint64_t duration_ms;
     int32_t start_errno; /* errno of execve when exit_code is -1 */
+    int32_t signal;      /* the signal that ended it, 0 when it exited */
 };
 
 struct proto_file {

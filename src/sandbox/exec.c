@@ -95,7 +95,7 @@ run_program(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int
 /* Waits for the program; kills it (its process group, then itself) at the timeout or
  * when the status pipe's reader is gone: the daemon closes it to stop a program it no
  * longer wants, such as an MCP server being stopped. */
-static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *timed_out)
+static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *timed_out, int *signal)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = status_fd, .events = 0}};
@@ -114,6 +114,7 @@ static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *time
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
+    *signal = WTERMSIG(status);
     return 128 + WTERMSIG(status);
 }
 
@@ -157,12 +158,14 @@ monitor(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int sta
     int e = 0;
     ssize_t got = read(errp[0], &e, sizeof e);
     bool timed_out = false;
-    int code = wait_exit(child, ex->timeout_ms, status_fd, &timed_out);
+    int signal = 0;
+    int code = wait_exit(child, ex->timeout_ms, status_fd, &timed_out, &signal);
     if (got == (ssize_t)sizeof e) {
         st.start_errno = e;
     } else {
         st.exit_code = code;
         st.timed_out = timed_out;
+        st.signal = signal;
     }
 report:
     st.duration_ms = now_ms() - start;

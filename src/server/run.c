@@ -137,6 +137,7 @@ static void on_status(evutil_socket_t fd, short what, void *arg)
     struct server_run_result res = {
         .ended = n == (ssize_t)sizeof st,
         .exit_code = st.exit_code,
+        .signal = st.signal,
         .start_errno = st.exit_code == -1 ? st.start_errno : 0,
         .timed_out = st.timed_out != 0,
         .duration_ms = st.duration_ms,

@@ -296,6 +296,7 @@ struct server_run_result {
     const err_t *error; /* it could not be started at all (the rest is empty), or NULL */
     bool ended;         /* false: the monitor died without a status */
     int exit_code;      /* -1 when it never started (start_errno says why) */
+    int signal;         /* the signal that ended it (exit_code is 128+it), 0 when it exited */
     int start_errno;
     bool timed_out;
     uint64_t duration_ms;

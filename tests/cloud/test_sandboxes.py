@@ -3,9 +3,16 @@ runtimed: a sandbox's life and its commands, the calls the seeds' programs begin
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 import withruntime
 from withruntime import Sandbox
+
+from conftest import RUNTIMED
+
+RUNTIME = RUNTIMED.parent / "runtime"
 
 
 def test_create_runs_and_the_block_end_deletes_it(runtime: withruntime.Runtime) -> None:
@@ -174,3 +181,17 @@ def test_wait_for_answers_when_the_state_comes(runtime: withruntime.Runtime) -> 
         assert sbx.wait_for("running", 60).state == "running"
         # A state that does not come: the answer at the deadline, as it is.
         assert sbx.wait_for("paused", 1).state == "running"
+
+
+def test_a_command_a_signal_ends_has_no_exit_code(runtime: withruntime.Runtime, daemon) -> None:
+    with runtime.sandboxes.create() as sbx:
+        killed = sbx.exec("echo before; kill -KILL $$")
+        assert (killed.exit_code, killed.stdout, killed.timed_out) == (None, "before\n", False)
+        assert sbx.exec("exit 137").exit_code == 137  # an exit status is not a signal
+        with pytest.raises(withruntime.CommandError):
+            sbx.exec("kill -TERM $$", check=True)
+        # runtimed's own field says which signal; the CLI exits as a shell would.
+        cli = subprocess.run([str(RUNTIME), "sandbox", "exec", sbx.id, "--", "sh", "-c", "kill -TERM $$"],
+                             env={**os.environ, "RUNTIME_API_URL": daemon.url,
+                                  "RUNTIME_API_KEY": daemon.key}, capture_output=True, timeout=60)
+        assert cli.returncode == 128 + 15, cli.stderr

@@ -22,9 +22,10 @@ test('exit codes propagate through `runtime sandbox exec`', async () => {
   assert.equal(api.exitCode, 3);
   assert.equal(api.timedOut, false);
   assert.equal(typeof api.durationMs, 'number');
-  // Death by a signal: 128 + signal number, like a shell.
+  // Death by a signal: no exit status, as Runtime Cloud says it (state killed, and
+  // runtimed's signal); the CLI exits 128 + its number, like a shell.
   const sig = await d.exec(sb.id, ['sh', '-c', 'kill -TERM $$']);
-  assert.equal(sig.exitCode, 128 + 15);
+  assert.deepEqual([sig.exitCode, sig.state, sig.signal], [null, 'killed', 'SIGTERM']);
   const cliSig = await d.cli(['sandbox', 'exec', sb.id, '--', 'sh', '-c', 'kill -KILL $$']);
   assert.equal(cliSig.code, 128 + 9);
   // By name, too.
@@ -95,7 +96,7 @@ test('timeout: sleep 30 with --timeout 1 stops quickly with 124 and timedOut', a
 
   const t1 = Date.now();
   const api = await d.exec(sb.id, ['sh', '-c', 'echo started; sleep 30'], { timeoutMs: 700 });
-  assert.equal(api.timedOut, true);
+  assert.deepEqual([api.timedOut, api.state, api.exitCode], [true, 'timed_out', null]);
   assert.equal(api.stdout, 'started\n', 'output before the timeout is kept');
   assert.ok(Date.now() - t1 < 5000);
   // Children of the timed-out command die with it.

@@ -322,11 +322,17 @@ export interface ExecRequest {
 export interface ExecResult {
   /** the answer to an earlier request with the same Idempotency-Key */
   replayed?: boolean;
-  /** 128+N when killed by signal N */
-  exitCode: number;
+  /** its exit status; null when a signal or the timeout ended it (Runtime Cloud's) */
+  exitCode: number | null;
+  state: 'exited' | 'killed' | 'timed_out';
+  /** runtimed's: the signal that ended it (SIGKILL), when one did */
+  signal?: string;
   /** at most 1 MiB, then a note of what was dropped; invalid UTF-8 becomes U+FFFD */
   stdout: string;
   stderr: string;
+  /** output was dropped past 1 MiB */
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
   timedOut: boolean;
   durationMs: number;
   [more: string]: unknown;

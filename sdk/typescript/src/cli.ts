@@ -2,10 +2,18 @@
  * The `withruntime` command: the handful of `runtime` CLI commands that matter
  * from a machine without the C client, over the same API and environment.
  */
+import * as os from 'node:os';
 import { Runtime, type Sandbox } from './client.js';
 import { CommandError, RuntimeError } from './errors.js';
-import type { CreateSandbox, McpGateway, McpServerRequest } from './types.js';
+import type { CommandResult, CreateSandbox, McpGateway, McpServerRequest } from './types.js';
 import { VERSION } from './version.js';
+
+/** A command's end as a shell says it: 124 timed out, 128+N killed by signal N. */
+function exitStatus(r: CommandResult): number {
+  if (r.timedOut) return 124;
+  if (r.exitCode !== null) return r.exitCode;
+  return 128 + ((r.signal && os.constants.signals[r.signal as keyof typeof os.constants.signals]) || 9);
+}
 
 const HELP = `withruntime ${VERSION}: the client of a self-hosted runtimed
 
@@ -208,7 +216,7 @@ async function run(rt: Runtime, p: Parsed, io: Io): Promise<number> {
     const r = await sbx.exec(p.command);
     io.out(r.stdout);
     io.err(r.stderr);
-    return r.timedOut ? 124 : r.exitCode;
+    return exitStatus(r);
   } finally {
     // Same as `runtime sandbox run`: the id goes to stderr, so stdout is the command's own.
     if (keep) io.err(`${sbx.id}\n`);
@@ -260,7 +268,7 @@ async function sandbox(rt: Runtime, p: Parsed, io: Io): Promise<number> {
     const r = await (await rt.sandboxes.get(id)).exec(p.command);
     io.out(r.stdout);
     io.err(r.stderr);
-    return r.timedOut ? 124 : r.exitCode;
+    return exitStatus(r);
   }
   case 'list': {
     const all = await (await rt.sandboxes.list({ labels: pairs(p, '--label') })).toArray();

@@ -351,7 +351,8 @@ export class Sandbox implements AsyncDisposable {
         else if (event.type === 'exit') exit = event;
       }
       result = {
-        exitCode: exit?.exitCode ?? -1, ...out, timedOut: exit?.timedOut ?? false,
+        exitCode: exit ? exit.exitCode : -1, state: exit?.state ?? 'exited', ...out,
+        ...(exit?.signal ? { signal: exit.signal } : {}), timedOut: exit?.timedOut ?? false,
         durationMs: exit?.durationMs ?? 0, stdoutTruncated: dropped, stderrTruncated: dropped,
         ...(processId ? { processId } : {}),
       };

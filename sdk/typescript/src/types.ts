@@ -77,7 +77,7 @@ export type ExecResult = CommandResult;
 export type OutputEvent =
   | { type: 'start'; processId: string; replayed?: boolean }
   | { type: 'stdout' | 'stderr'; data: string; offset: number; base64?: string }
-  | { type: 'exit'; exitCode: number | null; state: string; timedOut: boolean; durationMs?: number }
+  | { type: 'exit'; exitCode: number | null; state: CommandResult['state']; signal?: string; timedOut: boolean; durationMs?: number }
   | { type: 'truncated'; droppedBytes: number; resumeAt: number }
   | { type: 'continue'; processId: string; cursor: number }
   | { type: 'error'; error: { code: string; message: string; status?: number; requestId?: string } };
