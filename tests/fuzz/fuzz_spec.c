@@ -99,13 +99,13 @@ static void check_spec(json_t *spec)
     check_string_map(json_object_get(spec, "env"), "env");
     json_t *net = json_object_get(spec, "network");
     static const char *const lists[] = {"allow", "deny", "connect"};
-    size_t fields = 1;
+    size_t n_fields = 1;
     if (!json_is_object(net) || !json_is_boolean(json_object_get(net, "internet")))
         fail("network is not {internet, allow?[], deny?[], connect?[]}");
     for (size_t l = 0; l < ARRAY_LEN(lists); l++) {
         json_t *list = json_object_get(net, lists[l]); /* allow absent: any public host */
         if (!list) continue;
-        fields++;
+        n_fields++;
         if (!json_is_array(list)) fail("network.%s is not a list", lists[l]);
         size_t i;
         json_t *h;
@@ -113,7 +113,7 @@ static void check_spec(json_t *spec)
                                            json_string_length(h) > 260)
             fail("network.%s[%zu]", lists[l], i);
     }
-    if (json_object_size(net) != fields) fail("network has a field it should not");
+    if (json_object_size(net) != n_fields) fail("network has a field it should not");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
