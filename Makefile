@@ -96,6 +96,8 @@ unit: $(BUILD)/unit
 # the tests' teardown fails on a report. Last, every benchmark in its short mode (bench-smoke).
 # Runtime Cloud's official SDK, unmodified, in its own venv (scripts/install-deps): tests/cloud.
 CLOUD_PYTHON ?= /opt/runtime-test/venv-cloud/bin/python
+# Runtime Cloud's framework packages on it (docs/frameworks.md), in a venv of their own.
+FRAMEWORKS_PYTHON ?= /opt/runtime-test/venv-frameworks/bin/python
 check: all $(BUILD)/unit asan format-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
@@ -105,9 +107,13 @@ check: all $(BUILD)/unit asan format-check
 	RUNTIME_BUILD=$(BUILD) tests/mitm/verify.sh
 	RUNTIME_BUILD=$(BUILD) tests/run-e2e
 	RUNTIME_BUILD=$(BUILD) $(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
+	RUNTIME_BUILD=$(BUILD) $(FRAMEWORKS_PYTHON) -m pytest -q -p no:cacheprovider \
+		tests/cloud/test_frameworks.py
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan tests/run-e2e
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		$(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
+		$(FRAMEWORKS_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud/test_frameworks.py
 	$(MAKE) bench-smoke
 
 # Every script in bench/ in its short mode (BENCH_SMOKE=1: every phase, tiny counts, figures
