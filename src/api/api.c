@@ -192,6 +192,11 @@ json_t *api_sandbox_json(const struct sbx *sb)
     time_rfc3339(created, sizeof created, sbx_created_ms(sb));
     json_object_set_new(v, "id", json_string(sbx_id(sb)));
     json_object_set_new(v, "vcpu", json_deep_copy(json_object_get(v, "cpus"))); /* Cloud's */
+    if (sbx_lease_ends_ms(sb)) {
+        char ends[40];
+        time_rfc3339(ends, sizeof ends, sbx_lease_ends_ms(sb));
+        json_object_set_new(v, "endsAt", json_string(ends));
+    }
     json_object_set_new(v, "status", json_string(sbx_status_name(sbx_state(sb))));
     json_object_set_new(v, "state", json_string(sbx_state_word(sbx_state(sb))));
     json_object_set_new(v, "createdAt", json_string(created));
@@ -404,15 +409,13 @@ static int check_host_cpus(double cpus, long online, err_t *err)
 }
 
 /* Runtime Cloud's create fields a self-hosted daemon does not have (billing, regions,
- * images, leases, volumes, ...): refused by name (api_refuse_cloud_only). autoWake,
+ * images, volumes, ...): refused by name (api_refuse_cloud_only). autoWake,
  * persistent and pausable are what runtimed always does when true. */
 static const char *const create_cloud_only[] = {
     "funding",
     "region",
     "cpu",
     "cpuFloorMillis",
-    "timeoutSeconds",
-    "onLeaseEnd",
     "maxCostMicros",
     "maxTotalCostMicros",
     "user",
@@ -674,6 +677,25 @@ static void files_verb_route(struct httpd_req *req, struct server *srv, struct s
     api_files_op(req, srv, sb, verb);
 }
 
+/* Runtime Cloud's :extend {seconds}: the lease of this run ends that much later. */
+static void extend_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
+{
+    static const char *const known[] = {"seconds", NULL};
+    json_t *body = api_body_json(req, false);
+    if (!body) return;
+    err_t err = {0};
+    json_t *secs = json_object_get(body, "seconds");
+    json_int_t n = json_integer_value(secs);
+    int r = json_is_object(body) ? json_known_fields(body, NULL, known, &err)
+                                 : err_set(&err, -EINVAL, "the body must be {seconds}");
+    if (r == 0 && (!json_is_integer(secs) || n < 1 || n > MODEL_LEASE_MAX_S))
+        r = err_set(&err, -EINVAL, "seconds must be 1 to %d", MODEL_LEASE_MAX_S);
+    json_decref(body);
+    if (r == 0) r = server_sandbox_extend(sb, (uint32_t)n, &err);
+    if (r < 0) return api_fail(req, &err);
+    api_json(req, 200, api_sandbox_json(sb));
+}
+
 #define GET_ (1u << HTTPD_GET)
 #define POST_ (1u << HTTPD_POST)
 #define PUT_ (1u << HTTPD_PUT)
@@ -700,6 +722,7 @@ static const struct sandbox_route {
     {"uploads", POST_ | PUT_, POST_ | PUT_, true, api_uploads},
     {"network", GET_ | PUT_, 0, false, api_network},
     {":update", POST_, 0, false, api_update}, /* .../{id}:update only */
+    {":extend", POST_, 0, false, extend_route},
     {"events", GET_, 0, false, events_route},
     {"mcp", GET_ | POST_ | DELETE_, POST_, true, mcp_route},
 };
@@ -779,15 +802,15 @@ static int split_path(char *path, char **seg, int max)
     return n;
 }
 
-/* With the body in (and again after a wake): what the request asks for. */
 /* Runtime Cloud's form of a change, POST /v1/sandboxes/{id}:VERB: the same routes
  * as .../{id}/VERB (restart is start: a stopped sandbox built again on its disk). */
 static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
                              const struct api_caller *who, char *key_verb)
 {
-    static const char *const verbs[][2] = {{"stop", "stop"},     {"pause", "pause"},
-                                           {"wake", "wake"},     {"exec", "exec"},
-                                           {"restart", "start"}, {"update", ":update"}};
+    static const char *const verbs[][2] = {
+        {"stop", "stop"},     {"pause", "pause"},    {"wake", "wake"},      {"exec", "exec"},
+        {"restart", "start"}, {"update", ":update"}, {"extend", ":extend"},
+    };
     char *colon = strrchr(key_verb, ':');
     *colon = '\0';
     for (size_t i = 0; i < ARRAY_LEN(verbs); i++)
@@ -798,10 +821,11 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
         }
     api_error(req, 404, "route_not_found",
               "no change :%.40s of a sandbox here; these are: :stop, :pause, :wake, :exec, "
-              ":restart, :update",
+              ":restart, :update, :extend",
               colon + 1);
 }
 
+/* With the body in (and again after a wake): what the request asks for. */
 static void route(struct httpd_req *req, void *arg)
 {
     struct server *srv = arg;

@@ -1,5 +1,7 @@
-/* Idle pause: the policy. What counts as activity is the server's
- * (server_sandbox_touch, _hold, _busy); pausing is too (server_sandbox_pause). */
+/* Idle pause and leases: the policy. What counts as activity is the server's
+ * (server_sandbox_touch, _hold, _busy); pausing, stopping and removing are too. A lease
+ * (Runtime Cloud's timeoutSeconds) ends a run when its time is up, busy or not, with its
+ * onLeaseEnd: pause, stop or delete. */
 #include "idle.h"
 
 #include "../server/server.h"
@@ -11,12 +13,38 @@ static bool idle(struct sbx *sb, uint64_t now)
            now - sbx_last_active_ms(sb) >= (uint64_t)secs * 1000;
 }
 
+static void lease_removed(struct server *srv, const err_t *err, void *arg)
+{
+    if (err) log_warn("the end of a lease: %s", err->msg);
+}
+
+/* Its lease is up: its onLeaseEnd. */
+static int end_lease(struct server *srv, struct sbx *sb, err_t *err)
+{
+    switch (sbx_settings(sb)->lease_end) {
+    case MODEL_LEASE_PAUSE:
+        return server_sandbox_pause(srv, sb, "lease", NULL, NULL, err);
+    case MODEL_LEASE_STOP:
+        return server_sandbox_stop(srv, sb, "lease", NULL, NULL, err);
+    case MODEL_LEASE_DELETE:
+        return server_sandbox_delete(srv, sb, lease_removed, NULL, err);
+    }
+    return 0;
+}
+
 void idle_tick(struct server *srv)
 {
     uint64_t now = now_ms();
-    for (struct sbx *sb = server_sandbox_first(srv); sb; sb = server_sandbox_next(sb)) {
+    int64_t wall = now_unix_ms();
+    struct sbx *sb = server_sandbox_first(srv), *next;
+    for (; sb; sb = next) {
+        next = server_sandbox_next(sb); /* a delete takes sb off the list */
         err_t err = {0};
-        if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", NULL, NULL, &err) < 0)
+        int64_t ends = sbx_lease_ends_ms(sb);
+        if (ends && wall >= ends && !server_sandbox_changing(sb)) {
+            if (end_lease(srv, sb, &err) < 0) log_warn("the end of a lease: %s", err.msg);
+        } else if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", NULL, NULL, &err) < 0) {
             log_warn("idle pause: %s", err.msg);
+        }
     }
 }

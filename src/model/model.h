@@ -71,6 +71,11 @@ int model_network_policy(const struct model_network *n, struct policy *out, err_
 int model_network_copy(struct model_network *dst, const struct model_network *src, err_t *err);
 void model_network_clear(struct model_network *n);
 
+/* What a sandbox's lease ends with (Runtime Cloud's onLeaseEnd). */
+enum model_lease_end { MODEL_LEASE_PAUSE, MODEL_LEASE_STOP, MODEL_LEASE_DELETE };
+#define MODEL_LEASE_MIN_S 60
+#define MODEL_LEASE_MAX_S 86400
+
 /* A sandbox's settings (api/openapi.yaml, SandboxCreate). */
 struct model_sandbox {
     char name[MODEL_NAME_MAX]; /* "": unnamed */
@@ -78,6 +83,8 @@ struct model_sandbox {
     double cpus;
     uint32_t disk_mib;
     uint32_t idle_pause_s; /* 0: never */
+    uint32_t lease_s;      /* timeoutSeconds: how long each run may last; 0: no lease */
+    enum model_lease_end lease_end;
     struct model_map labels;
     struct model_map env;
     struct model_network network;
@@ -89,10 +96,12 @@ struct model_sandbox {
 int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 /* The fields model_sandbox_parse knows, NULL-terminated. */
 extern const char *const model_sandbox_fields[];
-/* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, labels, env, network}:
+/* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, timeoutSeconds, onLeaseEnd, labels,
+ * env, network}:
  * model_sandbox_parse of it gives the same settings back. */
 json_t *model_sandbox_json(const struct model_sandbox *s);
 int model_sandbox_copy(struct model_sandbox *dst, const struct model_sandbox *src, err_t *err);
+const char *model_lease_end_name(enum model_lease_end e); /* "pause", "stop", "delete" */
 void model_sandbox_clear(struct model_sandbox *s);
 
 /* An MCP server to start in a sandbox (docs/gateway.md): a catalog id, or a

@@ -134,10 +134,48 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
 }
 
 const char *const model_sandbox_fields[] = {
-    "name",   "memoryMiB", "cpus",    "vcpu",        "diskMiB", "idlePauseSeconds",
-    "labels", "env",       "network", "getOrCreate", /* a create's, read by the API */
+    "name",
+    "memoryMiB",
+    "cpus",
+    "vcpu",
+    "diskMiB",
+    "idlePauseSeconds",
+    "timeoutSeconds",
+    "onLeaseEnd",
+    "labels",
+    "env",
+    "network",
+    "getOrCreate", /* a create's, read by the API */
     NULL,
 };
+
+static const char *const lease_end_names[] = {"pause", "stop", "delete"};
+
+const char *model_lease_end_name(enum model_lease_end e)
+{
+    return lease_end_names[e];
+}
+
+/* timeoutSeconds (null or absent: no lease) and onLeaseEnd (pause when absent). */
+static int parse_lease(json_t *body, struct model_sandbox *s, err_t *err)
+{
+    json_t *t = json_object_get(body, "timeoutSeconds"), *e = json_object_get(body, "onLeaseEnd");
+    if (t && !json_is_null(t)) {
+        json_int_t v = json_integer_value(t);
+        if (!json_is_integer(t) || v < MODEL_LEASE_MIN_S || v > MODEL_LEASE_MAX_S)
+            return err_set(err, -EINVAL,
+                           "timeoutSeconds must be %d to %d seconds, or null for no lease",
+                           MODEL_LEASE_MIN_S, MODEL_LEASE_MAX_S);
+        s->lease_s = (uint32_t)v;
+    }
+    if (!e || json_is_null(e)) return 0;
+    for (size_t i = 0; i < ARRAY_LEN(lease_end_names); i++)
+        if (json_is_string(e) && strcmp(json_string_value(e), lease_end_names[i]) == 0) {
+            s->lease_end = (enum model_lease_end)i;
+            return 0;
+        }
+    return err_set(err, -EINVAL, "onLeaseEnd must be pause, stop or delete");
+}
 
 static int check_fields(json_t *body, err_t *err)
 {
@@ -168,6 +206,7 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
     gather(parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, &e), &e, &r, err);
     gather(parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, &e), &e, &r,
            err);
+    gather(parse_lease(body, s, &e), &e, &r, err);
     gather(model_map_parse(json_object_get(body, "labels"), "labels", valid_label_key,
                            "a label key", &s->labels, &e),
            &e, &r, err);
@@ -184,12 +223,13 @@ json_t *model_sandbox_json(const struct model_sandbox *s)
     /* Whole numbers of CPUs read back as integers, as they are usually given. */
     json_t *cpus =
         s->cpus == floor(s->cpus) ? json_integer((json_int_t)s->cpus) : json_real(s->cpus);
-    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:o,s:o}", "name",
+    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:s,s:o,s:o,s:o}", "name",
                      s->name[0] ? json_string(s->name) : json_null(), "memoryMiB",
                      (json_int_t)s->memory_mib, "cpus", cpus, "diskMiB", (json_int_t)s->disk_mib,
-                     "idlePauseSeconds", (json_int_t)s->idle_pause_s, "labels",
-                     model_map_json(&s->labels), "env", model_map_json(&s->env), "network",
-                     model_network_json(&s->network));
+                     "idlePauseSeconds", (json_int_t)s->idle_pause_s, "timeoutSeconds",
+                     s->lease_s ? json_integer(s->lease_s) : json_null(), "onLeaseEnd",
+                     model_lease_end_name(s->lease_end), "labels", model_map_json(&s->labels),
+                     "env", model_map_json(&s->env), "network", model_network_json(&s->network));
 }
 
 void model_sandbox_clear(struct model_sandbox *s)

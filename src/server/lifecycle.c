@@ -115,12 +115,38 @@ bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *
     const char *kind = lifecycle_event_kind(sb->state, event);
     log_debug("sandbox %s: %s --%s--> %s", sb->id, sbx_state_name(sb->state), sbx_event_name(event),
               sbx_state_name(to));
+    enum sbx_state from = sb->state;
     sb->state = (enum sbx_state)to;
     if (!fields && kind) fields = json_object();
     if (kind) server_event(srv, sb->id, kind, fields);
     json_decref(fields);
+    /* Every run (created, woken, started again) has a fresh lease, as Runtime Cloud's. */
+    if (sb->state == SBX_RUNNING && from != SBX_RUNNING)
+        sb->lease_ends_ms =
+            sb->settings.lease_s ? now_unix_ms() + (int64_t)sb->settings.lease_s * 1000 : 0;
     state_waits_check(sb);
     return true;
+}
+
+int64_t sbx_lease_ends_ms(const struct sbx *sb)
+{
+    return sb->state == SBX_RUNNING ? sb->lease_ends_ms : 0;
+}
+
+int server_sandbox_extend(struct sbx *sb, uint32_t seconds, err_t *err)
+{
+    if (!sb->settings.lease_s)
+        return err_set(err, -EINVAL,
+                       "sandbox %s has no lease to extend (it was created without "
+                       "timeoutSeconds)",
+                       sb->id);
+    if (sb->state != SBX_RUNNING)
+        return err_set(err, -EBUSY, "sandbox %s is %s: its lease starts when it runs", sb->id,
+                       sbx_state_said(sb->state));
+    int64_t now = now_unix_ms(), most = now + (int64_t)MODEL_LEASE_MAX_S * 1000;
+    int64_t ends = (sb->lease_ends_ms > now ? sb->lease_ends_ms : now) + (int64_t)seconds * 1000;
+    sb->lease_ends_ms = ends < most ? ends : most;
+    return 0;
 }
 
 void server_sandbox_touch(struct sbx *sb)

@@ -53,7 +53,13 @@ const struct model_sandbox *sbx_settings(const struct sbx *sb);
 enum sbx_state sbx_state(const struct sbx *sb);
 int64_t sbx_created_ms(const struct sbx *sb);      /* wall clock */
 uint64_t sbx_last_active_ms(const struct sbx *sb); /* monotonic: the last request or hold */
-struct budget *sbx_budget(const struct sbx *sb);   /* what the server holds for it */
+/* Wall clock: when the lease of its run ends (Runtime Cloud's endsAt); 0: no lease, or not
+ * running. Each run (created, woken, started) gets a fresh one of settings.lease_s. */
+int64_t sbx_lease_ends_ms(const struct sbx *sb);
+/* Runtime Cloud's :extend: its lease ends seconds later (from now if it has ended), at
+ * most MODEL_LEASE_MAX_S ahead. -EINVAL without a lease, -EBUSY when not running. */
+int server_sandbox_extend(struct sbx *sb, uint32_t seconds, err_t *err);
+struct budget *sbx_budget(const struct sbx *sb); /* what the server holds for it */
 enum sbx_slot { SBX_SLOT_GATEWAY, SBX_SLOT_API, SBX_SLOT_COUNT };
 void *sbx_slot(const struct sbx *sb, enum sbx_slot slot);
 void sbx_set_slot(struct sbx *sb, enum sbx_slot slot, void *data);

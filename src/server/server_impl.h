@@ -47,6 +47,7 @@ struct sbx {
     struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */
     struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
     struct state_wait *state_waits;         /* lifecycle.c: requests waiting for a state */
+    int64_t lease_ends_ms; /* wall clock: a run's lease (settings.lease_s) ends; 0: none */
     struct server *owner;
     struct sbx *next;
 };

@@ -307,7 +307,8 @@ test('the document is OpenAPI 3.1: refs resolve, schemas compile and say their t
 test('the validator is not vacuous: wrong shapes and undocumented fields fail', () => {
   const sandbox = {
     id: 'abc123', name: null, status: 'running', state: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
-    cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, labels: {}, env: {}, network: { internet: true },
+    cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, timeoutSeconds: null, onLeaseEnd: 'pause', labels: {}, env: {},
+    network: { internet: true },
   };
   const v = validator(schemas.Sandbox, '#/components/schemas/Sandbox', true);
   assert.ok(v(sandbox), errorsText(v));
@@ -589,6 +590,17 @@ test(':update: labels, env as a patch; what runtimed cannot do is refused by nam
   assert.deepEqual(back.body.env, before.body.env);
   await callError('POST', '/v1/sandboxes/{id}:update', 501, 'feature_unavailable', { params: { id: sb.id }, body: { autoWake: false } });
   await callError('POST', '/v1/sandboxes/{id}:update', 400, 'invalid_request', { params: { id: sb.id }, body: { memoryMiB: 2 }, reqValid: false });
+});
+
+test(':extend: a lease ends later; a sandbox without one has none to extend', { skip }, async () => {
+  await callError('POST', '/v1/sandboxes/{id}:extend', 400, 'invalid_request', { params: { id: sb.id }, body: { seconds: 60 } });
+  const leased = await call('POST', '/v1/sandboxes', { body: { timeoutSeconds: 600, onLeaseEnd: 'stop' }, expect: 201 });
+  assert.deepEqual([leased.body.timeoutSeconds, leased.body.onLeaseEnd], [600, 'stop']);
+  const before = Date.parse(leased.body.endsAt);
+  const later = await call('POST', '/v1/sandboxes/{id}:extend', { params: { id: leased.body.id }, body: { seconds: 120 }, expect: 200 });
+  assert.ok(Date.parse(later.body.endsAt) >= before + 120_000, `${leased.body.endsAt} -> ${later.body.endsAt}`);
+  await callError('POST', '/v1/sandboxes/{id}:extend', 400, 'invalid_request', { params: { id: leased.body.id }, body: { seconds: 0 }, reqValid: false });
+  await call('DELETE', '/v1/sandboxes/{id}', { params: { id: leased.body.id }, expect: 200 });
 });
 
 test('network: replace the policy, see it on the sandbox, errors', { skip }, async () => {

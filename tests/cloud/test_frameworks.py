@@ -202,23 +202,12 @@ def test_pydantic_ai_toolset_runs_an_agents_tool_calls(runtime: withruntime.Runt
 
 
 def test_pydantic_ai_toolset_making_its_own_sandbox(runtime: withruntime.Runtime) -> None:
-    """RuntimeToolset() without a sandbox makes one per run with a 30-minute lease, which
-    runtimed does not have: refused naming the fields; with the lease left out
-    (create={"timeout_seconds": None, "on_lease_end": None}) the run's sandbox is
-    made, used and stopped at the run's end."""
-
-    async def refused() -> None:
-        async with RuntimeToolset():
-            pass
-
-    with pytest.raises(withruntime.RuntimeError) as no_lease:
-        _run(refused())
-    assert no_lease.value.code == "feature_unavailable"
-    assert "timeoutSeconds" in str(no_lease.value) and "onLeaseEnd" in str(no_lease.value)
+    """RuntimeToolset() without a sandbox makes one per run with Runtime Cloud's 30-minute
+    lease (timeoutSeconds 1800, onLeaseEnd stop), which runtimed keeps; the run's sandbox
+    is made, used and stopped at the run's end."""
 
     async def run() -> Any:
-        toolset = RuntimeToolset(create={"timeout_seconds": None, "on_lease_end": None,
-                                         "labels": {"suite": "frameworks-own"}})
+        toolset = RuntimeToolset(create={"labels": {"suite": "frameworks-own"}})
 
         def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             turn = sum(isinstance(m, ModelResponse) for m in messages)
@@ -240,6 +229,7 @@ def test_pydantic_ai_toolset_making_its_own_sandbox(runtime: withruntime.Runtime
     made = list(runtime.sandboxes.list(labels={"suite": "frameworks-own"}, include_stopped=True))
     assert [(s.state, s.info["labels"]) for s in made] == [
         ("stopped", {"created_by": "pydantic-ai", "suite": "frameworks-own"})]
+    assert (made[0].info["timeoutSeconds"], made[0].info["onLeaseEnd"]) == (1800, "stop")
     sandbox_id = made[0].id
     made[0].delete()
     assert _gone(runtime, sandbox_id)

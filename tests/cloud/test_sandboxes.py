@@ -85,11 +85,27 @@ def test_a_streamed_exec_gives_output_as_it_comes(runtime: withruntime.Runtime) 
         assert r.exit_code == 0 and r.stdout.endswith("binary\n")
 
 
-def test_a_streamed_exec_that_runs_longer_than_a_minute(runtime: withruntime.Runtime) -> None:
-    """The seeds' installs run this long: the answer must not wait for the end to start."""
-    with runtime.sandboxes.create() as sbx:
-        r = sbx.exec("echo begun; sleep 61; echo done", timeout_ms=120_000, check=True)
-        assert r.stdout == "begun\ndone\n"
+def test_a_streamed_exec_that_runs_longer_than_a_minute_beside_leases_ending(
+        runtime: withruntime.Runtime) -> None:
+    """The seeds' installs run this long: the answer must not wait for the end to start.
+    Meanwhile two sandboxes' leases (timeoutSeconds 60, the shortest) end: one pauses, the
+    other stops, as their onLeaseEnd says; the minute is shared."""
+    paused = runtime.sandboxes.create(timeout_seconds=60)
+    stopped = runtime.sandboxes.create(timeout_seconds=60, on_lease_end="stop")
+    try:
+        assert (paused.info["timeoutSeconds"], paused.info["onLeaseEnd"]) == (60, "pause")
+        assert paused.info["endsAt"] and stopped.info["onLeaseEnd"] == "stop"
+        with runtime.sandboxes.create() as sbx:
+            r = sbx.exec("echo begun; sleep 61; echo done", timeout_ms=120_000, check=True)
+            assert r.stdout == "begun\ndone\n"
+        assert paused.wait_for("paused", 30).state == "paused"
+        assert stopped.wait_for("stopped", 30).state == "stopped"
+        # A wake is a new run, with a fresh lease of its own timeoutSeconds.
+        paused.wake()
+        assert paused.state == "running" and paused.info["endsAt"]
+    finally:
+        paused.delete()
+        stopped.delete()
 
 
 def test_get_or_create_reuses_wakes_and_restarts(runtime: withruntime.Runtime) -> None:

@@ -226,6 +226,10 @@ export interface SandboxCreate {
    * @default 300
    */
   idlePauseSeconds?: number;
+  /** Runtime Cloud's lease: each run (created, woken, started again) may last this long, busy or not, then onLeaseEnd; null or absent: no lease. POST .../{id}:extend moves it later; endsAt in the answers says when it ends */
+  timeoutSeconds?: number | null;
+  /** @default "pause" */
+  onLeaseEnd?: 'pause' | 'stop' | 'delete' | null;
   /**
    * keys are names (letters, digits, _ . -) or contain a '/' (under 128 bytes)
    * @default {}
@@ -279,6 +283,10 @@ export interface Sandbox {
   vcpu?: number;
   diskMiB: number;
   idlePauseSeconds: number;
+  /** the lease of each run; null: none */
+  timeoutSeconds?: number | null;
+  onLeaseEnd?: 'pause' | 'stop' | 'delete';
+  endsAt?: Time;
   labels: StringMap;
   env: StringMap;
   network: Network;
