@@ -1007,6 +1007,8 @@ static int restore_one(const struct store_sandbox *row, void *arg)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     sb->state = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     sb->last_active_ms = now_ms();
+    if (sb->state == SBX_RUNNING && sb->settings.lease_s) /* the lease is not stored */
+        sb->lease_ends_ms = now_unix_ms() + (int64_t)sb->settings.lease_s * 1000;
     usage_restore(srv, sb);
     if (ok)
         log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
