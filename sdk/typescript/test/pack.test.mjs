@@ -37,7 +37,7 @@ test('npm pack; npm install --offline of the tarball; import, require, types and
   // Types, seen from the user's project under both resolutions.
   fs.writeFileSync(path.join(app, 'use.mts'), `import { Runtime, Sandbox, type CommandResult, type McpGateway } from 'withruntime';
     const r: CommandResult = await (await new Runtime().sandboxes.create({ memoryMiB: 256 })).exec('true');
-    const n: number = r.exitCode; void n;
+    const n: number | null = r.exitCode; void n; // null: a signal or the timeout ended it
     await using tmp = await Sandbox.create({ memoryMiB: 256 });
     const g: McpGateway = await tmp.mcp.ready(); void g.servers[0]?.url;\n`);
   fs.writeFileSync(path.join(app, 'use.cts'), `import w = require('withruntime');

@@ -193,7 +193,7 @@ test('exec streams NDJSON when timeoutMs is over 60 s or onStdout is given; offs
   assert.deepEqual(JSON.parse(f.inits[0].body), { command: 'echo hi', timeoutMs: 120_000, stream: true });
   assert.equal(f.inits[0].headers.Accept, 'application/x-ndjson');
   assert.deepEqual(seen, ['hé\n', 'late\n']);
-  assert.deepEqual({ ...r }, { exitCode: 3, stdout: 'hé\nlate\n', stderr: 'err\n', timedOut: false, durationMs: 5,
+  assert.deepEqual({ ...r }, { exitCode: 3, state: 'exited', stdout: 'hé\nlate\n', stderr: 'err\n', timedOut: false, durationMs: 5,
     stdoutTruncated: true, stderrTruncated: true, processId: 'p1' });
   const e = await sbx.exec(['false'], { onStdout: () => {}, check: true }).catch((x) => x);
   assert.ok(e instanceof CommandError);
