@@ -574,12 +574,13 @@ export function probe(d, id, args, opts = {}) {
 }
 
 /** The attack failed: non-zero exit, no SUCCEEDED line; either the probe says it
- * was refused (matching `re` when given) or the kernel killed it (status > 128). */
+ * was refused (matching `re` when given) or the kernel killed it (a signal: exitCode
+ * null, state killed). */
 export function assertRefused(r, what, re) {
-  const text = `${what}: exit ${r.exitCode}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+  const text = `${what}: exit ${r.exitCode} ${r.signal ?? ''}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
   if (r.exitCode === 0 || /SUCCEEDED/.test(r.stdout)) throw new Error(`ESCAPE: ${text}`);
   if (r.exitCode === 2) throw new Error(`probe usage error: ${text}`);
-  if (r.exitCode < 128) {
+  if (r.state !== 'killed') {
     if (!/refused/.test(r.stdout)) throw new Error(`no refusal reported: ${text}`);
     if (re && !re.test(r.stdout)) throw new Error(`refused, but not as expected (${re}): ${text}`);
   }
