@@ -74,6 +74,8 @@ json_t *secret_spec_load(json_t *stored, err_t *err);
  * (struct http_request's normalised form) carry the value (or there are no
  * rules); else why not: "method not allowed", "path not allowed", "ambiguous path". */
 const char *secret_rules_refusal(json_t *spec, const char *method, const char *path);
+/* Whether the JSON array of strings list holds s. */
+bool secret_list_has(json_t *list, const char *s);
 /* spec's format with value in place of {value} ("{value}" without one):
  * malloc'd, NUL-terminated, to be wiped. */
 char *secret_header_text(json_t *spec, const char *value, size_t len, size_t *out_len);

@@ -502,11 +502,15 @@ json_t *secret_spec_load(json_t *stored, err_t *err)
 
 /* ---- what a request may carry ---- */
 
-static bool list_has(json_t *list, const char *s)
+bool secret_list_has(json_t *list, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
+    json_array_foreach(list, i, v)
+    {
+        const char *e = json_string_value(v);
+        if (e && strcmp(e, s) == 0) return true;
+    }
     return false;
 }
 
@@ -543,7 +547,7 @@ const char *secret_rules_refusal(json_t *spec, const char *method, const char *p
     {
         json_t *methods = json_object_get(rule, "methods");
         json_t *paths = json_object_get(rule, "paths");
-        if (json_array_size(methods) && !list_has(methods, method)) continue;
+        if (json_array_size(methods) && !secret_list_has(methods, method)) continue;
         if (!json_array_size(paths)) return NULL;
         if (ambiguous) {
             why = "ambiguous path";

@@ -525,14 +525,6 @@ static const char *placeholder_of(struct vault *v, const char *sandbox, const ch
 
 /* ---- which sandboxes get a secret (only) ---- */
 
-static bool list_has(json_t *list, const char *s)
-{
-    size_t i;
-    json_t *v;
-    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), s) == 0) return true;
-    return false;
-}
-
 /* Every pair of map is among labels. */
 static bool labels_hold(json_t *labels, json_t *map)
 {
@@ -552,7 +544,7 @@ static bool in_scope(const struct vault *v, const struct secret_entry *s, const 
 {
     json_t *only = json_object_get(s->spec, "only");
     if (!only) return true;
-    if (list_has(json_object_get(only, "sandboxes"), sandbox)) return true;
+    if (secret_list_has(json_object_get(only, "sandboxes"), sandbox)) return true;
     json_t *maps = json_object_get(only, "labels");
     if (!json_array_size(maps) || !v->hooks.labels) return false;
     json_t *labels = v->hooks.labels(v->hooks.arg, s->account, sandbox);
