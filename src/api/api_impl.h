@@ -74,6 +74,8 @@ struct api_file_error {
     const char *name, *why;
 };
 const struct api_file_error *api_file_error(int code);
+/* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
+int api_file_mode(const char *s);
 /* api_fail with those codes (err's message names the path). */
 void api_file_fail(struct httpd_req *req, const err_t *err);
 /* files_ops.c: GET .../files/list|stat and POST .../files:mkdir|remove|rename|chmod

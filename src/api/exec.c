@@ -166,12 +166,13 @@ static bool refuse_cloud_only(struct httpd_req *req, json_t *body)
     return false;
 }
 
-/* *stdin_bytes: stdinBase64 decoded (the caller frees it). */
+/* A body refuse_cloud_only let through into spec; *stdin_bytes: stdinBase64 decoded (the
+ * caller frees it). */
 static int parse_request(json_t *body, struct server *srv, struct sbx *sb,
                          struct server_run_spec *spec, const char **argv, char ***envp,
                          char **stdin_bytes, err_t *err)
 {
-    int r = json_known_fields(body, NULL, exec_fields, err);
+    int r = 0; /* its fields are known: refuse_cloud_only checked them */
     json_t *command = json_object_get(body, "command");
     if (r == 0 && command && json_object_get(body, "argv"))
         r = err_set(err, -EINVAL, "give argv or command, not both");

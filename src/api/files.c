@@ -248,12 +248,11 @@ static void open_file(struct httpd_req *req, struct server *srv, struct sbx *sb,
     }
 }
 
-/* "755" or "0755": permission bits in octal, at most 0777; -EINVAL when it is not. */
-static int file_mode(const char *s)
+int api_file_mode(const char *s)
 {
-    char *end;
-    if (!s || !*s || strlen(s) > 4 || strspn(s, "01234567") != strlen(s)) return -EINVAL;
-    long m = strtol(s, &end, 8);
+    size_t n = s ? strlen(s) : 0;
+    if (n < 1 || n > 4 || strspn(s, "01234567") != n) return -EINVAL;
+    long m = strtol(s, NULL, 8);
     return m > 0777 ? -EINVAL : (int)m;
 }
 
@@ -265,7 +264,7 @@ void api_files(struct httpd_req *req, struct server *srv, struct sbx *sb, const 
     char path[PROTO_PATH_LEN];
     int r = sandbox_path(evhttp_find_header(&q, "path"), path, sizeof path);
     const char *mode_text = evhttp_find_header(&q, "mode");
-    int mode = mode_text ? file_mode(mode_text) : 0;
+    int mode = mode_text ? api_file_mode(mode_text) : 0;
     evhttp_clear_headers(&q);
     if (r < 0)
         return api_error(req, 400, "invalid_request", "give the file as ?path=/workspace/NAME");

@@ -85,16 +85,6 @@ static bool body_bool(json_t *body, const char *field, bool fallback, struct api
     return json_is_true(v);
 }
 
-/* "755" or "0755": permission bits in octal, at most 0777. */
-static bool octal_mode(const char *s, uint32_t *mode)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n < 1 || n > 4 || strspn(s, "01234567") != n) return false;
-    unsigned long m = strtoul(s, NULL, 8);
-    *mode = (uint32_t)m;
-    return m <= 0777;
-}
-
 /* The body of a POST .../files:VERB into op; false after answering 400. */
 static bool read_body(struct httpd_req *req, const char *verb, struct proto_file_op *op)
 {
@@ -138,9 +128,12 @@ static bool read_body(struct httpd_req *req, const char *verb, struct proto_file
         op->flags |= PROTO_FILE_RECURSIVE;
     if (op->op == PROTO_FILE_CHMOD) {
         const char *mode = body_string(body, "mode", true, &is);
-        if (mode && !octal_mode(mode, &op->mode))
+        int bits = mode ? api_file_mode(mode) : 0;
+        if (bits < 0)
             api_issue(&is, "mode",
                       "mode is permission bits in octal, such as \"755\" (at most 777)");
+        else
+            op->mode = (uint32_t)bits;
     }
     json_decref(body);
     return !api_issues_reply(req, &is);

@@ -142,9 +142,8 @@ static bool is_hex64(const char *s)
 static void parse_mode(json_t *v, struct upload_begin *out, struct api_issues *is)
 {
     const char *s = json_string_value(v);
-    size_t n = s ? strlen(s) : 0;
-    long bits = n >= 3 && n <= 4 && strspn(s, "01234567") == n ? strtol(s, NULL, 8) : -1;
-    if (bits < 0 || bits > 0777)
+    int bits = api_file_mode(s);
+    if (bits < 0)
         return api_issue(is, "mode", "mode must be permission bits in octal, such as \"755\"");
     snprintf(out->mode, sizeof out->mode, "%s", s);
     out->mode_bits = (unsigned)bits;

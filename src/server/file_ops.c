@@ -91,13 +91,7 @@ static void on_started(struct server *srv, const struct proto_result *res, int *
 {
     struct file_op_call *c = arg;
     err_t err = {0};
-    if (res->status < 0 || nfds != 1) {
-        for (unsigned i = 0; i < nfds; i++)
-            close(fds[i]);
-        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
-                res->status < 0 ? res->msg : "the keeper passed no file helper");
-        return finish(c, NULL, &err);
-    }
+    if (server_keeper_fds(res, fds, nfds, 1, "file helper", &err) < 0) return finish(c, NULL, &err);
     c->sock = fds[0];
     c->ev = event_new(srv->base, c->sock, EV_READ, on_helper_answer, c);
     if (!c->ev || event_add(c->ev, NULL) < 0) {

@@ -182,3 +182,13 @@ int server_keeper_call(struct server *srv, uint16_t type, const void *payload, s
     if (res->status < 0) return err_set(err, res->status, "%s", res->msg);
     return 0;
 }
+
+int server_keeper_fds(const struct proto_result *res, int *fds, unsigned nfds, unsigned want,
+                      const char *what, err_t *err)
+{
+    if (res->status >= 0 && nfds == want) return 0;
+    for (unsigned i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (res->status < 0) return err_set(err, res->status, "%s", res->msg);
+    return err_set(err, -EIO, "the keeper passed no %s", what);
+}

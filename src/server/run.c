@@ -161,16 +161,15 @@ static void on_started(struct server *srv, const struct proto_result *res, int *
 {
     struct server_run *j = arg;
     j->starting = false;
-    if (j->cancelled || res->status < 0 || nfds != 4) {
+    if (j->cancelled) { /* nobody wants its pipes */
         for (unsigned i = 0; i < nfds; i++)
             close(fds[i]);
-        if (!j->cancelled) {
-            err_t err = {0};
-            err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
-                    res->status < 0 ? res->msg : "the keeper passed no pipes");
-            struct server_run_result r = {.error = &err, .out = j->out.buf, .err = j->err.buf};
-            j->done(j->arg, &r);
-        }
+        return server_run_cancel(j);
+    }
+    err_t err = {0};
+    if (server_keeper_fds(res, fds, nfds, 4, "pipes", &err) < 0) {
+        struct server_run_result r = {.error = &err, .out = j->out.buf, .err = j->err.buf};
+        j->done(j->arg, &r);
         return server_run_cancel(j);
     }
     j->in_fd = fds[0];

@@ -585,13 +585,8 @@ static void on_net_sockets(struct server *srv, const struct proto_result *res, i
 {
     struct sbx *sb = arg;
     err_t err = {0};
-    if (res->status < 0 || nfds != 3) {
-        for (unsigned i = 0; i < nfds; i++)
-            close(fds[i]);
-        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
-                res->status < 0 ? res->msg : "the keeper passed no listeners");
+    if (server_keeper_fds(res, fds, nfds, 3, "listeners", &err) < 0)
         return without_network(srv, sb, &err);
-    }
     bool started = sb->state == SBX_STARTING;
     if (attach_egress_with(srv, sb, fds, started, &err) < 0) return without_network(srv, sb, &err);
     sb->last_active_ms = now_ms();
@@ -861,11 +856,7 @@ static void on_exec_started(struct server *srv, const struct proto_result *res, 
 {
     struct exec_start *x = arg;
     err_t err = {0};
-    if (res->status < 0 || nfds != 4) {
-        for (unsigned i = 0; i < nfds; i++)
-            close(fds[i]);
-        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
-                res->status < 0 ? res->msg : "the keeper passed no pipes");
+    if (server_keeper_fds(res, fds, nfds, 4, "pipes", &err) < 0) {
         x->done(srv, NULL, &err, x->arg);
     } else {
         x->done(srv, fds, NULL, x->arg);
@@ -927,11 +918,7 @@ static void on_file_opened(struct server *srv, const struct proto_result *res, i
 {
     struct file_open *o = arg;
     err_t err = {0};
-    if (res->status < 0 || nfds != 1) {
-        for (unsigned i = 0; i < nfds; i++)
-            close(fds[i]);
-        err_set(&err, res->status < 0 ? res->status : -EIO, "%s",
-                res->status < 0 ? res->msg : "the keeper passed no file");
+    if (server_keeper_fds(res, fds, nfds, 1, "file", &err) < 0) {
         o->done(srv, -1, &err, o->arg);
     } else {
         o->done(srv, fds[0], NULL, o->arg);

@@ -101,6 +101,10 @@ typedef void server_keeper_done_fn(struct server *srv, const struct proto_result
 int server_keeper_send(struct server *srv, uint16_t type, const void *payload, size_t len,
                        unsigned maxfds, server_keeper_done_fn *done, void *arg, err_t *err);
 int server_keeper_after(struct server *srv, server_keeper_done_fn *done, void *arg, err_t *err);
+/* An answer that should carry want descriptors (what names them in the error): 0 when it
+ * does; else they are closed and err says why (the keeper's failure, or what is missing). */
+int server_keeper_fds(const struct proto_result *res, int *fds, unsigned nfds, unsigned want,
+                      const char *what, err_t *err);
 int keeper_client_start(struct server *srv);
 /* run.c: at shutdown, ends every run still going; its caller gets an error. */
 void server_runs_stop(struct server *srv);
