@@ -120,6 +120,12 @@ static const struct {
     {"open_tree_attr", 467},
 };
 
+const char *const *confine_sandbox_denied_names(size_t *n)
+{
+    *n = ARRAY_LEN(sandbox_denied);
+    return sandbox_denied;
+}
+
 /* Beyond the sandbox list, the server never starts programs or changes identity. */
 static const char *const server_denied[] = {
     "execve",   "execveat",  "setuid",    "setgid",    "setreuid",

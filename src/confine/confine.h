@@ -14,6 +14,10 @@
  * EPERM; a call through another ABI (x32, i386) kills the process. */
 int confine_sandbox_seccomp(err_t *err);
 
+/* The same deny-list's call names (n of them), for filters made elsewhere: the gvisor
+ * driver gives gVisor an OCI seccomp profile of them for the programs it runs. */
+const char *const *confine_sandbox_denied_names(size_t *n);
+
 /* Compiles the sandbox filter once, for the forks of this process to install
  * (the keeper calls it at start). Without it, confine_sandbox_seccomp compiles the
  * filter in each call. */

@@ -153,7 +153,10 @@ static int prepare_state(const struct options *o, err_t *err)
     if (r == 0) r = mkdir_p(db, 0700);
     char sandboxes[600];
     snprintf(sandboxes, sizeof sandboxes, "%s/sandboxes", o->state_dir);
-    if (r == 0) r = mkdir_p(sandboxes, 0700);
+    /* Searchable, not listable: a gvisor sandbox's gofer reaches its own directory
+     * (gvisor.c), which only that sandbox's host root group may enter. */
+    if (r == 0) r = mkdir_p(sandboxes, 0711);
+    if (r == 0) chmod(sandboxes, 0711);
     if (r < 0)
         return err_set(err, r, "cannot prepare the state directory %s: %s", o->state_dir,
                        strerror(-r));
@@ -203,9 +206,52 @@ static const struct server_hooks server_hooks = {
     .tick = idle_tick,
 };
 
+/* The isolation drivers this host can run, and the one --driver makes the default. */
+struct drivers {
+    const struct sandbox_driver *table[PROTO_DRIVER_COUNT]; /* NULL: missing here */
+    char missing[PROTO_DRIVER_COUNT][200];                  /* why */
+    uint32_t default_driver;
+};
+
+static const char *const driver_names[PROTO_DRIVER_COUNT] = {"ns", "gvisor"};
+
+/* Says at start which drivers there are and why one is missing; -1 when --driver
+ * names one that is unknown or missing. */
+static int find_drivers(const char *wanted, struct drivers *d)
+{
+    *d = (struct drivers){.table = {[PROTO_DRIVER_NS] = &sandbox_ns_driver}};
+    err_t why = {0};
+    if (sandbox_gvisor_available(&why) == 0)
+        d->table[PROTO_DRIVER_GVISOR] = &sandbox_gvisor_driver;
+    else
+        snprintf(d->missing[PROTO_DRIVER_GVISOR], sizeof d->missing[0], "%s", why.msg);
+    bool found = strcmp(wanted, "auto") == 0;
+    d->default_driver = d->table[PROTO_DRIVER_GVISOR] ? PROTO_DRIVER_GVISOR : PROTO_DRIVER_NS;
+    for (uint32_t i = 0; !found && i < PROTO_DRIVER_COUNT; i++)
+        if (strcmp(wanted, driver_names[i]) == 0) {
+            found = true;
+            d->default_driver = i;
+        }
+    if (!found) {
+        fprintf(stderr, "runtimed: unknown --driver %s; give gvisor, ns or auto\n", wanted);
+        return -1;
+    }
+    if (!d->table[d->default_driver]) {
+        fprintf(stderr, "runtimed: --driver %s: %s\n", wanted, d->missing[d->default_driver]);
+        return -1;
+    }
+    if (d->table[PROTO_DRIVER_GVISOR])
+        log_info("isolation drivers: gvisor (gVisor %s), ns; default %s", RUNSC_MODULE_VERSION,
+                 driver_names[d->default_driver]);
+    else
+        log_info("isolation drivers: ns (default); gvisor is missing: %s",
+                 d->missing[PROTO_DRIVER_GVISOR]);
+    return 0;
+}
+
 static void __attribute__((noreturn))
-run_server(const struct options *o, const char *key, const uint8_t *sealing_key, int ksock,
-           int signer, int tcp, int unx)
+run_server(const struct options *o, const struct drivers *drivers, const char *key,
+           const uint8_t *sealing_key, int ksock, int signer, int tcp, int unx)
 {
     struct server_config cfg = {.max_sandboxes = o->max_sandboxes,
                                 .mcp_input_wait_ms = o->mcp_input_wait_s * 1000u,
@@ -230,6 +276,8 @@ run_server(const struct options *o, const char *key, const uint8_t *sealing_key,
     cfg.sandbox_held_bytes = (uint64_t)(o->held_per_sandbox_mib ? o->held_per_sandbox_mib : 128)
                              << 20;
     cfg.held_bytes = (uint64_t)(o->held_total_mib ? o->held_total_mib : 1024) << 20;
+    cfg.default_driver = drivers->default_driver;
+    memcpy(cfg.driver_missing, drivers->missing, sizeof cfg.driver_missing);
     memcpy(cfg.pins, o->pins, sizeof cfg.pins);
     cfg.n_pins = o->n_pins;
     log_init("server", strcmp(o->log_format, "json") == 0);
@@ -464,11 +512,8 @@ int main(int argc, char **argv)
                         "try sudo runtimed\n");
         return 1;
     }
-    const struct sandbox_driver *drv = sandbox_driver_find(o.driver);
-    if (!drv) {
-        fprintf(stderr, "runtimed: unknown --driver %s; available: ns\n", o.driver);
-        return 2;
-    }
+    struct drivers drivers;
+    if (find_drivers(o.driver, &drivers) < 0) return 2;
     err_t err = {0};
     char key[128], sealing_path[600];
     uint8_t sealing_key[SECRETS_KEY_LEN];
@@ -510,7 +555,7 @@ int main(int argc, char **argv)
     }
     if (server == 0) {
         close(sp[0]);
-        run_server(&o, key, sealing_key, sp[1], ssock, tcp, unx);
+        run_server(&o, &drivers, key, sealing_key, sp[1], ssock, tcp, unx);
     }
     /* Opened after the fork, so that the server holds neither; nothing reaps
      * either child before keeper_main. */
@@ -541,7 +586,7 @@ int main(int argc, char **argv)
              SIGNER_UID(&o));
     struct keeper_files files = {.tls_cert = o.tls_cert, .tls_key = o.tls_key};
     keeper_watch(server);
-    int status = keeper_main(sp[0], &host, drv, &files);
+    int status = keeper_main(sp[0], &host, drivers.table, &files);
     /* Closing our end ends any keeper call the server is blocked in, so it stops
      * at once; a server that does not is killed. The signer stops when the
      * server has. Either way the supervisor (docs/runtimed.service) starts the

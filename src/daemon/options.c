@@ -66,7 +66,10 @@ static const struct opt opts[] = {
          "API for local clients, root only (default /run/runtime/api.sock)"),
     TEXT("public-url", public_url, NULL, "URL",
          "base of gateway URLs (default http://<listen>, or https://<listen> with --tls-cert)"),
-    TEXT("driver", driver, "ns", "NAME", "isolation driver (default: best available, ns)"),
+    TEXT("driver", driver, "auto", "NAME",
+         "isolation of sandboxes created without one: gvisor (gVisor's runsc, its own kernel), "
+         "ns (namespaces on the host's kernel) or auto (default: gvisor where runsc is "
+         "installed, else ns); both stay available per sandbox"),
     EACH("resolve", add_pins, "HOST:PORT:ADDR",
          "pin a name to an address for the egress proxy (repeatable, like curl's --resolve; PORT 0 "
          "= any)"),

@@ -24,13 +24,14 @@
 struct entry {
     char id[PROTO_ID_LEN];
     uint32_t slot;
+    const struct sandbox_driver *drv; /* the one that built it */
     struct sandbox *sb;
 };
 
 struct keeper {
     int sock;
     const struct sandbox_host *host;
-    const struct sandbox_driver *drv;
+    const struct sandbox_driver *const *drivers; /* by enum proto_driver; NULL: not here */
     const struct keeper_files *files;
     struct entry *entries; /* dense array; order does not matter */
     size_t n, cap;
@@ -58,7 +59,8 @@ static bool slot_taken(struct keeper *k, uint32_t slot)
     return false;
 }
 
-static int add(struct keeper *k, const struct sandbox_spec *spec, struct sandbox *sb)
+static int add(struct keeper *k, const struct sandbox_spec *spec, const struct sandbox_driver *drv,
+               struct sandbox *sb)
 {
     if (k->n == k->cap) {
         size_t cap = k->cap ? k->cap * 2 : 64;
@@ -70,13 +72,14 @@ static int add(struct keeper *k, const struct sandbox_spec *spec, struct sandbox
     struct entry *e = &k->entries[k->n++];
     memcpy(e->id, spec->id, sizeof e->id);
     e->slot = spec->slot;
+    e->drv = drv;
     e->sb = sb;
     return 0;
 }
 
 static void drop(struct keeper *k, struct entry *e)
 {
-    k->drv->free(e->sb);
+    e->drv->free(e->sb);
     *e = k->entries[--k->n];
 }
 
@@ -118,9 +121,13 @@ static int on_hello(struct keeper *k, struct request *rq)
 }
 
 /* The keeper re-checks every field: ranges, terminated strings, unique slots. */
-static int check_spec(const struct proto_sandbox *p, struct sandbox_spec *spec, err_t *err)
+static int check_spec(struct keeper *k, const struct proto_sandbox *p, struct sandbox_spec *spec,
+                      const struct sandbox_driver **drv, err_t *err)
 {
     if (proto_check_id(p->id) < 0) return err_set(err, -EINVAL, "bad sandbox id");
+    if (p->driver >= PROTO_DRIVER_COUNT) return err_set(err, -EINVAL, "bad driver");
+    *drv = k->drivers[p->driver];
+    if (!*drv) return err_set(err, -ENOTSUP, "this daemon has no such isolation driver");
     if (p->slot >= SANDBOX_MAX_SLOTS) return err_set(err, -EINVAL, "bad slot");
     if (p->memory_mib < 16 || p->memory_mib > (1u << 22) || p->cpu_milli < 10 ||
         p->cpu_milli > 1024000 || p->disk_mib < 16 || p->disk_mib > (1u << 24) || p->pids_max < 8 ||
@@ -139,24 +146,25 @@ static int check_spec(const struct proto_sandbox *p, struct sandbox_spec *spec, 
 static int create_or_adopt(struct keeper *k, struct request *rq, bool adopt)
 {
     struct sandbox_spec spec;
-    int r = check_spec((const struct proto_sandbox *)rq->buf, &spec, &rq->err);
+    const struct sandbox_driver *drv = NULL;
+    int r = check_spec(k, (const struct proto_sandbox *)rq->buf, &spec, &drv, &rq->err);
     if (r < 0) return r;
     if (find(k, spec.id)) return err_set(&rq->err, -EEXIST, "sandbox %s exists", spec.id);
     if (slot_taken(k, spec.slot)) return err_set(&rq->err, -EEXIST, "slot %u is taken", spec.slot);
     struct sandbox *sb = NULL;
     if (adopt) {
         err_t ignored = {0};
-        r = from_driver(k->drv->adopt(k->host, &spec, &sb, &ignored));
+        r = from_driver(drv->adopt(k->host, &spec, &sb, &ignored));
         rq->values[0] = r == 0 ? 1 : 2;
     }
-    if (!sb) r = from_driver(k->drv->create(k->host, &spec, adopt, &sb, &rq->err));
+    if (!sb) r = from_driver(drv->create(k->host, &spec, adopt, &sb, &rq->err));
     if (r < 0) return r;
-    if (add(k, &spec, sb) < 0) {
-        k->drv->destroy(sb, NULL);
-        k->drv->free(sb);
+    if (add(k, &spec, drv, sb) < 0) {
+        drv->destroy(sb, NULL);
+        drv->free(sb);
         return err_set(&rq->err, -ENOMEM, "out of memory");
     }
-    rq->fds[0] = k->drv->watch_fd(sb);
+    rq->fds[0] = drv->watch_fd(sb);
     rq->nfds = rq->fds[0] >= 0;
     return 0;
 }
@@ -189,7 +197,7 @@ static void sweep_one(const char *id, void *arg)
     struct sweep_ctx *c = arg;
     if (!id || proto_check_id(id) < 0 || find(c->k, id) || in_list(c->keep, c->nkeep, id)) return;
     log_info("removing leftovers of sandbox %s", id);
-    c->k->drv->sweep(c->k->host, id);
+    sandbox_sweep(c->k->host, id);
 }
 
 static void sweep_cgroup(const char *name, void *arg)
@@ -225,14 +233,14 @@ static int on_sweep(struct keeper *k, struct request *rq)
  * so that the server, which keeps the sandbox too, can retry the rm. */
 static int on_destroy(struct keeper *k, struct request *rq)
 {
-    int r = from_driver(k->drv->destroy(rq->e->sb, &rq->err));
+    int r = from_driver(rq->e->drv->destroy(rq->e->sb, &rq->err));
     if (r == 0) drop(k, rq->e);
     return r;
 }
 
 static int on_stop(struct keeper *k, struct request *rq)
 {
-    int r = from_driver(k->drv->stop(rq->e->sb, &rq->err));
+    int r = from_driver(rq->e->drv->stop(rq->e->sb, &rq->err));
     if (r == 0) drop(k, rq->e);
     return r;
 }
@@ -242,7 +250,7 @@ static int on_forget(struct keeper *k, struct request *rq)
     const char *id = rq->buf;
     if (proto_check_id(id) < 0) return -EPROTO;
     if (find(k, id)) return err_set(&rq->err, -EBUSY, "sandbox %s is not stopped", id);
-    int r = from_driver(k->drv->sweep(k->host, id));
+    int r = from_driver(sandbox_sweep(k->host, id));
     return r < 0
                ? err_set(&rq->err, r, "cannot remove the files of sandbox %s: %s", id, strerror(-r))
                : 0;
@@ -266,7 +274,7 @@ static int on_exec(struct keeper *k, struct request *rq)
         strs[h.argc + 1 + h.envc] = NULL;
         struct sandbox_exec ex = {
             .argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd, .timeout_ms = h.timeout_ms};
-        r = from_driver(k->drv->exec(rq->e->sb, &ex, rq->fds, &rq->err));
+        r = from_driver(rq->e->drv->exec(rq->e->sb, &ex, rq->fds, &rq->err));
         if (r == 0) rq->nfds = 4;
     }
     free(strs);
@@ -279,7 +287,7 @@ static int on_open_file(struct keeper *k, struct request *rq)
     if (!memchr(p->path, '\0', sizeof p->path) || p->mode > 0777) return -EPROTO;
     if (p->write > 2) return -EPROTO;
     int r = from_driver(
-        k->drv->open_file(rq->e->sb, p->path, p->write, p->mode, &rq->fds[0], &rq->err));
+        rq->e->drv->open_file(rq->e->sb, p->path, p->write, p->mode, &rq->fds[0], &rq->err));
     if (r == 0) rq->nfds = 1;
     return r;
 }
@@ -290,8 +298,8 @@ static int on_rename_file(struct keeper *k, struct request *rq)
     if (!memchr(p->from, '\0', sizeof p->from) || !memchr(p->to, '\0', sizeof p->to) ||
         p->keep_mode > 1)
         return -EPROTO;
-    return from_driver(k->drv->rename_file(rq->e->sb, p->from, p->to[0] ? p->to : NULL,
-                                           p->keep_mode != 0, &rq->err));
+    return from_driver(rq->e->drv->rename_file(rq->e->sb, p->from, p->to[0] ? p->to : NULL,
+                                               p->keep_mode != 0, &rq->err));
 }
 
 /* Every field is checked here, whatever the op uses: terminated paths, a known op
@@ -313,7 +321,7 @@ static int on_file_op(struct keeper *k, struct request *rq)
 {
     const struct proto_file_op *p = (const void *)rq->buf;
     if (!file_op_valid(p)) return -EPROTO;
-    int r = from_driver(k->drv->file_op(rq->e->sb, p, &rq->fds[0], &rq->err));
+    int r = from_driver(rq->e->drv->file_op(rq->e->sb, p, &rq->fds[0], &rq->err));
     if (r == 0) rq->nfds = 1;
     return r;
 }
@@ -321,13 +329,13 @@ static int on_file_op(struct keeper *k, struct request *rq)
 static int on_freeze(struct keeper *k, struct request *rq)
 {
     const struct proto_ref *p = (const void *)rq->buf;
-    return from_driver(k->drv->freeze(rq->e->sb, p->flag != 0, &rq->err));
+    return from_driver(rq->e->drv->freeze(rq->e->sb, p->flag != 0, &rq->err));
 }
 
 static int on_stats(struct keeper *k, struct request *rq)
 {
     struct sandbox_stats st = {0};
-    int r = from_driver(k->drv->stats(rq->e->sb, &st));
+    int r = from_driver(rq->e->drv->stats(rq->e->sb, &st));
     uint64_t v[5] = {st.cg.cpu_ns, st.cg.memory_bytes, st.cg.pids, st.cg.frozen, st.disk_bytes};
     memcpy(rq->values, v, sizeof v);
     return r;
@@ -335,7 +343,7 @@ static int on_stats(struct keeper *k, struct request *rq)
 
 static int on_net_sockets(struct keeper *k, struct request *rq)
 {
-    int r = from_driver(k->drv->net_sockets(rq->e->sb, rq->fds, &rq->err));
+    int r = from_driver(rq->e->drv->net_sockets(rq->e->sb, rq->fds, &rq->err));
     if (r == 0) rq->nfds = 3;
     return r;
 }
@@ -464,10 +472,11 @@ static void reap_children(void)
         if (pid == watched) watched_status = st;
 }
 
-int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
+int keeper_main(int sock, const struct sandbox_host *host,
+                const struct sandbox_driver *const drivers[PROTO_DRIVER_COUNT],
                 const struct keeper_files *files)
 {
-    struct keeper k = {.sock = sock, .host = host, .drv = drv, .files = files};
+    struct keeper k = {.sock = sock, .host = host, .drivers = drivers, .files = files};
     /* Making and removing sandboxes is tens of milliseconds of CPU (namespaces,
      * mounts, images); niced, it yields to the server's loop and to the programs
      * in sandboxes (an exec's monitor goes back to 0) when the CPUs are short. */
@@ -507,7 +516,7 @@ int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_
         }
     }
     for (size_t i = 0; i < k.n; i++)
-        drv->free(k.entries[i].sb); /* sandboxes keep running */
+        k.entries[i].drv->free(k.entries[i].sb); /* sandboxes keep running */
     free(k.entries);
     free(buf);
     if (sfd >= 0) close(sfd);

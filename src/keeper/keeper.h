@@ -38,8 +38,10 @@ int keeper_watched_status(void);
 int keeper_uid_block_claim(const char *registry, const char *state_dir, uint32_t *block,
                            err_t *err);
 
-/* Serves requests on sock until the server hangs up; returns the exit status. */
-int keeper_main(int sock, const struct sandbox_host *host, const struct sandbox_driver *drv,
+/* Serves requests on sock until the server hangs up; returns the exit status. drivers:
+ * by enum proto_driver, NULL where that driver cannot run here. */
+int keeper_main(int sock, const struct sandbox_host *host,
+                const struct sandbox_driver *const drivers[PROTO_DRIVER_COUNT],
                 const struct keeper_files *files);
 
 #endif

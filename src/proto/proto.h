@@ -13,7 +13,7 @@
 
 #include "../common/common.h"
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_MAX_MSG 65536
 #define PROTO_MAX_FDS 4
 #define PROTO_MAX_STRINGS 4096 /* argv entries of an exec, and env entries */
@@ -114,7 +114,11 @@ struct proto_sandbox {
     uint32_t cpu_milli; /* 1000 = one CPU */
     uint32_t disk_mib;
     uint32_t pids_max;
+    uint32_t driver; /* enum proto_driver: the isolation driver that builds and runs it */
 };
+
+/* The isolation drivers (src/sandbox): a sandbox keeps the one it was created with. */
+enum proto_driver { PROTO_DRIVER_NS, PROTO_DRIVER_GVISOR, PROTO_DRIVER_COUNT };
 
 struct proto_sweep {
     uint32_t count; /* ids follow as count NUL-terminated strings */

@@ -44,6 +44,16 @@ int sandbox_init_prepare(err_t *err)
     return 0;
 }
 
+int init_image_write(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555);
+    if (fd < 0) return -errno;
+    int r =
+        write_all(fd, sandbox_init_image, (size_t)(sandbox_init_image_end - sandbox_init_image));
+    close(fd);
+    return r;
+}
+
 void ns_exec_init(void)
 {
     if (init_fd < 0) return;

@@ -6,8 +6,10 @@
  * drops every capability and stays as a reaper. Everything else enters through
  * its pidfd. Namespaces other than the user one are owned by the host's user
  * namespace, so even root inside the sandbox could not change mounts or routes. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -73,9 +76,38 @@ static void __attribute__((noreturn)) init_loop(const struct sandbox_host *host)
     }
 }
 
+static void __attribute__((noreturn)) report_failure(int sync, const err_t *err)
+{
+    char msg[600];
+    snprintf(msg, sizeof msg, "err:%s", err->msg);
+    sync_send(sync, msg);
+    _exit(1);
+}
+
+/* The gvisor driver's holder: pid 1 of new mount, pid, net, ipc and uts namespaces
+ * that runsc runs in. It builds the root at dir/root without entering it, with a
+ * /proc of its pid namespace (runsc re-executes itself through /proc/self/exe), and
+ * stays as that namespace's reaper. No user namespace and no seccomp filter of ours:
+ * runsc needs root to build its sandbox, and gVisor is the sandbox's kernel. */
+static void __attribute__((noreturn))
+holder_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int loop_fd)
+{
+    err_t err = {0};
+    int r = sync_expect(sync, "go", &err);
+    if (r == 0 && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                   mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+        r = err_set(&err, errno, "cannot mount the holder's /proc: %s", strerror(errno));
+    if (r == 0) r = rootfs_build_for_gvisor(host, sb, loop_fd, &err);
+    close(loop_fd);
+    if (r < 0) report_failure(sync, &err);
+    sync_send(sync, "ready");
+    init_loop(host);
+}
+
 static void __attribute__((noreturn))
 child_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int loop_fd)
 {
+    if (sb->gvisor) holder_main(host, sb, sync, loop_fd);
     err_t err = {0};
     int r = sync_expect(sync, "go", &err);
     if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
@@ -88,12 +120,7 @@ child_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int lo
     if (r == 0) r = sync_expect(sync, "maps", &err);
     if (r == 0) r = confine_drop_to(0, 0, &err);
     if (r == 0) r = confine_sandbox_seccomp(&err);
-    if (r < 0) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "err:%s", err.msg);
-        sync_send(sync, msg);
-        _exit(1);
-    }
+    if (r < 0) report_failure(sync, &err);
     sync_send(sync, "ready");
     init_loop(host);
 }
@@ -121,6 +148,11 @@ static int make_dirs(struct sandbox *sb, err_t *err)
     char root[700];
     snprintf(root, sizeof root, "%s/root", sb->dir);
     int r = mkdir_p(sb->dir, 0700);
+    /* runsc's gofer runs as the sandbox's host root (its user namespace's 0) and must
+     * reach dir/root: that group alone may enter the directory. */
+    gid_t gid = ns_host_uid(sb, 0);
+    if (r == 0 && sb->gvisor && (chown(sb->dir, 0, gid) < 0 || chmod(sb->dir, 0710) < 0))
+        r = -errno;
     if (r == 0 && mkdir(root, 0755) < 0 && errno != EEXIST) r = -errno;
     return r < 0 ? err_set(err, r, "cannot create %s: %s", sb->dir, strerror(-r)) : 0;
 }
@@ -160,16 +192,18 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
         log_debug("%s: -1000 refused; exec'd programs get +500 instead", oom);
     if (r == 0) r = ns_net_setup(sb, err);
     if (r == 0) r = sync_send(sp[0], "go");
-    if (r == 0) r = sync_expect(sp[0], "user", err);
-    if (r == 0) r = write_id_maps(sb->init_pid, sb, err);
-    if (r == 0) r = sync_send(sp[0], "maps");
+    if (r == 0 && !sb->gvisor) { /* gVisor maps its own user namespace (gvisor.c) */
+        r = sync_expect(sp[0], "user", err);
+        if (r == 0) r = write_id_maps(sb->init_pid, sb, err);
+        if (r == 0) r = sync_send(sp[0], "maps");
+    }
     if (r == 0) r = sync_expect(sp[0], "ready", err);
     close(sp[0]);
     return r;
 }
 
-static struct sandbox *sandbox_alloc(const struct sandbox_host *host,
-                                     const struct sandbox_spec *spec)
+struct sandbox *ns_sandbox_alloc(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                                 bool gvisor)
 {
     struct sandbox *sb = calloc(1, sizeof *sb);
     if (!sb) return NULL;
@@ -177,11 +211,13 @@ static struct sandbox *sandbox_alloc(const struct sandbox_host *host,
     sb->host = host;
     sb->init_pid = -1;
     sb->init_pidfd = -1;
+    sb->gvisor = gvisor;
+    sb->boot_pidfd = -1;
     sandbox_paths(host, spec->id, sb->dir, sizeof sb->dir);
     return sb;
 }
 
-static void ns_free(struct sandbox *sb)
+void ns_free(struct sandbox *sb)
 {
     if (!sb) return;
     if (sb->init_pidfd >= 0) close(sb->init_pidfd);
@@ -200,7 +236,29 @@ const char *sandbox_id_of_cgroup(const struct sandbox_host *host, const char *na
     return strncmp(name, host->instance, n) == 0 && name[n] == '-' ? name + n + 1 : NULL;
 }
 
-static int ns_sweep(const struct sandbox_host *host, const char *id)
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* What the gvisor driver keeps beside the root: its bundle, runsc's state and the pid
+ * files of runsc exec. Never leaves the file system it starts on. */
+static void remove_gvisor_files(const char *dir)
+{
+    static const char *const trees[] = {"bundle", "runsc"};
+    char path[700];
+    for (size_t i = 0; i < ARRAY_LEN(trees); i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, trees[i]);
+        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    }
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (strncmp(de->d_name, "exec-", 5) == 0) unlinkat(dirfd(d), de->d_name, 0);
+    if (d) closedir(d);
+}
+
+/* One sweep for both drivers: it removes what either may have left. */
+int ns_sweep(const struct sandbox_host *host, const char *id)
 {
     struct cgroup *cg = NULL;
     char cgname[64];
@@ -212,6 +270,7 @@ static int ns_sweep(const struct sandbox_host *host, const char *id)
     }
     char dir[640], path[700];
     sandbox_paths(host, id, dir, sizeof dir);
+    remove_gvisor_files(dir);
     snprintf(path, sizeof path, "%s/workspace.img", dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/root", dir);
@@ -220,12 +279,12 @@ static int ns_sweep(const struct sandbox_host *host, const char *id)
     return 0;
 }
 
-static int ns_create(const struct sandbox_host *host, const struct sandbox_spec *spec,
-                     bool reuse_workspace, struct sandbox **out, err_t *err)
+int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, bool reuse_workspace,
+             bool gvisor, struct sandbox **out, err_t *err)
 {
     if (spec->slot >= SANDBOX_MAX_SLOTS)
         return err_set(err, -EINVAL, "sandbox slot %u out of range", spec->slot);
-    struct sandbox *sb = sandbox_alloc(host, spec);
+    struct sandbox *sb = ns_sandbox_alloc(host, spec, gvisor);
     if (!sb) return err_set(err, -ENOMEM, "out of memory");
     char image[700];
     snprintf(image, sizeof image, "%s/workspace.img", sb->dir);
@@ -233,6 +292,10 @@ static int ns_create(const struct sandbox_host *host, const struct sandbox_spec 
     struct cgroup_limits lim = {.memory_bytes = (uint64_t)spec->memory_mib << 20,
                                 .cpu_milli = spec->cpu_milli,
                                 .pids_max = spec->pids_max};
+    if (gvisor) { /* room for runsc's own, beside the limits gVisor enforces inside */
+        lim.memory_bytes += (uint64_t)GVISOR_MEMORY_EXTRA_MIB << 20;
+        lim.pids_max = spec->pids_max * 2 + GVISOR_PIDS_EXTRA;
+    }
     int r = make_dirs(sb, err);
     if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))
         r = workspace_create(host, image, spec->disk_mib, err);
@@ -250,6 +313,17 @@ static int ns_create(const struct sandbox_host *host, const struct sandbox_spec 
     }
     *out = sb;
     return 0;
+}
+
+int sandbox_sweep(const struct sandbox_host *host, const char *id)
+{
+    return ns_sweep(host, id);
+}
+
+static int ns_create(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                     bool reuse_workspace, struct sandbox **out, err_t *err)
+{
+    return ns_build(host, spec, reuse_workspace, false, out, err);
 }
 
 /* Reads the innermost pid of `pid` from /proc; 1 marks a namespace's init.
@@ -272,7 +346,7 @@ static long inner_pid(pid_t pid)
 static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *spec,
                     struct sandbox **out, err_t *err)
 {
-    struct sandbox *sb = sandbox_alloc(host, spec);
+    struct sandbox *sb = ns_sandbox_alloc(host, spec, false);
     if (!sb) return err_set(err, -ENOMEM, "out of memory");
     char cgname[64];
     sandbox_cgroup_name(host, spec->id, cgname, sizeof cgname);
@@ -305,7 +379,7 @@ static void wait_gone(int pidfd, int timeout_ms)
     }
 }
 
-static int ns_stop(struct sandbox *sb, err_t *err)
+int ns_stop(struct sandbox *sb, err_t *err)
 {
     if (sb->init_pidfd >= 0) {
         /* A frozen (paused) task takes its SIGKILL only once thawed. */
@@ -332,14 +406,14 @@ static int ns_watch_fd(struct sandbox *sb)
 
 /* A paused sandbox keeps its processes and their memory, but not its page cache:
  * that is the host's to reuse while nobody calls it. */
-static int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
+int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
 {
     int r = cgroup_freeze(sb->cg, frozen, err);
     if (r == 0 && frozen) cgroup_reclaim(sb->cg);
     return r;
 }
 
-static int ns_stats(struct sandbox *sb, struct sandbox_stats *st)
+int ns_stats(struct sandbox *sb, struct sandbox_stats *st)
 {
     char image[700];
     struct stat s;
@@ -370,5 +444,6 @@ const struct sandbox_driver sandbox_ns_driver = {
 const struct sandbox_driver *sandbox_driver_find(const char *name)
 {
     if (!name || strcmp(name, "ns") == 0) return &sandbox_ns_driver;
+    if (strcmp(name, "gvisor") == 0) return &sandbox_gvisor_driver;
     return NULL;
 }

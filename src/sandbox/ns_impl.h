@@ -1,5 +1,7 @@
-/* Private to the ns driver: the pieces its files share. Not part of the
- * subsystem's interface (that is sandbox.h). */
+/* Private to the drivers: the pieces their files share. Not part of the
+ * subsystem's interface (that is sandbox.h). The gvisor driver (gvisor.c) builds on
+ * the ns driver's pieces: the same root, workspace, network namespace, cgroup and
+ * file helpers, with runsc running the programs. */
 #ifndef RUNTIME_SANDBOX_NS_IMPL_H
 #define RUNTIME_SANDBOX_NS_IMPL_H
 
@@ -9,9 +11,11 @@ struct sandbox {
     struct sandbox_spec spec;
     const struct sandbox_host *host; /* borrowed; lives as long as the keeper */
     char dir[640];                   /* STATE/sandboxes/<id> */
-    pid_t init_pid;
+    pid_t init_pid; /* ns: the sandbox's pid 1; gvisor: the holder of its namespaces */
     int init_pidfd;
     struct cgroup *cg;
+    bool gvisor;    /* built by the gvisor driver: runsc runs its programs */
+    int boot_pidfd; /* gvisor: runsc's sandbox process (the sentry); -1 for ns */
 };
 
 /* The host uid of uid `inside` of sandbox sb: in its slot's range of the daemon's block. */
@@ -19,6 +23,19 @@ static inline uid_t ns_host_uid(const struct sandbox *sb, uint32_t inside)
 {
     return sb->host->uid_base + sb->spec.slot * SANDBOX_UID_RANGE + inside;
 }
+
+/* ns.c: the pieces of the ns driver that the gvisor driver uses too. ns_build makes
+ * the sandbox's directory, workspace, cgroup and first process (with gvisor, the
+ * holder: gvisor.c); the others are the ns driver's calls. */
+struct sandbox *ns_sandbox_alloc(const struct sandbox_host *host, const struct sandbox_spec *spec,
+                                 bool gvisor);
+int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, bool reuse_workspace,
+             bool gvisor, struct sandbox **out, err_t *err);
+int ns_stop(struct sandbox *sb, err_t *err);
+int ns_sweep(const struct sandbox_host *host, const char *id);
+int ns_freeze(struct sandbox *sb, bool frozen, err_t *err);
+int ns_stats(struct sandbox *sb, struct sandbox_stats *st);
+void ns_free(struct sandbox *sb);
 
 /* workspace.c: the size-capped /workspace as an ext4 image on a loop device. */
 int workspace_create(const struct sandbox_host *host, const char *image, uint32_t disk_mib,
@@ -30,6 +47,11 @@ int workspace_attach(const char *image, int *loop_fd, err_t *err);
  * mount/pid/net/ipc/uts namespaces; builds the root and pivots into it. */
 int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
                  err_t *err);
+/* The gvisor driver's: the same root at sb->dir/root, in its holder's own mount
+ * namespace, without /proc, /dev or the pivot (gVisor makes its own) and with the
+ * sandbox's pid 1 program at /.runtime-init. */
+int rootfs_build_for_gvisor(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
+                            err_t *err);
 
 /* net.c, from a keeper thread that enters the sandbox's network namespace:
  * loopback, the route and the nft rules (before the sandbox's first process is let
@@ -41,6 +63,14 @@ int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
  * Returns only when it cannot (no memfd, or the exec was refused); the caller
  * then stays pid 1 itself. */
 void ns_exec_init(void);
+/* Writes the same program to a new file (mode 0555), for the gvisor driver's root. */
+int init_image_write(const char *path);
+#define GVISOR_INIT_PATH "/.runtime-init"
+/* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer
+ * (gVisor enforces the limits themselves on the programs inside: gvisor.c). Each
+ * program's task has a host thread under systrap, hence twice the pids. */
+#define GVISOR_MEMORY_EXTRA_MIB 64
+#define GVISOR_PIDS_EXTRA 256
 
 /* exec.c */
 /* In a forked helper (ns_helper, files.c's): the sandbox's mount namespace and so its
@@ -55,6 +85,24 @@ int ns_parent_of(int root, const char *path, const char **name);
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
+
+/* How a monitor (exec.c) runs a program: the ns driver forks it into the sandbox,
+ * the gvisor driver runs `runsc exec`. The monitor joins `enter` namespaces of the
+ * init's pidfd, calls prepare, forks a child into them that calls run (which execs,
+ * or writes an errno to errfd and exits), waits, calls stop at the timeout or when
+ * the daemon abandons the program, and ended once it is gone. ctx is the way's own
+ * scratch (EXEC_CTX_SIZE bytes), set by prepare before the fork. */
+#define EXEC_CTX_SIZE 768
+struct exec_way {
+    int enter;
+    void (*prepare)(struct sandbox *sb, void *ctx);
+    void (*run)(struct sandbox *sb, const struct sandbox_exec *ex, void *ctx, int stdio[3], int go,
+                int errfd) __attribute__((noreturn));
+    void (*stop)(struct sandbox *sb, void *ctx, pid_t child);
+    void (*ended)(struct sandbox *sb, void *ctx);
+};
+int sandbox_exec_with(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way *way,
+                      int fds[4], err_t *err);
 int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
                    err_t *err);
 int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,

@@ -143,8 +143,23 @@ struct sandbox_driver {
 };
 
 extern const struct sandbox_driver sandbox_ns_driver;
+extern const struct sandbox_driver sandbox_gvisor_driver;
 
-/* Drivers by name ("ns"); NULL if unknown. */
+/* gVisor's runsc, as scripts/install-runsc builds it (which reads these two lines): the
+ * Go module's version and its go.sum hash. The driver runs RUNSC_PATH only when
+ * RUNSC_PATH.version holds this version. */
+#define RUNSC_MODULE_VERSION "v0.0.0-20260905035102-160fafc42237"
+#define RUNSC_MODULE_SUM "h1:AU5+CtCvnBnxdZRNcZt1NfSLqgkXZVT3N/u6u1aXg44="
+#define RUNSC_PATH "/opt/runtime/bin/runsc"
+/* Whether the gvisor driver can run here: 0, or a negative errno with why in err
+ * (runsc missing, the wrong version, not root-owned). */
+int sandbox_gvisor_available(err_t *err);
+
+/* Removes what a sandbox id that no longer exists may have left, whichever driver
+ * built it (every driver's sweep is this one). */
+int sandbox_sweep(const struct sandbox_host *host, const char *id);
+
+/* Drivers by name ("ns", "gvisor"); NULL if unknown. */
 const struct sandbox_driver *sandbox_driver_find(const char *name);
 
 #endif

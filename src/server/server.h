@@ -40,6 +40,10 @@ struct server_config {
     uint64_t sandbox_held_bytes;      /* --held-per-sandbox: what the server may hold for one */
     uint64_t held_bytes;              /* --held-total: ... for all of them together */
     char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
+    /* The isolation drivers (enum proto_driver): --driver's (what a create without
+     * `isolation` gets), and for each the reason it is missing ("" where it works). */
+    uint32_t default_driver;
+    char driver_missing[PROTO_DRIVER_COUNT][200];
 };
 
 /* A sandbox as the server knows it: private to the server (server_impl.h). The
@@ -127,7 +131,8 @@ struct sbx *server_sandbox_next(const struct sbx *sb); /* NULL after the last */
 /* Creates with these settings (taken: *settings is left empty). The keeper builds it while the loop
  * goes on: the sandbox is listed at once as creating, and done is called once, from the loop, with
  * the running sandbox or with NULL and why it failed. Negative with err (and no call of done) when
- * it cannot even start. */
+ * it cannot even start: -EOPNOTSUPP when its isolation driver is missing on this daemon
+ * (server_config.driver_missing). Settings without isolation get the daemon's default_driver. */
 typedef void server_created_fn(struct server *srv, struct sbx *sb, const err_t *err, void *arg);
 int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,
                           server_created_fn *done, void *arg, err_t *err);

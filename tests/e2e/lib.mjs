@@ -19,6 +19,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const BUILD = process.env.RUNTIME_BUILD ? path.resolve(ROOT, process.env.RUNTIME_BUILD) : path.join(ROOT, 'build');
 export const RUNTIMED = path.join(BUILD, 'runtimed');
 export const RUNTIME = path.join(BUILD, 'runtime');
+/** The isolation driver the tests' daemons default to (RUNTIME_DRIVER, else ns). */
+export const DRIVER = process.env.RUNTIME_DRIVER || 'ns';
 export const PROBE_SRC = path.join(ROOT, 'tests', 'escape', 'probe.c');
 
 // Host uids: each daemon holds a uid block of its own (src/sandbox/sandbox.h); its
@@ -250,8 +252,10 @@ export class Daemon {
   args() {
     // A dead loopback port as the nameserver: no test ever makes the daemon ask
     // the host's resolver (an address off this machine) about anything.
+    // RUNTIME_DRIVER runs a suite under another isolation driver (make check runs the
+    // sandbox suites under gvisor too); ns otherwise, whatever the host has.
     return ['--state-dir', this.stateDir, '--listen', `127.0.0.1:${this.port}`, '--socket', this.socket,
-      '--nameserver', '127.0.0.1:9', ...this.extraArgs];
+      '--nameserver', '127.0.0.1:9', '--driver', DRIVER, ...this.extraArgs];
   }
 
   /** Spawns the daemon; resolves once the API answers an authorised request. */

@@ -31,6 +31,10 @@ static inline long sys4(long nr, long a, long b, long c, long d)
 
 void __attribute__((noreturn)) _start(void)
 {
+    /* Blocked already when the keeper's fork execs this; under gVisor, runsc starts it
+     * with none blocked, and SIGCHLD must be blocked for rt_sigtimedwait to wait for it. */
+    unsigned long all = ~0UL;
+    sys4(__NR_rt_sigprocmask, 0 /* SIG_BLOCK */, (long)&all, 0, sizeof all);
     sys4(__NR_close_range, 0, ~0U, 0, 0);
     sys4(__NR_prctl, PR_SET_NAME, (long)"runtime-init", 0, 0);
     unsigned long sigchld = 1UL << (17 - 1); /* the kernel's sigset: bit SIGCHLD - 1 */
