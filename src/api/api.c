@@ -453,6 +453,14 @@ static bool cloud_fields_taken(struct httpd_req *req, json_t *body)
     return true;
 }
 
+/* A create refused: an isolation driver this daemon lacks is a feature it does not have
+ * (Runtime Cloud's code for those), not a wrong request. */
+static void create_failed(struct httpd_req *req, const err_t *err)
+{
+    if (err->code == -EOPNOTSUPP) return api_error(req, 501, "feature_unavailable", "%s", err->msg);
+    api_fail(req, err);
+}
+
 static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
@@ -484,7 +492,7 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
         log_warn("refused a sandbox of account %s: %s", who->account, err.msg);
         api_fail(req, &err);
     } else if (server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
-        api_fail(req, &err);
+        create_failed(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */
 }

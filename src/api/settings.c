@@ -1,8 +1,8 @@
 /* A sandbox's settings after its create: GET/PUT .../network and Runtime Cloud's
- * POST .../{id}:update (name, labels, env, idlePauseSeconds). Both answer once the
- * change is on disk, and a network change reaches open connections at once. And the
- * fields of Runtime Cloud's a self-hosted daemon cannot honour: refused by name with
- * 501 feature_unavailable, never dropped. */
+ * POST .../{id}:update (name, labels, env, idlePauseSeconds; isolation only as it is).
+ * Both answer once the change is on disk, and a network change reaches open connections
+ * at once. And the fields of Runtime Cloud's a self-hosted daemon cannot honour: refused
+ * by name with 501 feature_unavailable, never dropped. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,11 +126,12 @@ static void patch_env(json_t *settings, json_t *given)
 }
 
 /* The settings with the body's fields in place (null or absent leaves one as it is),
- * checked as a create's are. */
+ * checked as a create's are. isolation may be given only as it is: the sandbox was built
+ * with that driver, and its workspace and processes are that driver's. */
 static int changed_settings(json_t *body, const struct model_sandbox *now,
                             struct model_sandbox *out, err_t *err)
 {
-    static const char *const replaced[] = {"name", "labels", "idlePauseSeconds", NULL};
+    static const char *const replaced[] = {"name", "labels", "idlePauseSeconds", "isolation", NULL};
     json_t *v = model_sandbox_json(now);
     for (size_t i = 0; replaced[i]; i++) {
         json_t *given = json_object_get(body, replaced[i]);
@@ -140,6 +141,14 @@ static int changed_settings(json_t *body, const struct model_sandbox *now,
     if (env && !json_is_null(env)) patch_env(v, env);
     int r = model_sandbox_parse(v, out, err);
     json_decref(v);
+    if (r == 0 && out->isolation != now->isolation) {
+        r = err_set(err, -EINVAL,
+                    "isolation is fixed at create: this sandbox's is %s; to run under %s, create "
+                    "a new sandbox with \"isolation\": \"%s\"",
+                    model_driver_name(now->isolation), model_driver_name(out->isolation),
+                    model_driver_name(out->isolation));
+        model_sandbox_clear(out);
+    }
     return r;
 }
 
@@ -150,6 +159,7 @@ void api_update(struct httpd_req *req, struct server *srv, struct sbx *sb, const
         "labels",
         "env",
         "idlePauseSeconds",
+        "isolation", /* only as it is: a change is refused */
         "autoWake",
         "persistent",
         "maxTotalCostMicros",

@@ -15,12 +15,20 @@ enum {
     C_ENV,
     C_ALLOW,
     C_NO_INTERNET,
+    C_ISOLATION,
 };
 
 const struct opt_spec create_opt_specs[] = {
-    {"name", true, C_NAME}, {"memory", true, C_MEMORY},   {"cpus", true, C_CPUS},
-    {"disk", true, C_DISK}, {"idle-pause", true, C_IDLE}, {"label", true, C_LABEL},
-    {"env", true, C_ENV},   {"allow", true, C_ALLOW},     {"no-internet", false, C_NO_INTERNET},
+    {"name", true, C_NAME},
+    {"memory", true, C_MEMORY},
+    {"cpus", true, C_CPUS},
+    {"disk", true, C_DISK},
+    {"idle-pause", true, C_IDLE},
+    {"label", true, C_LABEL},
+    {"env", true, C_ENV},
+    {"allow", true, C_ALLOW},
+    {"no-internet", false, C_NO_INTERNET},
+    {"isolation", true, C_ISOLATION},
     {NULL, false, 0},
 };
 
@@ -60,6 +68,16 @@ static int set_name(const char *cmd, json_t *body, const char *val)
     return 0;
 }
 
+/* The drivers are checked here too, so that a typo is a usage error before any request;
+ * whether this daemon has the one asked for is the daemon's to say. */
+static int set_isolation(const char *cmd, json_t *body, const char *val)
+{
+    if (strcmp(val, "ns") != 0 && strcmp(val, "gvisor") != 0)
+        return cli_usage_error(cmd, "bad value '%s' for --isolation: expected ns or gvisor", val);
+    json_object_set_new(body, "isolation", json_string(val));
+    return 0;
+}
+
 static int append_string(const char *cmd, json_t *arr, const char *opt, const char *val)
 {
     json_t *s = *val ? json_string(val) : NULL;
@@ -94,6 +112,8 @@ int create_apply(const char *cmd, json_t *body, int id, const char *val)
         net = member(body, "network", json_object);
         json_object_set_new(net, "internet", json_false());
         return 0;
+    case C_ISOLATION:
+        return set_isolation(cmd, body, val);
     }
     return cli_usage_error(cmd, "internal error: unknown option %d", id);
 }

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <time.h>
 
-enum { COLS = 7 };
-static const char *const heads[COLS] = {"ID",     "NAME", "STATUS", "CREATED",
-                                        "MEMORY", "CPUS", "LABELS"};
+enum { COLS = 8 };
+static const char *const heads[COLS] = {"ID",     "NAME", "STATUS",    "CREATED",
+                                        "MEMORY", "CPUS", "ISOLATION", "LABELS"};
 
 static void num_text(json_t *v, const char *unit, char *out, size_t size)
 {
@@ -79,8 +79,8 @@ void show_clean(char *s)
 
 static void cell(json_t *sb, int col, char *out, size_t size)
 {
-    static const char *const keys[COLS] = {"id",        "name", "status", "createdAt",
-                                           "memoryMiB", "cpus", "labels"};
+    static const char *const keys[COLS] = {"id",        "name", "status",    "createdAt",
+                                           "memoryMiB", "cpus", "isolation", "labels"};
     json_t *v = json_object_get(sb, keys[col]);
     if (col == 3)
         show_age(v, out, size);
@@ -88,7 +88,7 @@ static void cell(json_t *sb, int col, char *out, size_t size)
         num_text(v, "MiB", out, size);
     else if (col == 5)
         num_text(v, "", out, size);
-    else if (col == 6)
+    else if (col == 7)
         map_text(v, ",", out, size);
     else
         str_text(v, out, size);
@@ -172,6 +172,7 @@ void show_sandbox(json_t *sb)
     num_text(json_object_get(sb, "memoryMiB"), " MiB", buf, sizeof buf), line("Memory:", buf);
     num_text(json_object_get(sb, "cpus"), "", buf, sizeof buf), line("CPUs:", buf);
     num_text(json_object_get(sb, "diskMiB"), " MiB", buf, sizeof buf), line("Disk:", buf);
+    str_text(json_object_get(sb, "isolation"), buf, sizeof buf), line("Isolation:", buf);
     num_text(json_object_get(sb, "idlePauseSeconds"), " s", buf, sizeof buf);
     line("Idle pause:", buf);
     map_text(json_object_get(sb, "labels"), ", ", buf, sizeof buf), line("Labels:", buf);

@@ -98,7 +98,10 @@ static const char sandbox_usage[] =
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
     "  --env K=V             an environment variable; repeatable\n"                                \
     "  --allow HOST          a host the sandbox may reach; repeatable\n"                           \
-    "  --no-internet         turn internet access off (network.internet = false)\n"
+    "  --no-internet         turn internet access off (network.internet = false)\n"                \
+    "  --isolation DRIVER    ns (namespaces, seccomp and cgroups on the host's kernel) or\n"       \
+    "                        gvisor (gVisor's runsc: a kernel of its own); fixed once\n"           \
+    "                        created (default: the daemon's --driver)\n"
 
 static const char create_usage[] = "Usage: runtime sandbox create [OPTIONS]\n"
                                    "\n"
@@ -130,13 +133,14 @@ static const char exec_usage[] =
     "  --cwd DIR             working directory (default /workspace)\n"
     "  --timeout SECONDS     stop CMD after this long (default 60)\n";
 
-static const char list_usage[] = "Usage: runtime sandbox list [--label K=V]... [--json]\n"
-                                 "\n"
-                                 "Lists sandboxes: ID NAME STATUS CREATED MEMORY CPUS LABELS.\n"
-                                 "\n"
-                                 "Options:\n"
-                                 "  --label K=V   only sandboxes with this label\n"
-                                 "  --json        print them as a JSON array (every page)\n";
+static const char list_usage[] =
+    "Usage: runtime sandbox list [--label K=V]... [--json]\n"
+    "\n"
+    "Lists sandboxes: ID NAME STATUS CREATED MEMORY CPUS ISOLATION LABELS.\n"
+    "\n"
+    "Options:\n"
+    "  --label K=V   only sandboxes with this label\n"
+    "  --json        print them as a JSON array (every page)\n";
 
 static const char get_usage[] = "Usage: runtime sandbox get ID [--json]\n"
                                 "\n"

@@ -76,6 +76,11 @@ enum model_lease_end { MODEL_LEASE_PAUSE, MODEL_LEASE_STOP, MODEL_LEASE_DELETE }
 #define MODEL_LEASE_MIN_S 60
 #define MODEL_LEASE_MAX_S 86400
 
+/* The isolation driver a sandbox is built and run with (its `isolation`), fixed at its
+ * create. DEFAULT is a create that named none: the API gives it the daemon's --driver.
+ * (Not enum model_isolation below: that is an MCP server's sessions.) */
+enum model_driver { MODEL_DRIVER_DEFAULT, MODEL_DRIVER_NS, MODEL_DRIVER_GVISOR };
+
 /* A sandbox's settings (api/openapi.yaml, SandboxCreate). */
 struct model_sandbox {
     char name[MODEL_NAME_MAX]; /* "": unnamed */
@@ -88,6 +93,7 @@ struct model_sandbox {
     struct model_map labels;
     struct model_map env;
     struct model_network network;
+    enum model_driver isolation;
 };
 /* A create body (or a stored row): unknown fields, wrong types and values out of
  * range are refused with a message that names the field (-EINVAL). getOrCreate
@@ -97,11 +103,12 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 /* The fields model_sandbox_parse knows, NULL-terminated. */
 extern const char *const model_sandbox_fields[];
 /* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, timeoutSeconds, onLeaseEnd, labels,
- * env, network}:
+ * env, network, isolation} (isolation null while DEFAULT):
  * model_sandbox_parse of it gives the same settings back. */
 json_t *model_sandbox_json(const struct model_sandbox *s);
 int model_sandbox_copy(struct model_sandbox *dst, const struct model_sandbox *src, err_t *err);
 const char *model_lease_end_name(enum model_lease_end e); /* "pause", "stop", "delete" */
+const char *model_driver_name(enum model_driver d);       /* "ns", "gvisor"; NULL: DEFAULT */
 void model_sandbox_clear(struct model_sandbox *s);
 
 /* An MCP server to start in a sandbox (docs/gateway.md): a catalog id, or a

@@ -134,18 +134,9 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
 }
 
 const char *const model_sandbox_fields[] = {
-    "name",
-    "memoryMiB",
-    "cpus",
-    "vcpu",
-    "diskMiB",
-    "idlePauseSeconds",
-    "timeoutSeconds",
-    "onLeaseEnd",
-    "labels",
-    "env",
-    "network",
-    "getOrCreate", /* a create's, read by the API */
+    "name",       "memoryMiB", "cpus", "vcpu",    "diskMiB",   "idlePauseSeconds", "timeoutSeconds",
+    "onLeaseEnd", "labels",    "env",  "network", "isolation", "getOrCreate", /* a create's, read by
+                                                                                 the API */
     NULL,
 };
 
@@ -175,6 +166,28 @@ static int parse_lease(json_t *body, struct model_sandbox *s, err_t *err)
             return 0;
         }
     return err_set(err, -EINVAL, "onLeaseEnd must be pause, stop or delete");
+}
+
+/* The names of enum model_driver, DEFAULT's none. */
+static const char *const driver_names[] = {NULL, "ns", "gvisor"};
+
+const char *model_driver_name(enum model_driver d)
+{
+    return driver_names[d];
+}
+
+/* isolation: a driver's name; absent or null leaves it DEFAULT, for the API to fill in. */
+static int parse_isolation(json_t *body, enum model_driver *out, err_t *err)
+{
+    json_t *v = json_object_get(body, "isolation");
+    if (!v || json_is_null(v)) return 0;
+    for (size_t i = MODEL_DRIVER_NS; i < ARRAY_LEN(driver_names); i++)
+        if (json_is_string(v) && json_string_length(v) == strlen(driver_names[i]) &&
+            strcmp(json_string_value(v), driver_names[i]) == 0) {
+            *out = (enum model_driver)i;
+            return 0;
+        }
+    return err_set(err, -EINVAL, "isolation must be ns or gvisor, or null");
 }
 
 static int check_fields(json_t *body, err_t *err)
@@ -214,6 +227,7 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
                            "an environment name", &s->env, &e),
            &e, &r, err);
     gather(model_network_parse(json_object_get(body, "network"), &s->network, &e), &e, &r, err);
+    gather(parse_isolation(body, &s->isolation, &e), &e, &r, err);
     if (r < 0) model_sandbox_clear(s);
     return r;
 }
@@ -223,13 +237,15 @@ json_t *model_sandbox_json(const struct model_sandbox *s)
     /* Whole numbers of CPUs read back as integers, as they are usually given. */
     json_t *cpus =
         s->cpus == floor(s->cpus) ? json_integer((json_int_t)s->cpus) : json_real(s->cpus);
-    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:s,s:o,s:o,s:o}", "name",
+    const char *isolation = model_driver_name(s->isolation);
+    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:s,s:o,s:o,s:o,s:o}", "name",
                      s->name[0] ? json_string(s->name) : json_null(), "memoryMiB",
                      (json_int_t)s->memory_mib, "cpus", cpus, "diskMiB", (json_int_t)s->disk_mib,
                      "idlePauseSeconds", (json_int_t)s->idle_pause_s, "timeoutSeconds",
                      s->lease_s ? json_integer(s->lease_s) : json_null(), "onLeaseEnd",
                      model_lease_end_name(s->lease_end), "labels", model_map_json(&s->labels),
-                     "env", model_map_json(&s->env), "network", model_network_json(&s->network));
+                     "env", model_map_json(&s->env), "network", model_network_json(&s->network),
+                     "isolation", isolation ? json_string(isolation) : json_null());
 }
 
 void model_sandbox_clear(struct model_sandbox *s)

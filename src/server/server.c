@@ -45,6 +45,20 @@ const struct server_config *server_config(struct server *srv)
     return &srv->cfg;
 }
 
+/* The keeper's driver of a setting; DEFAULT never reaches here (create and restore fill
+ * it in), but would be ns, what every sandbox was before there was a choice. */
+static uint32_t proto_driver_of(enum model_driver d)
+{
+    switch (d) {
+    case MODEL_DRIVER_GVISOR:
+        return PROTO_DRIVER_GVISOR;
+    case MODEL_DRIVER_NS:
+    case MODEL_DRIVER_DEFAULT:
+        break;
+    }
+    return PROTO_DRIVER_NS;
+}
+
 static void fill_proto_sandbox(const struct sbx *sb, struct proto_sandbox *p)
 {
     memset(p, 0, sizeof *p);
@@ -54,6 +68,7 @@ static void fill_proto_sandbox(const struct sbx *sb, struct proto_sandbox *p)
     p->disk_mib = sb->settings.disk_mib;
     p->cpu_milli = (uint32_t)lround(sb->settings.cpus * 1000);
     p->pids_max = DEFAULT_PIDS_MAX;
+    p->driver = proto_driver_of(sb->settings.isolation);
 }
 
 struct sbx *server_sandbox_first(struct server *srv)
@@ -646,11 +661,30 @@ void server_sandbox_when_created(struct server *srv, struct sbx *sb, server_crea
     if (sbx_waiters_add(&sb->waiters, done, arg, &err) < 0) done(srv, NULL, &err, arg);
 }
 
+/* A create's driver: the daemon's --driver when it named none; -EOPNOTSUPP and why when
+ * this daemon lacks it (runsc not installed, say), before anything is built. */
+static int create_isolation(struct server *srv, struct model_sandbox *settings, err_t *err)
+{
+    if (settings->isolation == MODEL_DRIVER_DEFAULT)
+        settings->isolation =
+            srv->cfg.default_driver == PROTO_DRIVER_GVISOR ? MODEL_DRIVER_GVISOR : MODEL_DRIVER_NS;
+    const char *missing = srv->cfg.driver_missing[proto_driver_of(settings->isolation)];
+    if (missing[0])
+        return err_set(err, -EOPNOTSUPP, "isolation %s is not available on this daemon: %s",
+                       model_driver_name(settings->isolation), missing);
+    return 0;
+}
+
 int server_sandbox_create(struct server *srv, const char *account, struct model_sandbox *settings,
                           server_created_fn *done, void *arg, err_t *err)
 {
     struct model_sandbox taken = *settings;
     *settings = (struct model_sandbox){0};
+    if (create_isolation(srv, &taken, err) < 0) {
+        model_sandbox_clear(&taken);
+        log_warn("refused a sandbox of account %s: %s", account, err->msg);
+        return err->code;
+    }
     if (srv->count >= srv->cfg.max_sandboxes) {
         model_sandbox_clear(&taken);
         err_set(err, -EAGAIN,
@@ -954,6 +988,9 @@ static int load_settings(const char *text, struct model_sandbox *out, err_t *err
         model_sandbox_parse(empty, out, NULL);
         json_decref(empty);
     }
+    /* A row saved before isolation could be chosen has none: it was built with ns,
+     * whatever --driver says now. */
+    if (out->isolation == MODEL_DRIVER_DEFAULT) out->isolation = MODEL_DRIVER_NS;
     return r;
 }
 

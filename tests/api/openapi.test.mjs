@@ -308,13 +308,14 @@ test('the validator is not vacuous: wrong shapes and undocumented fields fail', 
   const sandbox = {
     id: 'abc123', name: null, status: 'running', state: 'running', createdAt: '2026-01-01T00:00:00Z', memoryMiB: 1024,
     cpus: 1, diskMiB: 2048, idlePauseSeconds: 300, timeoutSeconds: null, onLeaseEnd: 'pause', labels: {}, env: {},
-    network: { internet: true },
+    network: { internet: true }, isolation: 'ns',
   };
   const v = validator(schemas.Sandbox, '#/components/schemas/Sandbox', true);
   assert.ok(v(sandbox), errorsText(v));
   for (const [what, bad] of [
     ['memoryMiB as a string', { ...sandbox, memoryMiB: '1024' }],
     ['an unknown status', { ...sandbox, status: 'sleeping' }],
+    ['an unknown isolation', { ...sandbox, isolation: 'vm' }],
     ['no network', (({ network, ...rest }) => rest)(sandbox)],
     ['an undocumented field', { ...sandbox, secretSauce: 1 }],
     ['an undocumented nested field', { ...sandbox, network: { internet: true, allow: [], extra: 1 } }],
@@ -398,6 +399,8 @@ test('sandboxes: create, defaults, getOrCreate, get, list by label', { skip }, a
   assert.deepEqual(probeSb.network, props.network.default);
   assert.deepEqual(probeSb.network, { internet: schemas.NetworkInput.properties.internet.default });
   assert.equal(probeSb.name, null);
+  assert.ok(schemas.Isolation.enum.includes(probeSb.isolation), `isolation: the daemon's default, ${probeSb.isolation}`);
+  await callError('POST', '/v1/sandboxes', 400, 'invalid_request', { body: { isolation: 'vm' }, reqValid: false });
 
   for (const ref of [sb.id, NAME]) await call('GET', '/v1/sandboxes/{id}', { params: { id: ref }, expect: 200 });
   const all = await call('GET', '/v1/sandboxes', { expect: 200 });
@@ -590,6 +593,12 @@ test(':update: labels, env as a patch; what runtimed cannot do is refused by nam
   assert.deepEqual(back.body.env, before.body.env);
   await callError('POST', '/v1/sandboxes/{id}:update', 501, 'feature_unavailable', { params: { id: sb.id }, body: { autoWake: false } });
   await callError('POST', '/v1/sandboxes/{id}:update', 400, 'invalid_request', { params: { id: sb.id }, body: { memoryMiB: 2 }, reqValid: false });
+  // isolation is fixed at create: its own value is accepted, another is refused though well-formed.
+  const same = await call('POST', '/v1/sandboxes/{id}:update', { params: { id: sb.id }, body: { isolation: sb.isolation }, expect: 200 });
+  assert.equal(same.body.isolation, sb.isolation);
+  const other = sb.isolation === 'ns' ? 'gvisor' : 'ns';
+  await callError('POST', '/v1/sandboxes/{id}:update', 400, 'invalid_request', { params: { id: sb.id }, body: { isolation: other }, reqValid: true });
+  await callError('POST', '/v1/sandboxes/{id}:update', 400, 'invalid_request', { params: { id: sb.id }, body: { isolation: 'vm' }, reqValid: false });
 });
 
 test(':extend: a lease ends later; a sandbox without one has none to extend', { skip }, async () => {

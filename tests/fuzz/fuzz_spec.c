@@ -10,8 +10,8 @@
  *     the same for the invalid_request message built from jansson's error text;
  *   - an accepted body gives settings whose JSON (model_sandbox_json: the API's
  *     answer and the store's row) has exactly the documented fields, each of
- *     its type and in its range; parsing that JSON again gives the same JSON;
- *     it survives the round trip through text the store makes. */
+ *     its type and in its range (isolation: null, "ns" or "gvisor"); parsing that JSON again gives
+ * the same JSON; it survives the round trip through text the store makes. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,8 +75,8 @@ static void check_string_map(json_t *m, const char *key)
 static void check_spec(json_t *spec)
 {
     static const char *const fields[] = {
-        "name",           "memoryMiB",  "cpus",   "diskMiB", "idlePauseSeconds",
-        "timeoutSeconds", "onLeaseEnd", "labels", "env",     "network"};
+        "name",       "memoryMiB", "cpus", "diskMiB", "idlePauseSeconds", "timeoutSeconds",
+        "onLeaseEnd", "labels",    "env",  "network", "isolation"};
     if (!json_is_object(spec) || json_object_size(spec) != sizeof fields / sizeof *fields)
         fail("the spec does not have exactly the %zu fields", sizeof fields / sizeof *fields);
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
@@ -98,6 +98,11 @@ static void check_spec(json_t *spec)
     const char *end = json_string_value(json_object_get(spec, "onLeaseEnd"));
     if (!end || (strcmp(end, "pause") && strcmp(end, "stop") && strcmp(end, "delete")))
         fail("onLeaseEnd");
+    /* null: none asked for (the API fills in the daemon's before it answers or stores). */
+    json_t *iso = json_object_get(spec, "isolation");
+    const char *driver = json_string_value(iso);
+    if (!json_is_null(iso) && (!driver || (strcmp(driver, "ns") && strcmp(driver, "gvisor"))))
+        fail("isolation");
     json_t *cpus = json_object_get(spec, "cpus");
     double c = json_number_value(cpus);
     if (!json_is_number(cpus) || !(c >= 0.01 && c <= 1024)) fail("cpus %g", c);

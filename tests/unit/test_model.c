@@ -24,8 +24,10 @@ TEST(model_sandbox_defaults)
     CHECK(s.network.internet);
     CHECK(s.network.allow.n == 0);
     CHECK(s.name[0] == '\0');
+    CHECK(s.isolation == MODEL_DRIVER_DEFAULT); /* the API gives it the daemon's */
     json_t *v = model_sandbox_json(&s);
     CHECK(json_is_null(json_object_get(v, "name")));
+    CHECK(json_is_null(json_object_get(v, "isolation")));
     CHECK(json_is_integer(json_object_get(v, "cpus")));
     json_decref(v);
     model_sandbox_clear(&s);
@@ -75,6 +77,9 @@ TEST(model_sandbox_rejects_with_field_name)
         {"{\"network\": {\"internet\": 1}}", "network.internet"},
         {"{\"network\": {\"allow\": [\"*\"]}}", "network.allow"},
         {"{\"diskMiB\": 1.5}", "diskMiB"},
+        {"{\"isolation\": \"vm\"}", "isolation must be ns or gvisor"},
+        {"{\"isolation\": 5}", "isolation"},
+        {"{\"isolation\": \"NS\"}", "isolation"},
         {"[]", "JSON object"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -84,6 +89,46 @@ TEST(model_sandbox_rejects_with_field_name)
         CHECK(strstr(err.msg, cases[i].word) != NULL);
         CHECK(s.labels.v == NULL && s.env.v == NULL && s.network.allow.v == NULL);
     }
+}
+
+TEST(model_sandbox_isolation)
+{
+    static const struct {
+        const char *body;
+        enum model_driver want;
+        const char *name;
+    } cases[] = {
+        {"{\"isolation\":\"ns\"}", MODEL_DRIVER_NS, "ns"},
+        {"{\"isolation\":\"gvisor\"}", MODEL_DRIVER_GVISOR, "gvisor"},
+        {"{\"isolation\":null}", MODEL_DRIVER_DEFAULT, NULL},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        err_t err = {0};
+        struct model_sandbox s, copy;
+        CHECK(parse(cases[i].body, &s, &err) == 0);
+        CHECK(s.isolation == cases[i].want);
+        json_t *v = model_sandbox_json(&s);
+        json_t *iso = json_object_get(v, "isolation");
+        if (cases[i].name)
+            CHECK_STR(json_string_value(iso), cases[i].name);
+        else
+            CHECK(json_is_null(iso));
+        CHECK(model_sandbox_copy(&copy, &s, &err) == 0); /* the copy keeps it */
+        CHECK(copy.isolation == cases[i].want);
+        json_decref(v);
+        model_sandbox_clear(&s);
+        model_sandbox_clear(&copy);
+    }
+    /* Every wrong field is named at once, isolation among them. */
+    err_t err = {0};
+    struct model_sandbox s;
+    CHECK(parse("{\"memoryMiB\":1,\"isolation\":\"vm\"}", &s, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "memoryMiB") && strstr(err.msg, "isolation"));
+    /* A NUL inside is not the name it starts with. */
+    json_t *body = json_pack("{s:o}", "isolation", json_stringn("ns\0x", 4));
+    CHECK(model_sandbox_parse(body, &s, &err) == -EINVAL);
+    CHECK(strstr(err.msg, "isolation") != NULL);
+    json_decref(body);
 }
 
 TEST(model_network_add_and_copy)

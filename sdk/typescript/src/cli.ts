@@ -5,7 +5,7 @@
 import * as os from 'node:os';
 import { Runtime, type Sandbox } from './client.js';
 import { CommandError, RuntimeError } from './errors.js';
-import type { CommandResult, CreateSandbox, McpGateway, McpServerRequest } from './types.js';
+import type { CommandResult, CreateSandbox, Isolation, McpGateway, McpServerRequest } from './types.js';
 import { VERSION } from './version.js';
 
 /** A command's end as a shell says it: 124 timed out, 128+N killed by signal N. */
@@ -32,6 +32,7 @@ Usage:
 OPTIONS of create and run:
   --name N  --memory MiB  --cpus N  --disk MiB  --idle-pause SECONDS
   --label K=V  --env K=V  --allow HOST (repeatable)  --no-internet
+  --isolation ns|gvisor (fixed once created; default: the daemon's --driver)
 
 SERVER is a catalog id (fetch, github, ...) or NAME=CMD for your own stdio
 server, e.g. tickets='node /workspace/tickets.mjs' (split at blanks, quotes
@@ -72,7 +73,7 @@ interface Parsed {
 }
 
 const WITH_VALUE = new Set(['--name', '--memory', '--cpus', '--disk', '--idle-pause', '--label', '--env',
-  '--allow', '--secret', '--fingerprint', '--wait', '--api-url', '--api-key']);
+  '--allow', '--isolation', '--secret', '--fingerprint', '--wait', '--api-url', '--api-key']);
 
 function parse(args: string[]): Parsed {
   const p: Parsed = { flags: new Set(), values: new Map(), rest: [], command: null };
@@ -119,10 +120,17 @@ function pairs(p: Parsed, key: string): Record<string, string> | undefined {
   }));
 }
 
+function isolation(p: Parsed): Isolation | undefined {
+  const v = one(p, '--isolation');
+  if (v === undefined || v === 'ns' || v === 'gvisor') return v;
+  throw new UsageError(`--isolation takes ns or gvisor, not '${v}'`);
+}
+
 function sandboxOptions(p: Parsed): CreateSandbox {
   const o: CreateSandbox = {
     name: one(p, '--name'), memoryMiB: num(p, '--memory'), cpus: num(p, '--cpus'), diskMiB: num(p, '--disk'),
     idlePauseSeconds: num(p, '--idle-pause'), labels: pairs(p, '--label'), env: pairs(p, '--env'),
+    isolation: isolation(p),
   };
   const allow = p.values.get('--allow');
   // No --allow: no list (any public host); an empty one would be no host at all.

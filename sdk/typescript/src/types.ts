@@ -35,8 +35,18 @@ export type NetworkPolicy = api.NetworkAnswer;
 export type NetworkAnswer = api.NetworkAnswer;
 
 /**
+ * How a sandbox is isolated (`isolation`, runtimed's own: Runtime Cloud always gives a
+ * microVM): `ns`, Linux namespaces, seccomp and cgroups on the host's kernel, started in
+ * milliseconds; `gvisor`, gVisor's runsc, a kernel of its own in user space, started in
+ * about 100-200 ms and about 20 MiB more when idle. Fixed at create: `info.isolation`
+ * says which a sandbox has.
+ */
+export type Isolation = api.Isolation;
+
+/**
  * What `sandboxes.create()` takes (Runtime Cloud's `CreateSandbox`, the fields runtimed
- * has); every field is optional and takes the daemon's default. Runtime Cloud's
+ * has); every field is optional and takes the daemon's default (`isolation`: the daemon's
+ * --driver; one the daemon lacks is refused with 501 `feature_unavailable`). Runtime Cloud's
  * `vcpu`, `region`, `funding`, `timeoutSeconds`, `image` and the rest are refused by
  * runtimed as unknown fields.
  */
