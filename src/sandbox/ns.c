@@ -84,6 +84,25 @@ static void __attribute__((noreturn)) report_failure(int sync, const err_t *err)
     _exit(1);
 }
 
+/* The network namespace gVisor's stack runs in, made here and pinned on dir/netns in
+ * the holder's mount namespace (runsc's spec names it there); the holder stays in its
+ * own, the veth's other side (net.c). */
+static int pin_inner_netns(const struct sandbox *sb, err_t *err)
+{
+    char pin[700];
+    snprintf(pin, sizeof pin, "%s/netns", sb->dir);
+    int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    int file = open(pin, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    int r = own < 0 || file < 0 ? -errno : 0;
+    if (r == 0 &&
+        (unshare(CLONE_NEWNET) < 0 || mount("/proc/self/ns/net", pin, NULL, MS_BIND, NULL) < 0 ||
+         setns(own, CLONE_NEWNET) < 0))
+        r = -errno;
+    if (own >= 0) close(own);
+    if (file >= 0) close(file);
+    return r < 0 ? err_set(err, r, "cannot make the inner network namespace: %s", strerror(-r)) : 0;
+}
+
 /* The gvisor driver's holder: pid 1 of new mount, pid, net, ipc and uts namespaces
  * that runsc runs in. It builds the root at dir/root without entering it, with a
  * /proc of its pid namespace (runsc re-executes itself through /proc/self/exe), and
@@ -97,6 +116,7 @@ holder_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int l
     if (r == 0 && (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
                    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
         r = err_set(&err, errno, "cannot mount the holder's /proc: %s", strerror(errno));
+    if (r == 0) r = pin_inner_netns(sb, &err);
     if (r == 0) r = rootfs_build_for_gvisor(host, sb, loop_fd, &err);
     close(loop_fd);
     if (r < 0) report_failure(sync, &err);
@@ -190,7 +210,7 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
     snprintf(oom, sizeof oom, "/proc/%d/oom_score_adj", sb->init_pid);
     if (r == 0 && write_file(oom, "-1000") < 0)
         log_debug("%s: -1000 refused; exec'd programs get +500 instead", oom);
-    if (r == 0) r = ns_net_setup(sb, err);
+    if (r == 0 && !sb->gvisor) r = ns_net_setup(sb, err);
     if (r == 0) r = sync_send(sp[0], "go");
     if (r == 0 && !sb->gvisor) { /* gVisor maps its own user namespace (gvisor.c) */
         r = sync_expect(sp[0], "user", err);
@@ -198,6 +218,7 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
         if (r == 0) r = sync_send(sp[0], "maps");
     }
     if (r == 0) r = sync_expect(sp[0], "ready", err);
+    if (r == 0 && sb->gvisor) r = ns_net_setup(sb, err); /* the holder made the inner netns */
     close(sp[0]);
     return r;
 }
@@ -241,8 +262,9 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* What the gvisor driver keeps beside the root: its bundle, runsc's state and the pid
- * files of runsc exec. Never leaves the file system it starts on. */
+/* What the gvisor driver keeps beside the root: its bundle, runsc's state, the pid
+ * files of runsc exec and the inner network namespace's pin. Never leaves the file system it starts
+ * on. */
 static void remove_gvisor_files(const char *dir)
 {
     static const char *const trees[] = {"bundle", "runsc"};
@@ -253,7 +275,8 @@ static void remove_gvisor_files(const char *dir)
     }
     DIR *d = opendir(dir);
     for (struct dirent *de; d && (de = readdir(d));)
-        if (strncmp(de->d_name, "exec-", 5) == 0) unlinkat(dirfd(d), de->d_name, 0);
+        if (strncmp(de->d_name, "exec-", 5) == 0 || strcmp(de->d_name, "netns") == 0)
+            unlinkat(dirfd(d), de->d_name, 0);
     if (d) closedir(d);
 }
 

@@ -57,6 +57,13 @@ int rootfs_build_for_gvisor(const struct sandbox_host *host, const struct sandbo
  * loopback, the route and the nft rules (before the sandbox's first process is let
  * go), and the daemon's listening sockets made inside it. */
 int ns_net_setup(struct sandbox *sb, err_t *err);
+/* The gvisor driver's (ns_net_setup calls it): the veth between the holder's namespace
+ * and the inner one the holder pinned at dir/netns, which runsc gives gVisor's stack. */
+int gvisor_net_setup(struct sandbox *sb, err_t *err);
+#define GVISOR_VETH_OUTER "rt-host"
+#define GVISOR_VETH_INNER "eth0"
+#define GVISOR_OUTER_ADDR "10.200.0.1" /* also the sandbox's nameserver */
+#define GVISOR_INNER_ADDR "10.200.0.2"
 int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
 
 /* init.c: execs the sandbox's pid 1 program (from sandbox_init_prepare's memfd).
@@ -66,9 +73,10 @@ void ns_exec_init(void);
 /* Writes the same program to a new file (mode 0555), for the gvisor driver's root. */
 int init_image_write(const char *path);
 #define GVISOR_INIT_PATH "/.runtime-init"
-/* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer
- * (gVisor enforces the limits themselves on the programs inside: gvisor.c). Each
- * program's task has a host thread under systrap, hence twice the pids. */
+/* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer;
+ * each program's task has a host thread under systrap, hence twice the pids. gVisor
+ * does not enforce the limits per program here (runsc --ignore-cgroups): a sandbox
+ * whose programs exceed them is ended whole by the host's cgroup (docs/gvisor.md). */
 #define GVISOR_MEMORY_EXTRA_MIB 64
 #define GVISOR_PIDS_EXTRA 256
 

@@ -133,7 +133,11 @@ static int step_etc(struct build *b)
     if (r == 0) r = make_file(b, "/etc/group", group, 0644);
     if (r == 0) r = make_file(b, "/etc/hosts", hosts, 0644);
     if (r == 0) r = make_file(b, "/etc/hostname", b->sb->spec.id, 0644);
-    if (r == 0) r = make_file(b, "/etc/resolv.conf", "nameserver 127.0.0.53\n", 0644);
+    /* gVisor's stack keeps its loopback to itself: its queries go to the veth's far end. */
+    if (r == 0)
+        r = make_file(
+            b, "/etc/resolv.conf",
+            b->sb->gvisor ? "nameserver " GVISOR_OUTER_ADDR "\n" : "nameserver 127.0.0.53\n", 0644);
     if (r == 0)
         r = make_file(b, "/etc/nsswitch.conf",
                       "passwd: files\ngroup: files\n"
