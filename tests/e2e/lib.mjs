@@ -21,6 +21,19 @@ export const RUNTIMED = path.join(BUILD, 'runtimed');
 export const RUNTIME = path.join(BUILD, 'runtime');
 /** The isolation driver the tests' daemons default to (RUNTIME_DRIVER, else ns). */
 export const DRIVER = process.env.RUNTIME_DRIVER || 'ns';
+/** Where gVisor's runsc is (scripts/install-runsc). */
+export const RUNSC = '/opt/runtime/bin/runsc';
+
+/** Why gvisor sandboxes cannot be tested here, or false: for a test's skip. Under
+ * RUNTIME_REQUIRE_ALL (CI) a missing runsc is a failure, not a skip. */
+export function gvisorSkip() {
+  if (fs.existsSync(RUNSC)) return false;
+  if (process.env.RUNTIME_REQUIRE_ALL) {
+    throw new Error(`${RUNSC} is missing and RUNTIME_REQUIRE_ALL is set (scripts/install-deps installs it)`);
+  }
+  return `no gVisor: ${RUNSC} is missing (scripts/install-runsc builds it)`;
+}
+
 export const PROBE_SRC = path.join(ROOT, 'tests', 'escape', 'probe.c');
 
 // Host uids: each daemon holds a uid block of its own (src/sandbox/sandbox.h); its

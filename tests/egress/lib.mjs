@@ -291,9 +291,10 @@ export class EgressDaemon extends Daemon {
     return r.body;
   }
 
-  /** A sandbox with the inside.mjs helper (and the test CA) in /workspace. */
-  async sandbox(network, { ca } = {}) {
-    const sb = await this.create({ network });
+  /** A sandbox with the inside.mjs helper (and the test CA) in /workspace; isolation:
+   * its driver (else the daemon's, RUNTIME_DRIVER's). */
+  async sandbox(network, { ca, isolation } = {}) {
+    const sb = await this.create({ network, ...(isolation && { isolation }) });
     await this.putFile(sb.id, '/workspace/inside.mjs', fs.readFileSync(INSIDE_JS));
     if (ca) await this.putFile(sb.id, '/workspace/ca.pem', fs.readFileSync(ca));
     return sb;
