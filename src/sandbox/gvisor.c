@@ -570,6 +570,7 @@ static int gvisor_stop(struct sandbox *sb, err_t *err)
         while (poll(&p, 1, 5000) < 0 && errno == EINTR) {
         }
     }
+    gvisor_remove_state(sb->dir);
     return r;
 }
 

@@ -262,10 +262,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* What the gvisor driver keeps beside the root: its bundle, runsc's state, the pid
- * files of runsc exec and the inner network namespace's pin. Never leaves the file system it starts
- * on. */
-static void remove_gvisor_files(const char *dir)
+/* ns_impl.h says what; nftw never leaves the file system it starts on. */
+void gvisor_remove_state(const char *dir)
 {
     static const char *const trees[] = {"bundle", "runsc"};
     char path[700];
@@ -293,7 +291,7 @@ int ns_sweep(const struct sandbox_host *host, const char *id)
     }
     char dir[640], path[700];
     sandbox_paths(host, id, dir, sizeof dir);
-    remove_gvisor_files(dir);
+    gvisor_remove_state(dir);
     snprintf(path, sizeof path, "%s/workspace.img", dir);
     unlink(path);
     snprintf(path, sizeof path, "%s/root", dir);

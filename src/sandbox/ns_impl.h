@@ -33,6 +33,10 @@ int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, b
              bool gvisor, struct sandbox **out, err_t *err);
 int ns_stop(struct sandbox *sb, err_t *err);
 int ns_sweep(const struct sandbox_host *host, const char *id);
+/* Removes what the gvisor driver keeps in dir beside the root and the workspace: the
+ * bundle, runsc's state, exec's pid files, the inner netns's pin (ns_sweep calls it;
+ * a stop too, so that a start finds no container of the same id). */
+void gvisor_remove_state(const char *dir);
 int ns_freeze(struct sandbox *sb, bool frozen, err_t *err);
 int ns_stats(struct sandbox *sb, struct sandbox_stats *st);
 void ns_free(struct sandbox *sb);
