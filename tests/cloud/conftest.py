@@ -28,6 +28,8 @@ import withruntime
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUNTIMED = (ROOT / os.environ.get("RUNTIME_BUILD", "build")).resolve() / "runtimed"
+# The isolation driver of the daemons' sandboxes, as tests/e2e/lib.mjs: RUNTIME_DRIVER, else ns.
+DRIVER = os.environ.get("RUNTIME_DRIVER", "ns")
 
 
 def official_sdk() -> bool:
@@ -78,6 +80,7 @@ class Daemon:
             self.proc = subprocess.Popen(
                 [str(RUNTIMED), "--state-dir", str(self.state_dir), "--listen",
                  f"127.0.0.1:{self.port}", "--socket", str(self.dir / "api.sock"),
+                 "--driver", DRIVER,
                  *([] if self.online else ["--nameserver", "127.0.0.1:9"]), *self.extra_args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 20
