@@ -296,27 +296,41 @@ static bool cmdline_starts(pid_t pid, const char *word)
     return read_file_small(path, buf, sizeof buf) >= 0 && strcmp(buf, word) == 0;
 }
 
-/* The holder (runtime-init, pid 1 of its namespace) and runsc's sandbox process, from
- * the sandbox's cgroup: how a created sandbox and an adopted one are found. Reading
- * /proc works on a frozen sandbox, where runsc's own commands would hang. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    if (read_file_small(path, buf, sizeof buf) < 0) return -1;
+    const char *line = strstr(buf, "\nPPid:");
+    return line ? (pid_t)strtol(line + 6, NULL, 10) : -1;
+}
+
+/* A pidfd of pid unless it is exiting (then readable already); -1 otherwise. */
+static int live_pidfd(pid_t pid)
+{
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (fd >= 0 && poll(&p, 1, 0) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The holder (runtime-init) and runsc's sandbox process, from the sandbox's cgroup:
+ * how a created sandbox and an adopted one are found. The sandbox process is the
+ * holder's child named runsc-sandbox (its systrap stubs are its own children, with the
+ * same name). Reading /proc works on a frozen sandbox, where runsc's commands hang. */
 static int find_processes(struct sandbox *sb)
 {
     pid_t pids[512];
     int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
-    for (int i = 0; i < n; i++) {
-        int *slot = cmdline_starts(pids[i], "runtime-init")    ? &sb->init_pidfd
-                    : cmdline_starts(pids[i], "runsc-sandbox") ? &sb->boot_pidfd
-                                                               : NULL;
-        if (!slot || *slot >= 0) continue;
-        int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (fd >= 0 && poll(&p, 1, 0) == 0) { /* readable means it is exiting */
-            *slot = fd;
-            if (slot == &sb->init_pidfd) sb->init_pid = pids[i];
-        } else if (fd >= 0) {
-            close(fd);
-        }
-    }
+    for (int i = 0; i < n && sb->init_pidfd < 0; i++)
+        if (cmdline_starts(pids[i], "runtime-init") && (sb->init_pidfd = live_pidfd(pids[i])) >= 0)
+            sb->init_pid = pids[i];
+    for (int i = 0; i < n && sb->init_pidfd >= 0 && sb->boot_pidfd < 0; i++)
+        if (cmdline_starts(pids[i], "runsc-sandbox") && parent_of(pids[i]) == sb->init_pid)
+            sb->boot_pidfd = live_pidfd(pids[i]);
     return sb->init_pidfd >= 0 && sb->boot_pidfd >= 0 ? 0 : -ENOENT;
 }
 
