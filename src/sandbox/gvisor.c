@@ -229,9 +229,13 @@ static json_t *seccomp_json(void)
         json_array_append_new(rules, seccomp_rule("unshare", json_copy(arg)));
         json_array_append_new(rules, seccomp_rule("clone", arg));
     }
-    /* Not clone3, whose flags a filter cannot read: the ns filter answers it ENOSYS so
-     * that libc falls back to clone, but runsc answers every denied call EPERM (it
-     * ignores errnoRet), and libc's threads would fail. gVisor's clone3 is its own. */
+    /* clone3 passes its flags in memory a filter cannot read: it must answer ENOSYS, so
+     * that libc falls back to clone and its rules above. runsc answers every denied call
+     * EPERM (it ignores errnoRet), on which libc's threads fail; a trace action with no
+     * tracer answers ENOSYS (and ptrace, which could attach one, is denied). */
+    json_t *clone3 = seccomp_rule("clone3", NULL);
+    json_object_set_new(clone3, "action", json_string("SCMP_ACT_TRACE"));
+    json_array_append_new(rules, clone3);
     json_array_append_new(rules,
                           seccomp_rule("socket", seccomp_arg(0, AF_VSOCK, 0, "SCMP_CMP_EQ")));
     json_array_append_new(rules, seccomp_rule("socket", seccomp_arg(0, AF_ALG, 0, "SCMP_CMP_EQ")));

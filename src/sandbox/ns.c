@@ -106,8 +106,8 @@ static int pin_inner_netns(const struct sandbox *sb, err_t *err)
 /* The gvisor driver's holder: pid 1 of new mount, pid, net, ipc and uts namespaces
  * that runsc runs in. It builds the root at dir/root without entering it, with a
  * /proc of its pid namespace (runsc re-executes itself through /proc/self/exe), and
- * stays as that namespace's reaper. No user namespace and no seccomp filter of ours:
- * runsc needs root to build its sandbox, and gVisor is the sandbox's kernel. */
+ * stays as that namespace's reaper, unprivileged. runsc itself runs as root (it builds
+ * its sandbox), started by the keeper inside these namespaces. */
 static void __attribute__((noreturn))
 holder_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int loop_fd)
 {
@@ -119,6 +119,10 @@ holder_main(const struct sandbox_host *host, struct sandbox *sb, int sync, int l
     if (r == 0) r = pin_inner_netns(sb, &err);
     if (r == 0) r = rootfs_build_for_gvisor(host, sb, loop_fd, &err);
     close(loop_fd);
+    /* Its work as root is done: it reaps from now on, as the sandbox's host root uid
+     * (what runsc's processes run as) with no capability and the sandbox's filter. */
+    if (r == 0) r = confine_drop_to(ns_host_uid(sb, 0), ns_host_uid(sb, 0), &err);
+    if (r == 0) r = confine_sandbox_seccomp(&err);
     if (r < 0) report_failure(sync, &err);
     sync_send(sync, "ready");
     init_loop(host);
