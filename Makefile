@@ -91,7 +91,8 @@ unit: $(BUILD)/unit
 
 # Everything: unit tests plain and under ASan+UBSan, then the end-to-end,
 # escape, egress, MCP, catalog and SDK suites against the real daemon (they need
-# root), plain and sanitized. The sanitized daemon checks for leaks when it stops
+# root), plain and sanitized; the sandbox suites once more under the gvisor driver, plain
+# only (check-gvisor). The sanitized daemon checks for leaks when it stops
 # (sanitized builds leave ptrace, which LeakSanitizer needs, to the server), and
 # the tests' teardown fails on a report. Last, every benchmark in its short mode (bench-smoke).
 # Runtime Cloud's official SDK, unmodified, in its own venv (scripts/install-deps): tests/cloud.
@@ -106,6 +107,7 @@ check: all $(BUILD)/unit asan format-check
 	$(MAKE) fuzz-replay
 	RUNTIME_BUILD=$(BUILD) tests/mitm/verify.sh
 	RUNTIME_BUILD=$(BUILD) tests/run-e2e
+	$(MAKE) check-gvisor
 	RUNTIME_BUILD=$(BUILD) $(CLOUD_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud
 	RUNTIME_BUILD=$(BUILD) $(FRAMEWORKS_PYTHON) -m pytest -q -p no:cacheprovider \
 		tests/cloud/test_frameworks.py
@@ -115,6 +117,27 @@ check: all $(BUILD)/unit asan format-check
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 RUNTIME_BUILD=$(BUILD)/asan \
 		$(FRAMEWORKS_PYTHON) -m pytest -q -p no:cacheprovider tests/cloud/test_frameworks.py
 	$(MAKE) bench-smoke
+
+# The sandbox suites a second time, every daemon's sandboxes under the gvisor driver
+# (RUNTIME_DRIVER=gvisor: tests/e2e/lib.mjs starts runtimed --driver gvisor): the escape
+# suite, the egress attack tests, the secret leak hunt and attacks, and the catalog
+# servers' real tasks. The same tests as the ns pass, each difference of gVisor's made
+# driver-aware where it is (tests/e2e/lib.mjs GVISOR). Against the plain build only, to keep
+# CI under 45 minutes. Without runsc it is skipped, and fails under RUNTIME_REQUIRE_ALL (CI).
+RUNSC_BIN     ?= /opt/runtime/bin/runsc
+GVISOR_SUITES := tests/escape/*.test.mjs tests/egress/*.test.mjs tests/secrets/leak.test.mjs \
+	tests/secrets/attacks.test.mjs tests/catalog/*.test.mjs
+check-gvisor: all
+	@if [ ! -x $(RUNSC_BIN) ]; then \
+		if [ -n "$$RUNTIME_REQUIRE_ALL" ]; then \
+			echo "check-gvisor: $(RUNSC_BIN) is missing and RUNTIME_REQUIRE_ALL is set (scripts/install-deps installs it)" >&2; \
+			exit 1; \
+		fi; \
+		echo "  GVISOR: skipped: no $(RUNSC_BIN) (scripts/install-runsc builds it)"; exit 0; \
+	fi; \
+	t0=$$(date +%s); \
+	RUNTIME_BUILD=$(BUILD) RUNTIME_DRIVER=gvisor tests/run-e2e $(GVISOR_SUITES) && \
+		echo "  GVISOR: the sandbox suites under gvisor passed in $$(( $$(date +%s) - t0 )) s"
 
 # Every script in bench/ in its short mode (BENCH_SMOKE=1: every phase, tiny counts, figures
 # not judged), one after another, against the plain build: so that none stops working
@@ -171,7 +194,7 @@ uninstall:
 	    $(DESTDIR)$(UNITDIR)/runtimed.service $(DESTDIR)$(DOCDIR)/README.md
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
-.PHONY: all asan unit check format clean install uninstall bench-smoke FORCE
+.PHONY: all asan unit check check-gvisor format clean install uninstall bench-smoke FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
 # tests/fuzz/. The sources are compiled again by clang with coverage and

@@ -212,6 +212,60 @@ export function mountsOf(dir) {
     .filter((l) => l.includes(real) || l.includes(dir));
 }
 
+// ---------------------------------------------------------------- a sandbox seen from the host
+
+/** The tests' daemons run gvisor sandboxes (RUNTIME_DRIVER=gvisor). Their programs run on
+ * gVisor's kernel and are no host processes: on the host a gvisor sandbox is its holder
+ * (runtime-init) and runsc's processes (runsc-gofer, runsc-sandbox and its systrap stubs),
+ * all in the sandbox's cgroup. A test that looks at a sandbox's programs from the host
+ * asks its own ps instead (insideProcesses), or these helpers. */
+export const GVISOR = DRIVER === 'gvisor';
+
+/** Host pids in sandbox id's cgroup (every controller's cgroup.procs, together). */
+export function sandboxPids(stateDir, id) {
+  const pids = new Set();
+  for (const dir of cgroupDirs(stateDir).filter((x) => x.endsWith(`-${id}`))) {
+    for (const l of readOr(path.join(dir, 'cgroup.procs'), '').split('\n')) if (l) pids.add(Number(l));
+  }
+  return [...pids].sort((a, b) => a - b);
+}
+
+/** The live host processes of sandbox id (those in its cgroup), as hostProcesses() gives them. */
+export function sandboxHostProcesses(stateDir, id) {
+  const pids = new Set(sandboxPids(stateDir, id));
+  return hostProcesses().filter((p) => pids.has(p.pid) && p.state !== 'Z');
+}
+
+/** Sandbox id's runtime-init on the host: the ns driver's pid 1, the gvisor driver's holder. */
+export function sandboxInit(stateDir, id) {
+  return sandboxHostProcesses(stateDir, id).find((p) => p.cmdline === 'runtime-init') ?? null;
+}
+
+/** runsc's processes of sandbox id on the host (runsc-gofer, runsc-sandbox, the stubs):
+ * everything in its cgroup but the holder. */
+export function runscProcesses(stateDir, id) {
+  return sandboxHostProcesses(stateDir, id).filter((p) => p.cmdline !== 'runtime-init');
+}
+
+/** Where the host reaches the files sandbox id sees at "/": the ns driver's init has
+ * pivoted into them; the gvisor driver's holder keeps the host's root and builds them at
+ * STATE/sandboxes/ID/root in its mount namespace, where runsc's gofer serves them. */
+export function sandboxRootOnHost(stateDir, id) {
+  const init = sandboxInit(stateDir, id);
+  if (!init) throw new Error(`sandbox ${id} has no runtime-init on the host`);
+  if (!GVISOR) return `/proc/${init.pid}/root`;
+  return `/proc/${init.pid}/root${fs.realpathSync(stateDir)}/sandboxes/${id}/root`;
+}
+
+/** Processes inside sandbox id whose command line contains needle, from its own ps:
+ * [{pid (its pid inside), cmdline}]. */
+export async function insideProcesses(d, id, needle) {
+  const r = await d.exec(id, ['ps', '-eo', 'pid=,args=']);
+  if (r.exitCode !== 0) throw new Error(`ps in ${id}: exit ${r.exitCode} ${r.stderr}`);
+  return r.stdout.split('\n').map((l) => /^\s*(\d+)\s+(.*)$/.exec(l)).filter(Boolean)
+    .map(([, pid, cmdline]) => ({ pid: Number(pid), cmdline })).filter((p) => p.cmdline.includes(needle));
+}
+
 // ---------------------------------------------------------------- the daemon
 
 let probeCache = null;

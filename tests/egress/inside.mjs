@@ -385,7 +385,10 @@ function hold() {
 async function loop() {
   const log = (o) => fs.appendFileSync(arg.log, JSON.stringify({ t: Date.now(), ...o }) + '\n');
   const resolver = new dns.promises.Resolver({ timeout: 300, tries: 1 });
-  resolver.setServers(['127.0.0.53']);
+  // The sandbox's nameserver: the ns driver's stub at 127.0.0.53, the gvisor driver's on
+  // the holder's end of its veth (loopback never leaves gVisor's own network stack).
+  const conf = fs.readFileSync('/etc/resolv.conf', 'utf8');
+  resolver.setServers([(/^nameserver\s+(\S+)/m.exec(conf) ?? [])[1] ?? '127.0.0.53']);
   const lookup = async () => {
     try {
       return { addr: (await resolver.resolve4(arg.name))[0] };

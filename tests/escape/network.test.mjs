@@ -9,7 +9,8 @@ import net from 'node:net';
 import dgram from 'node:dgram';
 import os from 'node:os';
 import fs from 'node:fs';
-import { startDaemon, stopDaemon, probe, assertRefused, token, waitFor, processesMatching } from '../e2e/lib.mjs';
+import { startDaemon, stopDaemon, probe, assertRefused, token, waitFor, processesMatching, GVISOR, insideProcesses,
+  sandboxRootOnHost } from '../e2e/lib.mjs';
 
 let d, sb, offline, tcp, tcpPort, udp, udpPort, abstractSrv, abstractName;
 const accepted = [];
@@ -196,11 +197,19 @@ test('with the daemon down, a sandbox has no network at all', async () => {
   // An anchor process outlives the script, so the host can reach /workspace.
   const anchor = `1000.${Math.floor(Math.random() * 900000) + 100000}`;
   await d.exec(sb.id, ['sh', '-c', `sleep ${anchor} </dev/null >/dev/null 2>&1 & sh -c '${script}' </dev/null >/dev/null 2>&1 &`]);
-  const [anchorProc] = await waitFor(() => {
-    const p = processesMatching(`sleep ${anchor}`);
-    return p.length === 1 && processesMatching(mark).length >= 1 && p;
-  }, { what: 'the waiting script' });
-  const ws = `/proc/${anchorProc.pid}/root/workspace`;
+  let ws;
+  if (GVISOR) {
+    // A gvisor sandbox's programs are no host processes: its own ps shows the script, and
+    // the host reaches its /workspace through the holder, where runsc's gofer serves it.
+    await waitFor(async () => (await insideProcesses(d, sb.id, mark)).length >= 1, { what: 'the waiting script' });
+    ws = `${sandboxRootOnHost(d.stateDir, sb.id)}/workspace`;
+  } else {
+    const [anchorProc] = await waitFor(() => {
+      const p = processesMatching(`sleep ${anchor}`);
+      return p.length === 1 && processesMatching(mark).length >= 1 && p;
+    }, { what: 'the waiting script' });
+    ws = `/proc/${anchorProc.pid}/root/workspace`;
+  }
   await d.kill9();
   let result;
   try {

@@ -4,9 +4,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
-import { startDaemon, stopDaemon, probe, assertRefused, processesMatching, pidAlive, waitFor,
+import { startDaemon, stopDaemon, probe, assertRefused, processesMatching, pidAlive, waitFor, GVISOR,
+  insideProcesses, runscProcesses, sandboxInit,
 } from '../e2e/lib.mjs';
 
+// Under gvisor a sandbox's programs run on gVisor's kernel and are no host processes (b's
+// sleep is found by b's own ps); on the host a sandbox is its holder (runtime-init) and
+// runsc's processes. tests/escape/gvisor.test.mjs shows what the host sees of them.
 let d, a, b, bSleep, bSleepHost;
 
 before(async () => {
@@ -16,11 +20,21 @@ before(async () => {
   await d.installProbe(a.id);
   bSleep = `1000.${Math.floor(Math.random() * 900000) + 100000}`;
   await d.sh(b.id, `sleep ${bSleep} </dev/null >/dev/null 2>&1 &`);
+  if (GVISOR) {
+    await waitFor(async () => (await insideProcesses(d, b.id, `sleep ${bSleep}`)).length === 1, { what: "b's sleep in b" });
+    return;
+  }
   [bSleepHost] = await waitFor(() => {
     const p = processesMatching(`sleep ${bSleep}`);
     return p.length === 1 && p;
   }, { what: "b's sleep on the host" });
 });
+
+/** b's sleep still runs: on the host (ns), or in b (gvisor). */
+async function bSleepRuns() {
+  if (GVISOR) return (await insideProcesses(d, b.id, `sleep ${bSleep}`)).length === 1;
+  return pidAlive(bSleepHost.pid);
+}
 
 after(async () => {
   await stopDaemon(d);
@@ -69,8 +83,20 @@ test('every namespace differs from the host\'s and from the other sandbox\'s', a
   kinds.forEach((k, i) => {
     const host = fs.readlinkSync(`/proc/self/ns/${k}`);
     assert.notEqual(inA[i], host, `${k} namespace is the host's`);
-    assert.notEqual(inA[i], inB[i], `${k} namespace is shared between sandboxes`);
+    // Each gvisor sandbox is a kernel of its own (its own sentry), which numbers its
+    // namespaces from 1 as the other does: the same names, never the same namespaces.
+    if (!GVISOR) assert.notEqual(inA[i], inB[i], `${k} namespace is shared between sandboxes`);
   });
+  if (GVISOR) {
+    const sentry = (sb) => runscProcesses(d.stateDir, sb.id).filter((p) => p.cmdline.startsWith('runsc-sandbox'));
+    const [sa, sb_] = [sentry(a), sentry(b)];
+    assert.ok(sa.length === 1 && sb_.length === 1 && sa[0].pid !== sb_[0].pid, `one sentry each: ${sa.map((p) => p.pid)} / ${sb_.map((p) => p.pid)}`);
+    const boot = async (sb) => (await d.exec(sb.id, ['cat', '/proc/sys/kernel/random/boot_id'])).stdout.trim();
+    const [ba, bb] = [await boot(a), await boot(b)];
+    assert.match(ba, /^[0-9a-f-]{36}$/);
+    assert.notEqual(ba, bb, 'two kernels, two boot ids');
+    assert.notEqual(ba, fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), "the host's boot id");
+  }
   const hn = await d.exec(a.id, ['hostname']);
   assert.notEqual(hn.stdout.trim(), os.hostname(), 'the host name is not visible');
 });
@@ -89,7 +115,7 @@ test('the daemon cannot be signalled: kill -9 of its host pids fails', async () 
   // Signals to every process it can see (kill -1) only reach its own.
   await d.sh(a.id, 'kill -9 -1; echo after', { timeoutMs: 5000 });
   for (const pid of pids) assert.ok(pidAlive(pid), `daemon process ${pid} died after kill -1`);
-  assert.ok(pidAlive(bSleepHost.pid), "b's process died after kill -1 in a");
+  assert.ok(await bSleepRuns(), "b's process died after kill -1 in a");
 });
 
 test("a pid seen in another sandbox cannot be signalled", async () => {
@@ -97,14 +123,17 @@ test("a pid seen in another sandbox cannot be signalled", async () => {
   const line = ps.stdout.split('\n').find((l) => l.includes(`sleep ${bSleep}`));
   assert.ok(line, ps.stdout);
   const innerPid = Number(line.trim().split(/\s+/)[0]);
-  // If that number is taken in a by one of a's own processes, pick b's host pid too.
+  // If that number is taken in a by one of a's own processes, pick b's host pid too
+  // (under gvisor, b's host processes: its holder, gofer and sentry).
   const mine = await innerPids(a.id);
-  for (const pid of [innerPid, bSleepHost.pid]) {
+  const hostPids = GVISOR ? [sandboxInit(d.stateDir, b.id).pid, ...runscProcesses(d.stateDir, b.id).map((p) => p.pid)]
+    : [bSleepHost.pid];
+  for (const pid of [innerPid, ...hostPids]) {
     if (mine.includes(pid)) continue;
     assertRefused(await probe(d, a.id, ['kill', pid, 9]), `kill ${pid} of b`, /No such process/);
     assertRefused(await probe(d, a.id, ['ptrace', pid]), `ptrace ${pid} of b`);
   }
-  assert.ok(pidAlive(bSleepHost.pid), "b's sleep is still running");
+  assert.ok(await bSleepRuns(), "b's sleep is still running");
 });
 
 test('ptrace: pid 1 and other processes refused', async () => {
@@ -134,6 +163,11 @@ test('no capabilities, no_new_privs, seccomp filter; uid 1000 inside, unprivileg
 
   // From the host: the sandbox's processes run as a high, unprivileged uid of the daemon's block.
   const { first, last } = d.uids();
+  if (GVISOR) {
+    await assertRunscUnprivileged(first, last);
+    await d.sh(a.id, `pkill -f 'sleep ${aSleep}'; true`);
+    return;
+  }
   const aSleepHost = await waitFor(() => {
     const p = processesMatching(`sleep ${aSleep}`);
     return p.length === 1 && p;
@@ -154,6 +188,35 @@ test('no capabilities, no_new_privs, seccomp filter; uid 1000 inside, unprivileg
   assert.ok(mapA[1] + mapA[2] <= mapB[1] || mapB[1] + mapB[2] <= mapA[1], `uid ranges overlap: ${mapA} / ${mapB}`);
   await d.sh(a.id, `pkill -f 'sleep ${aSleep}'; true`);
 });
+
+/** Under gvisor the host processes that run a sandbox's programs are runsc's: gofer, sentry
+ * and its systrap stubs. They hold a few capabilities (the gofer's file access, the
+ * sentry's ptrace of its stubs), but only in a user namespace of their own that maps
+ * nothing but the sandbox's own uids of the daemon's block: over the host they are
+ * unprivileged. And they run with no_new_privs under seccomp. */
+async function assertRunscUnprivileged(first, last) {
+  const hostNs = fs.readlinkSync('/proc/self/ns/user');
+  const maps = [];
+  for (const sb of [a, b]) {
+    const procs = runscProcesses(d.stateDir, sb.id);
+    assert.ok(procs.some((p) => p.cmdline.startsWith('runsc-sandbox')) && procs.some((p) => p.cmdline.startsWith('runsc-gofer')),
+      `runsc's processes of ${sb.id}: ${procs.map((p) => p.cmdline.slice(0, 30))}`);
+    for (const p of procs) {
+      const uids = /^Uid:\s+(.*)$/m.exec(p.status)[1].split(/\s+/).map(Number);
+      const gids = /^Gid:\s+(.*)$/m.exec(p.status)[1].split(/\s+/).map(Number);
+      for (const u of [...uids, ...gids]) assert.ok(u >= first && u <= last, `host uid/gid ${u} of ${p.pid} (the daemon's: ${first}..${last})`);
+      assert.match(p.status, /^NoNewPrivs:\s+1$/m, `${p.pid} ${p.cmdline.slice(0, 30)}`);
+      assert.match(p.status, /^Seccomp:\s+2$/m, `${p.pid} ${p.cmdline.slice(0, 30)}`);
+      assert.notEqual(fs.readlinkSync(`/proc/${p.pid}/ns/user`), hostNs, `${p.pid} is in the host's user namespace`);
+      const map = fs.readFileSync(`/proc/${p.pid}/uid_map`, 'utf8').trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number));
+      for (const [, out, n] of map) assert.ok(out >= first && out + n - 1 <= last, `${p.pid} maps ${out}+${n}, outside ${first}..${last}`);
+      if (p.cmdline.startsWith('runsc-sandbox')) maps.push(map);
+    }
+  }
+  // And two sandboxes never share a host uid.
+  const [[[, ma, na]], [[, mb, nb]]] = maps;
+  assert.ok(ma + na <= mb || mb + nb <= ma, `uid ranges overlap: ${ma}+${na} / ${mb}+${nb}`);
+}
 
 test('the init of the sandbox is unprivileged on the host too', async () => {
   const inits = processesMatching('runtime-init').filter((p) => p.ppid === d.proc.pid);

@@ -6,7 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
-import { startDaemon, stopDaemon, processesMatching, waitFor, hostProcesses, SANDBOX_UID_FLOOR } from '../e2e/lib.mjs';
+import { startDaemon, stopDaemon, processesMatching, waitFor, hostProcesses, SANDBOX_UID_FLOOR, GVISOR, insideProcesses,
+  runscProcesses } from '../e2e/lib.mjs';
 
 const REGISTER = '/var/lib/runtime-uid-blocks';
 let a, b;
@@ -19,10 +20,23 @@ after(async () => {
   await stopDaemon(b);
 });
 
-// A sleep in sandbox sb of daemon d, and its host process: {pid, uid, status}.
+/** Under gvisor the host process that runs sandbox sb's programs: runsc's sentry. */
+function sentryOf(d, sb) {
+  const [p] = runscProcesses(d.stateDir, sb.id).filter((x) => x.cmdline.startsWith('runsc-sandbox'));
+  assert.ok(p, `the sentry of ${sb.id} on the host`);
+  return p;
+}
+
+// A sleep in sandbox sb of daemon d, and its host process: {pid, uid, status}. Under gvisor
+// the sleep is gVisor's, no host process: the host process that runs it is the sentry.
 async function sleeper(d, sb) {
   const marker = `1000.${Math.floor(Math.random() * 900000) + 100000}`;
   await d.sh(sb.id, `sleep ${marker} </dev/null >/dev/null 2>&1 &`);
+  if (GVISOR) {
+    await waitFor(async () => (await insideProcesses(d, sb.id, `sleep ${marker}`)).length === 1,
+      { what: `the sleep of ${sb.id} in it` });
+    return { ...sentryOf(d, sb), marker };
+  }
   const [p] = await waitFor(() => {
     const ps = processesMatching(`sleep ${marker}`);
     return ps.length === 1 && ps;
@@ -65,7 +79,10 @@ test("each daemon's sandbox processes run under its own block's uids", async () 
     }
   }
   assert.notEqual(pa.uid, pb.uid, 'slot 0 of two daemons: different host uids');
-  const map = async (d, s) => (await d.exec(s.id, ['cat', '/proc/self/uid_map'])).stdout.trim().split(/\s+/).map(Number);
+  // Under gvisor /proc/self/uid_map inside is gVisor's own (0 0 4294967295); the map onto the
+  // host's uids is the sentry's user namespace's.
+  const map = async (d, s) => (GVISOR ? fs.readFileSync(`/proc/${sentryOf(d, s).pid}/uid_map`, 'utf8')
+    : (await d.exec(s.id, ['cat', '/proc/self/uid_map'])).stdout).trim().split(/\s+/).map(Number);
   const [ma, mb] = [await map(a, sa), await map(b, sb)];
   assert.ok(within(ma[1], ua) && within(ma[1] + ma[2] - 1, ua), `a's map ${ma} in ${ua.first}..${ua.last}`);
   assert.ok(within(mb[1], ub) && within(mb[1] + mb[2] - 1, ub), `b's map ${mb} in ${ub.first}..${ub.last}`);

@@ -21,9 +21,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { processesMatching } from '../e2e/lib.mjs';
+import { processesMatching, GVISOR, insideProcesses, readOr, sandboxHostProcesses, sandboxRootOnHost } from '../e2e/lib.mjs';
 import {
-  SecretsWorld, allEvents, header, isRoot, request, sandboxProcesses, searchMemory, searchTree, waitFor,
+  SecretsWorld, allEvents, header, isRoot, request, sandboxProcesses, searchMemfds, searchMemory, searchTree, waitFor,
 } from './lib.mjs';
 
 const H = 'api.github.test';
@@ -127,6 +127,66 @@ describe('secrets: the value never enters the sandbox', { skip: !isRoot() && 'mu
     assert.ok(reqs.some((q) => q.method === 'POST' && header(q, 'authorization') === `Bearer ${ph}`), 'a POST kept the placeholder');
 
     // The sandbox, from the host.
+    if (GVISOR) await searchGvisorSandbox();
+    else await searchSandboxProcesses();
+
+    // The sandbox, from inside: whatever its programs can read of /proc.
+    const inside = await d.sh(sb.id, 'for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; echo; done 2>/dev/null; env; cat /workspace/*.txt /workspace/*.log');
+    assert.ok(inside.stdout.includes(ph), 'control: the placeholder is visible inside');
+    assert.deepEqual(found(inside.stdout + inside.stderr), []);
+
+    await d.putFile(sb.id, '/workspace/quit', '');
+  });
+
+  /** Under gvisor the sandbox's programs are gVisor's, no host processes: their memory is
+   * runsc's memory file, a memfd the sentry and its systrap stubs map, and they with the
+   * gofer and the holder are what the host has of the sandbox (its cgroup). Every one of
+   * those is searched: its environment, command line and writable memory, and the memfds it
+   * holds (read as files: a read of their mappings through /proc/PID/mem would allocate
+   * their holes in the sandbox's cgroup, and OOM it). The placeholder, in the program's
+   * memory, is found in the memory file (the control that the search reaches it). The files
+   * are searched where the holder builds them and the gofer serves them. */
+  async function searchGvisorSandbox() {
+    await waitFor(async () => (await insideProcesses(d, sb.id, `/workspace/user.mjs ${RUN}`))
+      .filter((x) => x.cmdline.startsWith('node ')).length === 1, { what: 'the sandbox program in the sandbox' });
+    const procs = sandboxHostProcesses(d.stateDir, sb.id);
+    assert.ok(procs.some((p) => p.cmdline.startsWith('runsc-sandbox')) && procs.some((p) => p.cmdline === 'runtime-init'),
+      `the sandbox's host processes: ${procs.map((p) => p.cmdline.slice(0, 30))}`);
+    const withPh = [];
+    const seen = new Set();
+    let memfdBytes = 0;
+    for (const p of procs) {
+      const environ = readOr(`/proc/${p.pid}/environ`, Buffer.alloc(0), null);
+      const cmdline = readOr(`/proc/${p.pid}/cmdline`, Buffer.alloc(0), null);
+      assert.deepEqual(found(environ), [], `environment of ${p.pid} (${p.cmdline.slice(0, 40)})`);
+      assert.deepEqual(found(cmdline), [], `command line of ${p.pid} (${p.cmdline.slice(0, 40)})`);
+      const mem = searchMemory(p.pid, [...NEEDLES, ph], { skipMemfd: true });
+      assert.deepEqual(mem.found.filter((n) => n !== ph), [], `memory of ${p.pid} (${p.cmdline.slice(0, 40)}), ${mem.bytes} bytes searched`);
+      const files = searchMemfds(p.pid, [...NEEDLES, ph], seen);
+      assert.deepEqual(files.found.filter((n) => n !== ph), [], `memfds ${files.files} of ${p.pid} (${p.cmdline.slice(0, 40)})`);
+      memfdBytes += files.bytes;
+      if (mem.found.includes(ph) || files.found.includes(ph)) withPh.push(p);
+      if (p.cmdline.startsWith('runsc-sandbox')) {
+        assert.deepEqual(mem.skipped, [], 'every writable mapping of the sentry was searched');
+        assert.ok(mem.bytes > 1 << 20, `control: ${mem.bytes} bytes of the sentry's memory searched`);
+        assert.ok(files.files.some((f) => f.startsWith('/memfd:runsc-memory')), `the sentry's memory file: ${files.files}`);
+      }
+    }
+    assert.ok(memfdBytes > 1 << 20, `control: ${memfdBytes} bytes of memfds searched`);
+    assert.ok(withPh.some((p) => p.cmdline.startsWith('runsc-sandbox')), "control: the placeholder is in the sandbox's memory");
+    const st = await d.api('GET', `/v1/sandboxes/${sb.id}`);
+    assert.equal(st.body.status, 'running', `the search left the sandbox running: ${st.text}`);
+    const root = sandboxRootOnHost(d.stateDir, sb.id);
+    const files = searchTree(root, [...NEEDLES, MARKER], ['proc', 'sys', 'dev', 'usr']);
+    const hits = files.hits.filter((f) => !f.endsWith('/workspace/marker.txt'));
+    assert.deepEqual(hits, [], `files of the sandbox (${files.files} searched)`);
+    assert.ok(files.hits.some((f) => f.endsWith('/workspace/marker.txt')), 'control: the file search finds the marker');
+    for (const f of ['responses.log', 'curl-ok.txt', 'curl-bad.txt', 'curl-421.txt', 'curl-trace.txt', 'curl-plain.txt']) {
+      assert.ok(fs.existsSync(`${root}/workspace/${f}`), `${f} was written (and searched)`);
+    }
+  }
+
+  async function searchSandboxProcesses() {
     const [user] = await waitFor(() => {
       const p = processesMatching(`/workspace/user.mjs ${RUN}`).filter((x) => x.cmdline.startsWith('node '));
       return p.length === 1 && p;
@@ -154,14 +214,7 @@ describe('secrets: the value never enters the sandbox', { skip: !isRoot() && 'mu
     for (const f of ['responses.log', 'curl-ok.txt', 'curl-bad.txt', 'curl-421.txt', 'curl-trace.txt', 'curl-plain.txt']) {
       assert.ok(fs.existsSync(`/proc/${user.pid}/root/workspace/${f}`), `${f} was written (and searched)`);
     }
-
-    // The sandbox, from inside: whatever its programs can read of /proc.
-    const inside = await d.sh(sb.id, 'for p in /proc/[0-9]*; do cat $p/environ $p/cmdline; echo; done 2>/dev/null; env; cat /workspace/*.txt /workspace/*.log');
-    assert.ok(inside.stdout.includes(ph), 'control: the placeholder is visible inside');
-    assert.deepEqual(found(inside.stdout + inside.stderr), []);
-
-    await d.putFile(sb.id, '/workspace/quit', '');
-  });
+  }
 
   test('error messages of the API and the CLI never repeat the value', async () => {
     const tries = [

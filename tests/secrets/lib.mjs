@@ -306,8 +306,11 @@ export function sandboxProcesses(somePid) {
 }
 
 /** Searches the writable memory of pid for each needle; returns the needles
- * found, the bytes searched and the mappings skipped (see there). */
-export function searchMemory(pid, needles) {
+ * found, the bytes searched and the mappings skipped (see there). skipMemfd leaves out
+ * shared mappings of memfds (gVisor's sentry maps its memory file, a sandbox's memory, so):
+ * a read through /proc/PID/mem allocates a hole of a shared file, charged to pid's cgroup,
+ * and would OOM a sandbox; searchMemfds reads those files instead. */
+export function searchMemory(pid, needles, { skipMemfd = false } = {}) {
   const found = new Set();
   let maps;
   try {
@@ -325,6 +328,7 @@ export function searchMemory(pid, needles) {
       const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+)/.exec(line);
       if (!m || m[3][0] !== 'r' || m[3][1] !== 'w') continue; // a value can only have been written to rw memory
       if (/\[(vvar|vsyscall|vdso)\]/.test(line)) continue;
+      if (skipMemfd && m[3][3] === 's' && / \/memfd:/.test(line)) continue;
       const start = parseInt(m[1], 16);
       const end = parseInt(m[2], 16);
       // AddressSanitizer's shadow (a sandbox's init is the daemon's binary, so
@@ -357,6 +361,62 @@ export function searchMemory(pid, needles) {
     fs.closeSync(fd);
   }
   return { found: [...found], bytes, skipped };
+}
+
+/** Searches every memfd pid holds open (gVisor's sentry: its memory file, the sandbox's
+ * memory) for each needle, by read(2): a hole reads as zeros and allocates nothing. A file
+ * in `seen` (dev:inode) is not read again. Returns {found, bytes, files}. */
+export function searchMemfds(pid, needles, seen = new Set()) {
+  const found = new Set();
+  const bufs = needles.map((n) => Buffer.from(n, 'latin1'));
+  const overlap = Math.max(...bufs.map((b) => b.length));
+  let bytes = 0;
+  const files = [];
+  let fds = [];
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return { found: [], bytes: 0, files };
+  }
+  for (const fd of fds) {
+    const link = `/proc/${pid}/fd/${fd}`;
+    let target, st;
+    try {
+      target = fs.readlinkSync(link);
+      if (!target.startsWith('/memfd:')) continue;
+      st = fs.statSync(link);
+    } catch {
+      continue;
+    }
+    const key = `${st.dev}:${st.ino}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    files.push(target);
+    let f;
+    try {
+      f = fs.openSync(link, 'r');
+    } catch {
+      continue;
+    }
+    try {
+      const CHUNK = 8 << 20;
+      const buf = Buffer.alloc(CHUNK);
+      let carry = Buffer.alloc(0);
+      for (let off = 0; off < st.size; off += CHUNK) {
+        const got = fs.readSync(f, buf, 0, Math.min(CHUNK, st.size - off), off);
+        if (got <= 0) break;
+        bytes += got;
+        const hay = Buffer.concat([carry, buf.subarray(0, got)]);
+        bufs.forEach((b, i) => {
+          if (hay.indexOf(b) >= 0) found.add(needles[i]);
+        });
+        carry = Buffer.from(hay.subarray(Math.max(0, hay.length - overlap)));
+      }
+    } finally {
+      fs.closeSync(f);
+    }
+  }
+  return { found: [...found], bytes, files };
 }
 
 /** Regular files under root (not following symlinks), skipping the top-level
