@@ -16,6 +16,20 @@
 #                POST /v1/sandboxes/{id}/mcp, measured at the URL and bearer
 #                token that GET .../mcp hands out (one process shared by all
 #                sessions). --no-gateway skips it (and then root is not needed).
+#                The daemon's default driver is ns (--driver ns), so this is
+#                the ns driver's sandbox;
+#   gvisor       (issue 26) the same gateway, server and files in a second
+#                sandbox of the same daemon, created with isolation gvisor;
+#   runsc        its reference: the same server command run by a bare
+#                `runsc run` of the gvisor driver's own bundle (its config.json
+#                and runsc flags, read off that sandbox: root, mounts, uid maps,
+#                seccomp; in a fresh network namespace), the same
+#                server files in its /workspace, stdio piped to the load client
+#                as in the stdio mode (one runsc per client). Target: gvisor
+#                p50 - runsc p50 <= 0.1 ms at 1 client (with more, the bare side
+#                runs a sandbox per client: information only). Both skipped,
+#                saying why, when runsc
+#                is not installed at /opt/runtime/bin/runsc (or --no-gateway).
 # Each with two clients (bench/mcp-load.mjs): "lean" (JSON lines on a pipe,
 # node:http; little CPU per call, so the figures are the path's) and "sdk" (the
 # official TypeScript SDK 1.32.2, what agents run). Modes rotate over rounds.
@@ -27,7 +41,8 @@
 # session; every POST carries the _meta envelope and the MCP-Protocol-Version,
 # Mcp-Method and Mcp-Name headers; mcp-load.mjs --era modern). Skipped, with a
 # note, when the gateway's server/discover does not list 2026-07-28.
-# Figures and how to read them: docs/benchmarks.md, "MCP gateway (issue 5)".
+# Figures and how to read them: docs/benchmarks.md, "MCP gateway (issue 5)" and
+# "gVisor driver (issue 26)".
 #
 # Usage: sudo bench/gateway.sh [--no-gateway] [--smoke]   (after `make` and
 #        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq, npm)
@@ -36,11 +51,13 @@
 # Knobs (environment): ROUNDS=2 SECS=3 (seconds per measurement) WARMUP=400
 # (warmup calls per measurement, split over its clients, at least 25 each)
 # CLIENTS="1 16" KINDS="lean sdk" (load clients) FLOOR=1 (0 = skip the floor)
-# (--smoke: ROUNDS=1 SECS=0.2 WARMUP=4, at least 2 each, CLIENTS=2, BUDGET=90)
+# (--smoke: ROUNDS=1 SECS=0.2 WARMUP=4, at least 2 each, CLIENTS=2, BUDGET=150)
+# GVISOR=0 skips the gvisor and runsc modes; RUNSC=PATH (default /opt/runtime/bin/runsc,
+# the daemon's) for the bare runs
 # ERA_TOOLS="echo get-sum" (tools for the era comparison, each NAME or
 # NAME=ARGS_JSON; empty = skip it)
 # CPUS=$(nproc) (the sandbox's CPU limit: all, so no quota is measured)
-# BUDGET=400 (seconds) IDLE_WAIT=900 (seconds to wait for a quiet machine;
+# BUDGET=700 (seconds) IDLE_WAIT=900 (seconds to wait for a quiet machine;
 # 0 = don't) SERVER_NODE=/usr/bin/node (runs the server in every mode; the
 # sandbox sees the host's /usr) BUILD=DIR (default build/) BENCH_DATA=DIR (keep
 # the raw figures: per run JSON and latencies in us).
@@ -63,10 +80,11 @@ KINDS=${KINDS:-lean sdk}
 ERA_TOOLS=${ERA_TOOLS-echo get-sum}
 FLOOR=${FLOOR:-1}
 CPUS=${CPUS:-$(nproc)}
-BUDGET=${BUDGET:-$(bench_pick 90 400)}
+BUDGET=${BUDGET:-$(bench_pick 150 700)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 SERVER_NODE=${SERVER_NODE:-/usr/bin/node}
 TARGET_ADDED_MS=0.3
+TARGET_GV_ADDED_MS=0.1 # gvisor gateway p50 - bare runsc p50
 TARGET_RPS_RATIO=5
 MAX_LOAD=2
 MAX_CALLS=1000000 # per client: the time bound ends every measurement first
@@ -107,13 +125,21 @@ if ((GATEWAY)); then
     command -v npm >/dev/null || bench_die "npm is missing (it lists the server's files to copy); apt-get install -y npm"
     [[ $SERVER_NODE == /usr/* ]] ||
         bench_log "warning: SERVER_NODE=$SERVER_NODE is not under /usr; the sandbox runs /usr/bin/node"
+    bench_gvisor_check
+else
+    GVISOR_SKIP="--no-gateway (the gvisor sandbox and bare runsc need root and the daemon)"
+    bench_log "gvisor parts skipped: $GVISOR_SKIP"
 fi
+GV=0
+[[ -z $GVISOR_SKIP ]] && GV=1
+((GV)) && need_tools util-linux unshare
 
 bench_init
 KEEP="txt json log" # what BENCH_DATA keeps
 SGPID=    # supergateway
 FLPID=    # the floor server
 CPID=     # the load client running now (leads its own process group)
+BARE_CG=  # the memory cgroup the bare runsc servers run in
 
 # --- cleanup ---------------------------------------------------------------------
 
@@ -145,6 +171,13 @@ cleanup_first() {
     fi
     [[ -n $SGPID ]] && stop_tree "$SGPID"
     [[ -n $FLPID ]] && stop_tree "$FLPID"
+    return 0
+}
+
+# After the daemon: whatever bare runsc is left, runsc's state and null-netns mount.
+cleanup_last() {
+    [[ -n $BARE_CG ]] && bench_memcg_drop "$BARE_CG"
+    [[ -n $WORK ]] && bench_umount_under "$WORK"
     return 0
 }
 
@@ -252,7 +285,6 @@ fi
 
 setup_gateway() {
     start_daemon --nameserver 127.0.0.1:9 # a dead loopback port; nothing here resolves names
-    SB=$("$RT" sandbox create --cpus "$CPUS") || bench_die "sandbox create failed"
     # The server's files, the same ones the other modes run: the package and its
     # dependency closure as npm installed them in tests/mcp (npm query reads the
     # local tree; nothing is downloaded), copied in and unpacked.
@@ -265,28 +297,90 @@ setup_gateway() {
     [[ -s $WORK/closure.txt && $(wc -l <"$WORK/closure.txt") -gt 1 ]] ||
         bench_die "npm query in $nm_home found no dependencies of the server"
     tar -czf "$WORK/ev.tgz" -C "$nm_home" -T "$WORK/closure.txt" || bench_die "tar of the server's files failed"
-    "$RT" sandbox cp "$WORK/ev.tgz" "$SB:/workspace/ev.tgz" >/dev/null || bench_die "sandbox cp failed"
-    "$RT" sandbox exec "$SB" -- /bin/sh -c 'mkdir -p /workspace/ev && tar -xzf /workspace/ev.tgz -C /workspace/ev && rm /workspace/ev.tgz' ||
-        bench_die "unpacking the server in the sandbox failed"
-    # The copy works there before the gateway is asked to run it: one initialize over stdio.
-    local init out
-    init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
-    out=$(printf '%s\n' "$init" | "$RT" sandbox exec "$SB" --timeout 30 -- /usr/bin/node "$SB_EV_JS" stdio 2>&1) ||
-        bench_die "the server does not run in the sandbox: $(tail -c 400 <<<"$out")"
-    [[ $out == *'"serverInfo"'* ]] || bench_die "the server in the sandbox did not answer initialize: $(tail -c 400 <<<"$out")"
+    sandbox_server ns
+    SB=$R_SB GW_URL=$R_URL GW_TOKEN=$R_TOKEN
+    if ((GV)); then
+        sandbox_server gvisor
+        GV_SB=$R_SB GV_URL=$R_URL GV_TOKEN=$R_TOKEN
+        setup_bare
+    fi
+}
 
-    local body st
+INIT_MSG='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
+
+# sandbox_server ISOLATION: a sandbox of that driver holding the server's files, the server
+# started in it by the gateway; sets R_SB, R_URL and R_TOKEN.
+sandbox_server() {
+    local iso=$1 out body st
+    R_SB=$("$RT" sandbox create --cpus "$CPUS" --isolation "$iso" 2>"$WORK/out") ||
+        bench_die "sandbox create --isolation $iso failed: $(head -c 400 "$WORK/out")"
+    "$RT" sandbox cp "$WORK/ev.tgz" "$R_SB:/workspace/ev.tgz" >/dev/null || bench_die "sandbox cp failed ($iso)"
+    "$RT" sandbox exec "$R_SB" -- /bin/sh -c 'mkdir -p /workspace/ev && tar -xzf /workspace/ev.tgz -C /workspace/ev && rm /workspace/ev.tgz' ||
+        bench_die "unpacking the server in the $iso sandbox failed"
+    # The copy works there before the gateway is asked to run it: one initialize over stdio.
+    out=$(printf '%s\n' "$INIT_MSG" | "$RT" sandbox exec "$R_SB" --timeout 30 -- /usr/bin/node "$SB_EV_JS" stdio 2>&1) ||
+        bench_die "the server does not run in the $iso sandbox: $(tail -c 400 <<<"$out")"
+    [[ $out == *'"serverInfo"'* ]] || bench_die "the server in the $iso sandbox did not answer initialize: $(tail -c 400 <<<"$out")"
+
     body=$(jq -cn --arg js "$SB_EV_JS" '{servers: [{name: "everything", command: ["/usr/bin/node", $js, "stdio"]}]}')
-    api POST "/v1/sandboxes/$SB/mcp" "$body" >"$WORK/mcp-start.json"
-    api GET "/v1/sandboxes/$SB/mcp?wait=120" >"$WORK/mcp.json"
-    st=$(jq -r '.servers[] | select(.name == "everything") | .status' "$WORK/mcp.json")
-    [[ $st == ready ]] || bench_die "the server is '$st', not ready: $(jq -c '.servers' "$WORK/mcp.json")"
-    GW_URL=$(jq -r '.servers[] | select(.name == "everything") | .url' "$WORK/mcp.json")
-    GW_TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp.json")
-    GW_TOKEN=${GW_TOKEN#Bearer }
-    [[ $GW_URL == "$RUNTIME_API_URL"/mcp/* ]] ||
-        bench_die "the gateway URL '$GW_URL' is not under the daemon's loopback address $RUNTIME_API_URL"
-    [[ -n $GW_TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization: $(cat "$WORK/mcp.json")"
+    api POST "/v1/sandboxes/$R_SB/mcp" "$body" >"$WORK/mcp-start-$iso.json"
+    api GET "/v1/sandboxes/$R_SB/mcp?wait=120" >"$WORK/mcp-$iso.json"
+    st=$(jq -r '.servers[] | select(.name == "everything") | .status' "$WORK/mcp-$iso.json")
+    [[ $st == ready ]] || bench_die "the server ($iso) is '$st', not ready: $(jq -c '.servers' "$WORK/mcp-$iso.json")"
+    R_URL=$(jq -r '.servers[] | select(.name == "everything") | .url' "$WORK/mcp-$iso.json")
+    R_TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp-$iso.json")
+    R_TOKEN=${R_TOKEN#Bearer }
+    [[ $R_URL == "$RUNTIME_API_URL"/mcp/* ]] ||
+        bench_die "the gateway URL '$R_URL' is not under the daemon's loopback address $RUNTIME_API_URL"
+    [[ -n $R_TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization: $(cat "$WORK/mcp-$iso.json")"
+}
+
+# The runsc mode's server: a bare `runsc run` of the gvisor driver's bundle (copied from
+# sandbox GV_SB with the driver's runsc flags) whose process is the same server command, its
+# files unpacked in the bundle's /workspace. $WORK/bare-runsc.sh starts one (a container id
+# of its own each, in a memory cgroup of this script's and a fresh network namespace).
+setup_bare() {
+    local pid flags host out
+    pid=$(bench_memcg_find "$(bench_sandbox_memcg "$GV_SB")" runsc-sandbox) ||
+        bench_die "no runsc-sandbox process in gvisor sandbox $GV_SB's cgroup"
+    bench_runsc_flags "$pid" >"$WORK/runsc-flags.txt"
+    mapfile -t GV_FLAGS <"$WORK/runsc-flags.txt"
+    cp "$WORK/state/sandboxes/$GV_SB/bundle/config.json" "$WORK/driver-bundle.json" ||
+        bench_die "no bundle of gvisor sandbox $GV_SB under $WORK/state/sandboxes"
+    bench_bare_bundle "$WORK/driver-bundle.json" "$WORK/bare" "$(jq -cn --arg js "$SB_EV_JS" \
+        '{args: ["/usr/bin/node", $js, "stdio"], cwd: "/workspace", user: {uid: 1000, gid: 1000}}')"
+    mkdir -p "$WORK/bare/mnt/workspace/ev"
+    tar -xzf "$WORK/ev.tgz" -C "$WORK/bare/mnt/workspace/ev" || bench_die "unpacking the server for bare runsc failed"
+    host=$(jq -r '.linux.uidMappings[0].hostID // 0' "$WORK/driver-bundle.json")
+    chown -R "$((host + 1000)):$((host + 1000))" "$WORK/bare/mnt/workspace/ev"
+    BARE_CG=$(bench_memcg "runtime-bench-gw-$$")
+    mkdir "$BARE_CG" || bench_die "cannot make the memory cgroup $BARE_CG"
+    printf -v flags '%q ' "${GV_FLAGS[@]}"
+    cat >"$WORK/bare-runsc.sh" <<EOF
+#!/bin/sh
+# One bare runsc running the server, stdio on the caller's: a container id of its own.
+echo \$\$ >$(printf '%q' "$BARE_CG/cgroup.procs")
+exec $(bench_bare_netwrap "$WORK/bare/config.json") $(printf '%q' "$RUNSC") --root=$(printf '%q' "$WORK/runsc") ${flags}run --bundle $(printf '%q' "$WORK/bare") "gw-\$\$"
+EOF
+    chmod 755 "$WORK/bare-runsc.sh"
+    out=$(printf '%s\n' "$INIT_MSG" | timeout 60 "$WORK/bare-runsc.sh" 2>&1) || true
+    [[ $out == *'"serverInfo"'* ]] || bench_die "the server under bare runsc did not answer initialize: $(tail -c 400 <<<"$out")"
+    bench_log "gvisor: the driver's runsc flags: ${GV_FLAGS[*]}; bare bundle $WORK/bare"
+}
+
+# Ends whatever bare runsc a run of the runsc mode left (none when its client closed them).
+bare_sweep() {
+    local pids id
+    pids=$(bench_memcg_pids "$BARE_CG")
+    [[ -z $pids ]] && return 0
+    bench_log "killing $(wc -w <<<"$pids") processes the bare runsc servers left"
+    # shellcheck disable=SC2086 # one pid per word
+    kill -KILL $pids 2>/dev/null
+    sleep 0.2
+    for id in $(timeout 20 "$RUNSC" --root="$WORK/runsc" list -q 2>/dev/null); do
+        timeout 20 "$RUNSC" --root="$WORK/runsc" delete --force "$id" >/dev/null 2>&1
+    done
+    return 0
 }
 
 # Does the gateway speak 2026-07-28? One stateless server/discover; sets ERA_NOTE when not.
@@ -316,6 +410,7 @@ MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
 bench_log "supergateway pid $SGPID at $SG_URL${FLPID:+; floor pid $FLPID at $FL_URL}"
 ((GATEWAY)) && bench_log "runtimed keeper $KPID, server $SPID; sandbox $SB; gateway $GW_URL"
+((GV)) && bench_log "gvisor sandbox $GV_SB; gateway $GV_URL; bare runsc: $WORK/bare-runsc.sh"
 
 # --- measuring ---------------------------------------------------------------------------
 
@@ -329,8 +424,9 @@ cpu_of() { # summed CPU ticks of the pids given (0 for one that is gone)
 MODES=(stdio supergateway)
 ((FLOOR)) && MODES+=(floor)
 ((GATEWAY)) && MODES+=(gateway)
+((GV)) && MODES+=(runsc gvisor)
 # The relaying processes whose CPU per call is reported (not the servers').
-declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID" [g2025]="$KPID $SPID" [g2026]="$KPID $SPID")
+declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID" [gvisor]="$KPID $SPID" [g2025]="$KPID $SPID" [g2026]="$KPID $SPID")
 declare -A TICKS=() NCALLS=()
 
 # measure KIND MODE CLIENTS ROUND [TOOL]: one bounded run of the load client. Modes g2025
@@ -341,6 +437,9 @@ measure() {
     local target=() what=$mode
     case $mode in
     stdio) target=(--stdio "$SERVER_NODE" "$EV_JS" stdio) ;;
+    # Starting c sandboxes at once (node in each) on 2 CPUs takes seconds: time to open.
+    runsc) target=(--timeout-ms 30000 --stdio "$WORK/bare-runsc.sh") ;;
+    gvisor) target=(--url "$GV_URL" --token "$GV_TOKEN") ;;
     supergateway) target=(--url "$SG_URL") ;;
     floor) target=(--url "$FL_URL") ;;
     gateway) target=(--url "$GW_URL" --token "$GW_TOKEN") ;;
@@ -362,6 +461,7 @@ measure() {
     wait "$CPID" || rc=$?
     kill -KILL -- "-$CPID" 2>/dev/null || true # any server the client left behind
     CPID=
+    [[ $mode == runsc ]] && bare_sweep
     # shellcheck disable=SC2086
     t1=$(cpu_of ${PROXY[$mode]:-})
     ((rc == 0)) || bench_die "$kind client, $what, $c clients: the load client failed: $(tail -c 600 "$WORK/err-$tag.log")"
@@ -417,7 +517,8 @@ servers() {
     stdio) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
     supergateway) if (($2 > 1)); then echo "$2, one per session"; else echo 1; fi ;;
     floor) echo "none (canned)" ;;
-    gateway) echo "1, shared" ;;
+    gateway | gvisor) echo "1, shared" ;;
+    runsc) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
     esac
 }
 label() {
@@ -425,7 +526,9 @@ label() {
     stdio) echo "stdio (reference)" ;;
     supergateway) echo "supergateway stateful" ;;
     floor) echo "HTTP floor (info)" ;;
-    gateway) echo "runtime gateway" ;;
+    gateway) echo "runtime gateway (ns)" ;;
+    runsc) echo "bare runsc stdio" ;;
+    gvisor) echo "gateway, gvisor" ;;
     esac
 }
 vs_stdio() { if [[ $2 == stdio ]]; then echo -; else diff_ms "${P50[$1-$2-$3]:-}" "${P50[$1-stdio-$3]:-}"; fi; }
@@ -507,6 +610,32 @@ erow() { printf '%-9s %-7s %8s %8s %8s %6s   %8s %8s %8s %6s   %7s %9s\n' "$@"; 
             fi
         done
     done
+    echo
+    if ((GV)); then
+        echo "gvisor driver (issue 26): runsc $(head -c 60 "$RUNSC.version" 2>/dev/null || echo '?'), flags ${GV_FLAGS[*]};"
+        echo "bare runsc: \`runsc run\` of the driver's bundle with the same server command, stdio to the client"
+        echo "targets                                                value      target"
+        for kind in $KINDS; do
+            for c in $CLIENTS; do
+                a=$(diff_ms "${P50[$kind-gvisor-$c]:-}" "${P50[$kind-runsc-$c]:-}")
+                # Judged at 1 client: with more, the bare side runs a sandbox per client (stdio
+                # cannot be shared) and the gateway one shared server; that compares no hop.
+                if ((c == 1)); then
+                    v="$(bench_verdict "$a" "$TARGET_GV_ADDED_MS")"
+                else
+                    v="(info: $c bare sandboxes against 1 shared server)"
+                fi
+                printf '%-54s %-10s <= %s ms %s\n' "$kind, $c client(s): gvisor gateway p50 - bare runsc p50" "$a" \
+                    "$TARGET_GV_ADDED_MS" "$v"
+                printf '%-54s %-10s (info)\n' "  beside it, ns: gateway p50 - stdio p50" \
+                    "$(diff_ms "${P50[$kind-gateway-$c]:-}" "${P50[$kind-stdio-$c]:-}")"
+                printf '%-54s %-10s (info)\n' "  bare runsc p50 - stdio p50" \
+                    "$(diff_ms "${P50[$kind-runsc-$c]:-}" "${P50[$kind-stdio-$c]:-}")"
+            done
+        done
+    else
+        echo "gvisor driver (issue 26): skipped: $GVISOR_SKIP"
+    fi
     echo
     echo "protocol eras through the gateway (lean client; 2025 = a session per client, 2026 = stateless POSTs)"
     if [[ -n $ERA_NOTE ]]; then

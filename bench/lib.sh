@@ -244,12 +244,14 @@ wait_for_quiet() {
 # --- the daemon: start, API, stop, clean-up (the scripts set RUNTIMED, RT, WORK) ------
 
 # start_daemon [ARG...]: runtimed on a free loopback port with these extra arguments; sets KPID SPID INSTANCE.
+# Its sandboxes' default driver is BENCH_DRIVER's (ns), not runtimed's auto: a figure must
+# not change with whether runsc is installed; the gvisor parts ask for gvisor per sandbox.
 start_daemon() {
     local attempt port
     for attempt in 1 2 3 4 5; do
         port=$((20000 + RANDOM % 40000))
         "$RUNTIMED" --state-dir "$WORK/state" --listen "127.0.0.1:$port" \
-            --socket "$WORK/api.sock" "$@" >"$WORK/daemon.log" 2>&1 &
+            --socket "$WORK/api.sock" --driver "${BENCH_DRIVER:-ns}" "$@" >"$WORK/daemon.log" 2>&1 &
         KPID=$!
         if daemon_answers "$port"; then
             INSTANCE=$(instance_of "$WORK/state")
@@ -410,4 +412,148 @@ cpus() {
     for c in 1 2 3; do meds+=("$(bench_fmt "$(cut -d' ' -f"$c" "$WORK/$1.cpu.txt" | bench_median)" 2)"); done
     local IFS=/
     echo "${meds[*]}"
+}
+
+# --- gVisor: the gvisor driver's sandboxes and a bare runsc beside them (issue 26) ----
+
+# The runsc the daemon runs (pinned; scripts/install-runsc). The bare references run it too.
+RUNSC=${RUNSC:-/opt/runtime/bin/runsc}
+
+# Sets GVISOR_SKIP to why the gvisor parts cannot run here, or to "" when they can.
+bench_gvisor_check() {
+    GVISOR_SKIP=
+    if [[ ${GVISOR:-1} == 0 ]]; then
+        GVISOR_SKIP="GVISOR=0"
+    elif [[ ! -e $RUNSC ]]; then
+        GVISOR_SKIP="runsc is not installed at $RUNSC (scripts/install-runsc installs it)"
+    elif [[ ! -x $RUNSC ]]; then
+        GVISOR_SKIP="$RUNSC is not executable"
+    fi
+    [[ -z $GVISOR_SKIP ]] || bench_log "gvisor parts skipped: $GVISOR_SKIP"
+}
+
+# The memory controller's directory of cgroup $1 (a path under the hierarchy's root): v1
+# when it is mounted, else the unified hierarchy.
+bench_memcg() {
+    if [[ -d /sys/fs/cgroup/memory ]]; then echo "/sys/fs/cgroup/memory/$1"; else echo "/sys/fs/cgroup/$1"; fi
+}
+# The memory cgroup of this run's sandbox $1 (the daemon names it "<instance>-<id>").
+bench_sandbox_memcg() { bench_memcg "runtime/$INSTANCE-$1"; }
+
+# "CHARGE ANON" in KiB of the memory cgroup dir $1: what is charged to it (v1 usage_in_bytes,
+# v2 memory.current: anonymous memory, page cache it faulted first, kernel objects) and the
+# anonymous part of it.
+bench_memcg_kib() {
+    local charge anon
+    if [[ -r $1/memory.usage_in_bytes ]]; then
+        charge=$(<"$1/memory.usage_in_bytes")
+        anon=$(awk '$1 == "total_rss" { print $2 }' "$1/memory.stat")
+    else
+        charge=$(<"$1/memory.current")
+        anon=$(awk '$1 == "anon" { print $2 }' "$1/memory.stat")
+    fi
+    echo $((charge / 1024)) $((${anon:-0} / 1024))
+}
+
+# The pids in the cgroup dir $1, one a line.
+bench_memcg_pids() { cat "$1/cgroup.procs" 2>/dev/null; }
+
+# Kills every process in the cgroup dir $1 (10 s at most) and removes the cgroup.
+# (cgroupfs files show size 0: their contents are read, never tested with -s.)
+bench_memcg_drop() {
+    local d=$1 pid pids deadline=$((SECONDS + 10))
+    [[ -d $d ]] || return 0
+    while pids=$(cat "$d/cgroup.procs" 2>/dev/null) && [[ -n $pids ]] && ((SECONDS < deadline)); do
+        for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
+        sleep 0.05
+    done
+    while [[ -d $d ]] && ! rmdir "$d" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.05; done
+    [[ ! -d $d ]] || bench_log "warning: cannot remove the cgroup $d: $(wc -l <"$d/cgroup.procs" 2>/dev/null) processes left"
+    return 0
+}
+
+# bench_wait_pid PID [SECONDS]: waits for our child PID to end, 10 s at most, then KILLs it.
+bench_wait_pid() {
+    local pid=$1 deadline=$((SECONDS + ${2:-10}))
+    [[ -n $pid ]] || return 0
+    while alive "$pid" && ((SECONDS < deadline)); do sleep 0.05; done
+    alive "$pid" && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+    return 0
+}
+
+# The first pid in the cgroup dir $1 whose argv[0] is $2 (runsc names its processes
+# runsc-sandbox, runsc-gofer).
+bench_memcg_find() {
+    local pid a0
+    for pid in $(bench_memcg_pids "$1"); do
+        a0=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1)
+        [[ $a0 == "$2" ]] && { echo "$pid"; return 0; }
+    done
+    return 1
+}
+
+# The global flags a runsc-sandbox process (pid $1) was started with, one a line: its
+# arguments before its "boot" command, less --root and the debug and log flags (set by
+# whoever runs the driver, not part of its sandbox). The bare references run with these,
+# so that they follow the driver's flags (src/sandbox/gvisor.c) as they change.
+bench_runsc_flags() {
+    tr '\0' '\n' <"/proc/$1/cmdline" | awk 'NR == 1 { next } $0 == "boot" { exit }
+        /^--(root|debug|debug-log|debug-command|log|log-format|log-packets|strace|alsologtostderr|panic-log|profile)(=|$)/ { next }
+        { print }'
+}
+
+# bench_bare_bundle SRC DIR PROCESS: an OCI bundle in DIR for a bare `runsc run`, made from
+# the gvisor driver's own (SRC, a sandbox's bundle/config.json): the same spec (user
+# namespace and uid/gid maps, seccomp, resources, /proc, /dev, the bind mounts and their
+# options), with the root a read-only directory DIR/rootfs shaped like the driver's (the
+# directories, the usr/ links, /etc's few files), /usr bound from the host's /usr as the
+# driver's is, every other bind mount a fresh directory DIR/mnt/NAME owned by the uid that
+# the sandbox user (1000 inside) maps to (/tmp 1777), every namespace the driver's names by
+# path (its network namespace with the veth) a fresh one that runsc makes, and PROCESS
+# (JSON) merged into its process (e.g. args, cwd, user). Prints nothing; dies on an error.
+bench_bare_bundle() {
+    local src=$1 dir=$2 process=$3 d host
+    [[ -r $src ]] || bench_die "no driver bundle at $src to copy"
+    host=$(jq -r '.linux.uidMappings[0].hostID // 0' "$src")
+    mkdir -p "$dir/rootfs" "$dir/mnt"
+    for d in usr etc proc dev tmp workspace run home etc/ssl/certs; do mkdir -p "$dir/rootfs/$d"; done
+    for d in bin sbin lib lib64; do ln -sfn "usr/$d" "$dir/rootfs/$d"; done
+    printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nuser:x:1000:1000:user:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$dir/rootfs/etc/passwd"
+    printf 'root:x:0:\ntty:x:5:\nuser:x:1000:\nnogroup:x:65534:\n' >"$dir/rootfs/etc/group"
+    printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\tbare\n' >"$dir/rootfs/etc/hosts"
+    printf 'bare' >"$dir/rootfs/etc/hostname"
+    printf 'nameserver 127.0.0.53\n' >"$dir/rootfs/etc/resolv.conf"
+    printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$dir/rootfs/etc/nsswitch.conf"
+    [[ -r /etc/ld.so.cache ]] && cp /etc/ld.so.cache "$dir/rootfs/etc/"
+    [[ -d /etc/alternatives ]] && cp -a /etc/alternatives "$dir/rootfs/etc/"
+    [[ -r /etc/ssl/certs/ca-certificates.crt ]] && cp /etc/ssl/certs/ca-certificates.crt "$dir/rootfs/etc/ssl/certs/"
+    for d in $(jq -r '.mounts[] | select(.type == "bind" and .destination != "/usr") | .destination' "$src"); do
+        mkdir -p "$dir/mnt$d"
+        chown "$((host + 1000)):$((host + 1000))" "$dir/mnt$d"
+        chmod 755 "$dir/mnt$d"
+    done
+    [[ -d $dir/mnt/tmp ]] && chmod 1777 "$dir/mnt/tmp"
+    jq --arg dir "$dir" --argjson p "$process" '.root.path = ($dir + "/rootfs") | .hostname = "bare"
+        | .mounts |= map(if .type != "bind" then .
+                         elif .destination == "/usr" then .source = "/usr"
+                         else .source = ($dir + "/mnt" + .destination) end)
+        | .process = (.process + $p)
+        | .linux.namespaces |= map(del(.path))' "$src" >"$dir/config.json" || bench_die "cannot write $dir/config.json"
+}
+
+# What runs a bare runsc of bundle config $1 in a network namespace of its own: "unshare -n"
+# when the spec asks for none (runsc would run in this one: the driver's --network=host ran
+# in its holder's), else nothing (runsc makes the spec's).
+bench_bare_netwrap() {
+    jq -e '.linux.namespaces | any(.type == "network")' "$1" >/dev/null || echo "unshare -n"
+}
+
+# Unmounts whatever is mounted under directory $1 (runsc leaves a null-netns bind mount in
+# its --root), deepest first, so that the directory can be removed.
+bench_umount_under() {
+    [[ -n $1 ]] || return 0
+    awk -v p="$1/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r |
+        while read -r m; do umount -l "$m" 2>/dev/null; done
+    return 0
 }
