@@ -548,15 +548,16 @@ static void exec_stop(struct sandbox *sb, void *ctx, pid_t child)
         char group[64], pid[32];
         snprintf(group, sizeof group, "-%ld", inner);
         snprintf(pid, sizeof pid, "--pid=%ld", inner);
-        int spec = -1;
         const char *kill_argv[] = {"kill", "-KILL", "--", group, NULL};
         struct sandbox_exec kill_ex = {
             .argv = kill_argv, .envp = (const char *[]){NULL}, .cwd = "/"};
-        spec = process_spec(&kill_ex, "/usr/bin/kill");
-        char process[64];
-        snprintf(process, sizeof process, "--process=/proc/self/fd/%d", spec);
-        if (spec >= 0) runsc_from_monitor(sb, (const char *[]){"exec", process, sb->spec.id, NULL});
-        if (spec >= 0) close(spec);
+        int spec = process_spec(&kill_ex, "/usr/bin/kill");
+        if (spec >= 0) {
+            char process[64];
+            snprintf(process, sizeof process, "--process=/proc/self/fd/%d", spec);
+            runsc_from_monitor(sb, (const char *[]){"exec", process, sb->spec.id, NULL});
+            close(spec);
+        }
         runsc_from_monitor(sb, (const char *[]){"kill", pid, sb->spec.id, "KILL", NULL});
     }
     kill(child, SIGKILL);
