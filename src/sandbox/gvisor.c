@@ -4,7 +4,7 @@
  * It is built on the ns driver's pieces. A holder process, in new mount, pid, net,
  * ipc and uts namespaces and the sandbox's cgroup, builds the same root as the ns
  * driver at STATE/sandboxes/<id>/root (without pivoting into it) and stays as the
- * reaper of its pid namespace. The keeper then runs `runsc create` and `runsc start`
+ * reaper of its pid namespace. The keeper then runs `runsc run --detach`
  * inside the holder's namespaces on an OCI bundle whose root is that directory, so
  * runsc's gofer serves the same /usr, /etc, /tmp and /workspace, and its sentry and
  * gofer live in the sandbox's cgroup (--ignore-cgroups): the limits, the freezer and
@@ -351,9 +351,10 @@ static int start_runsc(struct sandbox *sb, err_t *err)
     char bundle[700];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
     int r = write_bundle(sb, err);
+    /* run --detach: create and start in one runsc, which returns once it has started. */
     if (r == 0)
-        r = runsc_in_sandbox(sb, (const char *[]){"create", bundle, sb->spec.id, NULL}, err);
-    if (r == 0) r = runsc_in_sandbox(sb, (const char *[]){"start", sb->spec.id, NULL}, err);
+        r = runsc_in_sandbox(sb, (const char *[]){"run", "--detach", bundle, sb->spec.id, NULL},
+                             err);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc started, but its sandbox process is not running");
     return r;
