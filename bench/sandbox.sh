@@ -140,7 +140,7 @@ if ((GV)); then
     NETNOTE="a fresh netns from ${NETWRAP:-runsc, as the spec asks}"
     RUNSC_BARE="${NETWRAP:+$NETWRAP }$RUNSC --root=$WORK/runsc ${GV_FLAGS[*]} run --bundle $WORK/bare-start bare-start"
     RUNSC_NONET="$RUNSC --root=$WORK/runsc ${NONET_FLAGS[*]} run --bundle $WORK/bare-start bare-nonet"
-    # The driver's steps without runtime: `runsc create` and `start` of the bundle with the
+    # The driver's steps without runtime: `runsc run --detach` of the bundle with the
     # driver's init as its process, then `runsc exec` of /bin/echo ready (a process spec like
     # the driver's); the teardown (`runsc delete --force`) runs untimed before the next run.
     bench_bare_bundle "$WORK/driver-bundle.json" "$WORK/bare-init" '{}'
@@ -153,8 +153,7 @@ if ((GV)); then
     {
         echo '#!/bin/sh'
         echo 'set -e'
-        echo "${NETWRAP:+$NETWRAP }${BARE_RSC[*]} create --bundle $WORK/bare-init steps"
-        echo "${BARE_RSC[*]} start steps"
+        echo "${NETWRAP:+$NETWRAP }${BARE_RSC[*]} run --detach --bundle $WORK/bare-init steps"
         echo "${BARE_RSC[*]} exec --process $WORK/echo-process.json steps"
     } >"$WORK/runsc-steps.sh"
     chmod 755 "$WORK/runsc-steps.sh"
@@ -421,7 +420,7 @@ ms() { echo "$(bench_fmt "$1") ms"; }
         row "  bare runsc, the driver's flags" "$(ms "$RUNSC_MS")" "$NETNOTE" ""
         row "  bare runsc --network=none (info)" "$(ms "$RUNSC_NONET_MS")" "gvisor ratio $GV_RATIO_NONET" \
             "ratio <= $TARGET_GV_RATIO $(bench_verdict "$GV_RATIO_NONET" "$TARGET_GV_RATIO")"
-        row "  bare runsc create+start+exec (info)" "$(ms "$RUNSC_STEPS_MS")" \
+        row "  bare runsc run --detach+exec (info)" "$(ms "$RUNSC_STEPS_MS")" \
             "the driver's runsc calls; gvisor $(bench_ratio "$GV_RUN_MS" "$RUNSC_STEPS_MS") x" ""
         row "  gvisor run / ns run (info)" "$(bench_ratio "$GV_RUN_MS" "$RUN_MS")" \
             "$(bench_ratio "$GV_RUN_MS" "$BWRAP_MS") x bwrap" ""
