@@ -46,17 +46,23 @@ static int nl_request(struct mnl_socket *nl, struct nlmsghdr *nlh)
     return r < 0 ? -errno : 0;
 }
 
-static int add_source_address(struct mnl_socket *nl, unsigned lo, struct in_addr src)
+/* addr/prefix on interface index, of that scope (host for the ns driver's loopback source). */
+static int add_address(struct mnl_socket *nl, unsigned index, const char *addr, unsigned prefix,
+                       unsigned char scope)
 {
     char buf[8192];
+    struct in_addr a;
+    inet_pton(AF_INET, addr, &a);
     struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
     nlh->nlmsg_type = RTM_NEWADDR;
     nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
     struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof *ifa);
-    *ifa = (struct ifaddrmsg){
-        .ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_scope = RT_SCOPE_HOST, .ifa_index = lo};
-    mnl_attr_put_u32(nlh, IFA_LOCAL, src.s_addr);
-    mnl_attr_put_u32(nlh, IFA_ADDRESS, src.s_addr);
+    *ifa = (struct ifaddrmsg){.ifa_family = AF_INET,
+                              .ifa_prefixlen = (unsigned char)prefix,
+                              .ifa_scope = scope,
+                              .ifa_index = index};
+    mnl_attr_put_u32(nlh, IFA_LOCAL, a.s_addr);
+    mnl_attr_put_u32(nlh, IFA_ADDRESS, a.s_addr);
     return nl_request(nl, nlh);
 }
 
@@ -89,7 +95,7 @@ static int routes(err_t *err)
         if (nl) mnl_socket_close(nl);
         return err_set(err, errno, "cannot open netlink: %s", strerror(errno));
     }
-    int r = add_source_address(nl, lo, src);
+    int r = add_address(nl, lo, SANDBOX_SRC_ADDR, 32, RT_SCOPE_HOST);
     if (r == 0) r = add_default_route(nl, lo, src);
     mnl_socket_close(nl);
     return r < 0 ? err_set(err, r, "cannot set up the sandbox's route: %s", strerror(-r)) : 0;
@@ -209,24 +215,6 @@ static int link_up(struct mnl_socket *nl, unsigned index)
     return nl_request(nl, nlh);
 }
 
-static int add_address(struct mnl_socket *nl, unsigned index, const char *addr, unsigned prefix)
-{
-    char buf[8192];
-    struct in_addr a;
-    inet_pton(AF_INET, addr, &a);
-    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = RTM_NEWADDR;
-    nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
-    struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof *ifa);
-    *ifa = (struct ifaddrmsg){.ifa_family = AF_INET,
-                              .ifa_prefixlen = (unsigned char)prefix,
-                              .ifa_scope = RT_SCOPE_UNIVERSE,
-                              .ifa_index = index};
-    mnl_attr_put_u32(nlh, IFA_LOCAL, a.s_addr);
-    mnl_attr_put_u32(nlh, IFA_ADDRESS, a.s_addr);
-    return nl_request(nl, nlh);
-}
-
 static int add_route_via(struct mnl_socket *nl, const char *gateway)
 {
     char buf[8192];
@@ -286,7 +274,7 @@ static int outer_links(struct mnl_socket *nl, void *arg)
 {
     int r = add_veth(nl, *(int *)arg);
     unsigned outer = if_nametoindex(GVISOR_VETH_OUTER);
-    if (r == 0) r = add_address(nl, outer, GVISOR_OUTER_ADDR, 30);
+    if (r == 0) r = add_address(nl, outer, GVISOR_OUTER_ADDR, 30, RT_SCOPE_UNIVERSE);
     if (r == 0) r = link_up(nl, outer);
     return r;
 }
@@ -321,7 +309,7 @@ static int setup_outer(void *arg, err_t *err)
 static int inner_links(struct mnl_socket *nl, void *arg)
 {
     unsigned inner = if_nametoindex(GVISOR_VETH_INNER);
-    int r = add_address(nl, inner, GVISOR_INNER_ADDR, 30);
+    int r = add_address(nl, inner, GVISOR_INNER_ADDR, 30, RT_SCOPE_UNIVERSE);
     if (r == 0) r = link_up(nl, inner);
     if (r == 0) r = add_route_via(nl, GVISOR_OUTER_ADDR);
     return r;
