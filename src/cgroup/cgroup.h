@@ -20,6 +20,7 @@ struct cgroup_stats {
     uint64_t cpu_ns;       /* cumulative CPU time */
     uint64_t memory_bytes; /* current usage */
     uint64_t pids;         /* current tasks */
+    uint64_t oom_kills;    /* processes the kernel's OOM killer ended in it, ever */
     bool frozen;
 };
 

@@ -104,6 +104,10 @@ int cg1_stats(struct cgroup *cg, struct cgroup_stats *st)
     if (r == 0)
         r = cgi_read_u64(cgi_dir(cg, CG_MEMORY), "memory.usage_in_bytes", &st->memory_bytes);
     if (r == 0) r = cgi_read_u64(cgi_dir(cg, CG_PIDS), "pids.current", &st->pids);
+    /* oom_kill is there since Linux 4.13; before, no count. */
+    if (r == 0 && cgi_read_key_u64(cgi_dir(cg, CG_MEMORY), "memory.oom_control", "oom_kill",
+                                   &st->oom_kills) < 0)
+        st->oom_kills = 0;
     if (r == 0) {
         r = is_frozen(cg);
         st->frozen = r > 0;

@@ -161,6 +161,8 @@ int cg2_stats(struct cgroup *cg, struct cgroup_stats *st)
     st->cpu_ns = usec * 1000;
     if (r == 0) r = read_counter(dir, "memory.current", CG2_MEMORY, &st->memory_bytes);
     if (r == 0) r = read_counter(dir, "pids.current", CG2_PIDS, &st->pids);
+    if (r == 0 && cgi_read_key_u64(dir, "memory.events", "oom_kill", &st->oom_kills) < 0)
+        st->oom_kills = 0; /* no memory controller here */
     if (r == 0) {
         r = events_frozen(cg);
         st->frozen = r > 0;

@@ -240,6 +240,8 @@ static int on_destroy(struct keeper *k, struct request *rq)
 
 static int on_stop(struct keeper *k, struct request *rq)
 {
+    struct sandbox_stats st = {0}; /* its cgroup goes with the stop */
+    if (rq->e->drv->stats(rq->e->sb, &st) == 0) rq->values[0] = st.cg.oom_kills;
     int r = from_driver(rq->e->drv->stop(rq->e->sb, &rq->err));
     if (r == 0) drop(k, rq->e);
     return r;

@@ -34,8 +34,9 @@
  *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated
  *   SWEEP        - ; removes the leftovers of all sandboxes not listed
  *   DESTROY      - ; a failure keeps the sandbox, so that it can be retried
- *   STOP         - ; ends every process and frees what it holds but its
- *                workspace (its directory stays): ADOPT builds it again on it
+ *   STOP         values[0]: the OOM kills its cgroup counted; ends every process
+ *                and frees what it holds but its workspace (its directory stays):
+ *                ADOPT builds it again on it
  *   FORGET       - ; removes the files of a sandbox the keeper does not hold
  *                (a stopped one); -EBUSY when it holds it
  *   EXEC         fds stdin, stdout, stderr, status

@@ -109,9 +109,10 @@ static void last_line(int fd, char *out, size_t n)
 
 /* Runs runsc with words inside the holder's namespaces and the sandbox's cgroup (what
  * it starts stays there) and waits for it: the keeper's forked child joins them and
- * forks again, since only a child enters a pid namespace. runsc's stderr goes to an
- * unlinked file, not a pipe: the processes it leaves running inherit it. */
-static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, err_t *err)
+ * forks again, since only a child enters a pid namespace. runsc's stdout is out_fd (the
+ * container's, for run); its stderr goes to an unlinked file, not a pipe: the processes
+ * it leaves running inherit it. */
+static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int out_fd, err_t *err)
 {
     struct runsc_argv a;
     runsc_argv(&a, sb, words);
@@ -131,7 +132,7 @@ static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, err_t 
         if (child == 0) {
             cgroup_attach_fds(cg_fds, ncg, 0);
             dup2(null, 0);
-            dup2(null, 1);
+            dup2(out_fd >= 0 ? out_fd : null, 1);
             dup2(errfd, 2);
             execve(RUNSC_PATH, (char *const *)a.v, (char *const[]){"PATH=/usr/bin:/bin", NULL});
             _exit(127);
@@ -264,9 +265,14 @@ static json_t *bundle_json(const struct sandbox *sb)
     json_array_append_new(mounts, bind_json(sb, "/tmp", "rbind,rw,nosuid,nodev"));
     json_array_append_new(mounts, bind_json(sb, "/run", "rbind,rw,nosuid,nodev"));
     json_array_append_new(mounts, bind_json(sb, "/workspace", "rbind,rw,nosuid,nodev"));
+    /* gVisor's own cgroups (v1), where the init sets pids.max: their files are root's. */
+    json_array_append_new(mounts,
+                          mount_json("/sys/fs/cgroup", "cgroup", "cgroup", "nosuid,nodev,noexec"));
+    char pids[16];
+    snprintf(pids, sizeof pids, "%u", sb->spec.pids_max);
     json_t *process =
-        json_pack("{s:{s:i,s:i},s:[s],s:[s],s:s,s:o,s:b}", "user", "uid", 0, "gid", 0, "args",
-                  GVISOR_INIT_PATH, "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
+        json_pack("{s:{s:i,s:i},s:[s,s],s:[s],s:s,s:o,s:b}", "user", "uid", 0, "gid", 0, "args",
+                  GVISOR_INIT_PATH, pids, "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
                   "capabilities", no_capabilities(), "noNewPrivileges", 1);
     char netns[700];
     snprintf(netns, sizeof netns, "%s/netns", sb->dir);
@@ -346,15 +352,38 @@ static void gvisor_free(struct sandbox *sb)
     ns_free(sb);
 }
 
+/* The init's first words on its stdout: "ok" once gVisor's pids.max holds the sandbox's
+ * limit, or why not (src/sandbox/init/runtime-init.c). No program runs before this. */
+static int read_init_outcome(int fd, err_t *err)
+{
+    char said[32];
+    size_t got = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (got < 2 && poll(&p, 1, RUNSC_TIMEOUT_MS) == 1) {
+        ssize_t n = read(fd, said + got, sizeof said - 1 - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    said[got] = '\0';
+    if (strcmp(said, "ok") == 0) return 0;
+    return err_set(err, -EIO, "the sandbox's init could not set gVisor's pids limit: %s",
+                   got ? said : "it said nothing");
+}
+
 static int start_runsc(struct sandbox *sb, err_t *err)
 {
     char bundle[700];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
+    int out[2] = {-1, -1};
     int r = write_bundle(sb, err);
+    if (r == 0 && pipe2(out, O_CLOEXEC) < 0) r = err_set(err, errno, "pipe: %s", strerror(errno));
     /* run --detach: create and start in one runsc, which returns once it has started. */
     if (r == 0)
         r = runsc_in_sandbox(sb, (const char *[]){"run", "--detach", bundle, sb->spec.id, NULL},
-                             err);
+                             out[1], err);
+    if (out[1] >= 0) close(out[1]);
+    if (r == 0) r = read_init_outcome(out[0], err);
+    if (out[0] >= 0) close(out[0]);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc started, but its sandbox process is not running");
     return r;

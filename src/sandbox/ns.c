@@ -319,7 +319,7 @@ int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, b
                                 .pids_max = spec->pids_max};
     if (gvisor) { /* room for runsc's own, beside the limits gVisor enforces inside */
         lim.memory_bytes += (uint64_t)GVISOR_MEMORY_EXTRA_MIB << 20;
-        lim.pids_max = spec->pids_max * 2 + GVISOR_PIDS_EXTRA;
+        lim.pids_max = spec->pids_max * GVISOR_HOST_PIDS_PER_TASK + GVISOR_PIDS_EXTRA;
     }
     int r = make_dirs(sb, err);
     if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))

@@ -77,11 +77,15 @@ void ns_exec_init(void);
 /* Writes the same program to a new file (mode 0555), for the gvisor driver's root. */
 int init_image_write(const char *path);
 #define GVISOR_INIT_PATH "/.runtime-init"
-/* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer;
- * each program's task has a host thread under systrap, hence twice the pids. gVisor
- * does not enforce the limits per program here (runsc --ignore-cgroups): a sandbox
- * whose programs exceed them is ended whole by the host's cgroup (docs/gvisor.md). */
+/* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer.
+ * gVisor counts the programs' tasks against the sandbox's pids limit in its own cgroup
+ * (the init sets it); under systrap each task costs the host up to about 2.4 processes
+ * and threads (a stub per address space and its threads; 2,067 for 872 forked perls),
+ * so the host's limit is three per task and room for the sentry's own, never reached
+ * first. Memory has no such limit inside: a sandbox whose programs exceed it is ended
+ * whole by the host's cgroup (docs/gvisor.md). */
 #define GVISOR_MEMORY_EXTRA_MIB 64
+#define GVISOR_HOST_PIDS_PER_TASK 4
 #define GVISOR_PIDS_EXTRA 256
 
 /* exec.c */

@@ -446,6 +446,10 @@ static void on_halted(struct server *srv, const struct proto_result *res, int *f
                 res->msg);
         log_warn("%s", a->err.msg);
     } else {
+        /* An init that died where the kernel's OOM killer had been at work: under gvisor
+         * runsc's sentry was its victim (docs/gvisor.md), so the user reads that. */
+        if (res->values[0] > 0 && strcmp(sb->halt_reason, HALT_INIT_EXITED) == 0)
+            str_copy(sb->halt_reason, sizeof sb->halt_reason, HALT_OUT_OF_MEMORY);
         log_info("sandbox %s stopped (%s)", sbx_label(sb, who, sizeof who), sb->halt_reason);
     }
     store_writer_sandbox_status(srv->writer, sb->id,
@@ -489,7 +493,7 @@ void server_sandbox_died(struct server *srv, struct sbx *sb)
     char who[300];
     log_warn("sandbox %s stopped: its init process exited", sbx_label(sb, who, sizeof who));
     err_t err = {0};
-    if (halt(srv, sb, SBX_DIED, "init process exited", &err) < 0) log_warn("%s", err.msg);
+    if (halt(srv, sb, SBX_DIED, HALT_INIT_EXITED, &err) < 0) log_warn("%s", err.msg);
 }
 
 bool server_sandbox_busy(struct sbx *sb)

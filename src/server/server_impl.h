@@ -9,6 +9,10 @@
 
 #define DEFAULT_PIDS_MAX 1024
 #define EVENTS_FLUSH_MS 200
+/* Why a sandbox stopped on its own: its init died, or it died where the OOM killer had
+ * been at work (the stopped event's reason). */
+#define HALT_INIT_EXITED "init process exited"
+#define HALT_OUT_OF_MEMORY "out of memory"
 #define EVENTS_PENDING_MAX 512
 #define EVENTS_PER_S 100         /* routine events per sandbox, bursts of 5x */
 #define EVENTS_SECURITY_PER_S 20 /* security events (events.c), a budget of their own */
@@ -23,7 +27,7 @@ struct sbx {
     uint32_t slot;                  /* its host uid range */
     enum sbx_state state;           /* moved only by lifecycle.c's sbx_move (lifecycle.h's table) */
     bool init_died;       /* its init exited while it was being built: stopped once built */
-    char halt_reason[32]; /* why it is stopping: "api", "init process exited" */
+    char halt_reason[32]; /* why it is stopping: "api", HALT_INIT_EXITED, ... */
     int64_t created_ms;
     struct model_sandbox settings;
     struct egress_sandbox *egress; /* NULL while not running */

@@ -391,6 +391,8 @@ TEST(cgroup_memory_limit_ooms)
     int status = reap(pid);
     if (!killed_by_sigkill(status)) fprintf(stderr, "  child status 0x%x\n", status);
     CHECK(killed_by_sigkill(status));
+    struct cgroup_stats st; /* the keeper tells a sandbox's death by the OOM killer by it */
+    CHECK(cgroup_stats(cg, &st) == 0 && st.oom_kills == 1);
     cleanup(cg);
 }
 
