@@ -161,8 +161,9 @@ monitor(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way
     close(errp[1]);
     for (int i = 0; i < 3; i++)
         close(stdio[i]);
+    if (way->run_while_moved) write_all(go[1], "g", 1);
     cgroup_attach_fds(cg_fds, ncg, child);
-    write_all(go[1], "g", 1);
+    if (!way->run_while_moved) write_all(go[1], "g", 1);
     close(go[1]);
     int e = 0;
     ssize_t got = read(errp[0], &e, sizeof e);

@@ -602,6 +602,7 @@ static void exec_ended(struct sandbox *sb, void *ctx)
 static int gvisor_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
 {
     static const struct exec_way way = {.enter = GVISOR_ENTER,
+                                        .run_while_moved = true,
                                         .prepare = exec_prepare,
                                         .run = exec_run,
                                         .stop = exec_stop,

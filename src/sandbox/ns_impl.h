@@ -107,10 +107,14 @@ int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t
  * init's pidfd, calls prepare, forks a child into them that calls run (which execs,
  * or writes an errno to errfd and exits), waits, calls stop at the timeout or when
  * the daemon abandons the program, and ended once it is gone. ctx is the way's own
- * scratch (EXEC_CTX_SIZE bytes), set by prepare before the fork. */
+ * scratch (EXEC_CTX_SIZE bytes), set by prepare before the fork. The child joins the
+ * sandbox's cgroup before run may go on, unless run_while_moved: a child that runs
+ * nothing of the tenant's (runsc exec) starts while it is moved, since a move waits
+ * for an RCU grace period (about 10 ms on cgroup v1). */
 #define EXEC_CTX_SIZE 768
 struct exec_way {
     int enter;
+    bool run_while_moved;
     void (*prepare)(struct sandbox *sb, void *ctx);
     void (*run)(struct sandbox *sb, const struct sandbox_exec *ex, void *ctx, int stdio[3], int go,
                 int errfd) __attribute__((noreturn));
