@@ -153,12 +153,17 @@ if ((GV)); then
     {
         echo '#!/bin/sh'
         echo 'set -e'
-        echo "${NETWRAP:+$NETWRAP }${BARE_RSC[*]} run --detach --bundle $WORK/bare-init steps"
+        # The init says "ok" once it has set gVisor's pids limit (the driver reads it).
+        echo "${NETWRAP:+$NETWRAP }${BARE_RSC[*]} run --detach --bundle $WORK/bare-init steps >/dev/null"
         echo "${BARE_RSC[*]} exec --process $WORK/echo-process.json steps"
     } >"$WORK/runsc-steps.sh"
     chmod 755 "$WORK/runsc-steps.sh"
     RUNSC_STEPS="$WORK/runsc-steps.sh"
     RUNSC_UNDO="${BARE_RSC[*]} delete --force steps"
+    # The start alone, beside each gvisor create of the breakdown: `runsc run --detach` of
+    # the bundle with the driver's init, returning once the sandbox runs.
+    read -ra RUNSC_START <<<"${NETWRAP:+$NETWRAP }${BARE_RSC[*]} run --detach --bundle $WORK/bare-init start"
+    RUNSC_START_UNDO="${BARE_RSC[*]} delete --force start"
     for c in "$RUNSC_BARE" "$RUNSC_NONET" "$GV_RUN" "$RUNSC_STEPS"; do
         # shellcheck disable=SC2086 # the command's words
         out=$(timeout 60 $c 2>&1) || true
@@ -218,7 +223,7 @@ for id in "${ids[@]}"; do timed "$RT" sandbox rm "$id"; done
 CREATE_MS=$(bench_median <"$WORK/create.ms")
 RM_MS=$(bench_median <"$WORK/rm.ms")
 
-GV_EXEC_MS=nan GV_CREATE_MS=nan GV_RM_MS=nan
+GV_EXEC_MS=nan GV_CREATE_MS=nan GV_RM_MS=nan RUNSC_START_MS=nan
 if ((GV)); then
     bench_log "1/4 breakdown, gvisor: exec on one sandbox, $STEPS creates, then $STEPS removals"
     hyperfine -N --style basic --warmup "$WARMUP" --runs "$RUNS" --export-json "$WORK/gv-parts.json" \
@@ -226,15 +231,20 @@ if ((GV)); then
     GV_EXEC_MS=$(bench_hf_median_ms gv-exec "$WORK/gv-parts.json")
     "$RT" sandbox rm "$GV_SB" >/dev/null || bench_die "removing gvisor sandbox $GV_SB failed"
     ids=()
-    OUT=$WORK/gv-create.ms
     for ((i = 0; i < STEPS; i++)); do
+        OUT=$WORK/gv-create.ms
         timed "$RT" sandbox create --isolation gvisor
         read -r id <"$WORK/out"
         ids+=("$id")
+        OUT=$WORK/runsc-start.ms
+        timed "${RUNSC_START[@]}"
+        # shellcheck disable=SC2086 # the command's words
+        timeout 20 $RUNSC_START_UNDO >/dev/null 2>&1 || bench_die "$RUNSC_START_UNDO failed"
     done
     OUT=$WORK/gv-rm.ms
     for id in "${ids[@]}"; do timed "$RT" sandbox rm "$id"; done
     GV_CREATE_MS=$(bench_median <"$WORK/gv-create.ms")
+    RUNSC_START_MS=$(bench_median <"$WORK/runsc-start.ms")
     GV_RM_MS=$(bench_median <"$WORK/gv-rm.ms")
 fi
 
@@ -369,6 +379,7 @@ IDLE_END=$(bench_cpu_idle)
 RATIO=$(bench_ratio "$RUN_MS" "$BWRAP_MS")
 GV_RATIO=$(bench_ratio "$GV_RUN_MS" "$RUNSC_MS")
 GV_RATIO_NONET=$(bench_ratio "$GV_RUN_MS" "$RUNSC_NONET_MS")
+GV_START_RATIO=$(bench_ratio "$GV_CREATE_MS" "$RUNSC_START_MS")
 row() { printf '%-46s %12s  %-30s %s\n' "$@"; }
 ms() { echo "$(bench_fmt "$1") ms"; }
 {
@@ -411,9 +422,13 @@ ms() { echo "$(bench_fmt "$1") ms"; }
     if ((GV)); then
         echo "gvisor driver (issue 26): runsc $(head -c 60 "$RUNSC.version" 2>/dev/null || echo '?'), flags ${GV_FLAGS[*]}"
         echo "bare runsc: \`runsc run\` of the driver's bundle (its root, mounts, uid maps, seccomp) with"
-        echo "process /bin/echo ready, from the host's namespaces; same rounds as the first row"
+        echo "process /bin/echo ready, from the host's namespaces; same rounds as the first row. The"
+        echo "start: \`runsc run --detach\` of that bundle with the driver's init, returning once it runs"
         echo
         row "figure" "value" "reference" "target"
+        row "start: sandbox create --isolation gvisor" "$(ms "$GV_CREATE_MS")" \
+            "runsc run --detach $(ms "$RUNSC_START_MS"), ratio $GV_START_RATIO" \
+            "ratio <= $TARGET_GV_RATIO $(bench_verdict "$GV_START_RATIO" "$TARGET_GV_RATIO")"
         row "sandbox run --isolation gvisor -- echo" "$(ms "$GV_RUN_MS")" \
             "bare runsc $(ms "$RUNSC_MS"), ratio $GV_RATIO" \
             "ratio <= $TARGET_GV_RATIO $(bench_verdict "$GV_RATIO" "$TARGET_GV_RATIO")"
@@ -425,6 +440,7 @@ ms() { echo "$(bench_fmt "$1") ms"; }
         row "  gvisor run / ns run (info)" "$(bench_ratio "$GV_RUN_MS" "$RUN_MS")" \
             "$(bench_ratio "$GV_RUN_MS" "$BWRAP_MS") x bwrap" ""
         row "  sandbox create --isolation gvisor" "$(ms "$GV_CREATE_MS")" "median of $STEPS; ns $(ms "$CREATE_MS")" ""
+        row "  bare runsc run --detach, its init" "$(ms "$RUNSC_START_MS")" "median of $STEPS, one after each create" ""
         row "  sandbox exec ID -- /bin/echo ready" "$(ms "$GV_EXEC_MS")" "ns $(ms "$EXEC_MS")" ""
         row "  sandbox rm ID" "$(ms "$GV_RM_MS")" "median of $STEPS; ns $(ms "$RM_MS")" ""
         echo
@@ -449,6 +465,6 @@ bench_smoke_figures "run=$RUN_MS" "bwrap=$BWRAP_MS" "exec=$EXEC_MS" "get=$GET_MS
     "daemon_each=$DAEMON_EACH" "init_uss=$INIT_USS_EACH" "cgroup_each=$CG_EACH"
 if ((GV)); then
     bench_smoke_figures "gvisor_run=$GV_RUN_MS" "runsc=$RUNSC_MS" "runsc_nonet=$RUNSC_NONET_MS" "runsc_steps=$RUNSC_STEPS_MS" \
-        "gvisor_exec=$GV_EXEC_MS" "gvisor_create=$GV_CREATE_MS" "gvisor_rm=$GV_RM_MS" \
+        "gvisor_exec=$GV_EXEC_MS" "gvisor_create=$GV_CREATE_MS" "gvisor_rm=$GV_RM_MS" "runsc_start=$RUNSC_START_MS" \
         "gvisor_charge=$GV_CHARGE" "gvisor_pss=$GV_PSS" "bare_charge=$BARE_CHARGE" "ns_charge=$NS_CHARGE"
 fi
