@@ -404,11 +404,41 @@ struct halt_answer {
     err_t err;
 };
 
+static void on_revive(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx *sb = arg;
+    err_t err = {0};
+    if (sb->state != SBX_STOPPED || strcmp(sb->halt_reason, HALT_OUT_OF_MEMORY) != 0)
+        return; /* started, removed or stopped by someone since */
+    if (server_sandbox_start(sb->owner, sb, "restart after it ran out of memory", NULL, NULL,
+                             &err) < 0)
+        log_warn("sandbox %s ran out of memory and cannot start again: %s", sb->id, err.msg);
+}
+
+/* Stopped out of memory: it starts again by itself, after a backoff (REVIVE_*). */
+static void revive_later(struct sbx *sb)
+{
+    uint64_t now = now_ms();
+    if (now - sb->last_oom_ms > REVIVE_RESET_MS) sb->oom_stops = 0;
+    sb->last_oom_ms = now;
+    uint64_t delay = (uint64_t)REVIVE_FIRST_MS << (sb->oom_stops < 7 ? sb->oom_stops : 7);
+    if (delay > REVIVE_MAX_MS) delay = REVIVE_MAX_MS;
+    sb->oom_stops++;
+    if (!sb->revive) sb->revive = evtimer_new(sb->owner->base, on_revive, sb);
+    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
+    if (sb->revive) evtimer_add(sb->revive, &tv);
+    log_info("sandbox %s ran out of memory; it starts again in %llu ms", sb->id,
+             (unsigned long long)delay);
+}
+
 /* It moves, and its waiters hear. */
 static void land_halt(struct sbx *sb, enum sbx_event landing, const err_t *err)
 {
     json_t *fields = landing == SBX_HALTED ? json_pack("{s:s}", "reason", sb->halt_reason) : NULL;
     sbx_move(sb->owner, sb, landing, fields);
+    /* Before the waiters hear: one of them may remove it (which ends the timer). */
+    if (sb->state == SBX_STOPPED && strcmp(sb->halt_reason, HALT_OUT_OF_MEMORY) == 0)
+        revive_later(sb);
     struct sbx_waiter *w = sb->waiters;
     sb->waiters = NULL;
     sbx_waiters_tell(sb->owner, sb, w, err);

@@ -210,6 +210,7 @@ static void sbx_free(struct sbx *sb)
     if (srv && srv->hooks.freed) srv->hooks.freed(sb);
     if (sb->egress) egress_sandbox_remove(sb->egress);
     unwatch_death(sb);
+    if (sb->revive) event_free(sb->revive);
     server_sandbox_change_free(sb);
     sbx_waiters_free(sb->waiters); /* at shutdown: their requests end with the loop */
     server_state_waits_end(sb, false);

@@ -13,6 +13,12 @@
  * been at work (the stopped event's reason). */
 #define HALT_INIT_EXITED "init process exited"
 #define HALT_OUT_OF_MEMORY "out of memory"
+/* A sandbox stopped out of memory starts again after 0.5 s, doubling at each stop that
+ * follows within a minute of the last, up to a minute: under gvisor a program that
+ * exhausts the memory ends the whole sandbox, where under ns the kernel kills only it. */
+#define REVIVE_FIRST_MS 500
+#define REVIVE_MAX_MS 60000
+#define REVIVE_RESET_MS 60000
 #define EVENTS_PENDING_MAX 512
 #define EVENTS_PER_S 100         /* routine events per sandbox, bursts of 5x */
 #define EVENTS_SECURITY_PER_S 20 /* security events (events.c), a budget of their own */
@@ -52,6 +58,10 @@ struct sbx {
     struct sbx_change *change;              /* lifecycle.c: a pause or wake under way, or NULL */
     struct state_wait *state_waits;         /* lifecycle.c: requests waiting for a state */
     int64_t lease_ends_ms; /* wall clock: a run's lease (settings.lease_s) ends; 0: none */
+    /* lifecycle.c: one the OOM killer ended starts again by itself, after a backoff */
+    struct event *revive;
+    unsigned oom_stops;   /* in a row, each less than REVIVE_RESET_MS after the last */
+    uint64_t last_oom_ms; /* monotonic */
     struct server *owner;
     struct sbx *next;
 };

@@ -23,6 +23,7 @@ import {
   loopDevicesInto, mountsOf, pidAlive, processesMatching, readOr, runscProcesses, sandboxHostProcesses,
   sandboxInit, startDaemon, stopDaemon, token, waitFor,
 } from '../e2e/lib.mjs';
+import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
 
 const skip = !isRoot() ? 'needs root (runtimed does)'
   : DRIVER === 'gvisor' ? "each sandbox here names its driver: the file runs in make check's ns pass"
@@ -398,6 +399,67 @@ test('a paused (frozen) gvisor sandbox survives a restart of the daemon, paused,
   assert.equal((await d.exec(sb.id, ['echo', 'awake'])).stdout, 'awake\n');
   assert.deepEqual(await insideProcesses(d, sb.id, `sleep ${arg}`), [sleep], 'the same sleep after the wake');
   assert.deepEqual(sandboxHostProcesses(d.stateDir, sb.id).map((x) => x.pid).filter((x) => host.includes(x)).sort(), host);
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+// ---------------------------------------------------------------- out of memory
+
+// gVisor keeps no memory limit of its own: a program that exhausts the sandbox's memory
+// ends the whole sandbox (the host's OOM killer takes runsc's sentry). It comes back by
+// itself, as an ns sandbox is still running after the kernel killed such a program, and
+// its MCP servers with it, at the same URL; its stopped event says why.
+const ECHO_SERVER = String.raw`
+import readline from 'node:readline';
+const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') return send({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'echo', version: '1' } } });
+  if (m.method === 'tools/list') return send({ id: m.id, result: { tools: [{ name: 'echo', description: 'Echoes text.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }] } });
+  if (m.method === 'tools/call') return send({ id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
+  send({ id: m.id, error: { code: -32601, message: 'no ' + m.method } });
+});
+`;
+
+async function mcpReady(id) {
+  const r = await d.api('GET', `/v1/sandboxes/${id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
+  assert.equal(r.status, 200, r.text);
+  const s = r.body.servers.find((x) => x.name === 'echo');
+  assert.equal(s?.status, 'ready', JSON.stringify(r.body.servers));
+  return { url: s.url, headers: r.body.headers };
+}
+
+async function echoThrough({ url, headers }, text) {
+  const c = new Client({ name: 'gvisor-oom', version: '1' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  try {
+    const r = await c.callTool({ name: 'echo', arguments: { text } });
+    return r.content[0].text;
+  } finally {
+    await c.close();
+  }
+}
+
+test('a gvisor sandbox the OOM killer ended starts again by itself, its MCP server at the same URL', { skip }, async () => {
+  const sb = await gvisor({ memoryMiB: 128 });
+  const put = await d.exec(sb.id, ['sh', '-c', 'cat > /workspace/echo.mjs'], { stdin: ECHO_SERVER });
+  assert.equal(put.exitCode, 0, put.stderr);
+  const st = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp`, { servers: [{ name: 'echo', command: ['node', '/workspace/echo.mjs'] }] });
+  assert.ok([200, 201, 202].includes(st.status), st.text);
+  const before = await mcpReady(sb.id);
+  assert.equal(await echoThrough(before, 'before'), 'before');
+
+  const oom = await d.exec(sb.id, ['perl', '-e', '$x = "x" x (512*1024*1024); print "ALLOCATED\n"'], { timeoutMs: 60000 });
+  assert.doesNotMatch(oom.stdout, /ALLOCATED/);
+  let events = [];
+  await waitFor(async () => {
+    events = (await d.api('GET', `/v1/sandboxes/${sb.id}/events`)).body;
+    return events.some((e) => e.kind === 'sandbox.stopped' && e.reason === 'out of memory');
+  }, { timeoutMs: 15000, what: 'a stopped event saying "out of memory"' });
+  await waitFor(async () => (await status(sb.id)) === 'running', { timeoutMs: 20000, what: 'the sandbox to start again by itself' });
+  const after_ = await mcpReady(sb.id);
+  assert.equal(after_.url, before.url, 'the same URL');
+  assert.equal(await echoThrough(after_, 'after'), 'after');
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
