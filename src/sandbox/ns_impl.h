@@ -81,7 +81,7 @@ int init_image_write(const char *path);
  * gVisor counts the programs' tasks against the sandbox's pids limit in its own cgroup
  * (the init sets it); under systrap each task costs the host up to about 2.4 processes
  * and threads (a stub per address space and its threads; 2,067 for 872 forked perls),
- * so the host's limit is three per task and room for the sentry's own, never reached
+ * so the host's limit is four per task and room for the sentry's own, never reached
  * first. Memory has no such limit inside: a sandbox whose programs exceed it is ended
  * whole by the host's cgroup (docs/gvisor.md). */
 #define GVISOR_MEMORY_EXTRA_MIB 64
