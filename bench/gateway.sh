@@ -29,7 +29,10 @@
 #                p50 - runsc p50 <= 0.1 ms at 1 client (with more, the bare side
 #                runs a sandbox per client: information only). Both skipped,
 #                saying why, when runsc
-#                is not installed at /opt/runtime/bin/runsc (or --no-gateway).
+#                is not installed at /opt/runtime/bin/runsc (or --no-gateway);
+#   sg-runsc     (information) the same supergateway in front of that bare runsc
+#                server, so that what a relay costs in front of gVisor is seen
+#                apart from runtime's gateway (beside supergateway over stdio).
 # Each with two clients (bench/mcp-load.mjs): "lean" (JSON lines on a pipe,
 # node:http; little CPU per call, so the figures are the path's) and "sdk" (the
 # official TypeScript SDK 1.32.2, what agents run). Modes rotate over rounds.
@@ -52,7 +55,7 @@
 # (warmup calls per measurement, split over its clients, at least 25 each)
 # CLIENTS="1 16" KINDS="lean sdk" (load clients) FLOOR=1 (0 = skip the floor)
 # (--smoke: ROUNDS=1 SECS=0.2 WARMUP=4, at least 2 each, CLIENTS=2, BUDGET=150)
-# GVISOR=0 skips the gvisor and runsc modes; RUNSC=PATH (default /opt/runtime/bin/runsc,
+# GVISOR=0 skips the gvisor, runsc and sg-runsc modes; RUNSC=PATH (default /opt/runtime/bin/runsc,
 # the daemon's) for the bare runs
 # ERA_TOOLS="echo get-sum" (tools for the era comparison, each NAME or
 # NAME=ARGS_JSON; empty = skip it)
@@ -137,6 +140,7 @@ GV=0
 bench_init
 KEEP="txt json log" # what BENCH_DATA keeps
 SGPID=    # supergateway
+SGRPID=   # supergateway in front of bare runsc (the sg-runsc mode)
 FLPID=    # the floor server
 CPID=     # the load client running now (leads its own process group)
 BARE_CG=  # the memory cgroup the bare runsc servers run in
@@ -170,6 +174,7 @@ cleanup_first() {
         kill -KILL -- "-$CPID" 2>/dev/null
     fi
     [[ -n $SGPID ]] && stop_tree "$SGPID"
+    [[ -n $SGRPID ]] && stop_tree "$SGRPID"
     [[ -n $FLPID ]] && stop_tree "$FLPID"
     return 0
 }
@@ -375,10 +380,10 @@ bare_sweep() {
     [[ -z $pids ]] && return 0
     bench_log "killing $(wc -w <<<"$pids") processes the bare runsc servers left"
     # shellcheck disable=SC2086 # one pid per word
-    kill -KILL $pids 2>/dev/null
+    kill -KILL $pids 2>/dev/null || true # one may have ended meanwhile
     sleep 0.2
     for id in $(timeout 20 "$RUNSC" --root="$WORK/runsc" list -q 2>/dev/null); do
-        timeout 20 "$RUNSC" --root="$WORK/runsc" delete --force "$id" >/dev/null 2>&1
+        timeout 20 "$RUNSC" --root="$WORK/runsc" delete --force "$id" >/dev/null 2>&1 || true
     done
     return 0
 }
@@ -403,6 +408,15 @@ check_modern() {
 start_watchdog
 ERA_NOTE="not measured (--no-gateway)"
 ((GATEWAY)) && setup_gateway
+# sg-runsc (information): the same supergateway in front of the bare runsc server, so that
+# what a relay costs in front of gVisor is measured apart from runtime's gateway.
+if ((GV)); then
+    start_http sg-runsc /healthz "$NODE" --require "$WORK/loopback.cjs" "$SG_JS" \
+        --stdio "$WORK/bare-runsc.sh" --outputTransport streamableHttp --stateful --port '{PORT}' \
+        --streamableHttpPath /mcp --healthEndpoint /healthz --logLevel none
+    SGRPID=$HTTP_PID
+    SGR_URL=$HTTP_BASE/mcp
+fi
 ((GATEWAY)) && ((${#ERA_LIST[@]})) && check_modern
 ((${#ERA_LIST[@]})) || ERA_NOTE="not measured (ERA_TOOLS is empty)"
 
@@ -424,9 +438,9 @@ cpu_of() { # summed CPU ticks of the pids given (0 for one that is gone)
 MODES=(stdio supergateway)
 ((FLOOR)) && MODES+=(floor)
 ((GATEWAY)) && MODES+=(gateway)
-((GV)) && MODES+=(runsc gvisor)
+((GV)) && MODES+=(runsc gvisor sg-runsc)
 # The relaying processes whose CPU per call is reported (not the servers').
-declare -A PROXY=([supergateway]=$SGPID [gateway]="$KPID $SPID" [gvisor]="$KPID $SPID" [g2025]="$KPID $SPID" [g2026]="$KPID $SPID")
+declare -A PROXY=([supergateway]=$SGPID [sg-runsc]=$SGRPID [gateway]="$KPID $SPID" [gvisor]="$KPID $SPID" [g2025]="$KPID $SPID" [g2026]="$KPID $SPID")
 declare -A TICKS=() NCALLS=()
 
 # measure KIND MODE CLIENTS ROUND [TOOL]: one bounded run of the load client. Modes g2025
@@ -441,6 +455,7 @@ measure() {
     runsc) target=(--timeout-ms 30000 --stdio "$WORK/bare-runsc.sh") ;;
     gvisor) target=(--url "$GV_URL" --token "$GV_TOKEN") ;;
     supergateway) target=(--url "$SG_URL") ;;
+    sg-runsc) target=(--timeout-ms 30000 --url "$SGR_URL") ;;
     floor) target=(--url "$FL_URL") ;;
     gateway) target=(--url "$GW_URL" --token "$GW_TOKEN") ;;
     g2025 | g2026)
@@ -461,7 +476,7 @@ measure() {
     wait "$CPID" || rc=$?
     kill -KILL -- "-$CPID" 2>/dev/null || true # any server the client left behind
     CPID=
-    [[ $mode == runsc ]] && bare_sweep
+    [[ $mode == runsc || $mode == sg-runsc ]] && bare_sweep
     # shellcheck disable=SC2086
     t1=$(cpu_of ${PROXY[$mode]:-})
     ((rc == 0)) || bench_die "$kind client, $what, $c clients: the load client failed: $(tail -c 600 "$WORK/err-$tag.log")"
@@ -515,7 +530,7 @@ diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan" || a =
 servers() {
     case $1 in
     stdio) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
-    supergateway) if (($2 > 1)); then echo "$2, one per session"; else echo 1; fi ;;
+    supergateway | sg-runsc) if (($2 > 1)); then echo "$2, one per session"; else echo 1; fi ;;
     floor) echo "none (canned)" ;;
     gateway | gvisor) echo "1, shared" ;;
     runsc) if (($2 > 1)); then echo "$2, one per client"; else echo 1; fi ;;
@@ -529,6 +544,7 @@ label() {
     gateway) echo "runtime gateway (ns)" ;;
     runsc) echo "bare runsc stdio" ;;
     gvisor) echo "gateway, gvisor" ;;
+    sg-runsc) echo "supergateway, runsc" ;;
     esac
 }
 vs_stdio() { if [[ $2 == stdio ]]; then echo -; else diff_ms "${P50[$1-$2-$3]:-}" "${P50[$1-stdio-$3]:-}"; fi; }
@@ -631,6 +647,12 @@ erow() { printf '%-9s %-7s %8s %8s %8s %6s   %8s %8s %8s %6s   %7s %9s\n' "$@"; 
                     "$(diff_ms "${P50[$kind-gateway-$c]:-}" "${P50[$kind-stdio-$c]:-}")"
                 printf '%-54s %-10s (info)\n' "  bare runsc p50 - stdio p50" \
                     "$(diff_ms "${P50[$kind-runsc-$c]:-}" "${P50[$kind-stdio-$c]:-}")"
+                # What gVisor adds behind a relay, runtime's and supergateway's: over the
+                # same relay in front of a server outside gVisor.
+                printf '%-54s %-10s (info)\n' "  gvisor gateway p50 - ns gateway p50" \
+                    "$(diff_ms "${P50[$kind-gvisor-$c]:-}" "${P50[$kind-gateway-$c]:-}")"
+                printf '%-54s %-10s (info)\n' "  supergateway+runsc p50 - supergateway p50" \
+                    "$(diff_ms "${P50[$kind-sg-runsc-$c]:-}" "${P50[$kind-supergateway-$c]:-}")"
             done
         done
     else
