@@ -194,9 +194,23 @@ test('/sys is absent or read-only', async () => {
   } else {
     assert.equal(r.stdout.trim(), 'absent');
   }
-  // No cgroup filesystem either, so no way to move out of the sandbox's cgroup.
   const cg = await d.sh(a.id, 'grep -c cgroup /proc/self/mountinfo; true');
-  assert.equal(cg.stdout.trim(), '0', 'no cgroup mount inside');
+  if (!GVISOR) {
+    // No cgroup filesystem either, so no way to move out of the sandbox's cgroup.
+    assert.equal(cg.stdout.trim(), '0', 'no cgroup mount inside');
+    return;
+  }
+  // gVisor's own cgroups are mounted (the init writes the pids limit there); they are the
+  // sentry's, not the host's, and the programs can change nothing in them: no move, no
+  // limit raised, no cgroup of their own.
+  assert.notEqual(cg.stdout.trim(), '0', 'gVisor mounts its own cgroups');
+  for (const f of ['cgroup.procs', 'tasks', 'pids.max']) {
+    assertRefused(await probe(d, a.id, ['open-write', `/sys/fs/cgroup/pids/${f}`]), `open pids/${f} for writing`);
+  }
+  assertRefused(await probe(d, a.id, ['open-write', '/sys/fs/cgroup/memory/memory.limit_in_bytes']),
+    'open memory.limit_in_bytes for writing');
+  const mk = await d.exec(a.id, ['mkdir', '/sys/fs/cgroup/pids/mine']);
+  assert.notEqual(mk.exitCode, 0, 'a cgroup of its own');
 });
 
 test('setuid binaries do not elevate (nosuid + no_new_privs)', async () => {
