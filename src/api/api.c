@@ -200,6 +200,8 @@ json_t *api_sandbox_json(const struct sbx *sb)
     json_object_set_new(v, "status", json_string(sbx_status_name(sbx_state(sb))));
     json_object_set_new(v, "state", json_string(sbx_state_word(sbx_state(sb))));
     json_object_set_new(v, "createdAt", json_string(created));
+    const char *why = sbx_stop_reason(sb); /* Runtime Cloud's stopReason */
+    json_object_set_new(v, "stopReason", why ? json_string(why) : json_null());
     if (mcp_box_of(sb)) json_object_set_new(v, "mcp", mcp_servers_json(mcp_box_of(sb)));
     return v;
 }

@@ -133,6 +133,12 @@ int64_t sbx_lease_ends_ms(const struct sbx *sb)
     return sb->state == SBX_RUNNING ? sb->lease_ends_ms : 0;
 }
 
+const char *sbx_stop_reason(const struct sbx *sb)
+{
+    bool halted = sb->state == SBX_STOPPING || sb->state == SBX_STOPPED;
+    return halted && sb->halt_reason[0] ? sb->halt_reason : NULL;
+}
+
 int server_sandbox_extend(struct sbx *sb, uint32_t seconds, err_t *err)
 {
     if (!sb->settings.lease_s)

@@ -60,6 +60,10 @@ uint64_t sbx_last_active_ms(const struct sbx *sb); /* monotonic: the last reques
 /* Wall clock: when the lease of its run ends (Runtime Cloud's endsAt); 0: no lease, or not
  * running. Each run (created, woken, started) gets a fresh one of settings.lease_s. */
 int64_t sbx_lease_ends_ms(const struct sbx *sb);
+/* Why a stopping or stopped sandbox stopped, as its sandbox.stopped event says ("api",
+ * "lease", "init process exited", "out of memory"); NULL while it runs, and for one
+ * stopped before the daemon last started (the reason is not stored). */
+const char *sbx_stop_reason(const struct sbx *sb);
 /* Runtime Cloud's :extend: its lease ends seconds later (from now if it has ended), at
  * most MODEL_LEASE_MAX_S ahead. -EINVAL without a lease, -EBUSY when not running. */
 int server_sandbox_extend(struct sbx *sb, uint32_t seconds, err_t *err);

@@ -185,10 +185,35 @@ test('a sandbox whose init is killed on the host is not left "running" with a de
     assert.notEqual(g.body.status, 'running', `status is "running" but exec fails: ${r.text}`);
     assert.ok(!/check argv\[0\]/.test(r.text), `the error blames the program, not the dead sandbox: ${r.text}`);
   }
+  if (r.status !== 200) {
+    await waitFor(async () => (await d.api('GET', `/v1/sandboxes/${s.id}`)).body.state === 'stopped',
+      { what: 'it to be stopped' });
+    const stopped = await d.api('GET', `/v1/sandboxes/${s.id}`);
+    assert.equal(stopped.body.stopReason, 'init process exited', stopped.text);
+  }
   assert.equal((await d.remove(s.id)).status, 200);
   await waitFor(() => cgroupDirs(d.stateDir).filter((c) => c.endsWith(s.id)).length === 0,
     { timeoutMs: 3000, what: 'its cgroups to go' });
   assert.deepEqual(loopDevicesInto(d.stateDir).filter((l) => l.includes(s.id)), []);
+});
+
+// Runtime Cloud's stopReason: why a stopped sandbox stopped (the SDK's start_failed hint
+// points at it), null while it runs.
+test('stopReason says why a sandbox stopped, and is null once it runs again', async () => {
+  const s = await d.create({});
+  assert.equal((await d.api('GET', `/v1/sandboxes/${s.id}`)).body.stopReason, null);
+  const st = await d.api('POST', `/v1/sandboxes/${s.id}:stop`);
+  assert.equal(st.status, 200, st.text);
+  await waitFor(async () => (await d.api('GET', `/v1/sandboxes/${s.id}`)).body.state === 'stopped',
+    { what: 'it to be stopped' });
+  const got = await d.api('GET', `/v1/sandboxes/${s.id}`);
+  assert.equal(got.body.stopReason, 'api', got.text);
+  const listed = (await d.api('GET', '/v1/sandboxes?includeStopped=true')).body.data.find((x) => x.id === s.id);
+  assert.equal(listed?.stopReason, 'api', 'the list says it too');
+  const again = await d.api('POST', `/v1/sandboxes/${s.id}/start`);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.body.stopReason, null, again.text);
+  assert.equal((await d.remove(s.id)).status, 200);
 });
 
 test('a sandbox created after a restart works, and ids stay unique', async () => {

@@ -288,6 +288,8 @@ export interface Sandbox {
   /** Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped */
   state: 'starting' | 'running' | 'pausing' | 'paused' | 'resuming' | 'stopping' | 'stopped';
   createdAt: Time;
+  /** why a stopping or stopped sandbox stopped, as its sandbox.stopped event says: api (a stop asked for), lease (its lease ended with onLeaseEnd stop), init process exited, out of memory (it then starts again by itself); null while it runs, and for one stopped before the daemon last started */
+  stopReason?: string | null;
   /** this is the answer to an earlier request with the same Idempotency-Key */
   replayed?: boolean;
   /** only in getOrCreate's answer when the name was taken: that sandbox, woken if it was paused and started again if it was stopped */
