@@ -79,11 +79,10 @@ int init_image_write(const char *path);
 #define GVISOR_INIT_PATH "/.runtime-init"
 /* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer.
  * gVisor counts the programs' tasks against the sandbox's pids limit in its own cgroup
- * (the init sets it); under systrap each task costs the host up to about 2.4 processes
- * and threads (a stub per address space and its threads; 2,067 for 872 forked perls),
- * so the host's limit is four per task and room for the sentry's own, never reached
- * first. Memory has no such limit inside: a sandbox whose programs exceed it is ended
- * whole by the host's cgroup (docs/gvisor.md). */
+ * (the init sets it); under systrap each task also costs the host stub processes and
+ * threads (about 2.4 a task, docs/gvisor.md), so the host's limit is four per task and
+ * room for the sentry's own, never the one met first. Memory has no such limit inside:
+ * a sandbox whose programs exceed it is ended whole by the host's cgroup. */
 #define GVISOR_MEMORY_EXTRA_MIB 64
 #define GVISOR_HOST_PIDS_PER_TASK 4
 #define GVISOR_PIDS_EXTRA 256
