@@ -41,7 +41,7 @@ $(BUILD)/obj/common/version.o: src/common/version.c src/common/common.h $(BUILD)
 
 FORCE:
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h)
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h src/*/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC $<"
 	@$(CC) $(CFLAGS) $(shell pkg-config --cflags $(PKGS_D) $(PKGS_C)) -c $< -o $@
@@ -65,10 +65,19 @@ $(BUILD)/runtime-init: src/sandbox/init/runtime-init.c
 	$(CC) -std=gnu17 -O2 $(WARN) -static -nostdlib -ffreestanding -fno-stack-protector -fno-pie \
 		-no-pie -fno-asynchronous-unwind-tables -s -Wl,--build-id=none -o $@ $<
 
-$(BUILD)/obj/sandbox/init_image.o: src/sandbox/init_image.S $(BUILD)/runtime-init
+# The gvisor driver's agent (inside gVisor) and shim (outside): static, so that they need
+# nothing of the sandbox's /usr nor of the host's; carried in the daemon as the init is.
+AGENT_HDRS := src/sandbox/agent/frame.h src/proto/proto.h src/common/common.h
+$(BUILD)/runtime-agent $(BUILD)/runtime-shim: $(BUILD)/runtime-%: src/sandbox/agent/%.c $(AGENT_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O2 $(WARN) -D_GNU_SOURCE -static -s -o $@ $<
+
+$(BUILD)/obj/sandbox/init_image.o: src/sandbox/init_image.S $(BUILD)/runtime-init \
+		$(BUILD)/runtime-agent $(BUILD)/runtime-shim
 	@mkdir -p $(dir $@)
 	@echo "  AS $<"
-	@$(CC) -DINIT_IMAGE='"$(BUILD)/runtime-init"' -c $< -o $@
+	@$(CC) -DINIT_IMAGE='"$(BUILD)/runtime-init"' -DAGENT_IMAGE='"$(BUILD)/runtime-agent"' \
+		-DSHIM_IMAGE='"$(BUILD)/runtime-shim"' -c $< -o $@
 
 # The benchmarks' gateway client (bench/gwcall.c): no library, so it costs the calls it times
 # next to nothing.
@@ -156,7 +165,7 @@ bench-smoke: all
 		fi; \
 	done; echo "  BENCH all: $$(( $$(date +%s) - t0 )) s"
 
-FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h bench/*.c
+FORMATTED := src/*/*.c src/*/*.h src/sandbox/init/*.c src/sandbox/agent/*.c src/sandbox/agent/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h bench/*.c
 
 format:
 	clang-format -i $(FORMATTED)

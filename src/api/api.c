@@ -111,6 +111,7 @@ void api_fail(struct httpd_req *req, const err_t *err)
         {-ENAMETOOLONG, 400, "invalid_request"},
         {-EBUSY, 409, "busy"},
         {-ESHUTDOWN, 503, "unavailable"},
+        {-EOPNOTSUPP, 501, "feature_unavailable"}, /* what this daemon or driver lacks */
     };
     for (size_t i = 0; i < ARRAY_LEN(map); i++)
         if (map[i].code == err->code) {
@@ -312,6 +313,9 @@ static void reuse_sandbox(struct server *srv, struct sbx *sb, struct httpd_req *
     case SBX_PAUSED:
     case SBX_PAUSING:
     case SBX_WAKING:
+    case SBX_HIBERNATING:
+    case SBX_HIBERNATED:
+    case SBX_RESTORING:
         r = server_sandbox_resume(srv, sb, "getOrCreate", answer_reused, req, &err);
         break;
     case SBX_STOPPED:
@@ -455,14 +459,6 @@ static bool cloud_fields_taken(struct httpd_req *req, json_t *body)
     return true;
 }
 
-/* A create refused: an isolation driver this daemon lacks is a feature it does not have
- * (Runtime Cloud's code for those), not a wrong request. */
-static void create_failed(struct httpd_req *req, const err_t *err)
-{
-    if (err->code == -EOPNOTSUPP) return api_error(req, 501, "feature_unavailable", "%s", err->msg);
-    api_fail(req, err);
-}
-
 static void create_sandbox(struct httpd_req *req, struct server *srv, const struct api_caller *who)
 {
     json_t *body = api_body_json(req, true);
@@ -494,7 +490,7 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
         log_warn("refused a sandbox of account %s: %s", who->account, err.msg);
         api_fail(req, &err);
     } else if (server_sandbox_create(srv, who->account, &settings, answer_created, req, &err) < 0) {
-        create_failed(req, &err);
+        api_fail(req, &err);
     }
     model_sandbox_clear(&settings); /* what the create did not take */
 }
@@ -653,6 +649,11 @@ static void pause_route(struct httpd_req *req, struct server *srv, struct sbx *s
 {
     change_sandbox(req, srv, sb, server_sandbox_pause);
 }
+static void hibernate_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
+                            const char *sub)
+{
+    change_sandbox(req, srv, sb, server_sandbox_hibernate);
+}
 static void wake_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub)
 {
     change_sandbox(req, srv, sb, server_sandbox_resume);
@@ -722,6 +723,7 @@ static const struct sandbox_route {
     void (*serve)(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *sub);
 } sandbox_routes[] = {
     {"pause", POST_, 0, false, pause_route},
+    {"hibernate", POST_, 0, false, hibernate_route},
     {"wake", POST_, 0, false, wake_route},
     {"resume", POST_, 0, false, wake_route}, /* runtimed's earlier name */
     {"stop", POST_, 0, false, stop_route},
@@ -818,8 +820,9 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
                              const struct api_caller *who, char *key_verb)
 {
     static const char *const verbs[][2] = {
-        {"stop", "stop"},     {"pause", "pause"},    {"wake", "wake"},      {"exec", "exec"},
-        {"restart", "start"}, {"update", ":update"}, {"extend", ":extend"},
+        {"stop", "stop"},      {"pause", "pause"},         {"wake", "wake"},
+        {"exec", "exec"},      {"restart", "start"},       {"update", ":update"},
+        {"extend", ":extend"}, {"hibernate", "hibernate"},
     };
     char *colon = strrchr(key_verb, ':');
     *colon = '\0';
@@ -830,8 +833,8 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
             return one_sandbox(req, srv, who, key_verb, verbs[i][1], NULL);
         }
     api_error(req, 404, "route_not_found",
-              "no change :%.40s of a sandbox here; these are: :stop, :pause, :wake, :exec, "
-              ":restart, :update, :extend",
+              "no change :%.40s of a sandbox here; these are: :stop, :pause, :hibernate, "
+              ":wake, :exec, :restart, :update, :extend",
               colon + 1);
 }
 

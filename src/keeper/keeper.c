@@ -87,7 +87,7 @@ static int reply(struct keeper *k, uint32_t id, int status, const err_t *err, co
                  unsigned nfds, const uint64_t *values)
 {
     struct proto_result res = {.status = status};
-    if (status < 0 && err) snprintf(res.msg, sizeof res.msg, "%s", err->msg);
+    if (err && (status < 0 || err->msg[0])) snprintf(res.msg, sizeof res.msg, "%s", err->msg);
     if (values) memcpy(res.values, values, sizeof res.values);
     return proto_send(k->sock, PROTO_RESULT, id, &res, sizeof res, fds, nfds);
 }
@@ -154,8 +154,9 @@ static int create_or_adopt(struct keeper *k, struct request *rq, bool adopt)
     struct sandbox *sb = NULL;
     if (adopt) {
         err_t ignored = {0};
-        r = from_driver(drv->adopt(k->host, &spec, &sb, &ignored));
-        rq->values[0] = r == 0 ? 1 : 2;
+        r = drv->adopt(k->host, &spec, &sb, &ignored);
+        rq->values[0] = r == 1 ? 3 : r == 0 ? 1 : 2;
+        r = from_driver(r < 0 ? r : 0);
     }
     if (!sb) r = from_driver(drv->create(k->host, &spec, adopt, &sb, &rq->err));
     if (r < 0) return r;
@@ -332,6 +333,24 @@ static int on_freeze(struct keeper *k, struct request *rq)
 {
     const struct proto_ref *p = (const void *)rq->buf;
     return from_driver(rq->e->drv->freeze(rq->e->sb, p->flag != 0, &rq->err));
+}
+
+static int on_hibernate(struct keeper *k, struct request *rq)
+{
+    const struct proto_ref *p = (const void *)rq->buf;
+    const struct sandbox_driver *drv = rq->e->drv;
+    if (!drv->hibernate)
+        return err_set(&rq->err, -ENOTSUP, "sandboxes of the %s driver cannot hibernate",
+                       drv->name);
+    if (p->flag) return from_driver(drv->hibernate(rq->e->sb, &rq->values[0], &rq->err));
+    bool cold = false;
+    int r = from_driver(drv->restore(rq->e->sb, &cold, &rq->err));
+    rq->values[0] = cold;
+    if (r == 0) {
+        rq->fds[0] = drv->watch_fd(rq->e->sb);
+        rq->nfds = rq->fds[0] >= 0;
+    }
+    return r;
 }
 
 static int on_stats(struct keeper *k, struct request *rq)

@@ -34,6 +34,20 @@ static const struct move moves[] = {
     {SBX_PAUSED, SBX_STOP, SBX_STOPPING, NULL},
     {SBX_PAUSED, SBX_DIED, SBX_STOPPING, "sandbox.exited"},
     {SBX_PAUSED, SBX_REMOVE, SBX_REMOVING, NULL},
+    {SBX_PAUSED, SBX_HIBERNATE, SBX_HIBERNATING, NULL},
+
+    /* The sentry ends after a checkpoint: its death is not DIED here. */
+    {SBX_HIBERNATING, SBX_CHECKPOINTED, SBX_HIBERNATED, "sandbox.hibernated"},
+    {SBX_HIBERNATING, SBX_CHANGE_FAILED, SBX_PAUSED, NULL},
+
+    {SBX_HIBERNATED, SBX_WAKE, SBX_RESTORING, NULL},
+    {SBX_HIBERNATED, SBX_STOP, SBX_STOPPING, NULL},
+    {SBX_HIBERNATED, SBX_DIED, SBX_STOPPING, "sandbox.exited"},
+    {SBX_HIBERNATED, SBX_REMOVE, SBX_REMOVING, NULL},
+
+    {SBX_RESTORING, SBX_THAWED, SBX_RUNNING, "sandbox.resumed"},
+    {SBX_RESTORING, SBX_CHANGE_FAILED, SBX_HIBERNATED, NULL},
+    {SBX_RESTORING, SBX_DIED, SBX_STOPPING, "sandbox.exited"},
 
     {SBX_WAKING, SBX_THAWED, SBX_RUNNING, "sandbox.resumed"},
     {SBX_WAKING, SBX_CHANGE_FAILED, SBX_PAUSED, NULL},
@@ -91,6 +105,9 @@ static const struct {
     [SBX_STARTING] = {"starting", SBX_CREATING, "starting", "being started"},
     [SBX_REMOVING] = {"removing", SBX_STOPPED, "stopping", "being removed"},
     [SBX_FAILED] = {"failed", SBX_FAILED, "stopped", "failed"},
+    [SBX_HIBERNATING] = {"hibernating", SBX_PAUSED, "paused", "being hibernated"},
+    [SBX_HIBERNATED] = {"hibernated", SBX_HIBERNATED, "paused", "hibernated"},
+    [SBX_RESTORING] = {"restoring", SBX_HIBERNATED, "resuming", "being restored"},
 };
 
 static const char *const event_names[SBX_EVENT_COUNT] = {
@@ -108,10 +125,12 @@ static const char *const event_names[SBX_EVENT_COUNT] = {
     [SBX_START] = "start",
     [SBX_REMOVE] = "remove",
     [SBX_REMOVE_FAILED] = "remove failed",
+    [SBX_HIBERNATE] = "hibernate",
+    [SBX_CHECKPOINTED] = "checkpointed",
 };
 
 static const enum sbx_state resting[SBX_STATUS_COUNT] = {SBX_CREATING, SBX_RUNNING, SBX_PAUSED,
-                                                         SBX_STOPPED, SBX_FAILED};
+                                                         SBX_STOPPED,  SBX_FAILED,  SBX_HIBERNATED};
 
 const char *sbx_state_name(enum sbx_state state)
 {

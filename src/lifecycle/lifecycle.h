@@ -5,7 +5,9 @@
  *
  *   creating --built--> running --pause--> pausing --frozen--> paused
  *   paused --wake--> waking --thawed--> running
- *   running|paused --stop--> stopping --halted--> stopped --start--> starting
+ *   paused --hibernate--> hibernating --checkpointed--> hibernated
+ *   hibernated --wake--> restoring --thawed--> running
+ *   running|paused|hibernated --stop--> stopping --halted--> stopped --start--> starting
  *   starting --built--> running; resting states --remove--> removing
  *
  * Pure: no I/O, so the unit test walks every pair of state and event. */
@@ -26,7 +28,10 @@ enum sbx_state {
     SBX_STOPPED,  /* no process; workspace, settings, name and gateway link kept */
     SBX_STARTING, /* a stopped one being built again on its workspace */
     SBX_REMOVING,
-    SBX_FAILED, /* could not be built, or a removal failed: remove it (again) */
+    SBX_FAILED,      /* could not be built, or a removal failed: remove it (again) */
+    SBX_HIBERNATING, /* a paused one whose memory is being written to an image */
+    SBX_HIBERNATED,  /* its processes are an image on disk: storage only */
+    SBX_RESTORING,   /* a hibernated one being brought back from its image */
     SBX_STATE_COUNT
 };
 
@@ -47,6 +52,8 @@ enum sbx_event {
     SBX_START,         /* asked to start a stopped one */
     SBX_REMOVE,        /* asked to remove it */
     SBX_REMOVE_FAILED, /* the keeper could not remove everything */
+    SBX_HIBERNATE,     /* asked to hibernate (a paused one) */
+    SBX_CHECKPOINTED,  /* the keeper wrote its image and ended its processes */
     SBX_EVENT_COUNT
 };
 
@@ -65,17 +72,19 @@ const char *sbx_event_name(enum sbx_event event);
 bool sbx_state_transitional(enum sbx_state state);
 
 /* The status the API shows and the store keeps: one of the resting states'
- * names (creating, running, paused, stopped, failed). A transitional state
- * shows the status it has until the keeper is done: pausing running, waking
- * paused, starting creating; stopping and removing show stopped. */
+ * names (creating, running, paused, stopped, failed, hibernated). A transitional
+ * state shows the status it has until the keeper is done: pausing running, waking
+ * paused, starting creating, hibernating paused, restoring hibernated; stopping and
+ * removing show stopped. */
 const char *sbx_status_name(enum sbx_state state);
 /* Runtime Cloud's word for a state, the API's `state` (starting, running,
  * pausing, paused, resuming, stopping, stopped). A failed sandbox is stopped
- * there: nothing runs in it. */
+ * there: nothing runs in it. A hibernated one is paused there (Runtime Cloud's
+ * paused sandboxes cost storage only, which hibernation is). */
 const char *sbx_state_word(enum sbx_state state);
 /* The resting state whose status a state shows (pausing: running, ...). */
 enum sbx_state sbx_state_shown(enum sbx_state state);
-#define SBX_STATUS_COUNT 5
+#define SBX_STATUS_COUNT 6
 /* The i-th public status (0 <= i < SBX_STATUS_COUNT), for /metrics. */
 enum sbx_state sbx_status_at(int i);
 /* The resting state a stored status stands for; an unknown name reads as failed. */

@@ -31,7 +31,8 @@
  * Answers, all PROTO_RESULT:
  *   HELLO        -
  *   CREATE       fd readable once the sandbox died (when the driver has one)
- *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated
+ *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated, 3 adopted
+ *                hibernated (no fd: nothing runs)
  *   SWEEP        - ; removes the leftovers of all sandboxes not listed
  *   DESTROY      - ; a failure keeps the sandbox, so that it can be retried
  *   STOP         values[0]: the OOM kills its cgroup counted; ends every process
@@ -42,6 +43,10 @@
  *   EXEC         fds stdin, stdout, stderr, status
  *   OPEN_FILE    fd
  *   FREEZE       - ; flag 1 freeze, 0 thaw
+ *   HIBERNATE    flag 1: its memory to an image, values[0] the image's bytes (0 when
+ *                it ended without one: msg says why); flag 0: back from it, fd readable
+ *                once it died (as CREATE's), values[0]=1 when it started cold instead
+ *                (msg says why); -ENOTSUP where its driver cannot
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
  *   RENAME_FILE  - ; a file written whole under a temporary name takes its place
@@ -65,6 +70,7 @@
     X(EXEC, exec, struct proto_exec, true, 4, PROTO_NEEDS_SANDBOX)                                 \
     X(OPEN_FILE, open_file, struct proto_file, false, 1, PROTO_NEEDS_SANDBOX)                      \
     X(FREEZE, freeze, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                             \
+    X(HIBERNATE, hibernate, struct proto_ref, false, 1, PROTO_NEEDS_SANDBOX)                       \
     X(STATS, stats, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                               \
     X(NET_SOCKETS, net_sockets, struct proto_ref, false, 3, PROTO_NEEDS_SANDBOX)                   \
     X(TLS_FILES, tls_files, struct proto_tls, false, 2, PROTO_NEEDS_HELLO)                         \
@@ -243,7 +249,7 @@ struct proto_tls {
 
 struct proto_result {
     int32_t status; /* 0 or negative errno */
-    char msg[480];  /* user-readable when status < 0 */
+    char msg[480];  /* user-readable when status < 0; on success, a note some carry */
     uint64_t values[5];
 };
 

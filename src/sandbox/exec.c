@@ -62,8 +62,8 @@ static int exec_search(const struct sandbox_exec *ex)
 
 /* The program itself: joins the user namespace, drops everything, execs. Any
  * errno before exec goes to errfd; a successful exec closes it empty. */
-static void __attribute__((noreturn)) run_program(struct sandbox *sb, const struct sandbox_exec *ex,
-                                                  void *ctx, int stdio[3], int go, int errfd)
+static void __attribute__((noreturn))
+run_program(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int go, int errfd)
 {
     char b;
     err_t err = {0};
@@ -92,11 +92,12 @@ static void __attribute__((noreturn)) run_program(struct sandbox *sb, const stru
     _exit(127);
 }
 
-/* Waits for the program; stops it (way->stop) at the timeout or when the status
+/* Waits for the program; stops it (stop_group) at the timeout or when the status
  * pipe's reader is gone: the daemon closes it to stop a program it no longer wants,
  * such as an MCP server being stopped. */
-static int wait_exit(struct sandbox *sb, const struct exec_way *way, void *ctx, pid_t child,
-                     uint32_t timeout_ms, int status_fd, bool *timed_out, int *signal)
+static void stop_group(pid_t child);
+
+static int wait_exit(pid_t child, uint32_t timeout_ms, int status_fd, bool *timed_out, int *signal)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = status_fd, .events = 0}};
@@ -107,7 +108,7 @@ static int wait_exit(struct sandbox *sb, const struct exec_way *way, void *ctx, 
     bool abandoned = n > 0 && !(p[0].revents & POLLIN) && (p[1].revents & (POLLERR | POLLHUP));
     if (n == 0 || abandoned) {
         *timed_out = n == 0;
-        way->stop(sb, ctx, child);
+        stop_group(child);
     }
     if (pidfd >= 0) close(pidfd);
     int status = 0;
@@ -118,8 +119,8 @@ static int wait_exit(struct sandbox *sb, const struct exec_way *way, void *ctx, 
     return 128 + WTERMSIG(status);
 }
 
-/* The ns driver's stop: the program's process group, then itself. */
-static void stop_group(struct sandbox *sb, void *ctx, pid_t child)
+/* The program's process group, then itself. */
+static void stop_group(pid_t child)
 {
     kill(-child, SIGKILL);
     kill(child, SIGKILL);
@@ -128,8 +129,8 @@ static void stop_group(struct sandbox *sb, void *ctx, pid_t child)
 /* The monitor: enters the sandbox's namespaces, starts the program in its cgroup,
  * enforces the timeout and reports how it ended on the status pipe. */
 static void __attribute__((noreturn))
-monitor(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way *way, int stdio[3],
-        int status_fd, const int *cg_fds, int ncg)
+monitor(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int status_fd,
+        const int *cg_fds, int ncg)
 {
     struct proto_exec_status st = {.exit_code = -1};
     uint64_t start = now_ms();
@@ -140,9 +141,7 @@ monitor(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way
         keep[5 + i] = cg_fds[i];
     close_fds_except(keep, 5 + (size_t)(ncg < 7 ? ncg : 7));
     int go[2], errp[2];
-    char ctx[EXEC_CTX_SIZE] = {0}; /* the way's own, for its start, stop and end */
-    if (way->prepare) way->prepare(sb, ctx);
-    if (setns(sb->init_pidfd, way->enter) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
+    if (setns(sb->init_pidfd, ENTER_NS) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
         pipe2(errp, O_CLOEXEC) < 0) {
         st.start_errno = errno;
         goto report;
@@ -155,22 +154,20 @@ monitor(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way
     if (child == 0) {
         close(go[1]);
         close(errp[0]);
-        way->run(sb, ex, ctx, stdio, go[0], errp[1]);
+        run_program(sb, ex, stdio, go[0], errp[1]);
     }
     close(go[0]);
     close(errp[1]);
     for (int i = 0; i < 3; i++)
         close(stdio[i]);
-    if (way->run_while_moved) write_all(go[1], "g", 1);
     cgroup_attach_fds(cg_fds, ncg, child);
-    if (!way->run_while_moved) write_all(go[1], "g", 1);
+    write_all(go[1], "g", 1);
     close(go[1]);
     int e = 0;
     ssize_t got = read(errp[0], &e, sizeof e);
     bool timed_out = false;
     int signal = 0;
-    int code = wait_exit(sb, way, ctx, child, ex->timeout_ms, status_fd, &timed_out, &signal);
-    if (way->ended) way->ended(sb, ctx);
+    int code = wait_exit(child, ex->timeout_ms, status_fd, &timed_out, &signal);
     if (got == (ssize_t)sizeof e) {
         st.start_errno = e;
     } else {
@@ -184,8 +181,7 @@ report:
     _exit(0);
 }
 
-int sandbox_exec_with(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way *way,
-                      int fds[4], err_t *err)
+int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1}, stp[2] = {-1, -1};
     int cg_fds[8], ncg = cgroup_procs_fds(sb->cg, cg_fds, 8);
@@ -207,7 +203,7 @@ int sandbox_exec_with(struct sandbox *sb, const struct sandbox_exec *ex, const s
         close(er[0]);
         close(stp[0]);
         int stdio[3] = {in[0], out[1], er[1]};
-        monitor(sb, ex, way, stdio, stp[1], cg_fds, ncg);
+        monitor(sb, ex, stdio, stp[1], cg_fds, ncg);
     }
     fds[0] = steal_fd(&in[1]);
     fds[1] = steal_fd(&out[0]);
@@ -222,13 +218,6 @@ out:
     for (int i = 0; i < ncg; i++)
         close(cg_fds[i]);
     return r;
-}
-
-int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
-{
-    static const struct exec_way ns_way = {
-        .enter = ENTER_NS, .run = run_program, .stop = stop_group};
-    return sandbox_exec_with(sb, ex, &ns_way, fds, err);
 }
 
 int ns_enter_as_user(const struct sandbox *sb)

@@ -21,8 +21,10 @@
  * ns driver's helpers on the host side of the gofer's directories (exec.c: the root
  * is dir/root in the holder's mount namespace), as the sandbox user's host uid,
  * which is what gVisor's user namespace maps its uid 1000 to. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
 #include <linux/if_alg.h>
 #include <linux/openat2.h>
@@ -35,13 +37,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../confine/confine.h"
+#include "agent/frame.h"
 #include "ns_impl.h"
 
 #define GVISOR_ENTER (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
@@ -109,10 +115,11 @@ static void last_line(int fd, char *out, size_t n)
 
 /* Runs runsc with words inside the holder's namespaces and the sandbox's cgroup (what
  * it starts stays there) and waits for it: the keeper's forked child joins them and
- * forks again, since only a child enters a pid namespace. runsc's stdout is out_fd (the
- * container's, for run); its stderr goes to an unlinked file, not a pipe: the processes
- * it leaves running inherit it. */
-static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int out_fd, err_t *err)
+ * forks again, since only a child enters a pid namespace. runsc's stdin and stdout are
+ * in_fd and out_fd (the container's, for run; -1: /dev/null); its stderr goes to an unlinked file,
+ * not a pipe: the processes it leaves running inherit it. */
+static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int in_fd, int out_fd,
+                            err_t *err)
 {
     struct runsc_argv a;
     runsc_argv(&a, sb, words);
@@ -131,7 +138,7 @@ static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int ou
         pid_t child = fork();
         if (child == 0) {
             cgroup_attach_fds(cg_fds, ncg, 0);
-            dup2(null, 0);
+            dup2(in_fd >= 0 ? in_fd : null, 0);
             dup2(out_fd >= 0 ? out_fd : null, 1);
             dup2(errfd, 2);
             execve(RUNSC_PATH, (char *const *)a.v, (char *const[]){"PATH=/usr/bin:/bin", NULL});
@@ -186,11 +193,19 @@ static json_t *bind_json(const struct sandbox *sb, const char *dest, const char 
     return mount_json(dest, "bind", source, options);
 }
 
-/* No capability at all, for the init and every program. */
-static json_t *no_capabilities(void)
+/* The agent's four (agent/agent.c): to make each program the sandbox user with no
+ * capability (SETUID, SETGID, SETPCAP) and to signal its programs (KILL). */
+static json_t *agent_capabilities(void)
 {
-    return json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective", "inheritable",
-                     "permitted", "ambient");
+    const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"};
+    json_t *set[3];
+    for (int i = 0; i < 3; i++) {
+        set[i] = json_array();
+        for (size_t c = 0; c < ARRAY_LEN(caps); c++)
+            json_array_append_new(set[i], json_string(caps[c]));
+    }
+    return json_pack("{s:o,s:o,s:[],s:o,s:[]}", "bounding", set[0], "effective", set[1],
+                     "inheritable", "permitted", set[2], "ambient");
 }
 
 static json_t *id_map(const struct sandbox *sb)
@@ -272,8 +287,8 @@ static json_t *bundle_json(const struct sandbox *sb)
     snprintf(pids, sizeof pids, "%u", sb->spec.pids_max);
     json_t *process =
         json_pack("{s:{s:i,s:i},s:[s,s],s:[s],s:s,s:o,s:b}", "user", "uid", 0, "gid", 0, "args",
-                  GVISOR_INIT_PATH, pids, "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
-                  "capabilities", no_capabilities(), "noNewPrivileges", 1);
+                  GVISOR_AGENT_PATH, pids, "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
+                  "capabilities", agent_capabilities(), "noNewPrivileges", 1);
     char netns[700];
     snprintf(netns, sizeof netns, "%s/netns", sb->dir);
     json_t *namespaces = json_pack(
@@ -352,40 +367,116 @@ static void gvisor_free(struct sandbox *sb)
     ns_free(sb);
 }
 
-/* The init's first words on its stdout: "ok" once gVisor's pids.max holds the sandbox's
- * limit, or why not (src/sandbox/init/runtime-init.c). No program runs before this. */
-static int read_init_outcome(int fd, err_t *err)
+/* The agent's first words on its stdout: AGENT_READY once gVisor's pids.max holds the
+ * sandbox's limit, or why not (src/sandbox/agent/agent.c). No program runs before this. */
+static int read_agent_outcome(int fd, err_t *err)
 {
     char said[32];
-    size_t got = 0;
+    size_t got = 0, want = strlen(AGENT_READY);
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (got < 2 && poll(&p, 1, RUNSC_TIMEOUT_MS) == 1) {
-        ssize_t n = read(fd, said + got, sizeof said - 1 - got);
+    while (got < want && poll(&p, 1, RUNSC_TIMEOUT_MS) == 1) {
+        ssize_t n = read(fd, said + got, want - got);
         if (n <= 0) break;
         got += (size_t)n;
     }
     said[got] = '\0';
-    if (strcmp(said, "ok") == 0) return 0;
-    return err_set(err, -EIO, "the sandbox's init could not set gVisor's pids limit: %s",
+    if (strcmp(said, AGENT_READY) == 0) return 0;
+    if (got < sizeof said - 1) { /* the rest of why not */
+        ssize_t n = p.revents ? read(fd, said + got, sizeof said - 1 - got) : 0;
+        said[got + (n > 0 ? (size_t)n : 0)] = '\0';
+    }
+    return err_set(err, -EIO, "the sandbox's agent could not set gVisor's pids limit: %s",
                    got ? said : "it said nothing");
 }
 
+/* The shim's listening socket, STATE/sandboxes/<id>/shim.sock (root's only). */
+static int shim_listen(const struct sandbox *sb, err_t *err)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (snprintf(a.sun_path, sizeof a.sun_path, "%s/shim.sock", sb->dir) >= (int)sizeof a.sun_path)
+        return err_set(err, -ENAMETOOLONG, "the state dir's path is too long for a socket");
+    unlink(a.sun_path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int r = fd < 0 ? -errno : 0;
+    mode_t old = umask(077);
+    if (r == 0 && (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0)) r = -errno;
+    umask(old);
+    if (r < 0) {
+        if (fd >= 0) close(fd);
+        return err_set(err, r, "cannot listen on %s: %s", a.sun_path, strerror(-r));
+    }
+    return fd;
+}
+
+/* Starts the shim (agent/shim.c) in the holder's namespaces and the sandbox's cgroup,
+ * with its descriptors at 3 (listening), 4 to 7 (the agent's pipes: agent_fds) and 8
+ * (the sentry's pidfd), as the sandbox's root's host uid with no capability, no_new_privs
+ * and the sandbox's seccomp filter: it needs no privilege. */
+static int start_shim(struct sandbox *sb, const int agent_fds[4], err_t *err)
+{
+    int listen_fd = shim_listen(sb, err);
+    if (listen_fd < 0) return listen_fd;
+    int cg_fds[8], ncg = cgroup_procs_fds(sb->cg, cg_fds, 8);
+    pid_t pid = ncg < 0 ? -1 : fork();
+    if (pid == 0) {
+        if (setns(sb->init_pidfd, GVISOR_ENTER) < 0) _exit(125);
+        pid_t child = fork();
+        if (child != 0) _exit(child < 0 ? 126 : 0); /* the holder reaps the shim */
+        cgroup_attach_fds(cg_fds, ncg, 0);
+        setpriority(PRIO_PROCESS, 0, 0); /* the keeper's niceness is not the sandbox's */
+        int null = open("/dev/null", O_RDWR);
+        for (int i = 0; i < 3; i++)
+            dup2(null, i);
+        uid_t uid = ns_host_uid(sb, 0);
+        err_t ignored = {0};
+        for (int cap = 0; cap < 64; cap++)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) _exit(124);
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+            setresuid(uid, uid, uid) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            confine_sandbox_seccomp(&ignored) < 0)
+            _exit(124);
+        gvisor_exec_shim((int[GVISOR_SHIM_FDS]){listen_fd, agent_fds[0], agent_fds[1], agent_fds[2],
+                                                agent_fds[3], sb->boot_pidfd});
+        _exit(127);
+    }
+    for (int i = 0; i < ncg; i++)
+        close(cg_fds[i]);
+    close(listen_fd);
+    if (pid < 0) return err_set(err, -EIO, "cannot start the sandbox's shim");
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return err_set(err, -EIO, "cannot start the sandbox's shim (status %d)", st);
+    return 0;
+}
+
+static void close_all(int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0) close(fds[i]);
+}
+
+/* `runsc run` with the agent's stdin and stdout on two pipes whose other ends go to the
+ * shim (it keeps the agent's ends too, for a restore). */
 static int start_runsc(struct sandbox *sb, err_t *err)
 {
     char bundle[700];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
-    int out[2] = {-1, -1};
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
     int r = write_bundle(sb, err);
-    if (r == 0 && pipe2(out, O_CLOEXEC) < 0) r = err_set(err, errno, "pipe: %s", strerror(errno));
+    if (r == 0 && (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0))
+        r = err_set(err, errno, "pipe: %s", strerror(errno));
     /* run --detach: create and start in one runsc, which returns once it has started. */
     if (r == 0)
         r = runsc_in_sandbox(sb, (const char *[]){"run", "--detach", bundle, sb->spec.id, NULL},
-                             out[1], err);
-    if (out[1] >= 0) close(out[1]);
-    if (r == 0) r = read_init_outcome(out[0], err);
-    if (out[0] >= 0) close(out[0]);
+                             in[0], out[1], err);
+    if (r == 0) r = read_agent_outcome(out[0], err);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc started, but its sandbox process is not running");
+    if (r == 0) r = start_shim(sb, (int[4]){in[1], out[0], in[0], out[1]}, err);
+    close_all(in, 2);
+    close_all(out, 2);
     return r;
 }
 
@@ -409,6 +500,9 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
     return 0;
 }
 
+static int shim_connect(const struct sandbox *sb);
+static int gvisor_stop(struct sandbox *sb, err_t *err);
+
 static int gvisor_adopt(const struct sandbox_host *host, const struct sandbox_spec *spec,
                         struct sandbox **out, err_t *err)
 {
@@ -417,197 +511,275 @@ static int gvisor_adopt(const struct sandbox_host *host, const struct sandbox_sp
     char cgname[64];
     sandbox_cgroup_name(host, spec->id, cgname, sizeof cgname);
     int r = cgroup_open(cgname, &sb->cg, err);
-    if (r == 0 && find_processes(sb) < 0)
-        r = err_set(err, -ENOENT, "sandbox %s is no longer running", spec->id);
+    bool hibernated = false;
+    if (r == 0 && find_processes(sb) < 0) {
+        /* Hibernated: only the holder and the shim run, and its image is there. */
+        char image[700];
+        snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+        hibernated = sb->init_pidfd >= 0 && sb->boot_pidfd < 0 && access(image, F_OK) == 0;
+        if (!hibernated) r = err_set(err, -ENOENT, "sandbox %s is no longer running", spec->id);
+    }
+    int shim = r == 0 ? shim_connect(sb) : -1;
+    if (r == 0 && shim < 0) { /* no way in: what runs is ended, and it is built again */
+        err_t ignored = {0};
+        gvisor_stop(sb, &ignored);
+        r = err_set(err, -ENOENT, "sandbox %s's shim is gone", spec->id);
+    }
+    if (shim >= 0) close(shim);
     if (r < 0) {
         gvisor_free(sb);
         return r;
     }
     *out = sb;
-    return 0;
+    return hibernated;
 }
 
 static int gvisor_watch_fd(struct sandbox *sb)
 {
-    return fcntl(sb->boot_pidfd, F_DUPFD_CLOEXEC, 3);
+    return sb->boot_pidfd < 0 ? -1 : fcntl(sb->boot_pidfd, F_DUPFD_CLOEXEC, 3);
 }
 
-/* ---- exec: `runsc exec` with a process spec ---- */
+/* ---- exec: through the shim, to the agent ---- */
 
-struct exec_ctx {
-    char pid_file[700]; /* where runsc exec writes the program's pid inside */
-};
-
-static void exec_prepare(struct sandbox *sb, void *ctx)
+/* The exec request the shim forwards to the agent as is (agent/frame.h). */
+static int spawn_request(const struct sandbox_exec *ex, char *buf, size_t cap, size_t *len)
 {
-    struct exec_ctx *c = ctx;
-    _Static_assert(sizeof *c <= EXEC_CTX_SIZE, "exec_ctx fits the monitor's scratch");
-    snprintf(c->pid_file, sizeof c->pid_file, "%s/exec-%d.pid", sb->dir, (int)getpid());
-}
-
-/* Is path (inside the sandbox) an executable regular file? Resolved within the root,
- * as exec'ing it inside would. */
-static bool executable_in(int root, const char *path)
-{
-    int fd = ns_open_in_root(root, path, O_PATH, 0);
-    struct stat st;
-    bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
-    if (fd >= 0) close(fd);
-    return ok;
-}
-
-/* argv[0] as runsc needs it (a path inside), looked up in the sandbox's PATH as
- * exec.c's exec_search does for the ns driver; 0 or an errno. */
-static int resolve_program(int root, const struct sandbox_exec *ex, char *out, size_t n)
-{
-    const char *file = ex->argv[0];
-    if (strchr(file, '/')) {
-        if (file[0] == '/')
-            snprintf(out, n, "%s", file);
-        else
-            snprintf(out, n, "%s/%s", ex->cwd, file);
-        return executable_in(root, out) ? 0 : ENOENT;
-    }
-    const char *path = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *const *e = ex->envp; e && *e; e++)
-        if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        snprintf(out, n, "%.*s/%s", (int)len, path, file);
-        if (out[0] == '/' && executable_in(root, out)) return 0;
-        path += len + (path[len] == ':');
-    }
-    return ENOENT;
-}
-
-static json_t *strings_json(const char *const *v, const char *first)
-{
-    json_t *a = json_array();
-    if (first) json_array_append_new(a, json_string(first));
-    for (; v && *v; v++)
-        json_array_append_new(a, json_string(*v));
-    return a;
-}
-
-/* The process spec for runsc exec, in a memfd the child passes by its /proc path. */
-static int process_spec(const struct sandbox_exec *ex, const char *program)
-{
-    json_t *spec = json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:o,s:b}", "user", "uid", SANDBOX_USER_UID,
-                             "gid", SANDBOX_USER_UID, "args", strings_json(ex->argv + 1, program),
-                             "env", strings_json(ex->envp, NULL), "cwd", ex->cwd, "capabilities",
-                             no_capabilities(), "noNewPrivileges", 1);
-    char *text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
-    json_decref(spec);
-    int fd = text ? memfd_create("process.json", 0) : -1;
-    int r = fd < 0 ? -ENOMEM : write_all(fd, text, strlen(text));
-    free(text);
-    if (r < 0 && fd >= 0) close(fd);
-    return r < 0 ? r : fd;
-}
-
-static int check_cwd(int root, const char *cwd)
-{
-    int fd = ns_open_in_root(root, cwd, O_PATH | O_DIRECTORY, 0);
-    if (fd < 0) return -fd;
-    close(fd);
+    struct frame_spawn s = {.timeout_ms = ex->timeout_ms};
+    uint32_t kind = SHIM_EXEC;
+    memcpy(buf, &kind, sizeof kind);
+    buf += sizeof kind;
+    cap -= sizeof kind;
+    size_t off = sizeof s;
+    const char *const *lists[] = {ex->argv, ex->envp};
+    uint32_t *counts[] = {&s.argc, &s.envc};
+    size_t n = strlen(ex->cwd) + 1;
+    if (off + n > cap) return -E2BIG;
+    memcpy(buf + off, ex->cwd, n);
+    off += n;
+    for (int l = 0; l < 2; l++)
+        for (const char *const *v = lists[l]; v && *v; v++, (*counts[l])++) {
+            n = strlen(*v) + 1;
+            if (off + n > cap) return -E2BIG;
+            memcpy(buf + off, *v, n);
+            off += n;
+        }
+    memcpy(buf, &s, sizeof s);
+    *len = sizeof kind + off;
     return 0;
 }
 
-/* In the monitor's child, inside the holder's namespaces: checks what `runsc exec`
- * would only report on the program's stderr (no such program or directory), then
- * becomes `runsc exec`. */
-static void __attribute__((noreturn)) exec_run(struct sandbox *sb, const struct sandbox_exec *ex,
-                                               void *ctx, int stdio[3], int go, int errfd)
+/* A connection to the sandbox's shim, which answers within SHIM_ANSWER_MS. */
+#define SHIM_ANSWER_MS 10000
+static int shim_connect(const struct sandbox *sb)
 {
-    const struct exec_ctx *c = ctx;
-    char b, program[4096], root_path[700], process[64];
-    if (read(go, &b, 1) != 1) _exit(126);
-    snprintf(root_path, sizeof root_path, "%s/root", sb->dir);
-    int root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    int e = root < 0 ? errno : check_cwd(root, ex->cwd);
-    if (e == 0) e = resolve_program(root, ex, program, sizeof program);
-    int spec = e == 0 ? process_spec(ex, program) : -1;
-    if (e == 0 && spec < 0) e = -spec;
-    for (int i = 0; e == 0 && i < 3; i++)
-        if (dup2(stdio[i], i) < 0) e = errno;
-    if (e == 0 && setsid() < 0) e = errno;
-    if (e == 0) {
-        snprintf(process, sizeof process, "--process=/proc/self/fd/%d", spec);
-        char pid_file[720];
-        snprintf(pid_file, sizeof pid_file, "--internal-pid-file=%s", c->pid_file);
-        struct runsc_argv a;
-        runsc_argv(&a, sb, (const char *[]){"exec", process, pid_file, sb->spec.id, NULL});
-        signal(SIGPIPE, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(RUNSC_PATH, (char *const *)a.v, (char *const[]){"PATH=/usr/bin:/bin", NULL});
-        e = errno;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/shim.sock", sb->dir);
+    if (n >= (int)sizeof a.sun_path) return -ENAMETOOLONG;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct timeval tv = {.tv_sec = SHIM_ANSWER_MS / 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        int e = -errno;
+        close(fd);
+        return e;
     }
-    write_all(errfd, &e, sizeof e);
-    _exit(127);
+    return fd;
 }
 
-/* Runs runsc with words from the monitor (already in the holder's namespaces) and
- * waits: only at a timeout or a stop, so its few tens of milliseconds are no one's. */
-static void runsc_from_monitor(struct sandbox *sb, const char *const *words)
+/* The shim's answer: an int32 (0 or -errno) and, on 0, nfds descriptors. */
+static int shim_answer(int fd, int *fds, int nfds)
 {
-    struct runsc_argv a;
-    runsc_argv(&a, sb, words);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        for (int i = 0; i < 3; i++)
-            dup2(null, i);
-        execve(RUNSC_PATH, (char *const *)a.v, (char *const[]){"PATH=/usr/bin:/bin", NULL});
-        _exit(127);
-    }
-    while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    int32_t status = -EIO;
+    struct iovec iov = {.iov_base = &status, .iov_len = sizeof status};
+    char ctl[CMSG_SPACE(4 * sizeof(int))];
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    int got =
+        c && c->cmsg_type == SCM_RIGHTS ? (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)) : 0;
+    int *passed = got ? (int *)CMSG_DATA(c) : NULL;
+    if (n != (ssize_t)sizeof status || (status == 0 && got != nfds)) status = -EPROTO;
+    for (int i = 0; i < got; i++)
+        if (status == 0)
+            fds[i] = passed[i];
+        else
+            close(passed[i]);
+    return status;
 }
 
-/* Killing `runsc exec` would leave the program running inside: it is killed there,
- * its process group first (it leads one: runsc exec makes it a session leader), then
- * itself, and then runsc exec. */
-static void exec_stop(struct sandbox *sb, void *ctx, pid_t child)
+/* Tells the shim kind (SHIM_HIBERNATE, SHIM_WATCH with fd): 0 or -errno. */
+static int shim_tell(struct sandbox *sb, uint32_t kind, int fd)
 {
-    const struct exec_ctx *c = ctx;
-    char buf[32] = "";
-    long inner = read_file_small(c->pid_file, buf, sizeof buf) >= 0 ? strtol(buf, NULL, 10) : 0;
-    if (inner > 1) {
-        char group[64], pid[32];
-        snprintf(group, sizeof group, "-%ld", inner);
-        snprintf(pid, sizeof pid, "--pid=%ld", inner);
-        const char *kill_argv[] = {"kill", "-KILL", "--", group, NULL};
-        struct sandbox_exec kill_ex = {
-            .argv = kill_argv, .envp = (const char *[]){NULL}, .cwd = "/"};
-        int spec = process_spec(&kill_ex, "/usr/bin/kill");
-        if (spec >= 0) {
-            char process[64];
-            snprintf(process, sizeof process, "--process=/proc/self/fd/%d", spec);
-            runsc_from_monitor(sb, (const char *[]){"exec", process, sb->spec.id, NULL});
-            close(spec);
-        }
-        runsc_from_monitor(sb, (const char *[]){"kill", pid, sb->spec.id, "KILL", NULL});
+    int conn = shim_connect(sb);
+    if (conn < 0) return conn;
+    struct iovec iov = {.iov_base = &kind, .iov_len = sizeof kind};
+    char ctl[CMSG_SPACE(sizeof(int))] = {0};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        msg.msg_control = ctl;
+        msg.msg_controllen = sizeof ctl;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        *c = (struct cmsghdr){
+            .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
     }
-    kill(child, SIGKILL);
-}
-
-static void exec_ended(struct sandbox *sb, void *ctx)
-{
-    const struct exec_ctx *c = ctx;
-    unlink(c->pid_file);
+    int r = sendmsg(conn, &msg, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(conn, NULL, 0);
+    close(conn);
+    return r;
 }
 
 static int gvisor_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
 {
-    static const struct exec_way way = {.enter = GVISOR_ENTER,
-                                        .run_while_moved = true,
-                                        .prepare = exec_prepare,
-                                        .run = exec_run,
-                                        .stop = exec_stop,
-                                        .ended = exec_ended};
-    return sandbox_exec_with(sb, ex, &way, fds, err);
+    static char req[FRAME_MAX + sizeof(uint32_t)];
+    size_t len = 0;
+    int r = spawn_request(ex, req, sizeof req, &len);
+    if (r < 0) return err_set(err, r, "the command and its environment are too long");
+    int fd = shim_connect(sb);
+    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
+    r = send(fd, req, len, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 4);
+    close(fd);
+    if (r < 0) return err_set(err, r, "the sandbox's shim could not start it: %s", strerror(-r));
+    return 0;
+}
+
+/* ---- hibernation: runsc checkpoint and restore ---- */
+
+/* The bytes the files of dir take on disk. */
+static uint64_t dir_bytes(const char *dir)
+{
+    uint64_t total = 0;
+    DIR *d = opendir(dir);
+    struct stat st;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_blocks * 512;
+    if (d) closedir(d);
+    return total;
+}
+
+static bool pidfd_ended(int pidfd, int wait_ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, wait_ms)) < 0 && errno == EINTR) {
+    }
+    return n != 0;
+}
+
+/* runsc's container of a sandbox whose sentry has ended: its state goes, so that a
+ * restore or a run can take the id again. */
+static void forget_container(struct sandbox *sb)
+{
+    err_t ignored = {0};
+    runsc_in_sandbox(sb, (const char *[]){"delete", "--force", sb->spec.id, NULL}, -1, -1,
+                     &ignored);
+    if (sb->boot_pidfd >= 0) close(sb->boot_pidfd);
+    sb->boot_pidfd = -1;
+}
+
+/* The agent and its programs are checkpointed with gVisor's whole kernel; the shim keeps
+ * their pipes meanwhile, and what the daemon writes to them waits there. */
+static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *err)
+{
+    char tmp[700], image[700], flag[720];
+    snprintf(tmp, sizeof tmp, "%s/%s.new", sb->dir, GVISOR_IMAGE);
+    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    snprintf(flag, sizeof flag, "--image-path=%s", tmp);
+    ns_remove_tree(tmp);
+    ns_remove_tree(image);
+    *image_bytes = 0;
+    if (mkdir(tmp, 0700) < 0)
+        return err_set(err, errno, "cannot make %s: %s", tmp, strerror(errno));
+    int r = ns_freeze(sb, false, err); /* a frozen sentry cannot write its image */
+    int told = r == 0 ? shim_tell(sb, SHIM_HIBERNATE, -1) : 0;
+    if (told < 0) r = err_set(err, told, "cannot reach the sandbox's shim: %s", strerror(-told));
+    if (r == 0)
+        r = runsc_in_sandbox(sb,
+                             (const char *[]){"checkpoint", flag, "--compression=flate-best-speed",
+                                              sb->spec.id, NULL},
+                             -1, -1, err);
+    /* The sentry ends after a checkpoint, and after most failed ones too. */
+    bool ended = pidfd_ended(sb->boot_pidfd, r == 0 ? RUNSC_TIMEOUT_MS : 1000);
+    if (r < 0 && !ended) { /* nothing lost: it stays paused */
+        err_t ignored = {0};
+        ns_remove_tree(tmp);
+        if (told == 0) shim_tell(sb, SHIM_WATCH, sb->boot_pidfd);
+        ns_freeze(sb, true, &ignored);
+        return r;
+    }
+    forget_container(sb);
+    if (r == 0 && rename(tmp, image) < 0)
+        r = err_set(err, errno, "cannot keep the image: %s", strerror(errno));
+    if (r < 0) { /* it ended without an image: the next wake starts it cold */
+        ns_remove_tree(tmp);
+        return 0;
+    }
+    *image_bytes = dir_bytes(image);
+    return 0;
+}
+
+/* The agent's ends of its stdin and stdout, which the shim kept. */
+static int shim_agent_ends(struct sandbox *sb, int fds[2], err_t *err)
+{
+    int fd = shim_connect(sb);
+    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
+    uint32_t kind = SHIM_AGENT_ENDS;
+    int r = send(fd, &kind, sizeof kind, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 2);
+    close(fd);
+    return r < 0 ? err_set(err, r, "the sandbox's shim kept no pipes: %s", strerror(-r)) : 0;
+}
+
+static int restore_image(struct sandbox *sb, const char *image, err_t *err)
+{
+    char bundle[700], flag[720];
+    snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
+    snprintf(flag, sizeof flag, "--image-path=%s", image);
+    struct stat st;
+    if (stat(image, &st) < 0) return err_set(err, -ENOENT, "it has no image");
+    int ends[2] = {-1, -1};
+    int r = gvisor_net_readdress(sb, err);
+    if (r == 0) r = shim_agent_ends(sb, ends, err);
+    if (r == 0)
+        r = runsc_in_sandbox(
+            sb, (const char *[]){"restore", "--detach", bundle, flag, sb->spec.id, NULL}, ends[0],
+            ends[1], err);
+    close_all(ends, 2);
+    if (r == 0 && find_processes(sb) < 0)
+        r = err_set(err, -ESRCH, "runsc restored it, but its sandbox process is not running");
+    int told = r == 0 ? shim_tell(sb, SHIM_WATCH, sb->boot_pidfd) : 0;
+    if (told < 0) r = err_set(err, told, "cannot reach the sandbox's shim: %s", strerror(-told));
+    return r;
+}
+
+/* The shim of a sandbox started cold: the new agent gets new pipes. */
+static void kill_shim(struct sandbox *sb)
+{
+    pid_t pids[512];
+    int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
+    for (int i = 0; i < n; i++)
+        if (cmdline_starts(pids[i], "runtime-shim")) kill(pids[i], SIGKILL);
+}
+
+static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
+{
+    char image[700];
+    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    err_t why = {0};
+    *cold = false;
+    int r = restore_image(sb, image, &why);
+    ns_remove_tree(image);
+    if (r == 0) return 0;
+    /* Cold: what its memory held is lost; its workspace and /tmp are not. */
+    *cold = true;
+    if (sb->boot_pidfd >= 0) pidfd_ended(sb->boot_pidfd, 0);
+    forget_container(sb);
+    kill_shim(sb);
+    r = start_runsc(sb, err);
+    if (r == 0) err_set(err, 0, "%s", why.msg);
+    return r;
 }
 
 /* ---- stop, destroy, sweep ---- */
@@ -645,6 +817,8 @@ const struct sandbox_driver sandbox_gvisor_driver = {
     .net_sockets = ns_net_sockets,
     .watch_fd = gvisor_watch_fd,
     .freeze = ns_freeze,
+    .hibernate = gvisor_hibernate,
+    .restore = gvisor_restore,
     .stats = ns_stats,
     .sweep = ns_sweep,
     .free = gvisor_free,

@@ -1,13 +1,19 @@
-/* The program every sandbox's pid 1 becomes (src/sandbox/init/runtime-init.c,
- * built by the Makefile as INIT_IMAGE), carried in the daemon so that it is
- * always the one built with it. */
-    .section .rodata
-    .global sandbox_init_image
-    .type sandbox_init_image, @object
-    .balign 16
-sandbox_init_image:
-    .incbin INIT_IMAGE
-    .size sandbox_init_image, . - sandbox_init_image
-    .global sandbox_init_image_end
-sandbox_init_image_end:
+/* The programs the drivers start in and beside sandboxes, carried in the daemon so that
+ * they are always the ones built with it (the Makefile builds each and passes its path):
+ * every sandbox's pid 1 (src/sandbox/init/runtime-init.c, INIT_IMAGE), and the gvisor
+ * driver's agent and shim (src/sandbox/agent/, AGENT_IMAGE and SHIM_IMAGE). */
+#define IMAGE(name, file)                                                                          \
+    .section .rodata;                                                                              \
+    .global name;                                                                                  \
+    .type name, @object;                                                                           \
+    .balign 16;                                                                                    \
+    name:                                                                                          \
+    .incbin file;                                                                                  \
+    .size name, . - name;                                                                          \
+    .global name##_end;                                                                            \
+    name##_end:
+
+IMAGE(sandbox_init_image, INIT_IMAGE)
+IMAGE(sandbox_agent_image, AGENT_IMAGE)
+IMAGE(sandbox_shim_image, SHIM_IMAGE)
     .section .note.GNU-stack,"",@progbits

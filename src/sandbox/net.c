@@ -323,7 +323,24 @@ static int setup_inner(void *arg, err_t *err)
     return r < 0 ? r : with_netlink(inner_links, arg, "the sandbox's route", err);
 }
 
-int gvisor_net_setup(struct sandbox *sb, err_t *err)
+/* Again before a restore: runsc took the address off the inner veth when it handed it to
+ * gVisor's stack, and the restored stack takes it from there again. What is still there
+ * stays. */
+static int inner_links_again(struct mnl_socket *nl, void *arg)
+{
+    unsigned inner = if_nametoindex(GVISOR_VETH_INNER);
+    int r = add_address(nl, inner, GVISOR_INNER_ADDR, 30, RT_SCOPE_UNIVERSE);
+    if (r == 0 || r == -EEXIST) r = link_up(nl, inner);
+    if (r == 0) r = add_route_via(nl, GVISOR_OUTER_ADDR);
+    return r == -EEXIST ? 0 : r;
+}
+
+static int readdress_inner(void *arg, err_t *err)
+{
+    return with_netlink(inner_links_again, arg, "the sandbox's route again", err);
+}
+
+static int open_inner(const struct sandbox *sb, err_t *err)
 {
     /* The holder pinned the inner namespace on dir/netns in its own mount namespace. */
     char path[800];
@@ -332,6 +349,22 @@ int gvisor_net_setup(struct sandbox *sb, err_t *err)
     if (inner < 0)
         return err_set(err, errno, "cannot open the sandbox's inner network namespace: %s",
                        strerror(errno));
+    return inner;
+}
+
+int gvisor_net_readdress(struct sandbox *sb, err_t *err)
+{
+    int inner = open_inner(sb, err);
+    if (inner < 0) return inner;
+    int r = run_in_netns(inner, readdress_inner, NULL, err);
+    close(inner);
+    return r;
+}
+
+int gvisor_net_setup(struct sandbox *sb, err_t *err)
+{
+    int inner = open_inner(sb, err);
+    if (inner < 0) return inner;
     int r = run_in_netns(sb->init_pidfd, setup_outer, &inner, err);
     if (r == 0) r = run_in_netns(inner, setup_inner, NULL, err);
     close(inner);

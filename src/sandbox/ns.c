@@ -267,17 +267,23 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 /* ns_impl.h says what; nftw never leaves the file system it starts on. */
+void ns_remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 void gvisor_remove_state(const char *dir)
 {
-    static const char *const trees[] = {"bundle", "runsc"};
+    static const char *const trees[] = {"bundle", "runsc", GVISOR_IMAGE, GVISOR_IMAGE ".new"};
     char path[700];
     for (size_t i = 0; i < ARRAY_LEN(trees); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, trees[i]);
-        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        ns_remove_tree(path);
     }
     DIR *d = opendir(dir);
     for (struct dirent *de; d && (de = readdir(d));)
-        if (strncmp(de->d_name, "exec-", 5) == 0 || strcmp(de->d_name, "netns") == 0)
+        if (strncmp(de->d_name, "exec-", 5) == 0 || strcmp(de->d_name, "netns") == 0 ||
+            strcmp(de->d_name, "shim.sock") == 0)
             unlinkat(dirfd(d), de->d_name, 0);
     if (d) closedir(d);
 }

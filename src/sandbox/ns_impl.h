@@ -34,9 +34,14 @@ int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, b
 int ns_stop(struct sandbox *sb, err_t *err);
 int ns_sweep(const struct sandbox_host *host, const char *id);
 /* Removes what the gvisor driver keeps in dir beside the root and the workspace: the
- * bundle, runsc's state, exec's pid files, the inner netns's pin (ns_sweep calls it;
- * a stop too, so that a start finds no container of the same id). */
+ * bundle, runsc's state, a hibernated sandbox's image, the shim's socket, the inner
+ * netns's pin (ns_sweep calls it; a stop too, so that a start finds no container of the
+ * same id). */
 void gvisor_remove_state(const char *dir);
+/* rm -r of path, never leaving its file system. */
+void ns_remove_tree(const char *path);
+/* Where a hibernated gvisor sandbox's checkpoint lies, in its directory. */
+#define GVISOR_IMAGE "image"
 int ns_freeze(struct sandbox *sb, bool frozen, err_t *err);
 int ns_stats(struct sandbox *sb, struct sandbox_stats *st);
 void ns_free(struct sandbox *sb);
@@ -53,7 +58,7 @@ int rootfs_build(const struct sandbox_host *host, const struct sandbox *sb, int 
                  err_t *err);
 /* The gvisor driver's: the same root at sb->dir/root, in its holder's own mount
  * namespace, without /proc, /dev or the pivot (gVisor makes its own) and with the
- * sandbox's pid 1 program at /.runtime-init. */
+ * sandbox's agent at GVISOR_AGENT_PATH. */
 int rootfs_build_for_gvisor(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
                             err_t *err);
 
@@ -64,6 +69,8 @@ int ns_net_setup(struct sandbox *sb, err_t *err);
 /* The gvisor driver's (ns_net_setup calls it): the veth between the holder's namespace
  * and the inner one the holder pinned at dir/netns, which runsc gives gVisor's stack. */
 int gvisor_net_setup(struct sandbox *sb, err_t *err);
+/* Before a restore: the inner veth's address and route again (runsc took them). */
+int gvisor_net_readdress(struct sandbox *sb, err_t *err);
 #define GVISOR_VETH_OUTER "rt-host"
 #define GVISOR_VETH_INNER "eth0"
 #define GVISOR_OUTER_ADDR "10.200.0.1" /* also the sandbox's nameserver */
@@ -74,9 +81,14 @@ int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
  * Returns only when it cannot (no memfd, or the exec was refused); the caller
  * then stays pid 1 itself. */
 void ns_exec_init(void);
-/* Writes the same program to a new file (mode 0555), for the gvisor driver's root. */
-int init_image_write(const char *path);
-#define GVISOR_INIT_PATH "/.runtime-init"
+/* The gvisor driver's agent (src/sandbox/agent/agent.c), written to a new file (mode
+ * 0555) in its root, where runsc starts it as the container's pid 1. */
+int agent_image_write(const char *path);
+#define GVISOR_AGENT_PATH "/.runtime-agent"
+/* Execs the gvisor driver's shim (src/sandbox/agent/shim.c) from its memfd with fds as its
+ * descriptors 3 to 8 (and every other above 2 closed); returns only when it cannot. */
+#define GVISOR_SHIM_FDS 6
+void gvisor_exec_shim(const int fds[GVISOR_SHIM_FDS]);
 /* What a gvisor sandbox's cgroup allows beyond its limits, for runsc's sentry and gofer.
  * gVisor counts the programs' tasks against the sandbox's pids limit in its own cgroup
  * (the init sets it); under systrap each task also costs the host stub processes and
@@ -99,29 +111,10 @@ int ns_open_in_root(int root, const char *path, uint64_t flags, unsigned mode);
 int ns_parent_of(int root, const char *path, const char **name);
 int ns_helper(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg, int *fds),
               const void *arg, int *fds, unsigned nfds);
+/* The ns driver's exec: a monitor (a forked helper) forks the program into the sandbox,
+ * enforces its timeout and reports how it ended on the status pipe. */
 int ns_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
 
-/* How a monitor (exec.c) runs a program: the ns driver forks it into the sandbox,
- * the gvisor driver runs `runsc exec`. The monitor joins `enter` namespaces of the
- * init's pidfd, calls prepare, forks a child into them that calls run (which execs,
- * or writes an errno to errfd and exits), waits, calls stop at the timeout or when
- * the daemon abandons the program, and ended once it is gone. ctx is the way's own
- * scratch (EXEC_CTX_SIZE bytes), set by prepare before the fork. The child joins the
- * sandbox's cgroup before run may go on, unless run_while_moved: a child that runs
- * nothing of the tenant's (runsc exec) starts while it is moved, since a move waits
- * for an RCU grace period (about 10 ms on cgroup v1). */
-#define EXEC_CTX_SIZE 768
-struct exec_way {
-    int enter;
-    bool run_while_moved;
-    void (*prepare)(struct sandbox *sb, void *ctx);
-    void (*run)(struct sandbox *sb, const struct sandbox_exec *ex, void *ctx, int stdio[3], int go,
-                int errfd) __attribute__((noreturn));
-    void (*stop)(struct sandbox *sb, void *ctx, pid_t child);
-    void (*ended)(struct sandbox *sb, void *ctx);
-};
-int sandbox_exec_with(struct sandbox *sb, const struct sandbox_exec *ex, const struct exec_way *way,
-                      int fds[4], err_t *err);
 int ns_rename_file(struct sandbox *sb, const char *from, const char *to, bool keep_mode,
                    err_t *err);
 int ns_open_file(struct sandbox *sb, const char *path, unsigned write, unsigned mode, int *fd,

@@ -259,13 +259,13 @@ static int step_uts(struct build *b)
     return 0;
 }
 
-/* gVisor's pid 1 is a file in the root it serves: the same program as the ns driver's. */
-static int step_init_file(struct build *b)
+/* gVisor's pid 1 is a file in the root it serves: the agent (src/sandbox/agent/agent.c). */
+static int step_agent_file(struct build *b)
 {
     char path[800];
-    snprintf(path, sizeof path, "%s%s", b->root, GVISOR_INIT_PATH);
-    int r = init_image_write(path);
-    return r < 0 ? err_set(b->err, r, "cannot write %s: %s", GVISOR_INIT_PATH, strerror(-r)) : 0;
+    snprintf(path, sizeof path, "%s%s", b->root, GVISOR_AGENT_PATH);
+    int r = agent_image_write(path);
+    return r < 0 ? err_set(b->err, r, "cannot write %s: %s", GVISOR_AGENT_PATH, strerror(-r)) : 0;
 }
 
 int rootfs_build_for_gvisor(const struct sandbox_host *host, const struct sandbox *sb, int loop_fd,
@@ -274,7 +274,7 @@ int rootfs_build_for_gvisor(const struct sandbox_host *host, const struct sandbo
     struct build b = {.host = host, .sb = sb, .loop_fd = loop_fd, .err = err};
     snprintf(b.root, sizeof b.root, "%s/root", sb->dir);
     int (*const steps[])(struct build *) = {step_root, step_usr,       step_etc,
-                                            step_tmp,  step_workspace, step_init_file};
+                                            step_tmp,  step_workspace, step_agent_file};
     for (size_t i = 0; i < ARRAY_LEN(steps); i++) {
         int r = steps[i](&b);
         if (r < 0) return r;

@@ -103,7 +103,8 @@ struct sandbox_driver {
     /* Builds a new sandbox, or with `reuse_workspace` one whose workspace exists. */
     int (*create)(const struct sandbox_host *host, const struct sandbox_spec *spec,
                   bool reuse_workspace, struct sandbox **out, err_t *err);
-    /* Finds a sandbox left running by an earlier keeper; -ENOENT when gone. */
+    /* Finds a sandbox left running by an earlier keeper: 0, or 1 when it is hibernated
+     * (nothing runs in it: no watch fd); -ENOENT when gone. */
     int (*adopt)(const struct sandbox_host *host, const struct sandbox_spec *spec,
                  struct sandbox **out, err_t *err);
     /* Kills everything in it and removes its resources, workspace included. */
@@ -136,6 +137,15 @@ struct sandbox_driver {
      * pidfd, duplicated; harmless in unprivileged hands: it cannot signal). */
     int (*watch_fd)(struct sandbox *sb);
     int (*freeze)(struct sandbox *sb, bool frozen, err_t *err);
+    /* Hibernation (docs/hibernation.md); NULL where the driver has none. hibernate writes
+     * its processes, memory included, to an image in its directory and ends them (the
+     * sandbox's namespaces, workspace and exec channel stay), answering the image's bytes;
+     * when that fails after gVisor ended them, it answers 0 bytes and why in err->msg
+     * (no image: the next restore starts it cold). restore brings them back from the
+     * image; when it cannot, it starts the sandbox cold, sets *cold and says why in
+     * err->msg, and fails only when that cannot either. */
+    int (*hibernate)(struct sandbox *sb, uint64_t *image_bytes, err_t *err);
+    int (*restore)(struct sandbox *sb, bool *cold, err_t *err);
     int (*stats)(struct sandbox *sb, struct sandbox_stats *st);
     /* Removes what a sandbox that no longer exists may have left (cgroups, files). */
     int (*sweep)(const struct sandbox_host *host, const char *id);

@@ -2,7 +2,9 @@
  * src/lifecycle's table (sbx_move), and the keeper's part of each runs while the
  * loop goes on. Here: pause and wake (a paused sandbox is frozen with its memory
  * and servers kept and its open connections closed; the next request thaws it
- * before it is served: server_sandbox_admit), stop (its processes ended, its
+ * before it is served: server_sandbox_admit), hibernation (a paused one's memory
+ * written to an image and its processes ended; the next request restores it the
+ * same way: docs/hibernation.md), stop (its processes ended, its
  * workspace kept), and its activity, which holds off idle pause (src/idle).
  * Creation, start and removal are server.c's: they build and destroy. */
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server_impl.h"
 
@@ -203,6 +206,23 @@ bool server_sandbox_changing(const struct sbx *sb)
 static int start_change(struct server *srv, struct sbx *sb, enum sbx_event event,
                         const char *reason, struct sbx_waiter *waiters, err_t *err);
 
+/* A change that takes it further from running (a wake asked meanwhile waits for it),
+ * one that brings it back, and the states a wake starts from. */
+static bool going_down(enum sbx_state s)
+{
+    return s == SBX_PAUSING || s == SBX_HIBERNATING;
+}
+
+static bool coming_up(enum sbx_state s)
+{
+    return s == SBX_WAKING || s == SBX_RESTORING;
+}
+
+static bool asleep(enum sbx_state s)
+{
+    return s == SBX_PAUSED || s == SBX_HIBERNATED;
+}
+
 /* The wakes asked for during a pause that is now over. */
 static void resume_after(struct server *srv, struct sbx *sb, const char *reason,
                          struct sbx_waiter *waiters)
@@ -210,10 +230,9 @@ static void resume_after(struct server *srv, struct sbx *sb, const char *reason,
     err_t err = {0};
     struct sbx_change *c = sb->change; /* one a waiter of the pause started */
     if (c)
-        return sbx_waiters_append(sb->state == SBX_PAUSING ? &c->then_resume : &c->waiters,
-                                  waiters);
+        return sbx_waiters_append(going_down(sb->state) ? &c->then_resume : &c->waiters, waiters);
     /* Not paused (the pause failed, or it died): nothing to wake; they see its status. */
-    if (sb->state != SBX_PAUSED) return sbx_waiters_tell(srv, sb, waiters, NULL);
+    if (!asleep(sb->state)) return sbx_waiters_tell(srv, sb, waiters, NULL);
     if (start_change(srv, sb, SBX_WAKE, reason, waiters, &err) < 0)
         sbx_waiters_tell(srv, sb, waiters, &err);
 }
@@ -245,7 +264,7 @@ static void on_status_written(int r, const err_t *err, void *arg)
     if (r == -ECANCELED) return; /* stopping: sb went with the registry */
     struct sbx_change *c = sb->change;
     err_t died = {0};
-    if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
+    if (!going_down(sb->state) && !coming_up(sb->state)) {
         err_set(&died, -EIO, "sandbox %s is %s now", sb->id, sbx_state_said(sb->state));
         return end_change(sb->owner, sb, &died);
     }
@@ -261,37 +280,83 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* The keeper froze or thawed it (or could not): the new state goes to the store,
- * and the waiters hear once it is on disk. Its init may have died meanwhile:
- * it is stopping then, and the change failed. */
+static const char *change_verb(enum sbx_state s)
+{
+    return s == SBX_PAUSING ? "pause" : s == SBX_HIBERNATING ? "hibernate" : "wake";
+}
+
+/* Hibernated: its image's bytes are what it costs now (usage.c). */
+static void landed_hibernated(struct sbx *sb, struct sbx_change *c, const struct proto_result *res)
+{
+    sb->image_bytes = res->values[0];
+    c->landing = SBX_CHECKPOINTED;
+    c->fields =
+        json_pack("{s:s,s:I}", "reason", c->reason, "imageBytes", (json_int_t)res->values[0]);
+    if (res->msg[0]) { /* gVisor ended it without an image: the next wake starts it cold */
+        json_object_set_new(c->fields, "note", json_string(res->msg));
+        log_warn("sandbox %s hibernated without an image: %s", sb->id, res->msg);
+    }
+}
+
+/* Woken: from a freeze, or restored from its image (its sentry is a new one to watch),
+ * or, where the image could not be restored, started cold (the event says why). */
+static void landed_awake(struct server *srv, struct sbx *sb, struct sbx_change *c,
+                         const struct proto_result *res, int *fds, unsigned nfds)
+{
+    double ms = ms_since(&c->started);
+    bool restored = sb->state == SBX_RESTORING;
+    server_sandbox_touch(sb);
+    metrics_wake(srv, ms / 1000.0);
+    c->landing = SBX_THAWED;
+    c->fields = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
+    if (!restored) return;
+    sb->image_bytes = 0;
+    if (nfds == 1 && fds[0] >= 0) server_sandbox_watch(srv, sb, fds[0]);
+    json_object_set_new(c->fields, "from", json_string(res->values[0] ? "cold" : "image"));
+    if (res->values[0]) {
+        json_object_set_new(c->fields, "why", json_string(res->msg));
+        log_warn("sandbox %s could not be restored from its image (%s); it started cold", sb->id,
+                 res->msg);
+    }
+    if (sb->servers_at_wake && srv->hooks.restored) { /* deferred by a daemon restart */
+        err_t err = {0};
+        sb->servers_at_wake = false;
+        if (srv->hooks.restored(srv, sb, &err) < 0)
+            log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
+    }
+}
+
+/* The keeper froze, thawed, checkpointed or restored it (or could not): the new state
+ * goes to the store, and the waiters hear once it is on disk. Its init may have died
+ * meanwhile: it is stopping then, and the change failed. */
 static void on_frozen(struct server *srv, const struct proto_result *res, int *fds, unsigned nfds,
                       void *arg)
 {
     struct sbx *sb = arg;
     struct sbx_change *c = sb->change;
-    bool pausing = sb->state == SBX_PAUSING;
     err_t err = {0};
-    if (sb->state != SBX_PAUSING && sb->state != SBX_WAKING) {
+    if (!going_down(sb->state) && !coming_up(sb->state)) {
+        for (unsigned i = 0; i < nfds; i++)
+            close(fds[i]);
         err_set(&err, -EIO, "sandbox %s is %s now", sb->id, sbx_state_said(sb->state));
         return end_change(srv, sb, &err);
     }
     if (res->status < 0) {
-        err_set(&err, res->status, "cannot %s sandbox %s: %s", pausing ? "pause" : "wake", sb->id,
+        err_set(&err, res->status, "cannot %s sandbox %s: %s", change_verb(sb->state), sb->id,
                 res->msg);
         sbx_move(srv, sb, SBX_CHANGE_FAILED, NULL);
         return end_change(srv, sb, &err);
     }
-    if (pausing) {
+    if (sb->state == SBX_PAUSING) {
         if (sb->egress) egress_sandbox_close_all(sb->egress);
         metrics_pause(srv);
+        sb->paused_ms = now_ms();
         c->landing = SBX_FROZEN;
         c->fields = json_pack("{s:s}", "reason", c->reason);
+    } else if (sb->state == SBX_HIBERNATING) {
+        landed_hibernated(sb, c, res);
     } else {
-        double ms = ms_since(&c->started);
-        server_sandbox_touch(sb);
-        metrics_wake(srv, ms / 1000.0);
-        c->landing = SBX_THAWED;
-        c->fields = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
+        landed_awake(srv, sb, c, res, fds, nfds);
     }
     store_writer_sandbox_status(srv->writer, sb->id,
                                 sbx_status_name(lifecycle_next(sb->state, c->landing)),
@@ -303,19 +368,26 @@ static void on_frozen(struct server *srv, const struct proto_result *res, int *f
 static int start_change(struct server *srv, struct sbx *sb, enum sbx_event event,
                         const char *reason, struct sbx_waiter *waiters, err_t *err)
 {
-    bool pausing = event == SBX_PAUSE;
+    /* A freeze or a thaw, or a checkpoint or a restore (from hibernated). */
+    bool down = event == SBX_PAUSE || event == SBX_HIBERNATE;
+    bool image = event == SBX_HIBERNATE || sb->state == SBX_HIBERNATED;
     struct sbx_change *c = calloc(1, sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
     *c = (struct sbx_change){.waiters = waiters};
     str_copy(c->reason, sizeof c->reason, reason);
     clock_gettime(CLOCK_MONOTONIC, &c->started);
     usage_checkpoint(srv, sb);
-    struct proto_ref ref = {.flag = pausing ? 1 : 0};
+    struct proto_ref ref = {.flag = down ? 1 : 0};
     memcpy(ref.id, sb->id, sizeof ref.id);
-    int r = server_keeper_send(srv, PROTO_FREEZE, &ref, sizeof ref, 0, on_frozen, sb, err);
+    int r = server_keeper_send(srv, image ? PROTO_HIBERNATE : PROTO_FREEZE, &ref, sizeof ref,
+                               image && !down ? 1 : 0, on_frozen, sb, err);
     if (r < 0) {
         free(c);
-        return err_wrap(err, "cannot %s sandbox %s", pausing ? "pause" : "wake", sb->id);
+        return err_wrap(err, "cannot %s sandbox %s",
+                        event == SBX_PAUSE ? "pause"
+                        : down             ? "hibernate"
+                                           : "wake",
+                        sb->id);
     }
     sb->change = c;
     sbx_move(srv, sb, event, NULL);
@@ -364,16 +436,50 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
     return r == 0 ? begin_change(srv, sb, SBX_PAUSE, reason, done, arg, err) : r < 0 ? r : 0;
 }
 
+/* Paused, it hibernates; running, it is paused first. */
+struct hibernate_ask {
+    server_sandbox_done_fn *done;
+    void *arg;
+    char reason[32];
+};
+
+static void hibernate_after_pause(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+{
+    struct hibernate_ask a = *(struct hibernate_ask *)arg;
+    free(arg);
+    err_t e = {0};
+    if (!err && server_sandbox_hibernate(srv, sb, a.reason, a.done, a.arg, &e) < 0) err = &e;
+    if (err && a.done) a.done(srv, sb, err, a.arg);
+}
+
+int server_sandbox_hibernate(struct server *srv, struct sbx *sb, const char *reason,
+                             server_sandbox_done_fn *done, void *arg, err_t *err)
+{
+    if (sb->state == SBX_RUNNING || sb->state == SBX_PAUSING) {
+        struct hibernate_ask *a = calloc(1, sizeof *a);
+        if (!a) return err_set(err, -ENOMEM, "out of memory");
+        *a = (struct hibernate_ask){.done = done, .arg = arg};
+        str_copy(a->reason, sizeof a->reason, reason);
+        int r = server_sandbox_pause(srv, sb, reason, hibernate_after_pause, a, err);
+        if (r < 0) free(a);
+        return r;
+    }
+    struct sbx_request rq = {SBX_HIBERNATE, SBX_HIBERNATING, SBX_HIBERNATED, "hibernated",
+                             sb->change ? &sb->change->waiters : NULL};
+    int r = sbx_request(srv, sb, &rq, done, arg, err);
+    return r == 0 ? begin_change(srv, sb, SBX_HIBERNATE, reason, done, arg, err) : r < 0 ? r : 0;
+}
+
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
                           server_sandbox_done_fn *done, void *arg, err_t *err)
 {
     struct sbx_change *c = sb->change;
-    if (sb->state == SBX_PAUSING && !c->then_resume)
+    if (going_down(sb->state) && !c->then_resume)
         str_copy(c->resume_reason, sizeof c->resume_reason, reason);
-    if (sb->state == SBX_PAUSING) return sbx_waiters_add(&c->then_resume, done, arg, err);
-    if (sb->state == SBX_WAKING) return sbx_waiters_add(&c->waiters, done, arg, err);
+    if (going_down(sb->state)) return sbx_waiters_add(&c->then_resume, done, arg, err);
+    if (coming_up(sb->state)) return sbx_waiters_add(&c->waiters, done, arg, err);
     if (sb->state == SBX_REMOVING) return busy(sb, err);
-    if (sb->state != SBX_PAUSED) {
+    if (!asleep(sb->state)) {
         if (done) done(srv, sb, NULL, arg);
         return 0;
     }
@@ -385,7 +491,7 @@ int server_sandbox_admit(struct server *srv, struct sbx *sb, const char *why,
 {
     server_sandbox_touch(sb);
     if (sb->state == SBX_REMOVING) return busy(sb, err);
-    if (sb->state != SBX_PAUSED && sb->state != SBX_PAUSING && sb->state != SBX_WAKING) return 0;
+    if (!asleep(sb->state) && !going_down(sb->state) && !coming_up(sb->state)) return 0;
     int r = server_sandbox_resume(srv, sb, why, done, arg, err);
     return r < 0 ? r : 1;
 }

@@ -289,14 +289,17 @@ static void on_death(evutil_socket_t fd, short what, void *arg)
     event_free(sb->death);
     sb->death = NULL;
     close(fd);
+    /* A checkpoint ends gVisor's sentry: hibernation, not a death. */
+    if (sb->state == SBX_HIBERNATING || sb->state == SBX_HIBERNATED) return;
     if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
         sb->init_died = true;
     else
         server_sandbox_died(sb->owner, sb);
 }
 
-static void watch_death(struct server *srv, struct sbx *sb, int fd)
+void server_sandbox_watch(struct server *srv, struct sbx *sb, int fd)
 {
+    unwatch_death(sb); /* a restore's new sentry replaces the one a checkpoint ended */
     sb->owner = srv;
     sb->death = event_new(srv->base, fd, EV_READ, on_death, sb);
     if (sb->death)
@@ -624,7 +627,7 @@ static void on_created(struct server *srv, const struct proto_result *res, int *
                 sb->state == SBX_STARTING ? "start" : "create", res->msg);
         return build_failed(srv, sb, &err);
     }
-    if (nfds > 0) watch_death(srv, sb, fds[0]);
+    if (nfds > 0) server_sandbox_watch(srv, sb, fds[0]);
     struct proto_ref ref = {0};
     memcpy(ref.id, sb->id, sizeof ref.id);
     if (server_keeper_send(srv, PROTO_NET_SOCKETS, &ref, sizeof ref, 3, on_net_sockets, sb, &err) <
@@ -1024,19 +1027,25 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     }
     bool ok = readable && saved != SBX_CREATING &&
               server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
-    if (ok && watch >= 0) watch_death(srv, sb, watch);
+    if (ok && watch >= 0) server_sandbox_watch(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
-    /* Adopted, a paused sandbox is still frozen; rebuilt, it runs. */
+    /* Adopted, a paused sandbox is still frozen and a hibernated one still an image (its
+     * MCP servers start when it wakes); rebuilt, it runs. */
     bool paused = ok && res.values[0] == 1 && saved == SBX_PAUSED;
-    if (ok && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
+    bool hibernated = ok && res.values[0] == 3;
+    if (ok && !hibernated && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
-    sb->state = paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
+    sb->servers_at_wake = hibernated;
+    sb->state = hibernated ? SBX_HIBERNATED : paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     sb->last_active_ms = now_ms();
     if (sb->state == SBX_RUNNING && sb->settings.lease_s) /* the lease is not stored */
         sb->lease_ends_ms = now_unix_ms() + (int64_t)sb->settings.lease_s * 1000;
     usage_restore(srv, sb);
     if (ok)
-        log_info("sandbox %s %s", sb->id, res.values[0] == 1 ? "re-adopted" : "restarted");
+        log_info("sandbox %s %s", sb->id,
+                 hibernated           ? "re-adopted, hibernated"
+                 : res.values[0] == 1 ? "re-adopted"
+                                      : "restarted");
     else
         log_warn("sandbox %s could not be restored: %s", sb->id, err.msg);
     save_status(srv, sb);

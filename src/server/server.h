@@ -252,6 +252,12 @@ int server_sandbox_pause(struct server *srv, struct sbx *sb, const char *reason,
                          server_sandbox_done_fn *done, void *arg, err_t *err);
 int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason,
                           server_sandbox_done_fn *done, void *arg, err_t *err);
+/* Hibernate writes a paused sandbox's memory to an image and ends its processes (a
+ * running one is paused first): it then costs storage only, and the next request (or a
+ * resume) restores it (docs/hibernation.md). done as for pause. -ENOTSUP (through done)
+ * where its driver cannot. */
+int server_sandbox_hibernate(struct server *srv, struct sbx *sb, const char *reason,
+                             server_sandbox_done_fn *done, void *arg, err_t *err);
 /* Stop ends every process of a running or paused sandbox (or one whose init
  * died) and keeps its workspace, settings, name and gateway link and token;
  * start builds a stopped (or failed) one again on its workspace, its MCP servers

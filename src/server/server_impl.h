@@ -42,8 +42,12 @@ struct sbx {
     void *slots[SBX_SLOT_COUNT];   /* what the gateway and the API keep for it */
     /* lifecycle.c: for the idle pause */
     uint64_t last_active_ms; /* monotonic */
+    uint64_t paused_ms;      /* monotonic: when it was last paused (hibernateAfterSeconds) */
     int holds;               /* execs and gateway requests under way */
-    unsigned file_ops;       /* file_ops.c: file-tree operations under way */
+    /* lifecycle.c: hibernation (docs/hibernation.md) */
+    uint64_t image_bytes; /* its image, while hibernated: what it costs */
+    bool servers_at_wake; /* a restart found it hibernated: its MCP servers start at wake */
+    unsigned file_ops;    /* file_ops.c: file-tree operations under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;
     int64_t mark_ms;               /* wall clock of the last checkpoint */
@@ -102,6 +106,9 @@ struct server {
     struct event *tick_timer;  /* once a second: hooks.tick, usage checkpoints */
     struct metrics *metrics;
 };
+
+/* server.c: watches fd, readable once its sandbox's init (or sentry) died. */
+void server_sandbox_watch(struct server *srv, struct sbx *sb, int fd);
 
 /* keeper_client.c: requests to the keeper. A send returns at once and done gets
  * the answer later, from the loop, with the descriptors it carries (done closes

@@ -21,6 +21,15 @@ static const struct allowed allowed[] = {
     {SBX_PAUSED, SBX_WAKE, SBX_WAKING},
     {SBX_WAKING, SBX_THAWED, SBX_RUNNING},
     {SBX_WAKING, SBX_CHANGE_FAILED, SBX_PAUSED},
+    /* hibernation: a paused one's memory to an image and back; a checkpoint or a
+     * restore the keeper could not do leaves it where it was */
+    {SBX_PAUSED, SBX_HIBERNATE, SBX_HIBERNATING},
+    {SBX_HIBERNATING, SBX_CHECKPOINTED, SBX_HIBERNATED},
+    {SBX_HIBERNATING, SBX_CHANGE_FAILED, SBX_PAUSED},
+    {SBX_HIBERNATED, SBX_WAKE, SBX_RESTORING},
+    {SBX_RESTORING, SBX_THAWED, SBX_RUNNING},
+    {SBX_RESTORING, SBX_CHANGE_FAILED, SBX_HIBERNATED},
+    {SBX_HIBERNATED, SBX_STOP, SBX_STOPPING},
     /* stop and start */
     {SBX_RUNNING, SBX_STOP, SBX_STOPPING},
     {SBX_PAUSED, SBX_STOP, SBX_STOPPING},
@@ -36,11 +45,14 @@ static const struct allowed allowed[] = {
     {SBX_PAUSING, SBX_DIED, SBX_STOPPING},
     {SBX_PAUSED, SBX_DIED, SBX_STOPPING},
     {SBX_WAKING, SBX_DIED, SBX_STOPPING},
+    {SBX_HIBERNATED, SBX_DIED, SBX_STOPPING},
+    {SBX_RESTORING, SBX_DIED, SBX_STOPPING},
     /* removal, from any state at rest but creating */
     {SBX_RUNNING, SBX_REMOVE, SBX_REMOVING},
     {SBX_PAUSED, SBX_REMOVE, SBX_REMOVING},
     {SBX_STOPPED, SBX_REMOVE, SBX_REMOVING},
     {SBX_FAILED, SBX_REMOVE, SBX_REMOVING},
+    {SBX_HIBERNATED, SBX_REMOVE, SBX_REMOVING},
     {SBX_REMOVING, SBX_REMOVE_FAILED, SBX_FAILED},
 };
 #define N_ALLOWED (sizeof allowed / sizeof allowed[0])
@@ -113,6 +125,8 @@ TEST(lifecycle_events_recorded_where_a_change_lands)
     CHECK_STR(lifecycle_event_kind(SBX_STOPPING, SBX_HALTED), "sandbox.stopped");
     CHECK_STR(lifecycle_event_kind(SBX_STARTING, SBX_BUILT), "sandbox.started");
     CHECK_STR(lifecycle_event_kind(SBX_RUNNING, SBX_DIED), "sandbox.exited");
+    CHECK_STR(lifecycle_event_kind(SBX_HIBERNATING, SBX_CHECKPOINTED), "sandbox.hibernated");
+    CHECK_STR(lifecycle_event_kind(SBX_RESTORING, SBX_THAWED), "sandbox.resumed");
     CHECK(lifecycle_event_kind(SBX_CREATING, SBX_BUILT) == NULL);
     for (int s = 0; s < SBX_STATE_COUNT; s++)
         for (int e = 0; e < SBX_EVENT_COUNT; e++) {
@@ -123,7 +137,7 @@ TEST(lifecycle_events_recorded_where_a_change_lands)
         }
 }
 
-/* The API and the store see five words; each stored one reads back as itself. */
+/* The API and the store see six words; each stored one reads back as itself. */
 TEST(lifecycle_status_words_round_trip)
 {
     for (int i = 0; i < SBX_STATUS_COUNT; i++) {

@@ -279,7 +279,8 @@ export interface SandboxUpdate {
  */
 export type Isolation = 'ns' | 'gvisor';
 
-export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'failed';
+/** hibernated: its memory is an image on disk and nothing runs (its state is paused, Runtime Cloud's word); the next request restores it (docs/hibernation.md) */
+export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'failed' | 'hibernated';
 
 export interface Sandbox {
   id: string;

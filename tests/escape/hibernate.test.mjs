@@ -1,0 +1,176 @@
+// Hibernation (docs/hibernation.md): a gvisor sandbox's memory goes to an image on disk and
+// its processes end; the next request (an MCP call through the gateway, an exec, a file
+// read) restores it with its processes and their memory: a background program goes on
+// counting, an MCP server keeps what it was told, the client's session goes on. Across a
+// kill -9 of the daemon it stays hibernated; an image that cannot be restored starts it
+// cold, with an event that says why.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { DRIVER, gvisorSkip, isRoot, runscProcesses, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
+import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
+
+const skip = !isRoot() ? 'needs root (runtimed does)'
+  : DRIVER === 'gvisor' ? "each sandbox here names its driver: the file runs in make check's ns pass"
+    : gvisorSkip();
+
+let d;
+before(async () => {
+  if (skip) return;
+  d = await startDaemon({ prefix: 'runtime-hibernate-' });
+});
+after(async () => {
+  await stopDaemon(d);
+});
+
+// An MCP server that remembers: each call of "count" answers one more than the last.
+const COUNTER_SERVER = String.raw`
+import readline from 'node:readline';
+let n = 0;
+const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') return send({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'counter', version: '1' } } });
+  if (m.method === 'tools/list') return send({ id: m.id, result: { tools: [{ name: 'count', description: 'Counts its calls.', inputSchema: { type: 'object', properties: {} } }] } });
+  if (m.method === 'tools/call') return send({ id: m.id, result: { content: [{ type: 'text', text: String(++n) }] } });
+  send({ id: m.id, error: { code: -32601, message: 'no ' + m.method } });
+});
+`;
+
+async function sandboxWithCounter() {
+  const c = await d.create({ isolation: 'gvisor' });
+  const put = await d.exec(c.id, ['sh', '-c', 'cat > /workspace/counter.mjs'], { stdin: COUNTER_SERVER });
+  assert.equal(put.exitCode, 0, put.stderr);
+  const st = await d.api('POST', `/v1/sandboxes/${c.id}/mcp`, { servers: [{ name: 'counter', command: ['node', '/workspace/counter.mjs'] }] });
+  assert.ok([200, 201, 202].includes(st.status), st.text);
+  const r = await d.api('GET', `/v1/sandboxes/${c.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
+  const s = r.body.servers.find((x) => x.name === 'counter');
+  assert.equal(s?.status, 'ready', JSON.stringify(r.body.servers));
+  const client = new Client({ name: 'hibernate-test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(s.url), { requestInit: { headers: r.body.headers } }));
+  return { id: c.id, client, url: s.url, headers: r.body.headers };
+}
+
+const count = async (client) => Number((await client.callTool({ name: 'count', arguments: {} })).content[0].text);
+
+async function hibernate(id) {
+  const r = await d.api('POST', `/v1/sandboxes/${id}:hibernate`);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.status, 'hibernated');
+  assert.equal(r.body.state, 'paused', "Runtime Cloud's word: a paused sandbox costs storage only");
+  assert.deepEqual(runscProcesses(d.stateDir, id).filter((p) => p.cmdline.startsWith('runsc')), [],
+    'no runsc process is left: its memory is on disk');
+  const image = path.join(d.stateDir, 'sandboxes', id, 'image');
+  assert.ok(fs.readdirSync(image).length > 0, 'its image is in its directory');
+}
+
+async function events(id, kind) {
+  return (await d.api('GET', `/v1/sandboxes/${id}/events`)).body.filter((e) => e.kind === kind);
+}
+
+async function statusOf(id) {
+  return (await d.api('GET', `/v1/sandboxes/${id}`)).body.status;
+}
+
+// The pid inside of a background loop that writes a growing number to /tmp/ticks.
+async function startTicker(id) {
+  const r = await d.exec(id, ['sh', '-c',
+    'nohup sh -c \'i=0; while :; do i=$((i+1)); echo $i > /tmp/ticks; sleep 0.1; done\' >/dev/null 2>&1 & echo $!']);
+  assert.equal(r.exitCode, 0, r.stderr);
+  await waitFor(async () => Number((await d.exec(id, ['cat', '/tmp/ticks'])).stdout) > 2, { what: 'the ticker to tick' });
+  return Number(r.stdout);
+}
+
+test('a hibernated gvisor sandbox comes back with its processes and their memory: by an MCP call, an exec, a file read', { skip }, async () => {
+  const sb = await sandboxWithCounter();
+  assert.equal(await count(sb.client), 1);
+  assert.equal(await count(sb.client), 2);
+  const ticker = await startTicker(sb.id);
+
+  await hibernate(sb.id);
+  const [hib] = await events(sb.id, 'sandbox.hibernated');
+  assert.ok(hib.imageBytes > 0, JSON.stringify(hib));
+  // The same client and session: the call wakes it, and the server still counts on.
+  assert.equal(await count(sb.client), 3);
+  const woke = await events(sb.id, 'sandbox.resumed');
+  assert.equal(woke.at(-1).from, 'image', JSON.stringify(woke));
+  assert.equal(woke.at(-1).reason, 'gateway');
+  assert.equal(await statusOf(sb.id), 'running');
+
+  await hibernate(sb.id);
+  const ps = await d.exec(sb.id, ['ps', '-o', 'pid=', '-p', String(ticker)]);
+  assert.equal(Number(ps.stdout), ticker, 'the exec woke it, and the same ticker runs');
+  const t1 = Number((await d.exec(sb.id, ['cat', '/tmp/ticks'])).stdout);
+  await waitFor(async () => Number((await d.exec(sb.id, ['cat', '/tmp/ticks'])).stdout) > t1, { what: 'the ticker to go on' });
+
+  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
+  await hibernate(sb.id);
+  const file = await d.api('GET', `/v1/sandboxes/${sb.id}/files/content?path=/workspace/note.txt`);
+  assert.equal(file.status, 200, file.text);
+  assert.equal(file.text, 'kept\n');
+  assert.equal(await count(sb.client), 4);
+  await sb.client.close();
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+test('hibernated, the daemon killed with -9 and started again: it is still hibernated and wakes on the next request', { skip }, async () => {
+  const sb = await sandboxWithCounter();
+  assert.equal(await count(sb.client), 1);
+  await sb.client.close();
+  const ticker = await startTicker(sb.id);
+  await hibernate(sb.id);
+
+  await d.kill9();
+  await d.start();
+  assert.equal(await statusOf(sb.id), 'hibernated', 'the restart did not wake it');
+  assert.deepEqual(runscProcesses(d.stateDir, sb.id).filter((p) => p.cmdline.startsWith('runsc')), []);
+
+  const ps = await d.exec(sb.id, ['ps', '-o', 'pid=', '-p', String(ticker)]);
+  assert.equal(Number(ps.stdout), ticker, 'restored from its image: the same ticker runs');
+  // Its MCP servers start again after a restart (docs/hibernation.md): a new client, a new count.
+  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
+  assert.equal(r.body.servers.find((x) => x.name === 'counter')?.status, 'ready', r.text);
+  const client = new Client({ name: 'hibernate-test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
+  assert.equal(await count(client), 1);
+  await client.close();
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+test('an image that cannot be restored starts the sandbox cold, with an event that says why', { skip }, async () => {
+  const sb = await sandboxWithCounter();
+  assert.equal(await count(sb.client), 1);
+  await sb.client.close();
+  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
+  await hibernate(sb.id);
+  const image = path.join(d.stateDir, 'sandboxes', sb.id, 'image');
+  for (const f of fs.readdirSync(image)) fs.writeFileSync(path.join(image, f), 'not an image');
+
+  const cat = await d.exec(sb.id, ['cat', '/workspace/note.txt']);
+  assert.equal(cat.stdout, 'kept\n', 'its workspace is kept');
+  const woke = (await events(sb.id, 'sandbox.resumed')).at(-1);
+  assert.equal(woke.from, 'cold', JSON.stringify(woke));
+  assert.ok(woke.why && woke.why.length > 0, 'the event says why');
+  // Its MCP server starts again by itself, at the same URL.
+  const client = new Client({ name: 'hibernate-test', version: '1' });
+  await waitFor(async () => {
+    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`);
+    return r.body.servers.find((x) => x.name === 'counter')?.status === 'ready';
+  }, { timeoutMs: 60000, what: 'the counter server to start again' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
+  assert.equal(await count(client), 1);
+  await client.close();
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+test('an ns sandbox cannot hibernate yet: the answer says so, and it stays as it was', { skip }, async () => {
+  const sb = await d.create({ isolation: 'ns' });
+  const r = await d.api('POST', `/v1/sandboxes/${sb.id}:hibernate`);
+  assert.equal(r.status, 501, r.text);
+  assert.match(r.body.error.message, /ns driver cannot hibernate/);
+  assert.equal(await statusOf(sb.id), 'paused', 'paused on the way, as a hibernation starts');
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
