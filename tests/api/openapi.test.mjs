@@ -497,6 +497,15 @@ test('stop and start', { skip }, async () => {
   assert.equal(x.body.stdout, '42\n');
   await callError('POST', '/v1/sandboxes/{id}:exec', 400, 'invalid_request', { params: { id: sb.id }, body: { command: 'true', argv: ['true'] } });
   await callError('POST', '/v1/sandboxes/{id}:restart', 404, 'not_found', { params: { id: 'no-such-sandbox' } });
+  // Hibernation is gvisor's (tests/escape/hibernate.test.mjs); an ns sandbox says it cannot.
+  if (sb.isolation === 'ns') {
+    for (const t of ['/v1/sandboxes/{id}/hibernate', '/v1/sandboxes/{id}:hibernate'])
+      await callError('POST', t, 501, 'feature_unavailable', { params: { id: sb.id } });
+  } else {
+    assert.equal((await call('POST', '/v1/sandboxes/{id}/hibernate', { params: { id: sb.id }, expect: 200 })).body.status, 'hibernated');
+    assert.equal((await call('POST', '/v1/sandboxes/{id}:wake', { params: { id: sb.id }, expect: 200 })).body.state, 'running');
+    assert.equal((await call('POST', '/v1/sandboxes/{id}:hibernate', { params: { id: sb.id }, expect: 200 })).body.status, 'hibernated');
+  }
   for (const t of ['/v1/sandboxes/{id}:pause', '/v1/sandboxes/{id}:wake', '/v1/sandboxes/{id}:stop', '/v1/sandboxes/{id}:exec'])
     await callError('POST', t, 404, 'not_found', { params: { id: 'no-such-sandbox' }, body: t.endsWith('exec') ? { argv: ['true'] } : undefined });
   await callError('POST', '/v1/sandboxes/{id}/start', 404, 'not_found', { params: { id: 'no-such-sandbox' } });

@@ -729,6 +729,7 @@ export type EventKind =
   | 'sandbox.exited'
   | 'sandbox.stopped'
   | 'sandbox.started'
+  | 'sandbox.hibernated'
   | 'events.dropped';
 
 /** one event; `kind` tells which fields it has */
@@ -754,6 +755,7 @@ export type Event =
   | SandboxExitedEvent
   | SandboxStoppedEvent
   | SandboxStartedEvent
+  | SandboxHibernatedEvent
   | EventsDroppedEvent;
 
 /** a connection or DNS query of the sandbox was refused */
@@ -981,6 +983,23 @@ export interface SandboxResumedEvent {
   /** api, gateway, exec, files, mcp, ... */
   reason: string;
   wakeMs: number;
+  /** a hibernated sandbox's only: restored from its image, or started cold when the image could not be restored (why says why) */
+  from?: 'image' | 'cold';
+  why?: string;
+  [more: string]: unknown;
+}
+
+/** its memory is an image on disk and its processes ended (docs/hibernation.md) */
+export interface SandboxHibernatedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'sandbox.hibernated';
+  /** api */
+  reason: string;
+  /** the image on disk; 0 when gVisor ended it without one */
+  imageBytes: number;
+  /** why it has no image: its next wake starts it cold */
+  note?: string;
   [more: string]: unknown;
 }
 
