@@ -471,6 +471,9 @@ static void create_sandbox(struct httpd_req *req, struct server *srv, const stru
     struct model_sandbox settings;
     bool reuse = false;
     int r = get_or_create(body, &reuse, &err);
+    if (!json_object_get(body, "hibernateAfterSeconds"))
+        json_object_set_new(body, "hibernateAfterSeconds",
+                            json_integer(server_hibernate_after_s(srv)));
     if (r == 0) r = model_sandbox_parse(body, &settings, &err);
     if (r == 0) model_network_as_cloud_reads(&settings.network);
     json_decref(body);

@@ -1,5 +1,6 @@
 /* A sandbox's settings after its create: GET/PUT .../network and Runtime Cloud's
- * POST .../{id}:update (name, labels, env, idlePauseSeconds; isolation only as it is).
+ * POST .../{id}:update (name, labels, env, idlePauseSeconds, hibernateAfterSeconds; isolation
+ * only as it is).
  * Both answer once the change is on disk, and a network change reaches open connections
  * at once. And the fields of Runtime Cloud's a self-hosted daemon cannot honour: refused
  * by name with 501 feature_unavailable, never dropped. */
@@ -131,7 +132,8 @@ static void patch_env(json_t *settings, json_t *given)
 static int changed_settings(json_t *body, const struct model_sandbox *now,
                             struct model_sandbox *out, err_t *err)
 {
-    static const char *const replaced[] = {"name", "labels", "idlePauseSeconds", "isolation", NULL};
+    static const char *const replaced[] = {
+        "name", "labels", "idlePauseSeconds", "isolation", "hibernateAfterSeconds", NULL};
     json_t *v = model_sandbox_json(now);
     for (size_t i = 0; replaced[i]; i++) {
         json_t *given = json_object_get(body, replaced[i]);
@@ -159,6 +161,7 @@ void api_update(struct httpd_req *req, struct server *srv, struct sbx *sb, const
         "labels",
         "env",
         "idlePauseSeconds",
+        "hibernateAfterSeconds",
         "isolation", /* only as it is: a change is refused */
         "autoWake",
         "persistent",

@@ -11,6 +11,7 @@ enum {
     C_CPUS,
     C_DISK,
     C_IDLE,
+    C_HIBERNATE,
     C_LABEL,
     C_ENV,
     C_ALLOW,
@@ -19,17 +20,12 @@ enum {
 };
 
 const struct opt_spec create_opt_specs[] = {
-    {"name", true, C_NAME},
-    {"memory", true, C_MEMORY},
-    {"cpus", true, C_CPUS},
-    {"disk", true, C_DISK},
-    {"idle-pause", true, C_IDLE},
-    {"label", true, C_LABEL},
-    {"env", true, C_ENV},
-    {"allow", true, C_ALLOW},
-    {"no-internet", false, C_NO_INTERNET},
-    {"isolation", true, C_ISOLATION},
-    {NULL, false, 0},
+    {"name", true, C_NAME},           {"memory", true, C_MEMORY},
+    {"cpus", true, C_CPUS},           {"disk", true, C_DISK},
+    {"idle-pause", true, C_IDLE},     {"hibernate-after", true, C_HIBERNATE},
+    {"label", true, C_LABEL},         {"env", true, C_ENV},
+    {"allow", true, C_ALLOW},         {"no-internet", false, C_NO_INTERNET},
+    {"isolation", true, C_ISOLATION}, {NULL, false, 0},
 };
 
 /* The object member key of body, created empty on first use. */
@@ -101,6 +97,8 @@ int create_apply(const char *cmd, json_t *body, int id, const char *val)
         return set_count(cmd, body, "diskMiB", "disk", val);
     case C_IDLE:
         return set_count(cmd, body, "idlePauseSeconds", "idle-pause", val);
+    case C_HIBERNATE:
+        return set_count(cmd, body, "hibernateAfterSeconds", "hibernate-after", val);
     case C_LABEL:
         return parse_kv_into(cmd, "label", val, member(body, "labels", json_object));
     case C_ENV:

@@ -191,7 +191,7 @@ static int show_changed(json_t *sb, void *arg)
     return 0;
 }
 
-/* pause, wake, stop, start: a POST to the sandbox's verb, then one line. */
+/* pause, hibernate, wake, stop, start: a POST to the sandbox's verb, then one line. */
 static int change_state(struct cli *c, int argc, char **argv, const char *cmd, const char *suffix,
                         const char *verb)
 {
@@ -207,6 +207,11 @@ static int change_state(struct cli *c, int argc, char **argv, const char *cmd, c
 static int cmd_pause(struct cli *c, int argc, char **argv)
 {
     return change_state(c, argc, argv, "sandbox pause", "/pause", "paused");
+}
+
+static int cmd_hibernate(struct cli *c, int argc, char **argv)
+{
+    return change_state(c, argc, argv, "sandbox hibernate", "/hibernate", "hibernated");
 }
 
 static int cmd_wake(struct cli *c, int argc, char **argv)
@@ -242,6 +247,7 @@ static const struct sub subs[] = {
     {"get", cmd_get},
     {"rm", cmd_rm},
     {"pause", cmd_pause},
+    {"hibernate", cmd_hibernate},
     {"wake", cmd_wake},
     {"resume", cmd_resume}, /* wake's name before Runtime Cloud's */
     {"stop", cmd_stop},

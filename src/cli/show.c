@@ -175,6 +175,8 @@ void show_sandbox(json_t *sb)
     str_text(json_object_get(sb, "isolation"), buf, sizeof buf), line("Isolation:", buf);
     num_text(json_object_get(sb, "idlePauseSeconds"), " s", buf, sizeof buf);
     line("Idle pause:", buf);
+    num_text(json_object_get(sb, "hibernateAfterSeconds"), " s paused", buf, sizeof buf);
+    line("Hibernate:", buf);
     map_text(json_object_get(sb, "labels"), ", ", buf, sizeof buf), line("Labels:", buf);
     map_text(json_object_get(sb, "env"), ", ", buf, sizeof buf), line("Env:", buf);
     show_network(json_object_get(sb, "network"));

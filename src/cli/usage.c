@@ -20,6 +20,8 @@ static const char top_usage[] =
     "  sandbox get ID [--json]                 show a sandbox\n"
     "  sandbox rm ID [ID...]                   delete sandboxes\n"
     "  sandbox pause ID | wake ID              freeze or thaw a sandbox\n"
+    "  sandbox hibernate ID                    its memory to disk, its processes ended;\n"
+    "                                          the next request restores them\n"
     "  sandbox stop ID | start ID              end its processes, keeping its files;\n"
     "                                          build it again on them\n"
     "  sandbox network ID [--internet on|off] [--allow HOST]... [--deny HOST]... [--clear]\n"
@@ -78,6 +80,8 @@ static const char sandbox_usage[] =
     "  get ID [--json]                         show a sandbox\n"
     "  rm ID [ID...]                           delete sandboxes\n"
     "  pause ID | wake ID                      freeze or thaw a sandbox\n"
+    "  hibernate ID                            its memory to disk, its processes ended;\n"
+    "                                          the next request restores them\n"
     "  stop ID | start ID                      end its processes, keeping its files;\n"
     "                                          build it again on them\n"
     "  network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
@@ -95,6 +99,9 @@ static const char sandbox_usage[] =
     "                        host's online CPUs)\n"                                                \
     "  --disk MiB            size limit of /workspace (default 2048)\n"                            \
     "  --idle-pause SECONDS  pause after this long without traffic (default 300)\n"                \
+    "  --hibernate-after SECONDS\n"                                                                \
+    "                        gvisor: hibernate once paused this long (default: the daemon's\n"     \
+    "                        --hibernate-after, 300; 0 never)\n"                                   \
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
     "  --env K=V             an environment variable; repeatable\n"                                \
     "  --allow HOST          a host the sandbox may reach; repeatable\n"                           \
@@ -163,9 +170,21 @@ static const char pause_usage[] =
     "Options:\n"
     "  --json        print the API's JSON of the sandbox\n";
 
+static const char hibernate_usage[] =
+    "Usage: runtime sandbox hibernate ID [--json]\n"
+    "\n"
+    "Writes a sandbox's memory to an image on disk and ends its processes (a running\n"
+    "one is paused first); it then costs storage only. The next request (an MCP call,\n"
+    "an exec, a file, `sandbox wake`) restores it, its processes and their memory\n"
+    "with it. gvisor sandboxes only. Prints: sandbox NAME (ID) hibernated\n"
+    "\n"
+    "Options:\n"
+    "  --json        print the API's JSON of the sandbox\n";
+
 static const char wake_usage[] = "Usage: runtime sandbox wake ID [--json]\n"
                                  "\n"
-                                 "Thaws a paused sandbox. Prints: sandbox NAME (ID) woken\n"
+                                 "Thaws a paused sandbox, or restores a hibernated one. Prints:\n"
+                                 "sandbox NAME (ID) woken\n"
                                  "(`sandbox resume ID` is the same.)\n"
                                  "\n"
                                  "Options:\n"
@@ -477,6 +496,7 @@ static const struct usage_entry entries[] = {
     {"sandbox get", get_usage},
     {"sandbox rm", rm_usage},
     {"sandbox pause", pause_usage},
+    {"sandbox hibernate", hibernate_usage},
     {"sandbox wake", wake_usage},
     {"sandbox resume", wake_usage},
     {"sandbox stop", stop_usage},

@@ -18,6 +18,7 @@ struct options {
     char log_format[16];
     unsigned max_sandboxes;
     unsigned mcp_input_wait_s;
+    unsigned hibernate_after_s;
     struct egress_pin pins[64];
     size_t n_pins;
     char upstream_ca[512];

@@ -255,6 +255,7 @@ run_server(const struct options *o, const struct drivers *drivers, const char *k
 {
     struct server_config cfg = {.max_sandboxes = o->max_sandboxes,
                                 .mcp_input_wait_ms = o->mcp_input_wait_s * 1000u,
+                                .hibernate_after_s = o->hibernate_after_s,
                                 .rates = o->rates,
                                 .signer_sock = signer};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);

@@ -82,6 +82,10 @@ static const struct opt opts[] = {
     COUNT("mcp-input-wait", mcp_input_wait_s, "300", 1, 86400, "S",
           "how long a 2026-07-28 call that asked its client for input waits for the client's retry "
           "(default 300 s)"),
+    COUNT("hibernate-after", hibernate_after_s, "300", 0, 1u << 30, "S",
+          "a gvisor sandbox paused this long hibernates: its memory to disk, its processes "
+          "ended, restored at its next request (default 300; 0 never); what a create that "
+          "names no hibernateAfterSeconds gets"),
     COUNT("max-connections", max_conns, NULL, 16, 1u << 20, "N",
           "API and gateway connections over TCP (default: a quarter of the server's descriptors, "
           "at most 4096); at the limit a new one replaces the oldest that never authenticated"),

@@ -13,6 +13,24 @@ static bool idle(struct sbx *sb, uint64_t now)
            now - sbx_last_active_ms(sb) >= (uint64_t)secs * 1000;
 }
 
+/* Paused for its hibernateAfterSeconds: a gvisor sandbox's memory goes to disk. */
+static bool sleepy(struct sbx *sb, uint64_t now)
+{
+    const struct model_sandbox *s = sbx_settings(sb);
+    uint64_t paused = sbx_paused_ms(sb);
+    return s->hibernate_after_s > 0 && s->isolation == MODEL_DRIVER_GVISOR &&
+           sbx_state(sb) == SBX_PAUSED && !server_sandbox_changing(sb) && paused &&
+           now - paused >= (uint64_t)s->hibernate_after_s * 1000;
+}
+
+/* A hibernation that failed (it is paused still) is tried again a whole wait later. */
+static void hibernated(struct server *srv, struct sbx *sb, const err_t *err, void *arg)
+{
+    if (!err) return;
+    log_warn("idle hibernation: %s", err->msg);
+    sbx_set_paused_ms(sb, now_ms());
+}
+
 static void lease_removed(struct server *srv, const err_t *err, void *arg)
 {
     if (err) log_warn("the end of a lease: %s", err->msg);
@@ -45,6 +63,10 @@ void idle_tick(struct server *srv)
             if (end_lease(srv, sb, &err) < 0) log_warn("the end of a lease: %s", err.msg);
         } else if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", NULL, NULL, &err) < 0) {
             log_warn("idle pause: %s", err.msg);
+        } else if (sleepy(sb, now) &&
+                   server_sandbox_hibernate(srv, sb, "idle", hibernated, NULL, &err) < 0) {
+            log_warn("idle hibernation: %s", err.msg);
+            sbx_set_paused_ms(sb, now);
         }
     }
 }

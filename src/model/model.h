@@ -88,7 +88,9 @@ struct model_sandbox {
     double cpus;
     uint32_t disk_mib;
     uint32_t idle_pause_s; /* 0: never */
-    uint32_t lease_s;      /* timeoutSeconds: how long each run may last; 0: no lease */
+    /* paused this long, a gvisor sandbox hibernates (docs/hibernation.md); 0: never */
+    uint32_t hibernate_after_s;
+    uint32_t lease_s; /* timeoutSeconds: how long each run may last; 0: no lease */
     enum model_lease_end lease_end;
     struct model_map labels;
     struct model_map env;
@@ -102,7 +104,11 @@ struct model_sandbox {
 int model_sandbox_parse(json_t *body, struct model_sandbox *out, err_t *err);
 /* The fields model_sandbox_parse knows, NULL-terminated. */
 extern const char *const model_sandbox_fields[];
-/* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, timeoutSeconds, onLeaseEnd, labels,
+/* A create that names no hibernateAfterSeconds gets the daemon's --hibernate-after; a
+ * stored row from before it, this. */
+#define MODEL_HIBERNATE_AFTER_DEFAULT 300
+/* {name, memoryMiB, cpus, diskMiB, idlePauseSeconds, hibernateAfterSeconds, timeoutSeconds,
+ * onLeaseEnd, labels,
  * env, network, isolation} (isolation null while DEFAULT):
  * model_sandbox_parse of it gives the same settings back. */
 json_t *model_sandbox_json(const struct model_sandbox *s);

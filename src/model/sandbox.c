@@ -134,9 +134,21 @@ static int parse_name(json_t *body, char out[MODEL_NAME_MAX], err_t *err)
 }
 
 const char *const model_sandbox_fields[] = {
-    "name",       "memoryMiB", "cpus", "vcpu",    "diskMiB",   "idlePauseSeconds", "timeoutSeconds",
-    "onLeaseEnd", "labels",    "env",  "network", "isolation", "getOrCreate", /* a create's, read by
-                                                                                 the API */
+    "name",
+    "memoryMiB",
+    "cpus",
+    "vcpu",
+    "diskMiB",
+    "idlePauseSeconds",
+    "timeoutSeconds",
+    "hibernateAfterSeconds",
+    "onLeaseEnd",
+    "labels",
+    "env",
+    "network",
+    "isolation",
+    "getOrCreate", /* a create's, read by
+                      the API */
     NULL,
 };
 
@@ -219,6 +231,9 @@ int model_sandbox_parse(json_t *body, struct model_sandbox *s, err_t *err)
     gather(parse_uint(body, "diskMiB", 2048, 64, 1 << 22, &s->disk_mib, &e), &e, &r, err);
     gather(parse_uint(body, "idlePauseSeconds", 300, 0, 1 << 30, &s->idle_pause_s, &e), &e, &r,
            err);
+    gather(parse_uint(body, "hibernateAfterSeconds", MODEL_HIBERNATE_AFTER_DEFAULT, 0, 1 << 30,
+                      &s->hibernate_after_s, &e),
+           &e, &r, err);
     gather(parse_lease(body, s, &e), &e, &r, err);
     gather(model_map_parse(json_object_get(body, "labels"), "labels", valid_label_key,
                            "a label key", &s->labels, &e),
@@ -238,14 +253,15 @@ json_t *model_sandbox_json(const struct model_sandbox *s)
     json_t *cpus =
         s->cpus == floor(s->cpus) ? json_integer((json_int_t)s->cpus) : json_real(s->cpus);
     const char *isolation = model_driver_name(s->isolation);
-    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:s,s:o,s:o,s:o,s:o}", "name",
+    return json_pack("{s:o,s:I,s:o,s:I,s:I,s:o,s:s,s:o,s:o,s:o,s:o,s:I}", "name",
                      s->name[0] ? json_string(s->name) : json_null(), "memoryMiB",
                      (json_int_t)s->memory_mib, "cpus", cpus, "diskMiB", (json_int_t)s->disk_mib,
                      "idlePauseSeconds", (json_int_t)s->idle_pause_s, "timeoutSeconds",
                      s->lease_s ? json_integer(s->lease_s) : json_null(), "onLeaseEnd",
                      model_lease_end_name(s->lease_end), "labels", model_map_json(&s->labels),
                      "env", model_map_json(&s->env), "network", model_network_json(&s->network),
-                     "isolation", isolation ? json_string(isolation) : json_null());
+                     "isolation", isolation ? json_string(isolation) : json_null(),
+                     "hibernateAfterSeconds", (json_int_t)s->hibernate_after_s);
 }
 
 void model_sandbox_clear(struct model_sandbox *s)

@@ -782,6 +782,16 @@ static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
     return r;
 }
 
+/* Its stored bytes are its image's too, while it is hibernated: what it costs then. */
+static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
+{
+    char image[700];
+    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    int r = ns_stats(sb, st);
+    st->disk_bytes += dir_bytes(image);
+    return r;
+}
+
 /* ---- stop, destroy, sweep ---- */
 
 static int gvisor_stop(struct sandbox *sb, err_t *err)
@@ -819,7 +829,7 @@ const struct sandbox_driver sandbox_gvisor_driver = {
     .freeze = ns_freeze,
     .hibernate = gvisor_hibernate,
     .restore = gvisor_restore,
-    .stats = ns_stats,
+    .stats = gvisor_stats,
     .sweep = ns_sweep,
     .free = gvisor_free,
 };

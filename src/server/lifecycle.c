@@ -270,6 +270,8 @@ static void on_status_written(int r, const err_t *err, void *arg)
     }
     sbx_move(sb->owner, sb, c->landing, c->fields);
     c->fields = NULL;
+    /* From now its image is stored: the next checkpoint counts it from here. */
+    if (sb->state == SBX_HIBERNATED) usage_checkpoint(sb->owner, sb);
     end_change(sb->owner, sb, r < 0 ? err : NULL);
 }
 
@@ -285,10 +287,9 @@ static const char *change_verb(enum sbx_state s)
     return s == SBX_PAUSING ? "pause" : s == SBX_HIBERNATING ? "hibernate" : "wake";
 }
 
-/* Hibernated: its image's bytes are what it costs now (usage.c). */
+/* Hibernated: the event says how big its image is (usage.c counts it as stored bytes). */
 static void landed_hibernated(struct sbx *sb, struct sbx_change *c, const struct proto_result *res)
 {
-    sb->image_bytes = res->values[0];
     c->landing = SBX_CHECKPOINTED;
     c->fields =
         json_pack("{s:s,s:I}", "reason", c->reason, "imageBytes", (json_int_t)res->values[0]);
@@ -310,7 +311,6 @@ static void landed_awake(struct server *srv, struct sbx *sb, struct sbx_change *
     c->landing = SBX_THAWED;
     c->fields = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
     if (!restored) return;
-    sb->image_bytes = 0;
     if (nfds == 1 && fds[0] >= 0) server_sandbox_watch(srv, sb, fds[0]);
     json_object_set_new(c->fields, "from", json_string(res->values[0] ? "cold" : "image"));
     if (res->values[0]) {

@@ -106,6 +106,21 @@ int64_t sbx_created_ms(const struct sbx *sb)
     return sb->created_ms;
 }
 
+uint64_t sbx_paused_ms(const struct sbx *sb)
+{
+    return sb->paused_ms;
+}
+
+void sbx_set_paused_ms(struct sbx *sb, uint64_t ms)
+{
+    sb->paused_ms = ms;
+}
+
+uint32_t server_hibernate_after_s(const struct server *srv)
+{
+    return srv->cfg.hibernate_after_s;
+}
+
 uint64_t sbx_last_active_ms(const struct sbx *sb)
 {
     return sb->last_active_ms;
@@ -1037,6 +1052,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     sb->servers_at_wake = hibernated;
     sb->state = hibernated ? SBX_HIBERNATED : paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
+    if (paused) sb->paused_ms = now_ms(); /* its hibernateAfterSeconds count from the restart */
     sb->last_active_ms = now_ms();
     if (sb->state == SBX_RUNNING && sb->settings.lease_s) /* the lease is not stored */
         sb->lease_ends_ms = now_unix_ms() + (int64_t)sb->settings.lease_s * 1000;

@@ -26,6 +26,7 @@ struct server_config {
     char listen[128];
     uint32_t max_sandboxes;
     uint32_t mcp_input_wait_ms; /* --mcp-input-wait: a parked 2026-07-28 call's (0: default) */
+    uint32_t hibernate_after_s; /* --hibernate-after: a create's hibernateAfterSeconds */
     struct egress_pin pins[64]; /* --resolve */
     size_t n_pins;
     char upstream_ca[512];            /* --upstream-ca, "" for none */
@@ -258,6 +259,11 @@ int server_sandbox_resume(struct server *srv, struct sbx *sb, const char *reason
  * where its driver cannot. */
 int server_sandbox_hibernate(struct server *srv, struct sbx *sb, const char *reason,
                              server_sandbox_done_fn *done, void *arg, err_t *err);
+/* --hibernate-after: what a create that names no hibernateAfterSeconds gets. */
+uint32_t server_hibernate_after_s(const struct server *srv);
+/* Monotonic ms of its last pause (0: never paused in this run). */
+uint64_t sbx_paused_ms(const struct sbx *sb);
+void sbx_set_paused_ms(struct sbx *sb, uint64_t ms);
 /* Stop ends every process of a running or paused sandbox (or one whose init
  * died) and keeps its workspace, settings, name and gateway link and token;
  * start builds a stopped (or failed) one again on its workspace, its MCP servers

@@ -45,7 +45,6 @@ struct sbx {
     uint64_t paused_ms;      /* monotonic: when it was last paused (hibernateAfterSeconds) */
     int holds;               /* execs and gateway requests under way */
     /* lifecycle.c: hibernation (docs/hibernation.md) */
-    uint64_t image_bytes; /* its image, while hibernated: what it costs */
     bool servers_at_wake; /* a restart found it hibernated: its MCP servers start at wake */
     unsigned file_ops;    /* file_ops.c: file-tree operations under way */
     /* usage.c: what it used so far, and where the counting stands */

@@ -115,10 +115,11 @@ static int stats_now(struct server *srv, struct sbx *sb, uint64_t *cpu_ns, uint6
     return r;
 }
 
-/* The keeper holds it: it has figures to ask for. */
+/* The keeper holds it: it has figures to ask for. A hibernated one's stored bytes are its
+ * workspace's and its image's (storage is all it costs). */
 static bool is_live(enum sbx_state shown)
 {
-    return shown == SBX_RUNNING || shown == SBX_PAUSED;
+    return shown == SBX_RUNNING || shown == SBX_PAUSED || shown == SBX_HIBERNATED;
 }
 
 /* Counts the time since the last checkpoint as `state`, the status it showed

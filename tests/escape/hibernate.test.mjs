@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { DRIVER, gvisorSkip, isRoot, runscProcesses, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
+import { DRIVER, Daemon, gvisorSkip, isRoot, runscProcesses, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
 import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
 
 const skip = !isRoot() ? 'needs root (runtimed does)'
@@ -19,7 +19,11 @@ const skip = !isRoot() ? 'needs root (runtimed does)'
 let d;
 before(async () => {
   if (skip) return;
-  d = await startDaemon({ prefix: 'runtime-hibernate-' });
+  // Sandboxes created without hibernateAfterSeconds get the daemon's --hibernate-after.
+  d = await startDaemon({
+    prefix: 'runtime-hibernate-',
+    make: (dir) => Object.assign(new Daemon(dir), { extraArgs: ['--hibernate-after', '2'] }),
+  });
 });
 after(async () => {
   await stopDaemon(d);
@@ -163,6 +167,62 @@ test('an image that cannot be restored starts the sandbox cold, with an event th
   await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
   assert.equal(await count(client), 1);
   await client.close();
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+test('idle: paused after its idlePauseSeconds, hibernated after its hibernateAfterSeconds (the daemon\'s --hibernate-after), restored by the next exec', { skip }, async () => {
+  const sb = await d.create({ isolation: 'gvisor', idlePauseSeconds: 1 });
+  assert.equal(sb.hibernateAfterSeconds, 2, 'the daemon\'s --hibernate-after');
+  await waitFor(async () => (await statusOf(sb.id)) === 'hibernated', { timeoutMs: 30000, what: 'idle hibernation' });
+  const [paused] = await events(sb.id, 'sandbox.paused');
+  const [hib] = await events(sb.id, 'sandbox.hibernated');
+  assert.equal(paused.reason, 'idle');
+  assert.equal(hib.reason, 'idle');
+  assert.ok(Date.parse(hib.time) - Date.parse(paused.time) >= 2000, `${paused.time} then ${hib.time}`);
+  assert.equal((await d.exec(sb.id, ['echo', 'back'])).stdout, 'back\n');
+  assert.equal((await events(sb.id, 'sandbox.resumed')).at(-1).from, 'image');
+  // 0 is never: paused, it stays paused.
+  const up = await d.api('POST', `/v1/sandboxes/${sb.id}:update`, { hibernateAfterSeconds: 0 });
+  assert.equal(up.status, 200, up.text);
+  assert.equal(up.body.hibernateAfterSeconds, 0);
+  assert.equal((await d.api('POST', `/v1/sandboxes/${sb.id}:pause`)).status, 200);
+  const t0 = Date.now();
+  await waitFor(() => Date.now() - t0 > 4000, { intervalMs: 250, what: 'two waits of --hibernate-after' });
+  assert.equal(await statusOf(sb.id), 'paused');
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+async function usageOf(id) {
+  const r = await d.api('GET', '/v1/usage');
+  assert.equal(r.status, 200, r.text);
+  const row = r.body.sandboxes.find((x) => x.sandbox === id);
+  assert.ok(row, `a usage row for ${id}`);
+  return row;
+}
+
+test('usage: a hibernated sandbox is billed for storage (its workspace and its image), not memory', { skip }, async () => {
+  const sb = await d.create({ isolation: 'gvisor', memoryMiB: 512 });
+  await hibernate(sb.id);
+  const [hib] = await events(sb.id, 'sandbox.hibernated');
+  // The checkpoint after the landing asks the keeper for the stored bytes: the image's too.
+  const u1 = await waitFor(async () => {
+    const row = await usageOf(sb.id);
+    return row.storedGB * 1e9 >= hib.imageBytes && row;
+  }, { what: 'the stored bytes to include the image' });
+  assert.equal(u1.status, 'hibernated');
+  const t0 = Date.now();
+  // A stretch to bill (an interval measured, not a synchronisation).
+  await waitFor(() => Date.now() - t0 >= 2000, { intervalMs: 100, what: 'two seconds hibernated' });
+  assert.equal((await d.exec(sb.id, ['true'])).exitCode, 0); // the wake counts the stretch
+  const u2 = await usageOf(sb.id);
+  const hours = u2.pausedHours - u1.pausedHours;
+  assert.ok(hours * 3600 >= 1.9, `paused (hibernated) seconds: ${hours * 3600}`);
+  assert.ok(u2.pausedGBHours - u1.pausedGBHours >= hours * (hib.imageBytes / 1e9) * 0.99,
+    `pausedGBHours grew by ${u2.pausedGBHours - u1.pausedGBHours} over ${hours} h of an image of ${hib.imageBytes} B`);
+  // Memory is billed for the running time only: the wake's few milliseconds, not the stretch.
+  const running = u2.runningHours - u1.runningHours;
+  assert.ok(running * 3600 < 1, `running seconds ${running * 3600}`);
+  assert.ok(Math.abs((u2.memoryGiBHours - u1.memoryGiBHours) - running * 0.5) < 1e-6, 'memoryGiBHours follow the running time');
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 

@@ -226,6 +226,8 @@ export interface SandboxCreate {
    * @default 300
    */
   idlePauseSeconds?: number;
+  /** a gvisor sandbox paused this long hibernates (its memory to disk, its processes ended, restored by the next request); 0 never; default the daemon's --hibernate-after (300) */
+  hibernateAfterSeconds?: number;
   /** Runtime Cloud's lease: each run (created, woken, started again) may last this long, busy or not, then onLeaseEnd; null or absent: no lease. POST .../{id}:extend moves it later; endsAt in the answers says when it ends */
   timeoutSeconds?: number | null;
   /** @default "pause" */
@@ -257,6 +259,7 @@ export interface SandboxUpdate {
   /** a value sets a variable, null removes it; the others stay */
   env?: Record<string, string | null> | null;
   idlePauseSeconds?: number | null;
+  hibernateAfterSeconds?: number | null;
   /** fixed at create: only the sandbox's own is accepted (another is 400 invalid_request); to change it, create a new sandbox */
   isolation?: Isolation | null;
   /** true (or null) only */
@@ -301,6 +304,8 @@ export interface Sandbox {
   vcpu?: number;
   diskMiB: number;
   idlePauseSeconds: number;
+  /** a gvisor sandbox paused this long hibernates; 0 never */
+  hibernateAfterSeconds?: number;
   /** the lease of each run; null: none */
   timeoutSeconds?: number | null;
   onLeaseEnd?: 'pause' | 'stop' | 'delete';
