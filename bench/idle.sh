@@ -103,25 +103,6 @@ bench_workdir -idle
 
 # --- the daemon's MCP servers, events, and the wake client ----------------------------------
 
-# start_server SANDBOX NAME JSON: starts an MCP server, waits (bounded) until it is no longer
-# installing or starting, fails unless ready; sets URL and TOKEN.
-start_server() {
-    local sb=$1 name=$2 body=$3 st deadline=$((SECONDS + 300))
-    api POST "/v1/sandboxes/$sb/mcp" "$body" >/dev/null
-    while :; do
-        api GET "/v1/sandboxes/$sb/mcp?wait=30" >"$WORK/mcp-$name.json"
-        st=$(jq -r --arg n "$name" '.servers[] | select(.name == $n) | .status' "$WORK/mcp-$name.json")
-        [[ $st == installing || $st == starting ]] && ((SECONDS < deadline)) && continue
-        break
-    done
-    [[ $st == ready ]] || bench_die "server $name is '$st', not ready: $(jq -c '.servers' "$WORK/mcp-$name.json")"
-    URL=$(jq -r --arg n "$name" '.servers[] | select(.name == $n) | .url' "$WORK/mcp-$name.json")
-    TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp-$name.json")
-    TOKEN=${TOKEN#Bearer }
-    [[ $URL == "$RUNTIME_API_URL"/mcp/* ]] || bench_die "the gateway URL '$URL' is not under $RUNTIME_API_URL"
-    [[ -n $TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization"
-}
-
 # The highest event seq of a sandbox so far.
 event_mark() { api GET "/v1/sandboxes/$1/events" | jq '[.[].seq] | max // 0'; }
 

@@ -299,6 +299,25 @@ api() {
     printf '%s\n' "$out"
 }
 
+# start_server SANDBOX NAME JSON: starts an MCP server, waits (bounded) until it is no longer
+# installing or starting, fails unless ready; sets URL and TOKEN.
+start_server() {
+    local sb=$1 name=$2 body=$3 st deadline=$((SECONDS + 300))
+    api POST "/v1/sandboxes/$sb/mcp" "$body" >/dev/null
+    while :; do
+        api GET "/v1/sandboxes/$sb/mcp?wait=30" >"$WORK/mcp-$name.json"
+        st=$(jq -r --arg n "$name" '.servers[] | select(.name == $n) | .status' "$WORK/mcp-$name.json")
+        [[ $st == installing || $st == starting ]] && ((SECONDS < deadline)) && continue
+        break
+    done
+    [[ $st == ready ]] || bench_die "server $name is '$st', not ready: $(jq -c '.servers' "$WORK/mcp-$name.json")"
+    URL=$(jq -r --arg n "$name" '.servers[] | select(.name == $n) | .url' "$WORK/mcp-$name.json")
+    TOKEN=$(jq -r '.headers.Authorization // ""' "$WORK/mcp-$name.json")
+    TOKEN=${TOKEN#Bearer }
+    [[ $URL == "$RUNTIME_API_URL"/mcp/* ]] || bench_die "the gateway URL '$URL' is not under $RUNTIME_API_URL"
+    [[ -n $TOKEN ]] || bench_die "GET .../mcp gave no headers.Authorization"
+}
+
 # Stops the keeper (TERM, then KILL after 10 s) and then the server if it outlived it.
 stop_daemon() {
     [[ -n $KPID ]] || return 0

