@@ -19,6 +19,7 @@ struct options {
     unsigned max_sandboxes;
     unsigned mcp_input_wait_s;
     unsigned hibernate_after_s;
+    unsigned hibernate_below_mib; /* 0: a tenth of the host's memory */
     struct egress_pin pins[64];
     size_t n_pins;
     char upstream_ca[512];

@@ -249,6 +249,14 @@ static int find_drivers(const char *wanted, struct drivers *d)
     return 0;
 }
 
+/* --hibernate-below, or a tenth of the host's memory when it was not given. */
+static uint32_t hibernate_below_mib(const struct options *o)
+{
+    if (o->hibernate_below_mib) return o->hibernate_below_mib;
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint32_t)((uint64_t)pages * (uint64_t)size / 10 >> 20) : 0;
+}
+
 static void __attribute__((noreturn))
 run_server(const struct options *o, const struct drivers *drivers, const char *key,
            const uint8_t *sealing_key, int ksock, int signer, int tcp, int unx)
@@ -256,6 +264,7 @@ run_server(const struct options *o, const struct drivers *drivers, const char *k
     struct server_config cfg = {.max_sandboxes = o->max_sandboxes,
                                 .mcp_input_wait_ms = o->mcp_input_wait_s * 1000u,
                                 .hibernate_after_s = o->hibernate_after_s,
+                                .hibernate_below_mib = hibernate_below_mib(o),
                                 .rates = o->rates,
                                 .signer_sock = signer};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);

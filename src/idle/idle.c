@@ -4,7 +4,12 @@
  * onLeaseEnd: pause, stop or delete. */
 #include "idle.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "../server/server.h"
+
+#define IDLE_PRESSURE_PER_TICK 4 /* hibernations asked for a second while memory is short */
 
 static bool idle(struct sbx *sb, uint64_t now)
 {
@@ -13,14 +18,18 @@ static bool idle(struct sbx *sb, uint64_t now)
            now - sbx_last_active_ms(sb) >= (uint64_t)secs * 1000;
 }
 
+/* A paused gvisor sandbox that nothing is changing: one that could hibernate now. */
+static bool could_hibernate(struct sbx *sb)
+{
+    return sbx_settings(sb)->isolation == MODEL_DRIVER_GVISOR && sbx_state(sb) == SBX_PAUSED &&
+           !server_sandbox_changing(sb) && sbx_paused_ms(sb);
+}
+
 /* Paused for its hibernateAfterSeconds: a gvisor sandbox's memory goes to disk. */
 static bool sleepy(struct sbx *sb, uint64_t now)
 {
-    const struct model_sandbox *s = sbx_settings(sb);
-    uint64_t paused = sbx_paused_ms(sb);
-    return s->hibernate_after_s > 0 && s->isolation == MODEL_DRIVER_GVISOR &&
-           sbx_state(sb) == SBX_PAUSED && !server_sandbox_changing(sb) && paused &&
-           now - paused >= (uint64_t)s->hibernate_after_s * 1000;
+    uint32_t after = sbx_settings(sb)->hibernate_after_s;
+    return after > 0 && could_hibernate(sb) && now - sbx_paused_ms(sb) >= (uint64_t)after * 1000;
 }
 
 /* A hibernation that failed (it is paused still) is tried again a whole wait later. */
@@ -50,8 +59,41 @@ static int end_lease(struct server *srv, struct sbx *sb, err_t *err)
     return 0;
 }
 
+/* The host's MemAvailable in MiB, or -1. */
+static long mem_available_mib(void)
+{
+    char buf[4096];
+    if (read_file_small("/proc/meminfo", buf, sizeof buf) < 0) return -1;
+    const char *line = strstr(buf, "MemAvailable:");
+    return line ? strtol(line + 13, NULL, 10) / 1024 : -1;
+}
+
+/* Memory is short (MemAvailable under --hibernate-below): the longest-paused gvisor
+ * sandboxes hibernate, a few a tick until it is not, so that a burst of wakes cannot
+ * leave the kernel's OOM killer to choose. Whatever their hibernateAfterSeconds. */
+static void relieve_memory(struct server *srv)
+{
+    long avail = mem_available_mib(), below = (long)server_hibernate_below_mib(srv);
+    if (avail < 0 || avail >= below) return;
+    for (int n = 0; n < IDLE_PRESSURE_PER_TICK; n++) {
+        struct sbx *oldest = NULL;
+        for (struct sbx *sb = server_sandbox_first(srv); sb; sb = server_sandbox_next(sb))
+            if (could_hibernate(sb) && (!oldest || sbx_paused_ms(sb) < sbx_paused_ms(oldest)))
+                oldest = sb;
+        if (!oldest) return;
+        err_t err = {0};
+        log_info("memory is short (%ld MiB available, under %ld): hibernating sandbox %s", avail,
+                 below, sbx_id(oldest));
+        if (server_sandbox_hibernate(srv, oldest, "memory", hibernated, NULL, &err) < 0) {
+            log_warn("hibernation for memory: %s", err.msg);
+            sbx_set_paused_ms(oldest, now_ms());
+        }
+    }
+}
+
 void idle_tick(struct server *srv)
 {
+    relieve_memory(srv);
     uint64_t now = now_ms();
     int64_t wall = now_unix_ms();
     struct sbx *sb = server_sandbox_first(srv), *next;

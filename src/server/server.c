@@ -116,6 +116,11 @@ void sbx_set_paused_ms(struct sbx *sb, uint64_t ms)
     sb->paused_ms = ms;
 }
 
+uint32_t server_hibernate_below_mib(const struct server *srv)
+{
+    return srv->cfg.hibernate_below_mib;
+}
+
 uint32_t server_hibernate_after_s(const struct server *srv)
 {
     return srv->cfg.hibernate_after_s;

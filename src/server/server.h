@@ -25,9 +25,10 @@ struct server_config {
     char public_url[256];
     char listen[128];
     uint32_t max_sandboxes;
-    uint32_t mcp_input_wait_ms; /* --mcp-input-wait: a parked 2026-07-28 call's (0: default) */
-    uint32_t hibernate_after_s; /* --hibernate-after: a create's hibernateAfterSeconds */
-    struct egress_pin pins[64]; /* --resolve */
+    uint32_t mcp_input_wait_ms;   /* --mcp-input-wait: a parked 2026-07-28 call's (0: default) */
+    uint32_t hibernate_after_s;   /* --hibernate-after: a create's hibernateAfterSeconds */
+    uint32_t hibernate_below_mib; /* --hibernate-below: MemAvailable under it, paused ones go */
+    struct egress_pin pins[64];   /* --resolve */
     size_t n_pins;
     char upstream_ca[512];            /* --upstream-ca, "" for none */
     char nameserver[128];             /* --nameserver, "" for resolv.conf */
@@ -261,6 +262,8 @@ int server_sandbox_hibernate(struct server *srv, struct sbx *sb, const char *rea
                              server_sandbox_done_fn *done, void *arg, err_t *err);
 /* --hibernate-after: what a create that names no hibernateAfterSeconds gets. */
 uint32_t server_hibernate_after_s(const struct server *srv);
+/* --hibernate-below: under this much MemAvailable (MiB), paused gvisor sandboxes hibernate. */
+uint32_t server_hibernate_below_mib(const struct server *srv);
 /* Monotonic ms of its last pause (0: never paused in this run). */
 uint64_t sbx_paused_ms(const struct sbx *sb);
 void sbx_set_paused_ms(struct sbx *sb, uint64_t ms);

@@ -214,6 +214,33 @@ test('usage: a hibernated sandbox is billed for storage (its workspace and its i
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
+test('memory short (--hibernate-below): paused gvisor sandboxes hibernate, whatever their hibernateAfterSeconds; running ones run on', { skip }, async () => {
+  // Every MiB is "short" here: MemAvailable is always under 2^30 MiB.
+  const d2 = await startDaemon({
+    prefix: 'runtime-hibernate-pressure-',
+    make: (dir) => Object.assign(new Daemon(dir), { extraArgs: ['--hibernate-below', String(2 ** 30), '--hibernate-after', '0'] }),
+  });
+  try {
+    const a = await d2.create({ isolation: 'gvisor' });
+    const b = await d2.create({ isolation: 'gvisor' });
+    const c = await d2.create({ isolation: 'gvisor' });
+    assert.equal(a.hibernateAfterSeconds, 0, 'never by time');
+    for (const x of [a, b]) assert.equal((await d2.api('POST', `/v1/sandboxes/${x.id}:pause`)).status, 200);
+    for (const x of [a, b]) {
+      await waitFor(async () => (await d2.api('GET', `/v1/sandboxes/${x.id}`)).body.status === 'hibernated',
+        { timeoutMs: 30000, what: `sandbox ${x.id} hibernated for memory` });
+      const ev = (await d2.api('GET', `/v1/sandboxes/${x.id}/events`)).body.filter((e) => e.kind === 'sandbox.hibernated');
+      assert.equal(ev.at(-1).reason, 'memory');
+    }
+    assert.equal((await d2.api('GET', `/v1/sandboxes/${c.id}`)).body.status, 'running', 'a running one is not touched');
+    assert.match(fs.readFileSync(d2.logFile, 'utf8'), /memory is short .*hibernating sandbox/);
+    assert.equal((await d2.exec(a.id, ['echo', 'back'])).stdout, 'back\n');
+  } finally {
+    await d2.removeAll();
+    await stopDaemon(d2);
+  }
+});
+
 test('an ns sandbox cannot hibernate yet: the answer says so, and it stays as it was', { skip }, async () => {
   const sb = await d.create({ isolation: 'ns' });
   const r = await d.api('POST', `/v1/sandboxes/${sb.id}:hibernate`);
