@@ -158,6 +158,10 @@ static int create_or_adopt(struct keeper *k, struct request *rq, bool adopt)
         rq->values[0] = r == 1 ? 3 : r == 0 ? 1 : 2;
         r = from_driver(r < 0 ? r : 0);
     }
+    const struct proto_sandbox *p = (const struct proto_sandbox *)rq->buf;
+    if (!sb && adopt && (p->flags & PROTO_ADOPT_ONLY))
+        return err_set(&rq->err, -ENOENT, "sandbox %s is gone, and is not built again now",
+                       spec.id);
     if (!sb) r = from_driver(drv->create(k->host, &spec, adopt, &sb, &rq->err));
     if (r < 0) return r;
     if (add(k, &spec, drv, sb) < 0) {

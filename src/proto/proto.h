@@ -32,7 +32,8 @@
  *   HELLO        -
  *   CREATE       fd readable once the sandbox died (when the driver has one)
  *   ADOPT        the same (restart); values[0]=1 adopted, 2 recreated, 3 adopted
- *                hibernated (no fd: nothing runs)
+ *                hibernated (no fd: nothing runs); with PROTO_ADOPT_ONLY, -ENOENT
+ *                instead of recreated
  *   SWEEP        - ; removes the leftovers of all sandboxes not listed
  *   DESTROY      - ; a failure keeps the sandbox, so that it can be retried
  *   STOP         values[0]: the OOM kills its cgroup counted; ends every process
@@ -122,7 +123,11 @@ struct proto_sandbox {
     uint32_t disk_mib;
     uint32_t pids_max;
     uint32_t driver; /* enum proto_driver: the isolation driver that builds and runs it */
+    uint32_t flags;  /* PROTO_ADOPT_* */
 };
+/* ADOPT of a hibernated one: when its processes are gone (the host restarted), answer
+ * -ENOENT rather than build it again: it is built when a request needs it. */
+#define PROTO_ADOPT_ONLY 0x1u
 
 /* The isolation drivers (src/sandbox): a sandbox keeps the one it was created with. */
 enum proto_driver { PROTO_DRIVER_NS, PROTO_DRIVER_GVISOR, PROTO_DRIVER_COUNT };

@@ -488,6 +488,9 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
     struct sandbox *sb = NULL;
     int r = ns_build(host, spec, reuse_workspace, true, &sb, err);
     if (r < 0) return r;
+    char image[700]; /* one a host restart left: built anew, it has nothing to restore */
+    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    ns_remove_tree(image);
     r = start_runsc(sb, err);
     if (r < 0) {
         err_t ignored = {0};

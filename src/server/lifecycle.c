@@ -123,6 +123,7 @@ bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *
     if (!fields && kind) fields = json_object();
     if (kind) server_event(srv, sb->id, kind, fields);
     json_decref(fields);
+    if (sb->state != SBX_STOPPED && sb->state != SBX_STARTING) sb->start_at_admit = false;
     /* Every run (created, woken, started again) has a fresh lease, as Runtime Cloud's. */
     if (sb->state == SBX_RUNNING && from != SBX_RUNNING)
         sb->lease_ends_ms =
@@ -491,6 +492,10 @@ int server_sandbox_admit(struct server *srv, struct sbx *sb, const char *why,
 {
     server_sandbox_touch(sb);
     if (sb->state == SBX_REMOVING) return busy(sb, err);
+    if (sb->start_at_admit && (sb->state == SBX_STOPPED || sb->state == SBX_STARTING)) {
+        int r = server_sandbox_start(srv, sb, why, done, arg, err);
+        return r < 0 ? r : 1;
+    }
     if (!asleep(sb->state) && !going_down(sb->state) && !coming_up(sb->state)) return 0;
     int r = server_sandbox_resume(srv, sb, why, done, arg, err);
     return r < 0 ? r : 1;

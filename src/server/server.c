@@ -1018,6 +1018,23 @@ static int load_settings(const char *text, struct model_sandbox *out, err_t *err
     return r;
 }
 
+/* A hibernated one whose processes did not outlive a host restart: stopped, and started
+ * (cold: its image's memory is lost, its workspace is not) by the next request that needs
+ * it, not now, so that a host of hibernated sandboxes does not boot them all at once. */
+static int gone_while_hibernated(struct server *srv, struct sbx *sb)
+{
+    sb->state = SBX_STOPPED;
+    sb->start_at_admit = true;
+    str_copy(sb->halt_reason, sizeof sb->halt_reason, HALT_HOST_RESTARTED);
+    usage_restore(srv, sb);
+    server_event(srv, sb->id, "sandbox.stopped", json_pack("{s:s}", "reason", HALT_HOST_RESTARTED));
+    log_warn("sandbox %s was hibernated and its processes are gone (the host restarted?); "
+             "its next request starts it",
+             sb->id);
+    save_status(srv, sb);
+    return 0;
+}
+
 /* At start: every sandbox of the store is re-adopted (still running) or rebuilt
  * on its kept workspace; then the keeper removes whatever nobody knows. */
 static int restore_one(const struct store_sandbox *row, void *arg)
@@ -1045,8 +1062,12 @@ static int restore_one(const struct store_sandbox *row, void *arg)
         log_info("sandbox %s is stopped", sb->id);
         return 0;
     }
-    bool ok = readable && saved != SBX_CREATING &&
-              server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err) == 0;
+    if (saved == SBX_HIBERNATED) p.flags = PROTO_ADOPT_ONLY; /* not all booted at once */
+    int adopted = readable && saved != SBX_CREATING
+                      ? server_keeper_call(srv, PROTO_ADOPT, &p, sizeof p, &res, &watch, 1, &err)
+                      : -EINVAL;
+    if (adopted == -ENOENT && saved == SBX_HIBERNATED) return gone_while_hibernated(srv, sb);
+    bool ok = adopted == 0;
     if (ok && watch >= 0) server_sandbox_watch(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
     /* Adopted, a paused sandbox is still frozen and a hibernated one still an image (its

@@ -13,6 +13,8 @@
  * been at work (the stopped event's reason). */
 #define HALT_INIT_EXITED "init process exited"
 #define HALT_OUT_OF_MEMORY "out of memory"
+/* A hibernated one whose processes a host restart ended: its next request starts it. */
+#define HALT_HOST_RESTARTED "host restarted, hibernated"
 /* A sandbox stopped out of memory starts again after 0.5 s, doubling at each stop that
  * follows within a minute of the last, up to a minute: under gvisor a program that
  * exhausts the memory ends the whole sandbox, where under ns the kernel kills only it. */
@@ -46,6 +48,7 @@ struct sbx {
     int holds;               /* execs and gateway requests under way */
     /* lifecycle.c: hibernation (docs/hibernation.md) */
     bool servers_at_wake; /* a restart found it hibernated: its MCP servers start at wake */
+    bool start_at_admit;  /* ... with its processes gone: the next request starts it */
     unsigned file_ops;    /* file_ops.c: file-tree operations under way */
     /* usage.c: what it used so far, and where the counting stands */
     struct meter_usage usage;

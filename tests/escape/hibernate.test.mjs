@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { DRIVER, Daemon, gvisorSkip, isRoot, runscProcesses, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
+import {
+  DRIVER, Daemon, gvisorSkip, isRoot, runscProcesses, sandboxHostProcesses, startDaemon, stopDaemon, waitFor,
+} from '../e2e/lib.mjs';
 import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
 
 const skip = !isRoot() ? 'needs root (runtimed does)'
@@ -128,6 +130,35 @@ test('hibernated, the daemon killed with -9 and started again: it is still hiber
   const client = new Client({ name: 'hibernate-test', version: '1' });
   await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
   assert.equal(await count(client), 1);
+  await client.close();
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
+test('a host restart while hibernated (its processes gone): nothing boots at the daemon\'s start; the next request starts it cold', { skip }, async () => {
+  const sb = await sandboxWithCounter();
+  assert.equal(await count(sb.client), 1);
+  await sb.client.close();
+  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
+  await hibernate(sb.id);
+  await d.kill9();
+  // What a host restart ends: every process of the sandbox (its holder and shim).
+  for (const p of sandboxHostProcesses(d.stateDir, sb.id)) process.kill(p.pid, 'SIGKILL');
+  await waitFor(() => sandboxHostProcesses(d.stateDir, sb.id).length === 0, { what: "the sandbox's processes to end" });
+  await d.start();
+  const got = (await d.api('GET', `/v1/sandboxes/${sb.id}`)).body;
+  assert.deepEqual([got.status, got.stopReason], ['stopped', 'host restarted, hibernated']);
+  assert.deepEqual(sandboxHostProcesses(d.stateDir, sb.id), [], 'nothing of it was built at the start');
+  const ev = (await events(sb.id, 'sandbox.stopped')).at(-1);
+  assert.equal(ev.reason, 'host restarted, hibernated');
+
+  const cat = await d.exec(sb.id, ['cat', '/workspace/note.txt']);
+  assert.equal(cat.stdout, 'kept\n', 'the exec started it, its workspace kept');
+  assert.equal(await statusOf(sb.id), 'running');
+  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
+  assert.equal(r.body.servers.find((x) => x.name === 'counter')?.status, 'ready', r.text);
+  const client = new Client({ name: 'hibernate-test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
+  assert.equal(await count(client), 1, 'started cold: a new count');
   await client.close();
   assert.equal((await d.remove(sb.id)).status, 200);
 });
