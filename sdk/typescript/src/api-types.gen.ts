@@ -620,7 +620,7 @@ export interface UsageRow {
   /** the account it belongs to (default for the admin's) */
   account: string;
   name: string | null;
-  status: 'creating' | 'running' | 'paused' | 'stopped' | 'failed' | 'removed';
+  status: 'creating' | 'running' | 'paused' | 'stopped' | 'failed' | 'removed' | 'hibernated';
   cpuSeconds: number;
   vcpuHours: number;
   runningHours: number;

@@ -424,7 +424,17 @@ export class Sandbox implements AsyncDisposable {
     return this.#lifecycle('pause', options);
   }
 
-  /** Thaws a paused sandbox; waking one that is awake is done, not a mistake. */
+  /**
+   * Writes its memory to disk and ends its processes (a running one is paused first): it
+   * then costs storage only, and the next exec, file or gateway request restores it, its
+   * processes and their memory with it. gvisor sandboxes only: another is a
+   * `feature_unavailable` error. `info.status` is then `'hibernated'`, `state` `'paused'`.
+   */
+  hibernate(options: RequestOptions & { wait?: boolean } = {}): Promise<this> {
+    return this.#lifecycle('hibernate', options);
+  }
+
+  /** Thaws a paused sandbox (or restores a hibernated one); waking one that is awake is done, not a mistake. */
   async wake(options: RequestOptions & { wait?: boolean; timeoutSeconds?: number } = {}): Promise<this> {
     const { timeoutSeconds, ...rest } = options;
     try {

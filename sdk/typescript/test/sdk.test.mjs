@@ -128,6 +128,14 @@ test('network get/set/on/off, pause/wake/stop/restart, events', { skip }, async 
   assert.equal(sbx.info.status, 'paused');
   assert.equal((await sbx.wake()).state, 'running');
   assert.equal((await sbx.wake()).state, 'running', 'waking an awake sandbox is done');
+  // Hibernation is gvisor's: an ns sandbox says it has no such feature, and stays paused.
+  if (sbx.info.isolation === 'ns') {
+    await assert.rejects(sbx.hibernate(), (e) => e instanceof RuntimeError && e.code === 'feature_unavailable');
+  } else {
+    const h = await sbx.hibernate();
+    assert.deepEqual([h.info.status, h.state], ['hibernated', 'paused']);
+    assert.equal((await sbx.exec(['echo', 'back'])).stdout, 'back\n', 'an exec restores it');
+  }
   assert.equal((await sbx.stop()).state, 'stopped');
   assert.equal((await sbx.restart()).state, 'running');
   assert.deepEqual(await sbx.network.off(), { internet: false, openPorts: true });
