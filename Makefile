@@ -67,7 +67,7 @@ $(BUILD)/runtime-init: src/sandbox/init/runtime-init.c
 
 # The gvisor driver's agent (inside gVisor) and shim (outside): static, so that they need
 # nothing of the sandbox's /usr nor of the host's; carried in the daemon as the init is.
-AGENT_HDRS := src/sandbox/agent/frame.h src/proto/proto.h src/common/common.h
+AGENT_HDRS := src/sandbox/agent/frame.h src/sandbox/agent/exec_path.h src/proto/proto.h src/common/common.h
 $(BUILD)/runtime-agent $(BUILD)/runtime-shim: $(BUILD)/runtime-%: src/sandbox/agent/%.c $(AGENT_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 $(WARN) -D_GNU_SOURCE -static -s -o $@ $<

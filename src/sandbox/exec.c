@@ -22,43 +22,11 @@
 
 #include "../confine/confine.h"
 #include "../proto/proto.h"
+#include "agent/exec_path.h"
 #include "ns_impl.h"
 
 #define ENTER_NS                                                                                   \
     (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWCGROUP)
-
-static const char *env_get(const char *const *envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (; envp && *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') return *envp + n + 1;
-    return NULL;
-}
-
-/* execvpe looks PATH up in our own environment; the sandbox's PATH is in envp. */
-static int exec_search(const struct sandbox_exec *ex)
-{
-    const char *file = ex->argv[0];
-    if (strchr(file, '/')) {
-        execve(file, (char *const *)ex->argv, (char *const *)ex->envp);
-        return errno;
-    }
-    const char *path = env_get(ex->envp, "PATH");
-    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-    int saved = ENOENT;
-    char cand[4096];
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        snprintf(cand, sizeof cand, "%.*s/%s", (int)len, path, file);
-        execve(cand, (char *const *)ex->argv, (char *const *)ex->envp);
-        if (errno == EACCES)
-            saved = EACCES;
-        else if (errno != ENOENT && errno != ENOTDIR)
-            return errno;
-        path += len + (path[len] == ':');
-    }
-    return saved;
-}
 
 /* The program itself: joins the user namespace, drops everything, execs. Any
  * errno before exec goes to errfd; a successful exec closes it empty. */
@@ -86,7 +54,7 @@ run_program(struct sandbox *sb, const struct sandbox_exec *ex, int stdio[3], int
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        e = exec_search(ex);
+        e = exec_in_path((char *const *)ex->argv, (char *const *)ex->envp);
     }
     write_all(errfd, &e, sizeof e);
     _exit(127);

@@ -50,6 +50,31 @@ async function sandboxWithCounter() {
 
 const count = async (client) => Number((await client.callTool({ name: 'count', arguments: {} })).content[0].text);
 
+// After the counter server started again (a restart, a cold start): a new client's count.
+async function countAfterRestart(sb) {
+  await waitFor(async () => {
+    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`);
+    return r.body.servers.find((x) => x.name === 'counter')?.status === 'ready';
+  }, { timeoutMs: 60000, what: 'the counter server to start again' });
+  const client = new Client({ name: 'hibernate-test', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
+  try {
+    return await count(client);
+  } finally {
+    await client.close();
+  }
+}
+
+// A counter sandbox that answered once, a file in its workspace, then hibernated.
+async function hibernatedWithNote() {
+  const sb = await sandboxWithCounter();
+  assert.equal(await count(sb.client), 1);
+  await sb.client.close();
+  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
+  await hibernate(sb.id);
+  return sb;
+}
+
 async function hibernate(id) {
   const r = await d.api('POST', `/v1/sandboxes/${id}:hibernate`);
   assert.equal(r.status, 200, r.text);
@@ -125,21 +150,12 @@ test('hibernated, the daemon killed with -9 and started again: it is still hiber
   const ps = await d.exec(sb.id, ['ps', '-o', 'pid=', '-p', String(ticker)]);
   assert.equal(Number(ps.stdout), ticker, 'restored from its image: the same ticker runs');
   // Its MCP servers start again after a restart (docs/hibernation.md): a new client, a new count.
-  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
-  assert.equal(r.body.servers.find((x) => x.name === 'counter')?.status, 'ready', r.text);
-  const client = new Client({ name: 'hibernate-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
-  assert.equal(await count(client), 1);
-  await client.close();
+  assert.equal(await countAfterRestart(sb), 1);
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
 test('a host restart while hibernated (its processes gone): nothing boots at the daemon\'s start; the next request starts it cold', { skip }, async () => {
-  const sb = await sandboxWithCounter();
-  assert.equal(await count(sb.client), 1);
-  await sb.client.close();
-  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
-  await hibernate(sb.id);
+  const sb = await hibernatedWithNote();
   await d.kill9();
   // What a host restart ends: every process of the sandbox (its holder and shim).
   for (const p of sandboxHostProcesses(d.stateDir, sb.id)) process.kill(p.pid, 'SIGKILL');
@@ -154,21 +170,12 @@ test('a host restart while hibernated (its processes gone): nothing boots at the
   const cat = await d.exec(sb.id, ['cat', '/workspace/note.txt']);
   assert.equal(cat.stdout, 'kept\n', 'the exec started it, its workspace kept');
   assert.equal(await statusOf(sb.id), 'running');
-  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
-  assert.equal(r.body.servers.find((x) => x.name === 'counter')?.status, 'ready', r.text);
-  const client = new Client({ name: 'hibernate-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
-  assert.equal(await count(client), 1, 'started cold: a new count');
-  await client.close();
+  assert.equal(await countAfterRestart(sb), 1, 'started cold: a new count');
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
 test('an image that cannot be restored starts the sandbox cold, with an event that says why', { skip }, async () => {
-  const sb = await sandboxWithCounter();
-  assert.equal(await count(sb.client), 1);
-  await sb.client.close();
-  await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
-  await hibernate(sb.id);
+  const sb = await hibernatedWithNote();
   const image = path.join(d.stateDir, 'sandboxes', sb.id, 'image');
   for (const f of fs.readdirSync(image)) fs.writeFileSync(path.join(image, f), 'not an image');
 
@@ -178,14 +185,7 @@ test('an image that cannot be restored starts the sandbox cold, with an event th
   assert.equal(woke.from, 'cold', JSON.stringify(woke));
   assert.ok(woke.why && woke.why.length > 0, 'the event says why');
   // Its MCP server starts again by itself, at the same URL.
-  const client = new Client({ name: 'hibernate-test', version: '1' });
-  await waitFor(async () => {
-    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`);
-    return r.body.servers.find((x) => x.name === 'counter')?.status === 'ready';
-  }, { timeoutMs: 60000, what: 'the counter server to start again' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
-  assert.equal(await count(client), 1);
-  await client.close();
+  assert.equal(await countAfterRestart(sb), 1);
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 

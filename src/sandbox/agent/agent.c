@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "exec_path.h"
 #include "frame.h"
 
 #define PIDS_MAX_FILE "/sys/fs/cgroup/pids/pids.max"
@@ -81,38 +82,6 @@ static void maybe_forget(struct program *p)
 
 /* ---- starting a program ---- */
 
-static const char *env_get(char *const *envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (; *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') return *envp + n + 1;
-    return NULL;
-}
-
-/* execve of argv[0], looked up in envp's PATH when it has no '/' (as the ns driver's). */
-static int exec_search(char *const *argv, char *const *envp)
-{
-    if (strchr(argv[0], '/')) {
-        execve(argv[0], argv, envp);
-        return errno;
-    }
-    const char *path = env_get(envp, "PATH");
-    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-    int saved = ENOENT;
-    char cand[4096];
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        snprintf(cand, sizeof cand, "%.*s/%s", (int)len, path, argv[0]);
-        execve(cand, argv, envp);
-        if (errno == EACCES)
-            saved = EACCES;
-        else if (errno != ENOENT && errno != ENOTDIR)
-            return errno;
-        path += len + (path[len] == ':');
-    }
-    return saved;
-}
-
 /* In the forked child: the sandbox user, no capability, its own session, then exec.
  * An errno before the exec goes to errfd (close-on-exec: empty when it worked). */
 static void __attribute__((noreturn))
@@ -136,7 +105,7 @@ become(int stdio[3], int errfd, const char *cwd, char *const *argv, char *const 
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        e = exec_search(argv, envp);
+        e = exec_in_path(argv, envp);
     }
     if (write(errfd, &e, sizeof e) < 0) _exit(126);
     _exit(127);
