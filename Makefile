@@ -134,7 +134,7 @@ check: all $(BUILD)/unit asan format-check
 # driver-aware where it is (tests/e2e/lib.mjs GVISOR). Against the plain build only, to keep
 # CI under 45 minutes. Without runsc it is skipped, and fails under RUNTIME_REQUIRE_ALL (CI).
 RUNSC_BIN     ?= /opt/runtime/bin/runsc
-GVISOR_SUITES := tests/escape/*.test.mjs tests/egress/*.test.mjs tests/secrets/leak.test.mjs \
+GVISOR_SUITES := tests/escape/*.test.mjs tests/egress/*.test.mjs tests/secrets/leak.test.mjs tests/e2e/exec.test.mjs \
 	tests/secrets/attacks.test.mjs tests/catalog/*.test.mjs
 check-gvisor: all
 	@if [ ! -x $(RUNSC_BIN) ]; then \

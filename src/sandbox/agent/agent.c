@@ -211,6 +211,7 @@ static void on_stdin(struct program *p, const char *data, uint32_t len)
 {
     if (len == 0) {
         p->close_input = true;
+        if (!queue_size(&p->input)) close_fd(&p->in); /* else once the queue is written */
     } else if (p->in >= 0 && queue_push(&p->input, data, len) < 0) {
         _exit(70);
     }
