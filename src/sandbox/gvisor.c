@@ -488,9 +488,15 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
     struct sandbox *sb = NULL;
     int r = ns_build(host, spec, reuse_workspace, true, &sb, err);
     if (r < 0) return r;
-    char image[700]; /* one a host restart left: built anew, it has nothing to restore */
-    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
-    ns_remove_tree(image);
+    /* What a sandbox killed whole (a host restart, systemctl kill) left: runsc's record of
+     * its container, which would refuse the id, and an image, which a new build has
+     * nothing to restore into. */
+    static const char *const leftovers[] = {"runsc", GVISOR_IMAGE};
+    for (size_t i = 0; i < ARRAY_LEN(leftovers); i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/%s", sb->dir, leftovers[i]);
+        ns_remove_tree(path);
+    }
     r = start_runsc(sb, err);
     if (r < 0) {
         err_t ignored = {0};

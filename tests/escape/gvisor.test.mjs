@@ -346,6 +346,18 @@ function belongsTo(line, listed) {
 
 // ---------------------------------------------------------------- restarts
 
+test('kill -9 of the whole process group (its holder and shim too) and a restart: the gvisor sandbox is built again on its workspace', { skip }, async () => {
+  const sb = await gvisor({ diskMiB: 64 });
+  const marker = unique();
+  await d.sh(sb.id, `echo ${marker} > /workspace/f`);
+  await d.killGroup(); // as systemctl kill -s KILL: runsc's record of the container stays behind
+  await d.start();
+  const cat = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['cat', '/workspace/f'] });
+  assert.equal(cat.status, 200, `exec works after the restart: ${cat.text}`);
+  assert.equal(cat.body.stdout, `${marker}\n`);
+  assert.equal((await d.remove(sb.id)).status, 200);
+});
+
 test('a restarted daemon re-adopts a running gvisor sandbox: exec works, the same processes', { skip }, async () => {
   const sb = await gvisor();
   const marker = token('kept');
