@@ -420,8 +420,11 @@ static int start_shim(struct sandbox *sb, const int agent_fds[4], err_t *err)
     pid_t pid = ncg < 0 ? -1 : fork();
     if (pid == 0) {
         if (setns(sb->init_pidfd, GVISOR_ENTER) < 0) _exit(125);
-        pid_t child = fork();
-        if (child != 0) _exit(child < 0 ? 126 : 0); /* the holder reaps the shim */
+        /* The keeper's child, not this one's: an orphan is reparented to the reaper of its
+         * parent's pid namespace, the host's init, and a holder's end (its namespace's)
+         * waits until every task in it is reaped, by whoever that is. */
+        pid_t child = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+        if (child != 0) _exit(child < 0 ? 126 : 0);
         cgroup_attach_fds(cg_fds, ncg, 0);
         setpriority(PRIO_PROCESS, 0, 0); /* the keeper's niceness is not the sandbox's */
         int null = open("/dev/null", O_RDWR);
@@ -763,13 +766,16 @@ static int restore_image(struct sandbox *sb, const char *image, err_t *err)
     return r;
 }
 
-/* The shim of a sandbox started cold: the new agent gets new pipes. */
+/* Ends the sandbox's shim and reaps it when it is the keeper's child (start_shim); one
+ * an earlier keeper started is its orphan, the host init's to reap. */
 static void kill_shim(struct sandbox *sb)
 {
     pid_t pids[512];
     int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
     for (int i = 0; i < n; i++)
-        if (cmdline_starts(pids[i], "runtime-shim")) kill(pids[i], SIGKILL);
+        if (cmdline_starts(pids[i], "runtime-shim") && kill(pids[i], SIGKILL) == 0)
+            while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {
+            }
 }
 
 static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
@@ -805,6 +811,8 @@ static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
 
 static int gvisor_stop(struct sandbox *sb, err_t *err)
 {
+    cgroup_freeze(sb->cg, false, NULL); /* a frozen task takes its SIGKILL once thawed */
+    kill_shim(sb);            /* and reaped first: the holder's end waits for it (start_shim) */
     int r = ns_stop(sb, err); /* the holder's end is its pid namespace's: runsc's too */
     if (sb->boot_pidfd >= 0) {
         struct pollfd p = {.fd = sb->boot_pidfd, .events = POLLIN};
