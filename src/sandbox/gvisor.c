@@ -330,7 +330,8 @@ static pid_t parent_of(pid_t pid)
     return line ? (pid_t)strtol(line + 6, NULL, 10) : -1;
 }
 
-/* A pidfd of pid unless it is exiting (then readable already); -1 otherwise. */
+/* A pidfd of pid unless it is exiting (then readable already); -1 otherwise. Kept for
+ * the sandbox's life: above SANDBOX_FD_FLOOR. */
 static int live_pidfd(pid_t pid)
 {
     int fd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -339,7 +340,7 @@ static int live_pidfd(pid_t pid)
         close(fd);
         fd = -1;
     }
-    return fd;
+    return sandbox_fd_high(fd);
 }
 
 /* The holder (runtime-init) and runsc's sandbox process, from the sandbox's cgroup:

@@ -207,7 +207,7 @@ static int start_init(const struct sandbox_host *host, struct sandbox *sb, int l
     }
     close(sp[1]);
     sb->init_pid = (pid_t)pid;
-    sb->init_pidfd = pidfd;
+    sb->init_pidfd = sandbox_fd_high(pidfd);
     int r = cgroup_attach(sb->cg, sb->init_pid, err);
     /* The OOM killer must never pick pid 1: the sandbox would die with it. */
     char oom[64];
@@ -389,7 +389,7 @@ static int ns_adopt(const struct sandbox_host *host, const struct sandbox_spec *
         int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (fd >= 0 && poll(&p, 1, 0) == 0) { /* readable means it is exiting */
-            sb->init_pidfd = fd;
+            sb->init_pidfd = sandbox_fd_high(fd);
             sb->init_pid = pids[i];
         } else if (fd >= 0) {
             close(fd);
@@ -408,6 +408,14 @@ static void wait_gone(int pidfd, int timeout_ms)
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR) {
     }
+}
+
+int sandbox_fd_high(int fd)
+{
+    int high = fd >= 0 && fd < SANDBOX_FD_FLOOR ? fcntl(fd, F_DUPFD_CLOEXEC, SANDBOX_FD_FLOOR) : -1;
+    if (high < 0) return fd;
+    close(fd);
+    return high;
 }
 
 int ns_stop(struct sandbox *sb, err_t *err)

@@ -18,6 +18,14 @@ struct sandbox {
     int boot_pidfd; /* gvisor: runsc's sandbox process (the sentry); -1 for ns */
 };
 
+/* The keeper holds a descriptor or two for each sandbox (its init's pidfd, gVisor's
+ * sentry's) for as long as it lives: those go above SANDBOX_FD_FLOOR, so that the few a
+ * call opens and closes (netlink sockets: libnftables waits on its socket with select(),
+ * which aborts on a descriptor past FD_SETSIZE) keep the low numbers however many
+ * sandboxes there are. Returns the moved descriptor (fd is closed), or fd as it was. */
+#define SANDBOX_FD_FLOOR 1024
+int sandbox_fd_high(int fd);
+
 /* The host uid of uid `inside` of sandbox sb: in its slot's range of the daemon's block. */
 static inline uid_t ns_host_uid(const struct sandbox *sb, uint32_t inside)
 {
