@@ -1,6 +1,8 @@
 /* runtime-shim: a gvisor sandbox's end of the agent's channel, outside gVisor (frame.h
  * says why it exists). The keeper starts it in the holder's namespaces and the
- * sandbox's cgroup, so it is charged to the sandbox, frozen with it and ended with it.
+ * sandbox's cgroup, so it is charged to the sandbox, frozen with it and ended with it,
+ * as the sandbox root's host uid with no capability, under the sandbox's seccomp filter
+ * (gvisor.c, start_shim).
  *
  * Descriptors it starts with:
  *   3  a listening SOCK_SEQPACKET socket (STATE/sandboxes/<id>/shim.sock, root's only)
@@ -15,11 +17,10 @@
  *
  * Each connection on 3 is one request (enum shim_request). SHIM_EXEC, a struct
  * frame_spawn with its strings, is answered with an int32 (0 or -errno) and, on 0, four
- * pipes as SCM_RIGHTS: the program's stdin
- * (write end), stdout and stderr (read ends) and a status pipe that carries one struct
- * proto_exec_status when it ends. The shim enforces the timeout, and stops a program
- * whose status pipe's reader is gone (the daemon no longer wants it), as the ns
- * driver's monitor does. It never blocks; see agent.c for the pausing. */
+ * pipes as SCM_RIGHTS: the program's stdin (write end), stdout and stderr (read ends)
+ * and a status pipe that carries one struct proto_exec_status when it ends. The shim enforces the
+ * timeout, and stops a program whose status pipe's reader is gone (the daemon no longer wants it),
+ * as the ns driver's monitor does. It never blocks; see agent.c for the pausing. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
