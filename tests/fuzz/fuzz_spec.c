@@ -76,7 +76,7 @@ static void check_spec(json_t *spec)
 {
     static const char *const fields[] = {
         "name",       "memoryMiB", "cpus", "diskMiB", "idlePauseSeconds", "timeoutSeconds",
-        "onLeaseEnd", "labels",    "env",  "network", "isolation"};
+        "onLeaseEnd", "labels",    "env",  "network", "isolation",        "hibernateAfterSeconds"};
     if (!json_is_object(spec) || json_object_size(spec) != sizeof fields / sizeof *fields)
         fail("the spec does not have exactly the %zu fields", sizeof fields / sizeof *fields);
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
@@ -93,6 +93,8 @@ static void check_spec(json_t *spec)
     if (!is_int_in(json_object_get(spec, "memoryMiB"), 64, 1 << 20)) fail("memoryMiB");
     if (!is_int_in(json_object_get(spec, "diskMiB"), 64, 1 << 22)) fail("diskMiB");
     if (!is_int_in(json_object_get(spec, "idlePauseSeconds"), 0, 1 << 30)) fail("idlePause");
+    if (!is_int_in(json_object_get(spec, "hibernateAfterSeconds"), 0, 1 << 30))
+        fail("hibernateAfter");
     json_t *lease = json_object_get(spec, "timeoutSeconds");
     if (!json_is_null(lease) && !is_int_in(lease, 60, 86400)) fail("timeoutSeconds");
     const char *end = json_string_value(json_object_get(spec, "onLeaseEnd"));
