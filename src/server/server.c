@@ -1027,7 +1027,9 @@ static int gone_while_hibernated(struct server *srv, struct sbx *sb)
     sb->start_at_admit = true;
     str_copy(sb->halt_reason, sizeof sb->halt_reason, HALT_HOST_RESTARTED);
     usage_restore(srv, sb);
-    server_event(srv, sb->id, "sandbox.stopped", json_pack("{s:s}", "reason", HALT_HOST_RESTARTED));
+    json_t *fields = json_pack("{s:s}", "reason", HALT_HOST_RESTARTED);
+    server_event(srv, sb->id, "sandbox.stopped", fields); /* borrows them */
+    json_decref(fields);
     log_warn("sandbox %s was hibernated and its processes are gone (the host restarted?); "
              "its next request starts it",
              sb->id);
