@@ -16,11 +16,11 @@
  * go with its mount namespace. runsc's own state lives under the sandbox's
  * directory (STATE/sandboxes/<id>/runsc), which the sweep removes.
  *
- * Programs start with `runsc exec` given a process spec (never their argv on runsc's
- * command line: the host's process table shows runsc only), and file calls run the
- * ns driver's helpers on the host side of the gofer's directories (exec.c: the root
- * is dir/root in the holder's mount namespace), as the sandbox user's host uid,
- * which is what gVisor's user namespace maps its uid 1000 to. */
+ * Programs are children of the container's pid 1, the agent (agent/agent.c), asked for
+ * through the shim beside it (agent/shim.c; frame.h says why: a restore keeps them,
+ * and no argv reaches a host command line), and file calls run the ns driver's helpers on the host
+ * side of the gofer's directories (exec.c: the root is dir/root in the holder's mount namespace),
+ * as the sandbox user's host uid, which is what gVisor's user namespace maps its uid 1000 to. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -390,11 +390,25 @@ static int read_agent_outcome(int fd, err_t *err)
                    got ? said : "it said nothing");
 }
 
-/* The shim's listening socket, STATE/sandboxes/<id>/shim.sock (root's only). */
+/* The shim's socket, STATE/sandboxes/<id>/shim.sock; false when the path is too long. */
+static bool shim_address(const struct sandbox *sb, struct sockaddr_un *a)
+{
+    *a = (struct sockaddr_un){.sun_family = AF_UNIX};
+    return snprintf(a->sun_path, sizeof a->sun_path, "%s/shim.sock", sb->dir) <
+           (int)sizeof a->sun_path;
+}
+
+/* The image of a hibernated sandbox (suffix "" or ".new", while it is written). */
+static void image_path(const struct sandbox *sb, const char *suffix, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s%s", sb->dir, GVISOR_IMAGE, suffix);
+}
+
+/* The shim's listening socket (root's only). */
 static int shim_listen(const struct sandbox *sb, err_t *err)
 {
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (snprintf(a.sun_path, sizeof a.sun_path, "%s/shim.sock", sb->dir) >= (int)sizeof a.sun_path)
+    struct sockaddr_un a;
+    if (!shim_address(sb, &a))
         return err_set(err, -ENAMETOOLONG, "the state dir's path is too long for a socket");
     unlink(a.sun_path);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -528,7 +542,7 @@ static int gvisor_adopt(const struct sandbox_host *host, const struct sandbox_sp
     if (r == 0 && find_processes(sb) < 0) {
         /* Hibernated: only the holder and the shim run, and its image is there. */
         char image[700];
-        snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+        image_path(sb, "", image, sizeof image);
         hibernated = sb->init_pidfd >= 0 && sb->boot_pidfd < 0 && access(image, F_OK) == 0;
         if (!hibernated) r = err_set(err, -ENOENT, "sandbox %s is no longer running", spec->id);
     }
@@ -585,9 +599,8 @@ static int spawn_request(const struct sandbox_exec *ex, char *buf, size_t cap, s
 #define SHIM_ANSWER_MS 10000
 static int shim_connect(const struct sandbox *sb)
 {
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/shim.sock", sb->dir);
-    if (n >= (int)sizeof a.sun_path) return -ENAMETOOLONG;
+    struct sockaddr_un a;
+    if (!shim_address(sb, &a)) return -ENAMETOOLONG;
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     struct timeval tv = {.tv_sec = SHIM_ANSWER_MS / 1000};
@@ -698,8 +711,8 @@ static void forget_container(struct sandbox *sb)
 static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *err)
 {
     char tmp[700], image[700], flag[720];
-    snprintf(tmp, sizeof tmp, "%s/%s.new", sb->dir, GVISOR_IMAGE);
-    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    image_path(sb, ".new", tmp, sizeof tmp);
+    image_path(sb, "", image, sizeof image);
     snprintf(flag, sizeof flag, "--image-path=%s", tmp);
     ns_remove_tree(tmp);
     ns_remove_tree(image);
@@ -782,7 +795,7 @@ static void kill_shim(struct sandbox *sb)
 static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
 {
     char image[700];
-    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    image_path(sb, "", image, sizeof image);
     err_t why = {0};
     *cold = false;
     int r = restore_image(sb, image, &why);
@@ -802,7 +815,7 @@ static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
 static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
 {
     char image[700];
-    snprintf(image, sizeof image, "%s/%s", sb->dir, GVISOR_IMAGE);
+    image_path(sb, "", image, sizeof image);
     int r = ns_stats(sb, st);
     st->disk_bytes += dir_bytes(image);
     return r;

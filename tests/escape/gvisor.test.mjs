@@ -140,8 +140,9 @@ test("a gvisor sandbox's program never appears in the host's process table; its 
     }
     // The exec adds nothing on the host: the agent inside starts it (docs/gvisor.md).
     const added = sandboxHostProcesses(d.stateDir, sb.id).filter((p) => !procs.some((q) => q.pid === p.pid));
+    // Processes with no command line are the sentry's systrap stubs: a new address space
+    // inside may bring one. Anything else would be the program itself on the host.
     assert.deepEqual(added.filter((p) => p.cmdline !== ''), [], 'the exec added a host process');
-    // (a new systrap stub of the sentry, with no command line, may come with a new address space)
     // The control: the same program in an ns sandbox is a host process under its command line.
     const ns = await d.create({ isolation: 'ns' });
     const arg3 = unique();
