@@ -780,16 +780,25 @@ static int restore_image(struct sandbox *sb, const char *image, err_t *err)
     return r;
 }
 
+/* The shim's grace after SIGTERM, in which it reports each program still running as
+ * killed (agent/shim.c); it needs a few milliseconds. */
+#define SHIM_STOP_MS 1000
+
 /* Ends the sandbox's shim and reaps it when it is the keeper's child (start_shim); one
  * an earlier keeper started is its orphan, the host init's to reap. */
 static void kill_shim(struct sandbox *sb)
 {
     pid_t pids[512];
     int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
-    for (int i = 0; i < n; i++)
-        if (cmdline_starts(pids[i], "runtime-shim") && kill(pids[i], SIGKILL) == 0)
+    for (int i = 0; i < n; i++) {
+        if (!cmdline_starts(pids[i], "runtime-shim")) continue;
+        int pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        if (pidfd >= 0 && kill(pids[i], SIGTERM) == 0) pidfd_ended(pidfd, SHIM_STOP_MS);
+        if (pidfd >= 0) close(pidfd);
+        if (kill(pids[i], SIGKILL) == 0 || errno == ESRCH)
             while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {
             }
+    }
 }
 
 static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)

@@ -147,3 +147,19 @@ test('the command runs as uid 1000, and every exec sees the same /workspace', as
   const again = await d.exec(sb.id, ['cat', '/workspace/note']);
   assert.equal(again.stdout, 'kept\n');
 });
+
+test('a command running when its sandbox stops is answered killed, not with an error', async () => {
+  const own = await d.create({ name: 'exec-stopped' });
+  const running = d.exec(own.id, ['sh', '-c', 'echo started > /workspace/started; exec sleep 60'],
+    { timeoutMs: 90000 });
+  for (let i = 0; i < 200; i++) { // it has started once its file is there (bounded: 20 s)
+    if ((await d.exec(own.id, ['cat', '/workspace/started'])).exitCode === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const st = await d.api('POST', `/v1/sandboxes/${own.id}:stop`);
+  assert.equal(st.status, 200, st.text);
+  const r = await running;
+  assert.deepEqual([r.exitCode, r.state, r.signal], [null, 'killed', 'SIGKILL']);
+  assert.ok(r.durationMs < 60000, `answered in ${r.durationMs} ms, not once sleep ended`);
+  await d.remove(own.id);
+});

@@ -13,7 +13,9 @@
  * ending is the sandbox ending (out of memory, killed): every program still known is
  * reported killed (SIGKILL) and the shim exits, unless the keeper said it ends for a
  * checkpoint (SHIM_HIBERNATE); after a restore the keeper hands it the new sentry's
- * pidfd (SHIM_WATCH).
+ * pidfd (SHIM_WATCH). SIGTERM, the keeper's stop, ends it the same way: a keeper that
+ * stops the sandbox as soon as it sees the sentry die must not leave a caller with no
+ * status because it won the race against us.
  *
  * Each connection on 3 is one request (enum shim_request). SHIM_EXEC, a struct
  * frame_spawn with its strings, is answered with an int32 (0 or -errno) and, on 0, four
@@ -64,7 +66,8 @@ static struct exec *execs[MAX_EXECS];
 static int nexecs;
 static uint32_t next_id = 1;
 static struct queue to_agent, from_agent;
-static int sentry = SENTRY_FD; /* -1 while hibernated */
+static int sentry = SENTRY_FD;         /* -1 while hibernated */
+static volatile sig_atomic_t stopping; /* SIGTERM came: blocked except inside ppoll */
 
 static uint64_t clock_ms(void)
 {
@@ -401,8 +404,13 @@ static void turn(void)
             fds[n++] = (struct pollfd){.fd = e->status, .events = 0};
         }
     }
-    int timeout = wake ? (int)(wake - now) : -1;
-    if (poll(fds, (nfds_t)n, timeout) <= 0) return;
+    struct timespec timeout = {(time_t)((wake - now) / 1000),
+                               (long)((wake - now) % 1000) * 1000000};
+    sigset_t unblocked;
+    sigemptyset(&unblocked);
+    int ready = ppoll(fds, (nfds_t)n, wake ? &timeout : NULL, &unblocked);
+    if (stopping) sandbox_ended();
+    if (ready <= 0) return;
     if (fds[1].revents && queue_flush(&to_agent, AGENT_IN) < 0) _exit(0);
     for (int i = FIXED_FDS; i < n; i++) {
         struct exec *e = owner[i];
@@ -428,9 +436,20 @@ static void turn(void)
     if (queue_size(&to_agent)) queue_flush(&to_agent, AGENT_IN);
 }
 
+static void on_sigterm(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    signal(SIGTERM, on_sigterm);
     prctl(PR_SET_NAME, "runtime-shim");
     fcntl(AGENT_IN, F_SETFL, fcntl(AGENT_IN, F_GETFL) | O_NONBLOCK);
     for (;;)
