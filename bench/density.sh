@@ -18,12 +18,16 @@
 # Targets: N=1000 hibernated on this 24 GiB host, at most 2 MiB of RAM each, wake at most
 # 500 ms p99. Figures and how to read them: docs/benchmarks.md, "Hibernation density
 # (issue 27)".
+# DRIVER=ns: the same with ns sandboxes, whose memory goes to swap: the run turns on a swap
+# file of its own (SWAP_MIB, default 64 MiB a server; off and removed at the end) and
+# fails if the host has swap already (its figures would be the host's). Target: wake at
+# most 150 ms p99.
 #
 # Usage: sudo bench/density.sh [--smoke]   (after `make`, scripts/install-runsc and
 #        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq)
 #        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every part, tiny
 #        counts, figures not meaningful).
-# Knobs (environment): N=1000 SAMPLE=50 CHUNK=10 BUDGET=7200 (seconds) IDLE_WAIT=900
+# Knobs (environment): DRIVER=gvisor N=1000 SAMPLE=50 CHUNK=10 BUDGET=7200 (seconds) IDLE_WAIT=900
 # (seconds to wait for a quiet machine; 0 = don't) BUILD=DIR (default build/) BENCH_DATA=DIR
 # (keep the raw figures). --smoke: N=3 SAMPLE=2 CHUNK=2 BUDGET=300.
 # shellcheck disable=SC2317 # the trap handlers look unreachable
@@ -41,10 +45,14 @@ CHUNK=${CHUNK:-$(bench_pick 2 10)}
 BUDGET=${BUDGET:-$(bench_pick 300 7200)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 MAX_LOAD=2
+DRIVER=${DRIVER:-gvisor}
 TARGET_N=1000
 TARGET_RAM_MIB=2
 TARGET_WAKE_P99_MS=500
+[[ $DRIVER == ns ]] && TARGET_WAKE_P99_MS=150
+SWAP_MIB=${SWAP_MIB:-$((N * 64 + 64))}
 ((SAMPLE <= N)) || SAMPLE=$N
+[[ $DRIVER == gvisor || $DRIVER == ns ]] || bench_die "DRIVER is gvisor or ns, not $DRIVER"
 
 BUILD=${BUILD:-$ROOT/build}
 RUNTIMED=$BUILD/runtimed
@@ -58,7 +66,7 @@ RUNSC=/opt/runtime/bin/runsc
 
 [[ $(id -u) == 0 ]] || bench_die "run as root (runtimed needs it): sudo $0"
 need_build
-[[ -x $RUNSC ]] || bench_die "$RUNSC is missing: hibernation is the gvisor driver's (scripts/install-runsc)"
+[[ $DRIVER == ns || -x $RUNSC ]] || bench_die "$RUNSC is missing (scripts/install-runsc), or run with DRIVER=ns"
 for f in "$NODE" "$NM/@modelcontextprotocol/sdk/package.json" "$COUNTER" "$WAKE"; do
     [[ -e $f ]] || bench_die "$f is missing; run: cd $MCP_DIR && npm ci --ignore-scripts"
 done
@@ -73,8 +81,20 @@ cleanup_first() {
     cat "$WORK/servers.txt" "$WORK/chunk.txt" 2>/dev/null | cut -d' ' -f1 | sort -u |
         timeout "$CLEANUP_RM_S" xargs -r -n 100 "$RT" sandbox rm >/dev/null 2>&1
 }
+SWAP_FILE=
+# After the daemon stopped: the run's swap file off (its sandboxes are gone: nothing is in it).
+cleanup_last() {
+    [[ -n $SWAP_FILE ]] && swapoff "$SWAP_FILE" && rm -f "$SWAP_FILE"
+}
 wait_for_quiet
 bench_workdir -density
+if [[ $DRIVER == ns ]]; then
+    [[ $(awk '/^SwapTotal:/ { print $2 }' /proc/meminfo) == 0 ]] ||
+        bench_die "this host has swap already: DRIVER=ns measures with a swap file of its own"
+    SWAP_FILE=$WORK/swap
+    fallocate -l "${SWAP_MIB}M" "$SWAP_FILE" && chmod 600 "$SWAP_FILE" && mkswap -q "$SWAP_FILE" &&
+        swapon "$SWAP_FILE" || bench_die "cannot turn on a swap file of $SWAP_MIB MiB in $WORK"
+fi
 start_watchdog
 start_daemon --nameserver 127.0.0.1:9 --hibernate-after 0
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
@@ -82,7 +102,7 @@ bench_log "$MACHINE; $QUIET"
 bench_log "runtimed keeper $KPID, server $SPID"
 
 mem_available_kib() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
-SPEC='{"isolation":"gvisor","memoryMiB":256,"diskMiB":64,"idlePauseSeconds":0}'
+SPEC='{"isolation":"'$DRIVER'","memoryMiB":256,"diskMiB":64,"idlePauseSeconds":0}'
 SERVER='{"servers":[{"name":"counter","command":["node","/workspace/counter.mjs"]}]}'
 
 # --- 1. N hibernated servers ---------------------------------------------------------------
@@ -108,6 +128,7 @@ hibernate_one() {
 : >"$WORK/servers.txt"
 : >"$WORK/images.txt"
 sync
+cp /proc/meminfo "$WORK/meminfo0.txt"
 AVAIL0=$(mem_available_kib)
 T_MADE=$SECONDS
 for ((i = 0; i < N; i += CHUNK)); do
@@ -121,7 +142,13 @@ for ((i = 0; i < N; i += CHUNK)); do
     ((n % 50 == 0 || n == N)) && bench_log "$n of $N hibernated ($((SECONDS - T_MADE)) s; MemAvailable $(($(mem_available_kib) / 1024)) MiB)"
 done
 sync
+cp /proc/meminfo "$WORK/meminfo1.txt"
 AVAIL1=$(mem_available_kib)
+# Where the RAM went, per server: the kernel's own counters, before and after.
+WHERE=$(awk -v n="$N" 'FNR == NR { a[$1] = $2; next }
+    $1 ~ /^(AnonPages|Shmem|Slab|SUnreclaim|KernelStack|PageTables|Percpu|Cached|MemFree):$/ {
+        printf "%s%s %.0f", sep, substr($1, 1, length($1) - 1), ($2 - a[$1]) / n; sep = ", " }' \
+    "$WORK/meminfo0.txt" "$WORK/meminfo1.txt")
 MADE_S=$((SECONDS - T_MADE))
 RAM_KIB=$(awk -v a="$AVAIL0" -v b="$AVAIL1" -v n="$N" 'BEGIN { printf "%.0f", (a - b) / n }')
 RAM_MIB=$(awk -v k="$RAM_KIB" 'BEGIN { printf "%.2f", k / 1024 }')
@@ -139,7 +166,7 @@ while read -r id _; do
 done <"$WORK/servers.txt"
 PSS_KIB=$(bench_median <"$WORK/pss.txt")
 WORKSPACE_MB=$(bench_median <"$WORK/workspace.txt" | awk '{ printf "%.2f", $1 / 1e6 }')
-bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image $IMAGE_MB MB, workspace $WORKSPACE_MB MB, holder+shim Pss $PSS_KIB KiB"
+bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image (ns: swap) $IMAGE_MB MB, workspace $WORKSPACE_MB MB, processes' Pss $PSS_KIB KiB"
 
 # --- 2. wake latency --------------------------------------------------------------------------
 
@@ -155,11 +182,12 @@ ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }
 {
     echo "Hibernation density (bench/density.sh), $(date -u +%FT%TZ)"
     echo "machine: $MACHINE; $QUIET"
-    echo "1. $N gvisor sandboxes, each a hibernated counter MCP server (Node), made in $MADE_S s"
+    echo "1. $N $DRIVER sandboxes, each a hibernated counter MCP server (Node), made in $MADE_S s"
     printf '   %-44s %10s   target %s  %s\n' "hibernated servers held" "$N" "$TARGET_N" "$(bench_at_least "$N" "$TARGET_N")"
     printf '   %-44s %10s   target %s  %s\n' "host RAM per hibernated server (MiB)" "$RAM_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$RAM_MIB" "$TARGET_RAM_MIB")"
-    printf '   %-44s %10s\n' "  of which holder + shim Pss (KiB, median)" "$PSS_KIB"
-    printf '   %-44s %10s\n' "disk: image per server (MB, median)" "$IMAGE_MB"
+    printf '   %-44s %10s\n' "  its host processes' Pss (KiB, median)" "$PSS_KIB"
+    printf '   %-44s %s\n' "  /proc/meminfo's growth per server (KiB)" "$WHERE"
+    printf '   %-44s %10s\n' "disk: image (ns: swap) per server (MB, median)" "$IMAGE_MB"
     printf '   %-44s %10s\n' "disk: workspace per server (MB, median)" "$WORKSPACE_MB"
     echo "2. first call (connect + tools/call by a new SDK client), $SAMPLE at random"
     printf '   %-44s %10s ms p50  %8s ms p99   target p99 %s  %s\n' "hibernated: restores it" "$WAKE_P50" "$WAKE_P99" "$TARGET_WAKE_P99_MS" "$(bench_verdict "$WAKE_P99" "$TARGET_WAKE_P99_MS")"

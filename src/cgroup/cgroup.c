@@ -504,6 +504,14 @@ uint64_t cgroup_reclaim(struct cgroup *cg)
     return st.memory_bytes;
 }
 
+void cgroup_swap_out(struct cgroup *cg)
+{
+    if (cg->version == 1)
+        cg1_swap_out(cg);
+    else
+        cg2_swap_out(cg);
+}
+
 int cgroup_freeze(struct cgroup *cg, bool frozen, err_t *err)
 {
     int r = cg->version == 1 ? cg1_freeze(cg, frozen, err) : cg2_freeze(cg, frozen, err);

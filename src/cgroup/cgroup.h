@@ -21,6 +21,7 @@ struct cgroup_stats {
     uint64_t memory_bytes; /* current usage */
     uint64_t pids;         /* current tasks */
     uint64_t oom_kills;    /* processes the kernel's OOM killer ended in it, ever */
+    uint64_t swap_bytes;   /* of its memory, what is in swap (0 without swap accounting) */
     bool frozen;
 };
 
@@ -54,6 +55,11 @@ int cgroup_freeze(struct cgroup *cg, bool frozen, err_t *err);
  * anonymous memory where there is swap), e.g. for a paused sandbox. Best effort:
  * returns the bytes it holds afterwards. */
 uint64_t cgroup_reclaim(struct cgroup *cg);
+/* Pushes what its (frozen) processes hold in memory to swap, as far as the host's swap
+ * takes it: a hibernated ns sandbox (docs/hibernation.md). Its limits stay as they were,
+ * and nothing comes back until a process touches it. Best effort: what stays in memory
+ * (kernel memory, what swap had no room for) stays. */
+void cgroup_swap_out(struct cgroup *cg);
 int cgroup_stats(struct cgroup *cg, struct cgroup_stats *st);
 /* Host pids in the cgroup; returns count (at most max) or -errno. */
 int cgroup_pids(struct cgroup *cg, pid_t *pids, int max);

@@ -71,6 +71,7 @@ int cg1_set_limits(struct cgroup *cg, const struct cgroup_limits *lim, err_t *er
 int cg1_freeze(struct cgroup *cg, bool frozen, err_t *err);
 int cg1_stats(struct cgroup *cg, struct cgroup_stats *st);
 void cg1_reclaim(struct cgroup *cg);
+void cg1_swap_out(struct cgroup *cg);
 
 /* v2: the runtime/ parent needs the controllers in its subtree_control first. */
 int cg2_prepare_parent(err_t *err);
@@ -79,6 +80,7 @@ int cg2_freeze(struct cgroup *cg, bool frozen, err_t *err);
 int cg2_stats(struct cgroup *cg, struct cgroup_stats *st);
 int cg2_kill_all(struct cgroup *cg);
 void cg2_reclaim(struct cgroup *cg);
+void cg2_swap_out(struct cgroup *cg);
 /* The text for cpu.max: "quota period", or "max period" when milli is 0. */
 void cg2_cpu_max_text(char *out, size_t size, uint32_t milli);
 

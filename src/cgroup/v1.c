@@ -108,6 +108,10 @@ int cg1_stats(struct cgroup *cg, struct cgroup_stats *st)
     if (r == 0 && cgi_read_key_u64(cgi_dir(cg, CG_MEMORY), "memory.oom_control", "oom_kill",
                                    &st->oom_kills) < 0)
         st->oom_kills = 0;
+    /* total_swap is there with swap accounting only. */
+    if (r == 0 &&
+        cgi_read_key_u64(cgi_dir(cg, CG_MEMORY), "memory.stat", "total_swap", &st->swap_bytes) < 0)
+        st->swap_bytes = 0;
     if (r == 0) {
         r = is_frozen(cg);
         st->frozen = r > 0;
@@ -132,4 +136,17 @@ void cg1_reclaim(struct cgroup *cg)
     cgi_write(dir, "memory.limit_in_bytes", v);
     snprintf(v, sizeof v, "%llu", (unsigned long long)limit);
     cgi_write(dir, "memory.limit_in_bytes", v);
+}
+
+/* The same way down, to a limit of a page or so: the kernel reclaims all it can,
+ * anonymous memory to swap (memsw, memory and swap together, is unchanged by it), and
+ * the write fails with EBUSY for the rest; the limit goes back at once (a frozen task
+ * touches nothing meanwhile). */
+void cg1_swap_out(struct cgroup *cg)
+{
+    const char *dir = cgi_dir(cg, CG_MEMORY);
+    char limit[32];
+    if (cgi_read(dir, "memory.limit_in_bytes", limit, sizeof limit) < 0) return;
+    cgi_write(dir, "memory.limit_in_bytes", "4096");
+    cgi_write(dir, "memory.limit_in_bytes", limit);
 }

@@ -163,6 +163,8 @@ int cg2_stats(struct cgroup *cg, struct cgroup_stats *st)
     if (r == 0) r = read_counter(dir, "pids.current", CG2_PIDS, &st->pids);
     if (r == 0 && cgi_read_key_u64(dir, "memory.events", "oom_kill", &st->oom_kills) < 0)
         st->oom_kills = 0; /* no memory controller here */
+    if (r == 0 && cgi_read_u64(dir, "memory.swap.current", &st->swap_bytes) < 0)
+        st->swap_bytes = 0; /* no swap accounting */
     if (r == 0) {
         r = events_frozen(cg);
         st->frozen = r > 0;
@@ -191,4 +193,16 @@ void cg2_reclaim(struct cgroup *cg)
     char v[32];
     snprintf(v, sizeof v, "%llu", (unsigned long long)current);
     cgi_write(dir, "memory.reclaim", v);
+}
+
+/* A running sandbox may not swap (memory.swap.max 0: its memory limit is all it has);
+ * a hibernating one may, for the time of the reclaim. Lowering swap.max again leaves what
+ * was swapped where it is. */
+void cg2_swap_out(struct cgroup *cg)
+{
+    const char *dir = cg->dirs[0];
+    if (!cgi_exists(dir, "memory.swap.max")) return;
+    if (cgi_write(dir, "memory.swap.max", "max") < 0) return;
+    cg2_reclaim(cg);
+    cgi_write(dir, "memory.swap.max", "0");
 }

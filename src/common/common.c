@@ -300,6 +300,15 @@ int write_file(const char *path, const char *text)
     return r;
 }
 
+int64_t meminfo_bytes(const char *key)
+{
+    char buf[8192] = "\n", want[40];
+    if (read_file_small("/proc/meminfo", buf + 1, sizeof buf - 1) < 0) return -1;
+    snprintf(want, sizeof want, "\n%s:", key); /* a whole name, at a line's start */
+    const char *line = strstr(buf, want);
+    return line ? strtoll(line + strlen(want), NULL, 10) * 1024 : -1;
+}
+
 int read_file_small(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

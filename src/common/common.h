@@ -52,6 +52,8 @@ const char *text_error_line(const char *text, size_t len, char *out, size_t size
 int write_all(int fd, const void *buf, size_t n);
 int write_file(const char *path, const char *text);
 int read_file_small(const char *path, char *buf, size_t size); /* NUL-terminates */
+/* One figure of /proc/meminfo ("MemAvailable", "SwapTotal", "SwapFree") in bytes, or -1. */
+int64_t meminfo_bytes(const char *key);
 /* mkdir -p with mode for the last component only created ones. */
 int mkdir_p(const char *path, unsigned mode);
 

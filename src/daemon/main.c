@@ -246,6 +246,13 @@ static int find_drivers(const char *wanted, struct drivers *d)
     else
         log_info("isolation drivers: ns (default); gvisor is missing: %s",
                  d->missing[PROTO_DRIVER_GVISOR]);
+    int64_t swap = meminfo_bytes("SwapTotal");
+    if (swap > 0)
+        log_info("swap: %lld MiB; a hibernating ns sandbox's memory goes there",
+                 (long long)(swap >> 20));
+    else
+        log_info("no swap: ns sandboxes cannot hibernate (their paused memory stays in RAM); "
+                 "gvisor ones hibernate to images");
     return 0;
 }
 

@@ -83,13 +83,14 @@ static const struct opt opts[] = {
           "how long a 2026-07-28 call that asked its client for input waits for the client's retry "
           "(default 300 s)"),
     COUNT("hibernate-after", hibernate_after_s, "300", 0, 1u << 30, "S",
-          "a gvisor sandbox paused this long hibernates: its memory to disk, its processes "
-          "ended, restored at its next request (default 300; 0 never); what a create that "
-          "names no hibernateAfterSeconds gets"),
+          "a sandbox paused this long hibernates: a gvisor one's memory to an image on disk, "
+          "its processes ended, an ns one's to the host's swap where there is any; restored at "
+          "its next request (default 300; 0 never); what a create that names no "
+          "hibernateAfterSeconds gets"),
     COUNT("hibernate-below", hibernate_below_mib, NULL, 1, 1u << 30, "MIB",
-          "when the host's available memory falls under this, the longest-paused gvisor "
-          "sandboxes hibernate first, whatever their hibernateAfterSeconds (default: a tenth "
-          "of the host's memory)"),
+          "when the host's available memory falls under this, the longest-paused sandboxes "
+          "hibernate first, whatever their hibernateAfterSeconds (default: a tenth of the "
+          "host's memory)"),
     COUNT("max-connections", max_conns, NULL, 16, 1u << 20, "N",
           "API and gateway connections over TCP (default: a quarter of the server's descriptors, "
           "at most 4096); at the limit a new one replaces the oldest that never authenticated"),

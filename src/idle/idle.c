@@ -18,18 +18,21 @@ static bool idle(struct sbx *sb, uint64_t now)
            now - sbx_last_active_ms(sb) >= (uint64_t)secs * 1000;
 }
 
-/* A paused gvisor sandbox that nothing is changing: one that could hibernate now. */
-static bool could_hibernate(struct sbx *sb)
+/* A paused sandbox that nothing is changing, and that has somewhere to put its memory: a
+ * gvisor one its image, an ns one the host's swap (has_swap). */
+static bool could_hibernate(struct sbx *sb, bool has_swap)
 {
-    return sbx_settings(sb)->isolation == MODEL_DRIVER_GVISOR && sbx_state(sb) == SBX_PAUSED &&
-           !server_sandbox_changing(sb) && sbx_paused_ms(sb);
+    enum model_driver driver = sbx_settings(sb)->isolation;
+    return (driver == MODEL_DRIVER_GVISOR || (driver == MODEL_DRIVER_NS && has_swap)) &&
+           sbx_state(sb) == SBX_PAUSED && !server_sandbox_changing(sb) && sbx_paused_ms(sb);
 }
 
-/* Paused for its hibernateAfterSeconds: a gvisor sandbox's memory goes to disk. */
-static bool sleepy(struct sbx *sb, uint64_t now)
+/* Paused for its hibernateAfterSeconds: its memory goes to disk. */
+static bool sleepy(struct sbx *sb, uint64_t now, bool has_swap)
 {
     uint32_t after = sbx_settings(sb)->hibernate_after_s;
-    return after > 0 && could_hibernate(sb) && now - sbx_paused_ms(sb) >= (uint64_t)after * 1000;
+    return after > 0 && could_hibernate(sb, has_swap) &&
+           now - sbx_paused_ms(sb) >= (uint64_t)after * 1000;
 }
 
 /* A hibernation that failed (it is paused still) is tried again a whole wait later. */
@@ -59,26 +62,20 @@ static int end_lease(struct server *srv, struct sbx *sb, err_t *err)
     return 0;
 }
 
-/* The host's MemAvailable in MiB, or -1. */
-static long mem_available_mib(void)
-{
-    char buf[4096];
-    if (read_file_small("/proc/meminfo", buf, sizeof buf) < 0) return -1;
-    const char *line = strstr(buf, "MemAvailable:");
-    return line ? strtol(line + 13, NULL, 10) / 1024 : -1;
-}
-
-/* Memory is short (MemAvailable under --hibernate-below): the longest-paused gvisor
- * sandboxes hibernate, a few a tick until it is not, so that a burst of wakes cannot
+/* Memory is short (MemAvailable under --hibernate-below): the longest-paused sandboxes
+ * that can hibernate do, a few a tick until it is not, so that a burst of wakes cannot
  * leave the kernel's OOM killer to choose. Whatever their hibernateAfterSeconds. */
-static void relieve_memory(struct server *srv)
+static void relieve_memory(struct server *srv, bool has_swap)
 {
-    long avail = mem_available_mib(), below = (long)server_hibernate_below_mib(srv);
+    int64_t avail_bytes = meminfo_bytes("MemAvailable");
+    long avail = avail_bytes < 0 ? -1 : (long)(avail_bytes >> 20);
+    long below = (long)server_hibernate_below_mib(srv);
     if (avail < 0 || avail >= below) return;
     for (int n = 0; n < IDLE_PRESSURE_PER_TICK; n++) {
         struct sbx *oldest = NULL;
         for (struct sbx *sb = server_sandbox_first(srv); sb; sb = server_sandbox_next(sb))
-            if (could_hibernate(sb) && (!oldest || sbx_paused_ms(sb) < sbx_paused_ms(oldest)))
+            if (could_hibernate(sb, has_swap) &&
+                (!oldest || sbx_paused_ms(sb) < sbx_paused_ms(oldest)))
                 oldest = sb;
         if (!oldest) return;
         err_t err = {0};
@@ -93,7 +90,8 @@ static void relieve_memory(struct server *srv)
 
 void idle_tick(struct server *srv)
 {
-    relieve_memory(srv);
+    bool has_swap = meminfo_bytes("SwapTotal") > 0; /* swapon may come at any time */
+    relieve_memory(srv, has_swap);
     uint64_t now = now_ms();
     int64_t wall = now_unix_ms();
     struct sbx *sb = server_sandbox_first(srv), *next;
@@ -105,7 +103,7 @@ void idle_tick(struct server *srv)
             if (end_lease(srv, sb, &err) < 0) log_warn("the end of a lease: %s", err.msg);
         } else if (idle(sb, now) && server_sandbox_pause(srv, sb, "idle", NULL, NULL, &err) < 0) {
             log_warn("idle pause: %s", err.msg);
-        } else if (sleepy(sb, now) &&
+        } else if (sleepy(sb, now, has_swap) &&
                    server_sandbox_hibernate(srv, sb, "idle", hibernated, NULL, &err) < 0) {
             log_warn("idle hibernation: %s", err.msg);
             sbx_set_paused_ms(sb, now);

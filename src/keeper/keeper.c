@@ -347,9 +347,9 @@ static int on_hibernate(struct keeper *k, struct request *rq)
         return err_set(&rq->err, -ENOTSUP, "sandboxes of the %s driver cannot hibernate",
                        drv->name);
     if (p->flag) return from_driver(drv->hibernate(rq->e->sb, &rq->values[0], &rq->err));
-    bool cold = false;
-    int r = from_driver(drv->restore(rq->e->sb, &cold, &rq->err));
-    rq->values[0] = cold;
+    enum proto_from from = PROTO_FROM_IMAGE;
+    int r = from_driver(drv->restore(rq->e->sb, &from, &rq->err));
+    rq->values[0] = from;
     if (r == 0) {
         rq->fds[0] = drv->watch_fd(rq->e->sb);
         rq->nfds = rq->fds[0] >= 0;

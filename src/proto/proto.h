@@ -44,10 +44,10 @@
  *   EXEC         fds stdin, stdout, stderr, status
  *   OPEN_FILE    fd
  *   FREEZE       - ; flag 1 freeze, 0 thaw
- *   HIBERNATE    flag 1: its memory to an image, values[0] the image's bytes (0 when
- *                it ended without one: msg says why); flag 0: back from it, fd readable
- *                once it died (as CREATE's), values[0]=1 when it started cold instead
- *                (msg says why); -ENOTSUP where its driver cannot
+ *   HIBERNATE    flag 1: its memory to an image (gvisor) or swap (ns), values[0] the
+ *                bytes (0 when gvisor ended it without an image: msg says why); flag 0:
+ *                back from it, fd readable once it died (as CREATE's), values[0] an
+ *                enum proto_from (cold: msg says why); -ENOTSUP where it cannot
  *   STATS        values: cpu_ns, mem_bytes, pids, frozen, disk_bytes
  *   NET_SOCKETS  fds proxy, dns udp, dns tcp
  *   RENAME_FILE  - ; a file written whole under a temporary name takes its place
@@ -91,7 +91,11 @@ enum proto_type {
 };
 #undef PROTO_ENUM_
 
+/* Where a hibernated sandbox came back from (HIBERNATE's answer, values[0]). */
+enum proto_from { PROTO_FROM_IMAGE, PROTO_FROM_COLD, PROTO_FROM_SWAP };
+
 /* A request type's row, for the receiving side's generic checks. */
+
 struct proto_request_info {
     const char *name;
     size_t payload; /* exact size, or the minimum when strings follow */

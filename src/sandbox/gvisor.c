@@ -801,17 +801,17 @@ static void kill_shim(struct sandbox *sb)
     }
 }
 
-static int gvisor_restore(struct sandbox *sb, bool *cold, err_t *err)
+static int gvisor_restore(struct sandbox *sb, enum proto_from *from, err_t *err)
 {
     char image[700];
     image_path(sb, "", image, sizeof image);
     err_t why = {0};
-    *cold = false;
+    *from = PROTO_FROM_IMAGE;
     int r = restore_image(sb, image, &why);
     ns_remove_tree(image);
     if (r == 0) return 0;
     /* Cold: what its memory held is lost; its workspace and /tmp are not. */
-    *cold = true;
+    *from = PROTO_FROM_COLD;
     if (sb->boot_pidfd >= 0) pidfd_ended(sb->boot_pidfd, 0);
     forget_container(sb);
     kill_shim(sb);

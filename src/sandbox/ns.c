@@ -452,6 +452,30 @@ int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
     return r;
 }
 
+/* Hibernation without an image: its memory goes to the host's swap, where the kernel
+ * takes it (a frozen cgroup's pages, cgroup_swap_out), and comes back as it is touched. */
+static int ns_hibernate(struct sandbox *sb, uint64_t *swapped, err_t *err)
+{
+    if (meminfo_bytes("SwapTotal") <= 0)
+        return err_set(err, -ENOTSUP,
+                       "this host has no swap, where an ns sandbox's memory goes when it "
+                       "hibernates; add swap (docs/hibernation.md) or use isolation gvisor");
+    int r = cgroup_freeze(sb->cg, true, err);
+    struct cgroup_stats st = {0};
+    if (r == 0) cgroup_swap_out(sb->cg);
+    if (r == 0) r = cgroup_stats(sb->cg, &st);
+    *swapped = st.swap_bytes;
+    return r < 0 ? err_set(err, r, "cannot read sandbox %s's memory: %s", sb->spec.id, strerror(-r))
+                 : 0;
+}
+
+static int ns_restore(struct sandbox *sb, enum proto_from *from, err_t *err)
+{
+    *from = PROTO_FROM_SWAP;
+    return cgroup_freeze(sb->cg, false, err);
+}
+
+/* Stored: its workspace, and what of its memory is in swap (a hibernated one's). */
 int ns_stats(struct sandbox *sb, struct sandbox_stats *st)
 {
     char image[700];
@@ -459,7 +483,9 @@ int ns_stats(struct sandbox *sb, struct sandbox_stats *st)
     snprintf(image, sizeof image, "%s/workspace.img", sb->dir);
     /* The image is sparse: its allocated blocks are what the host stores. */
     if (stat(image, &s) == 0) st->disk_bytes = (uint64_t)s.st_blocks * 512;
-    return cgroup_stats(sb->cg, &st->cg);
+    int r = cgroup_stats(sb->cg, &st->cg);
+    st->disk_bytes += st->cg.swap_bytes;
+    return r;
 }
 
 const struct sandbox_driver sandbox_ns_driver = {
@@ -475,6 +501,8 @@ const struct sandbox_driver sandbox_ns_driver = {
     .net_sockets = ns_net_sockets,
     .watch_fd = ns_watch_fd,
     .freeze = ns_freeze,
+    .hibernate = ns_hibernate,
+    .restore = ns_restore,
     .stats = ns_stats,
     .sweep = ns_sweep,
     .free = ns_free,

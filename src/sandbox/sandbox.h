@@ -137,15 +137,17 @@ struct sandbox_driver {
      * pidfd, duplicated; harmless in unprivileged hands: it cannot signal). */
     int (*watch_fd)(struct sandbox *sb);
     int (*freeze)(struct sandbox *sb, bool frozen, err_t *err);
-    /* Hibernation (docs/hibernation.md); NULL where the driver has none. hibernate writes
-     * its processes, memory included, to an image in its directory and ends them (the
+    /* Hibernation (docs/hibernation.md) of a frozen sandbox. gvisor: hibernate writes its
+     * processes, memory included, to an image in its directory and ends them (the
      * sandbox's namespaces, workspace and exec channel stay), answering the image's bytes;
      * when that fails after gVisor ended them, it answers 0 bytes and why in err->msg
      * (no image: the next restore starts it cold). restore brings them back from the
-     * image; when it cannot, it starts the sandbox cold, sets *cold and says why in
-     * err->msg, and fails only when that cannot either. */
+     * image; when it cannot, it starts the sandbox cold (*from PROTO_FROM_COLD) and
+     * says why in err->msg, and fails only when that cannot either. ns: hibernate pushes
+     * its memory to the host's swap (-ENOTSUP without swap), answering the bytes swapped;
+     * restore thaws it (PROTO_FROM_SWAP). */
     int (*hibernate)(struct sandbox *sb, uint64_t *image_bytes, err_t *err);
-    int (*restore)(struct sandbox *sb, bool *cold, err_t *err);
+    int (*restore)(struct sandbox *sb, enum proto_from *from, err_t *err);
     int (*stats)(struct sandbox *sb, struct sandbox_stats *st);
     /* Removes what a sandbox that no longer exists may have left (cgroups, files). */
     int (*sweep)(const struct sandbox_host *host, const char *id);

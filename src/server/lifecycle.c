@@ -288,12 +288,14 @@ static const char *change_verb(enum sbx_state s)
     return s == SBX_PAUSING ? "pause" : s == SBX_HIBERNATING ? "hibernate" : "wake";
 }
 
-/* Hibernated: the event says how big its image is (usage.c counts it as stored bytes). */
+/* Hibernated: the event says where its memory went (gvisor: an image; ns: swap) and how
+ * much (usage.c counts it as stored bytes). */
 static void landed_hibernated(struct sbx *sb, struct sbx_change *c, const struct proto_result *res)
 {
+    bool swap = sb->settings.isolation == MODEL_DRIVER_NS;
     c->landing = SBX_CHECKPOINTED;
-    c->fields =
-        json_pack("{s:s,s:I}", "reason", c->reason, "imageBytes", (json_int_t)res->values[0]);
+    c->fields = json_pack("{s:s,s:s,s:I}", "reason", c->reason, "to", swap ? "swap" : "image",
+                          "imageBytes", (json_int_t)res->values[0]);
     if (res->msg[0]) { /* gVisor ended it without an image: the next wake starts it cold */
         json_object_set_new(c->fields, "note", json_string(res->msg));
         log_warn("sandbox %s hibernated without an image: %s", sb->id, res->msg);
@@ -313,8 +315,11 @@ static void landed_awake(struct server *srv, struct sbx *sb, struct sbx_change *
     c->fields = json_pack("{s:s,s:f}", "reason", c->reason, "wakeMs", ms);
     if (!restored) return;
     if (nfds == 1 && fds[0] >= 0) server_sandbox_watch(srv, sb, fds[0]);
-    json_object_set_new(c->fields, "from", json_string(res->values[0] ? "cold" : "image"));
-    if (res->values[0]) {
+    static const char *const from[] = {"image", "cold", "swap"};
+    bool cold = res->values[0] == PROTO_FROM_COLD;
+    json_object_set_new(c->fields, "from",
+                        json_string(res->values[0] < ARRAY_LEN(from) ? from[res->values[0]] : "?"));
+    if (cold) {
         json_object_set_new(c->fields, "why", json_string(res->msg));
         log_warn("sandbox %s could not be restored from its image (%s); it started cold", sb->id,
                  res->msg);

@@ -154,6 +154,14 @@ static void idle(FILE *f, const struct metrics *m)
             "# TYPE runtime_wake_seconds histogram\n",
             (unsigned long long)m->pauses, (unsigned long long)m->wakes);
     meter_histogram_write(f, "runtime_wake_seconds", "", &m->wake);
+    /* Where a hibernating ns sandbox's memory goes (docs/hibernation.md): 0, none. */
+    int64_t total = meminfo_bytes("SwapTotal"), free_b = meminfo_bytes("SwapFree");
+    fprintf(f,
+            "# HELP runtime_host_swap_bytes The host's swap (0: ns sandboxes cannot hibernate).\n"
+            "# TYPE runtime_host_swap_bytes gauge\nruntime_host_swap_bytes %lld\n"
+            "# HELP runtime_host_swap_free_bytes What of it is free.\n"
+            "# TYPE runtime_host_swap_free_bytes gauge\nruntime_host_swap_free_bytes %lld\n",
+            (long long)(total < 0 ? 0 : total), (long long)(free_b < 0 ? 0 : free_b));
 }
 
 static void egress(FILE *f, const struct metrics *m)

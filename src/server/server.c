@@ -1072,10 +1072,12 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     bool ok = adopted == 0;
     if (ok && watch >= 0) server_sandbox_watch(srv, sb, watch);
     ok = ok && attach_egress(srv, sb, &err) == 0;
-    /* Adopted, a paused sandbox is still frozen and a hibernated one still an image (its
-     * MCP servers start when it wakes); rebuilt, it runs. */
-    bool paused = ok && res.values[0] == 1 && saved == SBX_PAUSED;
-    bool hibernated = ok && res.values[0] == 3;
+    /* Adopted, a paused sandbox is still frozen and a hibernated one still an image (gvisor)
+     * or frozen with its memory in swap (ns): its MCP servers start when it wakes, so that
+     * a restart wakes none; rebuilt, it runs. */
+    bool adopted_frozen = ok && res.values[0] == 1;
+    bool paused = adopted_frozen && saved == SBX_PAUSED;
+    bool hibernated = (ok && res.values[0] == 3) || (adopted_frozen && saved == SBX_HIBERNATED);
     if (ok && !hibernated && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     sb->servers_at_wake = hibernated;

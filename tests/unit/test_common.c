@@ -1,6 +1,7 @@
 /* common: the helpers that turn what a program printed into a message. */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,4 +80,18 @@ TEST(json_text_writes_what_jansson_writes)
         json_decref(values[i]);
     }
     CHECK(json_text(NULL, NULL) == NULL);
+}
+
+/* meminfo_bytes: a whole name at a line's start, in bytes; the first line too. */
+TEST(meminfo_bytes_reads_whole_names_in_bytes)
+{
+    char buf[8192];
+    CHECK(read_file_small("/proc/meminfo", buf, sizeof buf) > 0);
+    long long kib = 0;
+    CHECK(sscanf(buf, "MemTotal: %lld kB", &kib) == 1);
+    CHECK(meminfo_bytes("MemTotal") == kib * 1024);
+    CHECK(meminfo_bytes("SwapTotal") >= 0);
+    CHECK(meminfo_bytes("Total") == -1);     /* not "MemTotal"'s tail */
+    CHECK(meminfo_bytes("MemTotal:") == -1); /* the name, not the line */
+    CHECK(meminfo_bytes("NoSuchField") == -1);
 }

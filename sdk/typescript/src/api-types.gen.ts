@@ -988,20 +988,21 @@ export interface SandboxResumedEvent {
   /** api, gateway, exec, files, mcp, ... */
   reason: string;
   wakeMs: number;
-  /** a hibernated sandbox's only: restored from its image, or started cold when the image could not be restored (why says why) */
-  from?: 'image' | 'cold';
+  /** a hibernated sandbox's only: restored from its image (gvisor), thawed with its memory in swap (ns), or started cold when the image could not be restored (why says why) */
+  from?: 'image' | 'swap' | 'cold';
   why?: string;
   [more: string]: unknown;
 }
 
-/** its memory is an image on disk and its processes ended (docs/hibernation.md) */
+/** its memory is an image on disk and its processes ended (gvisor), or its frozen processes' memory is in the host's swap (ns) (docs/hibernation.md) */
 export interface SandboxHibernatedEvent {
   seq: EventSeq;
   time: Time;
   kind: 'sandbox.hibernated';
-  /** api */
+  /** api, idle or memory */
   reason: string;
-  /** the image on disk; 0 when gVisor ended it without one */
+  to: 'image' | 'swap';
+  /** the image on disk, or what went to swap; 0 when gVisor ended it without an image */
   imageBytes: number;
   /** why it has no image: its next wake starts it cold */
   note?: string;
