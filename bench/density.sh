@@ -146,7 +146,7 @@ cp /proc/meminfo "$WORK/meminfo1.txt"
 AVAIL1=$(mem_available_kib)
 # Where the RAM went, per server: the kernel's own counters, before and after.
 WHERE=$(awk -v n="$N" 'FNR == NR { a[$1] = $2; next }
-    $1 ~ /^(AnonPages|Shmem|Slab|SUnreclaim|KernelStack|PageTables|Percpu|Cached|MemFree):$/ {
+    $1 ~ /^(AnonPages|Shmem|Slab|SUnreclaim|KernelStack|PageTables|Percpu|VmallocUsed|Buffers|Cached|MemFree):$/ {
         printf "%s%s %.0f", sep, substr($1, 1, length($1) - 1), ($2 - a[$1]) / n; sep = ", " }' \
     "$WORK/meminfo0.txt" "$WORK/meminfo1.txt")
 MADE_S=$((SECONDS - T_MADE))

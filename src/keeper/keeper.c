@@ -512,6 +512,8 @@ int keeper_main(int sock, const struct sandbox_host *host,
         log_warn("keeper: %s; each sandbox will compile its seccomp filter itself", err.msg);
     if (sandbox_init_prepare(&err) < 0)
         log_warn("keeper: %s; each sandbox's pid 1 stays a copy of the keeper", err.msg);
+    if (sandbox_agent_install(host, &err) < 0)
+        log_warn("keeper: %s; each gvisor sandbox gets a copy of its agent", err.msg);
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);

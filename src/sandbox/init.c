@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -58,6 +59,22 @@ int agent_image_write(const char *path)
         write_all(fd, sandbox_agent_image, (size_t)(sandbox_agent_image_end - sandbox_agent_image));
     close(fd);
     return r;
+}
+
+int sandbox_agent_install(const struct sandbox_host *host, err_t *err)
+{
+    char path[600], tmp[620];
+    snprintf(path, sizeof path, "%s/" AGENT_SHARED_NAME, host->state_dir);
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    unlink(tmp);
+    /* A new inode, renamed over the old: a sandbox's bind of the old one keeps it. */
+    int r = agent_image_write(tmp);
+    if (r == 0 && rename(tmp, path) < 0) r = -errno;
+    if (r < 0) {
+        unlink(tmp);
+        return err_set(err, r, "cannot write %s: %s", path, strerror(-r));
+    }
+    return 0;
 }
 
 void gvisor_exec_shim(const int fds[GVISOR_SHIM_FDS])

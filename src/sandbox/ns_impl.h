@@ -90,9 +90,11 @@ int ns_net_sockets(struct sandbox *sb, int fds[3], err_t *err);
  * then stays pid 1 itself. */
 void ns_exec_init(void);
 /* The gvisor driver's agent (src/sandbox/agent/agent.c), written to a new file (mode
- * 0555) in its root, where runsc starts it as the container's pid 1. */
+ * 0555); runsc starts it as the container's pid 1 from GVISOR_AGENT_PATH in its root,
+ * a read-only bind of the one copy at STATE/AGENT_SHARED_NAME (sandbox_agent_install). */
 int agent_image_write(const char *path);
 #define GVISOR_AGENT_PATH "/.runtime-agent"
+#define AGENT_SHARED_NAME "runtime-agent"
 /* Execs the gvisor driver's shim (src/sandbox/agent/shim.c) from its memfd with fds as its
  * descriptors 3 to 8 (and every other above 2 closed); returns only when it cannot. */
 #define GVISOR_SHIM_FDS 6

@@ -259,11 +259,18 @@ static int step_uts(struct build *b)
     return 0;
 }
 
-/* gVisor's pid 1 is a file in the root it serves: the agent (src/sandbox/agent/agent.c). */
+/* gVisor's pid 1 is a file in the root it serves: the agent (src/sandbox/agent/agent.c),
+ * the keeper's one copy bound read-only (a copy of its own where there is none). */
 static int step_agent_file(struct build *b)
 {
-    char path[800];
+    char path[800], shared[600];
     snprintf(path, sizeof path, "%s%s", b->root, GVISOR_AGENT_PATH);
+    snprintf(shared, sizeof shared, "%s/" AGENT_SHARED_NAME, b->host->state_dir);
+    if (access(shared, R_OK) == 0) {
+        int r = make_file(b, GVISOR_AGENT_PATH, "", 0555);
+        if (r == 0) r = do_mount(b, shared, GVISOR_AGENT_PATH, NULL, MS_BIND, NULL);
+        return r == 0 ? lock_down(b, GVISOR_AGENT_PATH, false) : r;
+    }
     int r = agent_image_write(path);
     return r < 0 ? err_set(b->err, r, "cannot write %s: %s", GVISOR_AGENT_PATH, strerror(-r)) : 0;
 }

@@ -84,6 +84,10 @@ struct sandbox_host {
  * keeper calls it at start). Without it, the first process stays pid 1 itself,
  * a copy-on-write image of the keeper. */
 int sandbox_init_prepare(err_t *err);
+/* Writes the gvisor driver's agent once, to STATE/runtime-agent, which each gvisor
+ * sandbox's root binds read-only: one copy in the page cache for them all, not 0.7 MiB
+ * of tmpfs each (the keeper calls it at start; without it each root gets a copy). */
+int sandbox_agent_install(const struct sandbox_host *host, err_t *err);
 
 /* The cgroup name of sandbox id: "<instance>-<id>". */
 void sandbox_cgroup_name(const struct sandbox_host *host, const char *id, char *out, size_t n);

@@ -14,6 +14,7 @@
 // without runsc it is skipped, and fails under RUNTIME_REQUIRE_ALL (CI).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -224,6 +225,25 @@ function newSentry(before) {
   return hostProcesses().find((p) => p.state !== 'Z' && !before.has(p.pid) && p.cmdline.startsWith('runsc-sandbox ') &&
     p.cmdline.includes(fs.realpathSync(d.stateDir)));
 }
+
+test("the agent is one file for every gvisor sandbox: each root binds the daemon's copy read-only, no tmpfs copy each", { skip }, async () => {
+  const [a, b] = [await gvisor(), await gvisor()];
+  const shared = fs.readFileSync(path.join(d.stateDir, 'runtime-agent'));
+  for (const sb of [a, b]) {
+    const holder = sandboxInit(d.stateDir, sb.id);
+    const line = readOr(`/proc/${holder.pid}/mountinfo`, '').split('\n')
+      .find((l) => l.split(' ')[4]?.endsWith(`/sandboxes/${sb.id}/root/.runtime-agent`));
+    assert.ok(line, `a mount at ${sb.id}'s root/.runtime-agent`);
+    assert.match(line.split(' ')[5], /^ro,/, `read-only: ${line}`);
+    assert.doesNotMatch(line.split(' - ')[1], /^tmpfs /, `not the root's tmpfs: ${line}`);
+    // The same bytes as the daemon's copy, seen from inside; and it cannot be written.
+    const sum = await d.exec(sb.id, ['sha256sum', '/.runtime-agent']);
+    assert.equal(sum.stdout.split(' ')[0], createHash('sha256').update(shared).digest('hex'));
+    const w = await d.exec(sb.id, ['sh', '-c', 'echo x >> /.runtime-agent']);
+    assert.notEqual(w.exitCode, 0, 'the agent cannot be written from inside');
+  }
+  for (const sb of [a, b]) assert.equal((await d.remove(sb.id)).status, 200);
+});
 
 test('a failed create leaves nothing behind (its sentry killed while it is created)', { skip }, async (t) => {
   await d.removeAll();
