@@ -20,8 +20,9 @@ static const char top_usage[] =
     "  sandbox get ID [--json]                 show a sandbox\n"
     "  sandbox rm ID [ID...]                   delete sandboxes\n"
     "  sandbox pause ID | wake ID              freeze or thaw a sandbox\n"
-    "  sandbox hibernate ID                    its memory to disk, its processes ended;\n"
-    "                                          the next request restores them\n"
+    "  sandbox hibernate ID                    its memory to disk (gvisor: an image, its\n"
+    "                                          processes ended; ns: swap); the next\n"
+    "                                          request restores them\n"
     "  sandbox stop ID | start ID              end its processes, keeping its files;\n"
     "                                          build it again on them\n"
     "  sandbox network ID [--internet on|off] [--allow HOST]... [--deny HOST]... [--clear]\n"
@@ -80,8 +81,9 @@ static const char sandbox_usage[] =
     "  get ID [--json]                         show a sandbox\n"
     "  rm ID [ID...]                           delete sandboxes\n"
     "  pause ID | wake ID                      freeze or thaw a sandbox\n"
-    "  hibernate ID                            its memory to disk, its processes ended;\n"
-    "                                          the next request restores them\n"
+    "  hibernate ID                            its memory to disk (gvisor: an image, its\n"
+    "                                          processes ended; ns: swap); the next\n"
+    "                                          request restores them\n"
     "  stop ID | start ID                      end its processes, keeping its files;\n"
     "                                          build it again on them\n"
     "  network ID [--internet on|off] [--allow HOST]... [--clear] [--json]\n"
@@ -100,8 +102,8 @@ static const char sandbox_usage[] =
     "  --disk MiB            size limit of /workspace (default 2048)\n"                            \
     "  --idle-pause SECONDS  pause after this long without traffic (default 300)\n"                \
     "  --hibernate-after SECONDS\n"                                                                \
-    "                        gvisor: hibernate once paused this long (default: the daemon's\n"     \
-    "                        --hibernate-after, 300; 0 never)\n"                                   \
+    "                        hibernate once paused this long (ns: where the host has swap;\n"      \
+    "                        default: the daemon's --hibernate-after, 300; 0 never)\n"             \
     "  --label K=V           a label to find the sandbox by; repeatable\n"                         \
     "  --env K=V             an environment variable; repeatable\n"                                \
     "  --allow HOST          a host the sandbox may reach; repeatable\n"                           \

@@ -226,7 +226,7 @@ export interface SandboxCreate {
    * @default 300
    */
   idlePauseSeconds?: number;
-  /** a gvisor sandbox paused this long hibernates (its memory to disk, its processes ended, restored by the next request); 0 never; default the daemon's --hibernate-after (300) */
+  /** a sandbox paused this long hibernates (gvisor: its memory to an image on disk, its processes ended; ns: its memory to the host's swap, where there is any), restored by the next request; 0 never; default the daemon's --hibernate-after (300) */
   hibernateAfterSeconds?: number;
   /** Runtime Cloud's lease: each run (created, woken, started again) may last this long, busy or not, then onLeaseEnd; null or absent: no lease. POST .../{id}:extend moves it later; endsAt in the answers says when it ends */
   timeoutSeconds?: number | null;
@@ -304,7 +304,7 @@ export interface Sandbox {
   vcpu?: number;
   diskMiB: number;
   idlePauseSeconds: number;
-  /** a gvisor sandbox paused this long hibernates; 0 never */
+  /** a sandbox paused this long hibernates; 0 never */
   hibernateAfterSeconds?: number;
   /** the lease of each run; null: none */
   timeoutSeconds?: number | null;
