@@ -127,6 +127,7 @@ hibernate_one() {
 
 : >"$WORK/servers.txt"
 : >"$WORK/images.txt"
+: >"$WORK/curve.txt" # "servers MemAvailable(KiB)" after each chunk
 sync
 cp /proc/meminfo "$WORK/meminfo0.txt"
 AVAIL0=$(mem_available_kib)
@@ -139,6 +140,7 @@ for ((i = 0; i < N; i += CHUNK)); do
     while read -r id _; do hibernate_one "$id"; done <"$WORK/chunk.txt"
     cat "$WORK/chunk.txt" >>"$WORK/servers.txt"
     n=$(wc -l <"$WORK/servers.txt")
+    echo "$n $(mem_available_kib)" >>"$WORK/curve.txt"
     ((n % 50 == 0 || n == N)) && bench_log "$n of $N hibernated ($((SECONDS - T_MADE)) s; MemAvailable $(($(mem_available_kib) / 1024)) MiB)"
 done
 sync
@@ -152,6 +154,11 @@ WHERE=$(awk -v n="$N" 'FNR == NR { a[$1] = $2; next }
 MADE_S=$((SECONDS - T_MADE))
 RAM_KIB=$(awk -v a="$AVAIL0" -v b="$AVAIL1" -v n="$N" 'BEGIN { printf "%.0f", (a - b) / n }')
 RAM_MIB=$(awk -v k="$RAM_KIB" 'BEGIN { printf "%.2f", k / 1024 }')
+# The same as the slope of MemAvailable over the servers held (least squares over every
+# chunk): what each one more costs, which a release elsewhere on the host during the run
+# (a page cache dropped, another process ending) moves far less than the first-to-last.
+SLOPE_MIB=$(awk '{ n++; sx += $1; sy += $2; sxx += $1 * $1; sxy += $1 * $2 }
+    END { d = n * sxx - sx * sx; if (n < 2 || d == 0) print "n/a"; else printf "%.2f", -(n * sxy - sx * sy) / d / 1024 }' "$WORK/curve.txt")
 IMAGE_MB=$(bench_median <"$WORK/images.txt" | awk '{ printf "%.2f", $1 / 1e6 }')
 # What each still runs on the host (the holder and the shim), and its workspace on disk.
 : >"$WORK/pss.txt"
@@ -185,6 +192,7 @@ ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }
     echo "1. $N $DRIVER sandboxes, each a hibernated counter MCP server (Node), made in $MADE_S s"
     printf '   %-44s %10s   target %s  %s\n' "hibernated servers held" "$N" "$TARGET_N" "$(bench_at_least "$N" "$TARGET_N")"
     printf '   %-44s %10s   target %s  %s\n' "host RAM per hibernated server (MiB)" "$RAM_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$RAM_MIB" "$TARGET_RAM_MIB")"
+    printf '   %-44s %10s   target %s  %s\n' "  the slope of MemAvailable (MiB a server)" "$SLOPE_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$SLOPE_MIB" "$TARGET_RAM_MIB")"
     printf '   %-44s %10s\n' "  its host processes' Pss (KiB, median)" "$PSS_KIB"
     printf '   %-44s %s\n' "  /proc/meminfo's growth per server (KiB)" "$WHERE"
     printf '   %-44s %10s\n' "disk: image (ns: swap) per server (MB, median)" "$IMAGE_MB"
@@ -195,5 +203,5 @@ ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }
     printf '   %-44s %10s ms (p50)\n' "added by the wake" "$ADDED_P50"
 } | tee "$WORK/report.txt"
 
-bench_smoke_figures "ram=$RAM_MIB" "image=$IMAGE_MB" "wake_p99=$WAKE_P99" "running_p50=$RUN_P50" "pss=$PSS_KIB"
+bench_smoke_figures "ram=$RAM_MIB" "slope=$SLOPE_MIB" "image=$IMAGE_MB" "wake_p99=$WAKE_P99" "running_p50=$RUN_P50" "pss=$PSS_KIB"
 

@@ -274,3 +274,35 @@ test('memory short (--hibernate-below): paused gvisor sandboxes hibernate, whate
     await stopDaemon(d2);
   }
 });
+
+// CPU ticks (utime + stime) a host process has used.
+function cpuTicks(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+test('a program let go while its sandbox is hibernated: the shim waits out its grace without spinning, and a removal ends it at once', { skip }, async (t) => {
+  const sb = await d.create({ isolation: 'gvisor' });
+  // An exec whose caller goes away (its HTTP request aborted) once the sandbox is hibernated.
+  const aborted = new AbortController();
+  const req = d.apiRequest({ argv: ['sleep', '1000'], stream: true });
+  const running = fetch(`${d.url}/v1/sandboxes/${sb.id}/exec`, {
+    method: 'POST', signal: aborted.signal, headers: req.headers, body: req.payload,
+  }).catch((e) => e);
+  await waitFor(async () => (await d.exec(sb.id, ['pgrep', '-x', 'sleep'])).exitCode === 0, { what: 'sleep to run' });
+  await hibernate(sb.id);
+  const shim = sandboxHostProcesses(d.stateDir, sb.id).find((p) => p.cmdline === 'runtime-shim');
+  assert.ok(shim, 'the shim stays while hibernated');
+  const before = cpuTicks(shim.pid);
+  aborted.abort();
+  await running;
+  const t0 = Date.now(); // the shim's grace for a program stopped (2 s), measured, not waited on
+  await waitFor(() => Date.now() - t0 >= 2500, { intervalMs: 100, what: 'the grace to pass' });
+  const used = cpuTicks(shim.pid) - before;
+  t.diagnostic(`the shim used ${used} ticks; sandbox ${await statusOf(sb.id)}`);
+  assert.ok(used < 25, `the shim used ${used} ticks of CPU in 2.5 s (a spin uses ~250)`);
+  const r = await d.remove(sb.id);
+  assert.equal(r.status, 200, r.text);
+  assert.equal(sandboxHostProcesses(d.stateDir, sb.id).length, 0, 'nothing of it is left');
+});

@@ -68,6 +68,7 @@ static uint32_t next_id = 1;
 static struct queue to_agent, from_agent;
 static int sentry = SENTRY_FD;         /* -1 while hibernated */
 static volatile sig_atomic_t stopping; /* SIGTERM came: blocked except inside ppoll */
+static sigset_t term_set;              /* {SIGTERM} */
 
 static uint64_t clock_ms(void)
 {
@@ -399,15 +400,19 @@ static void turn(void)
                 owner[n] = e, role[n] = s ? R_OUT1 : R_OUT0;
                 fds[n++] = (struct pollfd){.fd = e->out[s], .events = POLLOUT};
             }
-        if (e->status >= 0 && !e->ended) { /* POLLERR once its reader is gone */
+        if (e->status >= 0 && !e->ended && !e->kill_ms) { /* POLLERR once its reader is gone */
             owner[n] = e, role[n] = R_STATUS;
             fds[n++] = (struct pollfd){.fd = e->status, .events = 0};
         }
     }
+    /* A SIGTERM is taken here when it is pending (ppoll, which does not block while some
+     * descriptor is ready, would not deliver it), or inside ppoll while it waits. */
     struct timespec timeout = {(time_t)((wake - now) / 1000),
                                (long)((wake - now) % 1000) * 1000000};
+    struct timespec zero = {0, 0};
     sigset_t unblocked;
     sigemptyset(&unblocked);
+    if (sigtimedwait(&term_set, NULL, &zero) == SIGTERM) sandbox_ended();
     int ready = ppoll(fds, (nfds_t)n, wake ? &timeout : NULL, &unblocked);
     if (stopping) sandbox_ended();
     if (ready <= 0) return;
@@ -445,10 +450,9 @@ static void on_sigterm(int sig)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    sigset_t term;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, NULL);
+    sigemptyset(&term_set);
+    sigaddset(&term_set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term_set, NULL);
     signal(SIGTERM, on_sigterm);
     prctl(PR_SET_NAME, "runtime-shim");
     fcntl(AGENT_IN, F_SETFL, fcntl(AGENT_IN, F_GETFL) | O_NONBLOCK);
