@@ -14,7 +14,8 @@
 #   2. wake latency: SAMPLE of them at random, one after another: a new SDK client's connect
 #      and first tools/call (the request that restores it; it must answer 2: the server's
 #      memory came back), then a second new client's, on the running server: the
-#      reference, in the same run. Reports p50 and p99 of each and the wake's added ms.
+#      reference, in the same run; then it hibernates again, so that each wake is measured
+#      with all the others hibernated. Reports p50 and p99 of each and the wake's added ms.
 # Targets: N=1000 hibernated on this 24 GiB host, at most 2 MiB of RAM each, wake at most
 # 500 ms p99. Figures and how to read them: docs/benchmarks.md, "Hibernation density
 # (issue 27)".
@@ -177,9 +178,17 @@ bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image (ns: swap) $
 
 # --- 2. wake latency --------------------------------------------------------------------------
 
+# Each woken one hibernates again before the next wakes: every wake is measured with the
+# others hibernated, not with the earlier samples' sentries running beside it.
 shuf -n "$SAMPLE" "$WORK/servers.txt" >"$WORK/sample.txt"
-"$NODE" "$WAKE" --list "$WORK/sample.txt" --raw "$WORK/wake.txt" >"$WORK/wake.json" ||
-    bench_die "the wakes failed: $(cat "$WORK/wake.json")"
+: >"$WORK/wake.txt"
+while read -r line; do
+    echo "$line" >"$WORK/one.txt"
+    "$NODE" "$WAKE" --list "$WORK/one.txt" --raw "$WORK/one-wake.txt" >"$WORK/wake.json" ||
+        bench_die "the wake failed: $(cat "$WORK/wake.json")"
+    cat "$WORK/one-wake.txt" >>"$WORK/wake.txt"
+    api POST "/v1/sandboxes/${line%% *}/hibernate" >/dev/null
+done <"$WORK/sample.txt"
 WAKE_P50=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 50)
 WAKE_P99=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 99)
 RUN_P50=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 50)

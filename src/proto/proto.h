@@ -95,7 +95,6 @@ enum proto_type {
 enum proto_from { PROTO_FROM_IMAGE, PROTO_FROM_COLD, PROTO_FROM_SWAP };
 
 /* A request type's row, for the receiving side's generic checks. */
-
 struct proto_request_info {
     const char *name;
     size_t payload; /* exact size, or the minimum when strings follow */

@@ -461,9 +461,10 @@ static int ns_hibernate(struct sandbox *sb, uint64_t *swapped, err_t *err)
                        "this host has no swap, where an ns sandbox's memory goes when it "
                        "hibernates; add swap (docs/hibernation.md) or use isolation gvisor");
     int r = cgroup_freeze(sb->cg, true, err);
+    if (r < 0) return r;
+    cgroup_swap_out(sb->cg);
     struct cgroup_stats st = {0};
-    if (r == 0) cgroup_swap_out(sb->cg);
-    if (r == 0) r = cgroup_stats(sb->cg, &st);
+    r = cgroup_stats(sb->cg, &st);
     *swapped = st.swap_bytes;
     return r < 0 ? err_set(err, r, "cannot read sandbox %s's memory: %s", sb->spec.id, strerror(-r))
                  : 0;
