@@ -4,20 +4,25 @@
 // connects through the gateway and calls "count": the whole of it, from the first request
 // to the answer, is the wake (the daemon restores the sandbox when that request arrives).
 // Then a second client does the same on the now running sandbox: the reference. Prints one
-// line per sandbox on --raw: "wake_ms running_ms count" (count must be 2: the server's
-// memory came back), and one JSON summary on stdout.
+// line per sandbox on --raw: "wake_ms running_ms count" (count must be one more than the
+// server answered before: its memory came back), and one JSON summary on stdout.
 //
 // --prime: before they hibernate, one call of "count" on each (it must answer 1), so that
 // the wake's answer shows the memory kept.
+// --rehibernate: each sandbox hibernates again (POST $RUNTIME_API_URL/v1/sandboxes/ID/hibernate
+// with $RUNTIME_API_KEY) before the next wakes, so that every wake is measured with all the
+// others hibernated. One process for the whole list, and a first wake of the first sandbox
+// that is not counted (it hibernates again and is measured with the others): the client's
+// own start-up (module loading, the JIT) is in no figure.
 //
-//   node bench/density-wake.mjs --list FILE (--raw FILE | --prime) [--seconds S]
+//   node bench/density-wake.mjs --list FILE (--raw FILE [--rehibernate] | --prime) [--seconds S]
 import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { eachOption, sdk, usageFor } from "./lib.mjs";
 
 const usage = usageFor(
     "density-wake",
-    "usage: node density-wake.mjs --list FILE (--raw FILE | --prime) [--seconds S]\n"
+    "usage: node density-wake.mjs --list FILE (--raw FILE [--rehibernate] | --prime) [--seconds S]\n"
 );
 
 function parseArgs(argv) {
@@ -27,6 +32,7 @@ function parseArgs(argv) {
         case "--list": o.list = val(); break;
         case "--raw": o.raw = val(); break;
         case "--prime": o.prime = true; break;
+        case "--rehibernate": o.rehibernate = true; break;
         case "--seconds": o.seconds = num(1); break;
         default: usage(`unknown argument '${a}'`);
         }
@@ -52,6 +58,18 @@ async function firstCall(mcp, url, token) {
     return { ms, count: Number(r.content?.[0]?.text) };
 }
 
+// Hibernates sandbox id again through the daemon's API.
+async function hibernate(id) {
+    const r = await fetch(`${process.env.RUNTIME_API_URL}/v1/sandboxes/${id}/hibernate`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${process.env.RUNTIME_API_KEY}` },
+        signal: AbortSignal.timeout(120000),
+    });
+    const body = await r.json();
+    if (r.status !== 200 || body.status !== "hibernated")
+        throw new Error(`sandbox ${id}: hibernate answered ${r.status} ${JSON.stringify(body)}`);
+}
+
 async function main() {
     const o = parseArgs(process.argv.slice(2));
     const { Client } = await sdk("client/index.js");
@@ -61,7 +79,14 @@ async function main() {
     const end = Date.now() + o.seconds * 1000;
     const lines = [];
     let error = null;
+    const calls = new Map(); // the calls each server answered before: its next count is one more
     try {
+        if (o.rehibernate && servers.length) { // a wake to warm the client up, not counted
+            const [id, url, token] = servers[0];
+            if ((await firstCall(mcp, url, token)).count !== 2) throw new Error(`sandbox ${id}: no count of 2`);
+            await hibernate(id);
+            calls.set(id, 2);
+        }
         for (const [id, url, token] of servers) {
             if (Date.now() > end) break;
             if (o.prime) {
@@ -72,8 +97,10 @@ async function main() {
             }
             const wake = await firstCall(mcp, url, token);
             const running = await firstCall(mcp, url, token);
-            if (wake.count !== 2) throw new Error(`sandbox ${id}: count answered ${wake.count} after the wake, not 2`);
+            const want = (calls.get(id) ?? 1) + 1;
+            if (wake.count !== want) throw new Error(`sandbox ${id}: count answered ${wake.count} after the wake, not ${want}`);
             lines.push(`${wake.ms.toFixed(1)} ${running.ms.toFixed(1)} ${wake.count}`);
+            if (o.rehibernate) await hibernate(id);
         }
     } catch (e) {
         error = e.message;

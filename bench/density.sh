@@ -178,17 +178,11 @@ bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image (ns: swap) $
 
 # --- 2. wake latency --------------------------------------------------------------------------
 
-# Each woken one hibernates again before the next wakes: every wake is measured with the
-# others hibernated, not with the earlier samples' sentries running beside it.
+# Each woken one hibernates again before the next wakes (--rehibernate): every wake is
+# measured with the others hibernated, not with the earlier samples running beside it.
 shuf -n "$SAMPLE" "$WORK/servers.txt" >"$WORK/sample.txt"
-: >"$WORK/wake.txt"
-while read -r line; do
-    echo "$line" >"$WORK/one.txt"
-    "$NODE" "$WAKE" --list "$WORK/one.txt" --raw "$WORK/one-wake.txt" >"$WORK/wake.json" ||
-        bench_die "the wake failed: $(cat "$WORK/wake.json")"
-    cat "$WORK/one-wake.txt" >>"$WORK/wake.txt"
-    api POST "/v1/sandboxes/${line%% *}/hibernate" >/dev/null
-done <"$WORK/sample.txt"
+"$NODE" "$WAKE" --list "$WORK/sample.txt" --raw "$WORK/wake.txt" --rehibernate >"$WORK/wake.json" ||
+    bench_die "the wakes failed: $(cat "$WORK/wake.json")"
 WAKE_P50=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 50)
 WAKE_P99=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 99)
 RUN_P50=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 50)
