@@ -17,10 +17,11 @@
  * directory (STATE/sandboxes/<id>/runsc), which the sweep removes.
  *
  * Programs are children of the container's pid 1, the agent (agent/agent.c), asked for
- * through the shim beside it (agent/shim.c; frame.h says why: a restore keeps them,
- * and no argv reaches a host command line), and file calls run the ns driver's helpers on the host
- * side of the gofer's directories (exec.c: the root is dir/root in the holder's mount namespace),
- * as the sandbox user's host uid, which is what gVisor's user namespace maps its uid 1000 to. */
+ * through the shim beside it (agent/shim.c; frame.h says why: a restore keeps them, and
+ * no argv reaches a host command line). File calls run the ns driver's helpers on the
+ * host side of the gofer's directories (exec.c: the root is dir/root in the holder's
+ * mount namespace), as the sandbox user's host uid, which is what gVisor's user
+ * namespace maps its uid 1000 to. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { DRIVER, Daemon, instanceName, isRoot, run, startDaemon, stopDaemon, waitFor } from '../e2e/lib.mjs';
-import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
+import { count, countAfterRestart, sandboxWithCounter } from './counter.mjs';
 
 const skip = !isRoot() ? 'needs root (runtimed and swapon do)'
   : DRIVER === 'gvisor' ? "each sandbox here names its driver: the file runs in make check's ns pass"
@@ -48,23 +48,6 @@ async function swapOn() {
   }
 }
 
-const COUNTER_SERVER = fs.readFileSync(new URL('../mcp/fixtures/counter-server.mjs', import.meta.url), 'utf8');
-
-// An ns sandbox running the counter MCP server, with a client connected through the gateway.
-async function sandboxWithCounter(spec = {}) {
-  const c = await d.create({ isolation: 'ns', ...spec });
-  const put = await d.exec(c.id, ['sh', '-c', 'cat > /workspace/counter.mjs'], { stdin: COUNTER_SERVER });
-  assert.equal(put.exitCode, 0, put.stderr);
-  const st = await d.api('POST', `/v1/sandboxes/${c.id}/mcp`, { servers: [{ name: 'counter', command: ['node', '/workspace/counter.mjs'] }] });
-  assert.ok([200, 201, 202].includes(st.status), st.text);
-  const r = await d.api('GET', `/v1/sandboxes/${c.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
-  const s = r.body.servers.find((x) => x.name === 'counter');
-  assert.equal(s?.status, 'ready', JSON.stringify(r.body.servers));
-  const client = new Client({ name: 'hibernate-swap-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(s.url), { requestInit: { headers: r.body.headers } }));
-  return { id: c.id, client };
-}
-
 // A background program holding 64 MiB of random bytes, that checks them once a second and
 // writes "<round> <intact> <sha256>" to /tmp/mem.
 const HOLDER = `
@@ -93,8 +76,6 @@ async function startHolder(id) {
   return waitFor(async () => (await memoryRound(id))?.intact && memoryRound(id),
     { timeoutMs: 30000, what: 'the holder to fill its 64 MiB' });
 }
-
-const count = async (client) => Number((await client.callTool({ name: 'count', arguments: {} })).content[0].text);
 
 async function events(id, kind) {
   return (await d.api('GET', `/v1/sandboxes/${id}/events`)).body.filter((e) => e.kind === kind);
@@ -137,7 +118,7 @@ test('without swap an ns sandbox cannot hibernate: the answer says so, /metrics 
 test('with swap: a hibernated ns sandbox gives its RAM back, is billed its swap as storage, and the next MCP call on the same session wakes it with its state', { skip }, async (t) => {
   await swapOn();
   assert.ok(await metric('runtime_host_swap_bytes') >= (SWAP_MIB - 1) * 1024 * 1024, 'the swap shows in /metrics');
-  const sb = await sandboxWithCounter();
+  const sb = await sandboxWithCounter(d, { isolation: 'ns' });
   assert.equal(await count(sb.client), 1);
   await startHolder(sb.id);
   const before = ramBytes(sb.id);
@@ -177,7 +158,7 @@ test('with swap: a hibernated ns sandbox gives its RAM back, is billed its swap 
 
 test('with swap: hibernated, the daemon killed with -9 and started again: still hibernated, and the next request wakes it', { skip }, async () => {
   await swapOn();
-  const sb = await sandboxWithCounter();
+  const sb = await sandboxWithCounter(d, { isolation: 'ns' });
   assert.equal(await count(sb.client), 1);
   await sb.client.close();
   await d.exec(sb.id, ['sh', '-c', 'echo kept > /tmp/note']);
@@ -191,13 +172,7 @@ test('with swap: hibernated, the daemon killed with -9 and started again: still 
   assert.equal((await d.exec(sb.id, ['cat', '/tmp/note'])).stdout, 'kept\n');
   assert.equal((await events(sb.id, 'sandbox.resumed')).at(-1).from, 'swap');
   // Its MCP servers start again at the wake (docs/hibernation.md): a new client, a new count.
-  await waitFor(async () => (await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`)).body.servers
-    .find((x) => x.name === 'counter')?.status === 'ready', { timeoutMs: 60000, what: 'the counter server to start again' });
-  const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`);
-  const client = new Client({ name: 'hibernate-swap-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(r.body.servers[0].url), { requestInit: { headers: r.body.headers } }));
-  assert.equal(await count(client), 1);
-  await client.close();
+  assert.equal(await countAfterRestart(d, sb), 1);
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 

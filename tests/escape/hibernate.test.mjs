@@ -12,7 +12,7 @@ import path from 'node:path';
 import {
   DRIVER, Daemon, gvisorSkip, isRoot, runscProcesses, sandboxHostProcesses, startDaemon, stopDaemon, waitFor,
 } from '../e2e/lib.mjs';
-import { Client, StreamableHTTPClientTransport } from '../mcp/lib.mjs';
+import { count, countAfterRestart, sandboxWithCounter } from './counter.mjs';
 
 const skip = !isRoot() ? 'needs root (runtimed does)'
   : DRIVER === 'gvisor' ? "each sandbox here names its driver: the file runs in make check's ns pass"
@@ -31,43 +31,9 @@ after(async () => {
   await stopDaemon(d);
 });
 
-// An MCP server that remembers: each call of "count" answers one more than the last.
-const COUNTER_SERVER = fs.readFileSync(new URL('../mcp/fixtures/counter-server.mjs', import.meta.url), 'utf8');
-
-async function sandboxWithCounter() {
-  const c = await d.create({ isolation: 'gvisor' });
-  const put = await d.exec(c.id, ['sh', '-c', 'cat > /workspace/counter.mjs'], { stdin: COUNTER_SERVER });
-  assert.equal(put.exitCode, 0, put.stderr);
-  const st = await d.api('POST', `/v1/sandboxes/${c.id}/mcp`, { servers: [{ name: 'counter', command: ['node', '/workspace/counter.mjs'] }] });
-  assert.ok([200, 201, 202].includes(st.status), st.text);
-  const r = await d.api('GET', `/v1/sandboxes/${c.id}/mcp?wait=60`, undefined, { timeoutMs: 90000 });
-  const s = r.body.servers.find((x) => x.name === 'counter');
-  assert.equal(s?.status, 'ready', JSON.stringify(r.body.servers));
-  const client = new Client({ name: 'hibernate-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(s.url), { requestInit: { headers: r.body.headers } }));
-  return { id: c.id, client, url: s.url, headers: r.body.headers };
-}
-
-const count = async (client) => Number((await client.callTool({ name: 'count', arguments: {} })).content[0].text);
-
-// After the counter server started again (a restart, a cold start): a new client's count.
-async function countAfterRestart(sb) {
-  await waitFor(async () => {
-    const r = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp`);
-    return r.body.servers.find((x) => x.name === 'counter')?.status === 'ready';
-  }, { timeoutMs: 60000, what: 'the counter server to start again' });
-  const client = new Client({ name: 'hibernate-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(sb.url), { requestInit: { headers: sb.headers } }));
-  try {
-    return await count(client);
-  } finally {
-    await client.close();
-  }
-}
-
 // A counter sandbox that answered once, a file in its workspace, then hibernated.
 async function hibernatedWithNote() {
-  const sb = await sandboxWithCounter();
+  const sb = await sandboxWithCounter(d, { isolation: 'gvisor' });
   assert.equal(await count(sb.client), 1);
   await sb.client.close();
   await d.exec(sb.id, ['sh', '-c', 'echo kept > /workspace/note.txt']);
@@ -104,7 +70,7 @@ async function startTicker(id) {
 }
 
 test('a hibernated gvisor sandbox comes back with its processes and their memory: by an MCP call, an exec, a file read', { skip }, async () => {
-  const sb = await sandboxWithCounter();
+  const sb = await sandboxWithCounter(d, { isolation: 'gvisor' });
   assert.equal(await count(sb.client), 1);
   assert.equal(await count(sb.client), 2);
   const ticker = await startTicker(sb.id);
@@ -137,7 +103,7 @@ test('a hibernated gvisor sandbox comes back with its processes and their memory
 });
 
 test('hibernated, the daemon killed with -9 and started again: it is still hibernated and wakes on the next request', { skip }, async () => {
-  const sb = await sandboxWithCounter();
+  const sb = await sandboxWithCounter(d, { isolation: 'gvisor' });
   assert.equal(await count(sb.client), 1);
   await sb.client.close();
   const ticker = await startTicker(sb.id);
@@ -151,7 +117,7 @@ test('hibernated, the daemon killed with -9 and started again: it is still hiber
   const ps = await d.exec(sb.id, ['ps', '-o', 'pid=', '-p', String(ticker)]);
   assert.equal(Number(ps.stdout), ticker, 'restored from its image: the same ticker runs');
   // Its MCP servers start again after a restart (docs/hibernation.md): a new client, a new count.
-  assert.equal(await countAfterRestart(sb), 1);
+  assert.equal(await countAfterRestart(d, sb), 1);
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
@@ -171,7 +137,7 @@ test('a host restart while hibernated (its processes gone): nothing boots at the
   const cat = await d.exec(sb.id, ['cat', '/workspace/note.txt']);
   assert.equal(cat.stdout, 'kept\n', 'the exec started it, its workspace kept');
   assert.equal(await statusOf(sb.id), 'running');
-  assert.equal(await countAfterRestart(sb), 1, 'started cold: a new count');
+  assert.equal(await countAfterRestart(d, sb), 1, 'started cold: a new count');
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 
@@ -186,7 +152,7 @@ test('an image that cannot be restored starts the sandbox cold, with an event th
   assert.equal(woke.from, 'cold', JSON.stringify(woke));
   assert.ok(woke.why && woke.why.length > 0, 'the event says why');
   // Its MCP server starts again by itself, at the same URL.
-  assert.equal(await countAfterRestart(sb), 1);
+  assert.equal(await countAfterRestart(d, sb), 1);
   assert.equal((await d.remove(sb.id)).status, 200);
 });
 

@@ -20,14 +20,16 @@
  * Each connection on 3 is one request (enum shim_request). SHIM_EXEC, a struct
  * frame_spawn with its strings, is answered with an int32 (0 or -errno) and, on 0, four
  * pipes as SCM_RIGHTS: the program's stdin (write end), stdout and stderr (read ends)
- * and a status pipe that carries one struct proto_exec_status when it ends. The shim enforces the
- * timeout, and stops a program whose status pipe's reader is gone (the daemon no longer wants it),
- * as the ns driver's monitor does. It never blocks; see agent.c for the pausing. */
+ * and a status pipe that carries one struct proto_exec_status when it ends. The shim
+ * enforces the timeout, and stops a program whose status pipe's reader is gone (the
+ * daemon no longer wants it), as the ns driver's monitor does. It never blocks; see
+ * agent.c for the pausing. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,9 +68,8 @@ static struct exec *execs[MAX_EXECS];
 static int nexecs;
 static uint32_t next_id = 1;
 static struct queue to_agent, from_agent;
-static int sentry = SENTRY_FD;         /* -1 while hibernated */
-static volatile sig_atomic_t stopping; /* SIGTERM came: blocked except inside ppoll */
-static sigset_t term_set;              /* {SIGTERM} */
+static int sentry = SENTRY_FD; /* -1 while hibernated */
+static int sigterm = -1;       /* a signalfd of SIGTERM (blocked): the keeper's stop */
 
 static uint64_t clock_ms(void)
 {
@@ -359,8 +360,18 @@ static void write_output(struct exec *e, int s)
     if (e->out_ended[s] && !queue_size(&e->q[s])) close_fd(&e->out[s]);
 }
 
-enum role { R_LISTEN, R_AGENT_IN, R_AGENT_OUT, R_SENTRY, R_IN, R_OUT0, R_OUT1, R_STATUS };
-#define FIXED_FDS 4 /* the first four of a turn's fds */
+enum role {
+    R_LISTEN,
+    R_AGENT_IN,
+    R_AGENT_OUT,
+    R_SENTRY,
+    R_SIGTERM,
+    R_IN,
+    R_OUT0,
+    R_OUT1,
+    R_STATUS
+};
+#define FIXED_FDS 5 /* the first five of a turn's fds */
 
 static void turn(void)
 {
@@ -377,6 +388,8 @@ static void turn(void)
     fds[n++] = (struct pollfd){.fd = AGENT_OUT, .events = POLLIN};
     role[n] = R_SENTRY; /* -1 while hibernated: poll skips it */
     fds[n++] = (struct pollfd){.fd = sentry, .events = POLLIN};
+    role[n] = R_SIGTERM;
+    fds[n++] = (struct pollfd){.fd = sigterm, .events = POLLIN};
     for (int i = 0; i < nexecs; i++) {
         struct exec *e = execs[i];
         if (e->deadline_ms && e->deadline_ms <= now) {
@@ -405,17 +418,9 @@ static void turn(void)
             fds[n++] = (struct pollfd){.fd = e->status, .events = 0};
         }
     }
-    /* A SIGTERM is taken here when it is pending (ppoll, which does not block while some
-     * descriptor is ready, would not deliver it), or inside ppoll while it waits. */
-    struct timespec timeout = {(time_t)((wake - now) / 1000),
-                               (long)((wake - now) % 1000) * 1000000};
-    struct timespec zero = {0, 0};
-    sigset_t unblocked;
-    sigemptyset(&unblocked);
-    if (sigtimedwait(&term_set, NULL, &zero) == SIGTERM) sandbox_ended();
-    int ready = ppoll(fds, (nfds_t)n, wake ? &timeout : NULL, &unblocked);
-    if (stopping) sandbox_ended();
-    if (ready <= 0) return;
+    int timeout = wake ? (int)(wake - now) : -1;
+    if (poll(fds, (nfds_t)n, timeout) <= 0) return;
+    if (fds[4].revents) sandbox_ended();
     if (fds[1].revents && queue_flush(&to_agent, AGENT_IN) < 0) _exit(0);
     for (int i = FIXED_FDS; i < n; i++) {
         struct exec *e = owner[i];
@@ -441,19 +446,14 @@ static void turn(void)
     if (queue_size(&to_agent)) queue_flush(&to_agent, AGENT_IN);
 }
 
-static void on_sigterm(int sig)
-{
-    (void)sig;
-    stopping = 1;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&term_set);
-    sigaddset(&term_set, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term_set, NULL);
-    signal(SIGTERM, on_sigterm);
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    sigterm = signalfd(-1, &term, SFD_CLOEXEC);
     prctl(PR_SET_NAME, "runtime-shim");
     fcntl(AGENT_IN, F_SETFL, fcntl(AGENT_IN, F_GETFL) | O_NONBLOCK);
     for (;;)
