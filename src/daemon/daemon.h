@@ -25,6 +25,7 @@ struct options {
     char upstream_ca[512];
     char nameserver[128];
     char tls_inspect[16];
+    char templates[8];
     char tls_cert[512], tls_key[512]; /* the listener's, "" for plain HTTP */
     bool insecure_listen;
     struct egress_rates rates_egress;

@@ -283,6 +283,7 @@ run_server(const struct options *o, const struct drivers *drivers, const char *k
     snprintf(cfg.upstream_ca, sizeof cfg.upstream_ca, "%s", o->upstream_ca);
     snprintf(cfg.nameserver, sizeof cfg.nameserver, "%s", o->nameserver);
     cfg.inspect_allowed_tls = strcmp(o->tls_inspect, "allowed-hosts") == 0;
+    cfg.templates = strcmp(o->templates, "on") == 0;
     cfg.tls = o->tls_cert[0] != '\0';
     snprintf(cfg.tls_cert, sizeof cfg.tls_cert, "%s", o->tls_cert);
     snprintf(cfg.tls_key, sizeof cfg.tls_key, "%s", o->tls_key);

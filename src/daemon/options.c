@@ -106,6 +106,11 @@ static const struct opt opts[] = {
          "100), connections (100)"),
     COUNT("sandbox-connections", rates_egress.open_connections, NULL, 1, 1000000, "N",
           "proxied connections a sandbox may hold open (default 256)"),
+    CHOICE("templates", templates, "on", "on|off",
+           "a catalog MCP server's first start in a gvisor sandbox is checkpointed as a "
+           "template, from which later sandboxes of the account with the same server, "
+           "settings and limits start instead of installing it (default on; "
+           "docs/templates.md)"),
     CHOICE("tls-inspect", tls_inspect, "secret-hosts", "secret-hosts|allowed-hosts",
            "which TLS the egress proxy opens (default secret-hosts: those a secret may go to); "
            "allowed-hosts also opens, to report misdirected placeholders, TLS on port 443 to every "

@@ -110,6 +110,7 @@ _Static_assert(offsetof(struct proto_ref, id) == 0, "proto_ref starts with the i
 _Static_assert(offsetof(struct proto_exec, id) == 0, "proto_exec starts with the id");
 _Static_assert(offsetof(struct proto_file, id) == 0, "proto_file starts with the id");
 _Static_assert(offsetof(struct proto_file_op, id) == 0, "proto_file_op starts with the id");
+_Static_assert(offsetof(struct proto_template, id) == 0, "proto_template starts with the id");
 
 static int on_hello(struct keeper *k, struct request *rq)
 {
@@ -355,6 +356,34 @@ static int on_hibernate(struct keeper *k, struct request *rq)
         rq->nfds = rq->fds[0] >= 0;
     }
     return r;
+}
+
+static bool template_valid(const struct proto_template *p)
+{
+    size_t n = strnlen(p->server, sizeof p->server);
+    bool name = n > 0 && n < sizeof p->server &&
+                strchr("abcdefghijklmnopqrstuvwxyz0123456789", p->server[0]) &&
+                strspn(p->server, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+    return name && strnlen(p->key, sizeof p->key) == PROTO_KEY_LEN - 1 &&
+           strspn(p->key, "0123456789abcdef") == PROTO_KEY_LEN - 1 && p->save <= 1;
+}
+
+static int on_template(struct keeper *k, struct request *rq)
+{
+    const struct proto_template *p = (const void *)rq->buf;
+    const struct sandbox_driver *drv = rq->e->drv;
+    if (!template_valid(p)) return -EPROTO;
+    if (!drv->template_save)
+        return err_set(&rq->err, -ENOTSUP, "sandboxes of the %s driver have no templates",
+                       drv->name);
+    if (p->save)
+        return from_driver(
+            drv->template_save(rq->e->sb, p->key, p->server, &rq->values[0], &rq->err));
+    int r = from_driver(drv->template_restore(rq->e->sb, p->key, p->server, rq->fds, &rq->err));
+    rq->values[0] = r == 0;
+    rq->nfds = r == 0 ? 5 : r == 1 ? 1 : 0;
+    if (r == 1) rq->fds[0] = rq->fds[4]; /* started again as it was: its new death fd */
+    return r < 0 ? r : 0;
 }
 
 static int on_stats(struct keeper *k, struct request *rq)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../fingerprint/fingerprint.h"
 #include "../secrets/secrets.h"
 #include "mcp_impl.h"
 
@@ -231,6 +232,49 @@ int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
     evtimer_add(be->deadline, &tv);
     *out = be;
     return 0;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Hashes what the process's memory could hold of where it started: the account, the
+ * sandbox's limits, the catalog entry, the command line and the whole environment (a
+ * secret's placeholder is the sandbox's own, so any secret makes the key its own too). */
+int mcp_template_key(struct mcp_server *ms, char key[65], err_t *err)
+{
+    json_t *env = build_env(ms, err);
+    if (!env) return -EIO;
+    const char **argv = NULL;
+    char **envp = NULL;
+    int r = build_argv(ms, env, &argv, err);
+    if (r == 0) r = server_env_list(env, &envp, err);
+    json_t *what = r == 0 ? json_array() : NULL;
+    if (what) {
+        const struct model_sandbox *s = sbx_settings(ms->box->sb);
+        json_array_append_new(what, json_string("runtime-template-1"));
+        json_array_append_new(what, json_string(sbx_account(ms->box->sb)));
+        json_array_append_new(what, json_pack("[i,f,i]", s->memory_mib, s->cpus, s->disk_mib));
+        json_array_append(what, ms->entry);
+        for (const char **a = argv; *a; a++)
+            json_array_append_new(what, json_string(*a));
+        size_t n = 0;
+        while (envp[n])
+            n++;
+        qsort(envp, n, sizeof *envp, compare_strings);
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(what, json_string(envp[i]));
+        char *text = json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS);
+        if (text) fingerprint_sha256_hex(text, strlen(text), key);
+        r = text ? 0 : err_set(err, -ENOMEM, "out of memory");
+        free(text);
+        json_decref(what);
+    }
+    free(argv);
+    server_env_free(envp);
+    json_decref(env);
+    return r;
 }
 
 static void close_fd(int *fd, struct event **ev)
@@ -750,6 +794,8 @@ static void on_page(struct mcp_backend *be, json_t *msg, const char *line, size_
         listed(be);
 }
 
+static void list_tools(struct mcp_backend *be);
+
 static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line, size_t len)
 {
     json_t *result = json_object_get(msg, "result");
@@ -759,8 +805,14 @@ static void on_initialized(struct mcp_backend *be, json_t *msg, const char *line
     if (!be->modern)
         mcp_backend_send(
             be, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/initialized"));
+    list_tools(be);
+}
+
+/* The gate looks at the tools it lists now, whichever way it started. */
+static void list_tools(struct mcp_backend *be)
+{
     be->state = BE_LISTING;
-    if (json_object_get(json_object_get(result, "capabilities"), "tools")) {
+    if (json_object_get(json_object_get(be->init_result, "capabilities"), "tools")) {
         request_page(be, NULL);
     } else {
         char *empty = strdup("[]");
@@ -804,6 +856,7 @@ static void not_ready(struct mcp_server *ms, int r, const char *error)
 static void shared_ready(struct mcp_backend *be, int r, const char *error)
 {
     struct mcp_server *ms = be->server;
+    if (r == 0 && mcp_template_save(be, shared_ready)) return; /* ready once it is taken */
     if (r == 0) {
         ms->started_ms = now_ms();
         mcp_clients()->resubscribe(ms); /* after a restart: the updates clients still want */
@@ -822,6 +875,25 @@ static void probe_ready(struct mcp_backend *be, int r, const char *error)
     mcp_backend_reap(be);
     if (r == 0) return mcp_server_set_status(ms, MCP_READY, NULL);
     not_ready(ms, r, error);
+}
+
+/* A template's process (template.c): initialized in the template's sandbox, it is
+ * listed and gated here as any start's. */
+int mcp_server_adopt(struct mcp_server *ms, int fds[4], json_t *init_result)
+{
+    struct mcp_backend *be = backend_new(ms, NULL, shared_ready);
+    if (!be) {
+        for (int i = 0; i < 4; i++)
+            close(fds[i]);
+        return -ENOMEM;
+    }
+    ms->shared = be;
+    watch(be, fds);
+    be->init_result = json_incref(init_result);
+    struct timeval tv = {MCP_START_TIMEOUT_MS / 1000, 0};
+    evtimer_add(be->deadline, &tv);
+    list_tools(be);
+    return 0;
 }
 
 void mcp_server_start(struct mcp_server *ms)
@@ -867,6 +939,7 @@ void mcp_server_process_lost(struct mcp_backend *be, const char *why)
 void mcp_server_halt(struct mcp_server *ms)
 {
     mcp_install_cancel(ms);
+    mcp_template_cancel(ms);
     if (ms->restart_timer) {
         event_free(ms->restart_timer);
         ms->restart_timer = NULL;

@@ -331,6 +331,7 @@ static void launch(struct mcp_server *ms)
 {
     json_array_clear(ms->warnings);
     ms->restarts = 0;
+    if (ms->entry && !ms->installed && mcp_template_restore(ms)) return;
     if (ms->entry && !ms->installed)
         mcp_install(ms);
     else

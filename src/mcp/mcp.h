@@ -170,6 +170,7 @@ struct mcp_server {
     uint64_t log_total;        /* ... of this many written */
     struct mcp_log_follower *log_followers;
     struct event *restart_timer;
+    struct mcp_template_call *template_call; /* a template being saved or restored */
     unsigned restarts;
     uint64_t started_ms;
     uint64_t requests;                 /* POSTs served, for /metrics */

@@ -59,6 +59,21 @@ void mcp_apply_policy(struct mcp_box *box);
 /* backend.c */
 void mcp_server_start(struct mcp_server *ms);
 void mcp_server_halt(struct mcp_server *ms);
+/* The sha256 of where its process starts (template.c's key). */
+int mcp_template_key(struct mcp_server *ms, char key[65], err_t *err);
+/* Takes a template's process (its four pipes) as the server's: it is listed and gated. */
+int mcp_server_adopt(struct mcp_server *ms, int fds[4], json_t *init_result);
+
+/* template.c (docs/templates.md) */
+/* Starts a catalog server from its template, where there is one for it: true when it
+ * is under way (its install is then not needed; if the template fails, it installs). */
+bool mcp_template_restore(struct mcp_server *ms);
+/* A first process just gated: when its image should become the template, takes it and
+ * then calls then(be, 0, NULL); true when it is under way. */
+bool mcp_template_save(struct mcp_backend *be,
+                       void (*then)(struct mcp_backend *be, int r, const char *error));
+/* The server halts: an answer still to come is dropped. */
+void mcp_template_cancel(struct mcp_server *ms);
 
 /* parse.c: the parser thread. */
 /* Queues b to be parsed off the loop; b->done gets it back on the loop. <0 when the

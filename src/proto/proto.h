@@ -15,7 +15,7 @@
 
 #define PROTO_VERSION 2
 #define PROTO_MAX_MSG 65536
-#define PROTO_MAX_FDS 4
+#define PROTO_MAX_FDS 5
 #define PROTO_MAX_STRINGS 4096 /* argv entries of an exec, and env entries */
 #define PROTO_ID_LEN 32        /* sandbox ids: [a-z0-9-], NUL-terminated */
 #define PROTO_PATH_LEN 1024
@@ -55,6 +55,14 @@
  *   TLS_FILES    fds certificate, key: sealed memfds holding the bytes of the
  *                --tls-cert and --tls-key files as the keeper read them now
  *                (it never parses them); -ENOENT when no TLS was given
+ *   TEMPLATE     save 1: checkpoints the running sandbox as template key (its one program
+ *                is MCP server `server`; it goes on running), values[0] the image's
+ *                bytes; save 0: the template's image and install replace the idle
+ *                sandbox's: values[0] 1, fds the program's stdin, stdout, stderr and
+ *                status and the new sentry's death fd (CREATE's); values[0] 0 when the
+ *                image failed and the sandbox was started again as it was (msg says
+ *                why), with that death fd only; -ENOENT: no such template, -EBUSY:
+ *                programs run in it, -ENOTSUP: not the gvisor driver (docs/templates.md)
  *   FILE_OP      fd: a socket on which the operation's own PROTO_RESULT arrives
  *                once a helper has carried it out in the sandbox (a recursive
  *                remove or a walk of a large tree must not hold up the keeper);
@@ -78,7 +86,8 @@
     X(RENAME_FILE, rename_file, struct proto_rename, false, 0, PROTO_NEEDS_SANDBOX)                \
     X(STOP, stop, struct proto_ref, false, 0, PROTO_NEEDS_SANDBOX)                                 \
     X(FORGET, forget, struct proto_ref, false, 0, PROTO_NEEDS_HELLO)                               \
-    X(FILE_OP, file_op, struct proto_file_op, false, 1, PROTO_NEEDS_SANDBOX)
+    X(FILE_OP, file_op, struct proto_file_op, false, 1, PROTO_NEEDS_SANDBOX)                       \
+    X(TEMPLATE, template, struct proto_template, false, 5, PROTO_NEEDS_SANDBOX)
 
 enum proto_needs { PROTO_NEEDS_NOTHING, PROTO_NEEDS_HELLO, PROTO_NEEDS_SANDBOX };
 
@@ -150,6 +159,15 @@ struct proto_exec {
     uint32_t timeout_ms;
     uint32_t argc; /* then argc strings, then envc "K=V" strings */
     uint32_t envc;
+};
+
+#define PROTO_KEY_LEN 65 /* a template's key: 64 lowercase hex digits */
+struct proto_template {
+    char id[PROTO_ID_LEN];
+    char key[PROTO_KEY_LEN];
+    char server[64]; /* an MCP server's name: [a-z0-9][a-z0-9_-]* */
+    char pad[3];
+    uint32_t save;
 };
 
 /* What the status fd of an exec carries once, when the process has ended. */

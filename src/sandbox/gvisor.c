@@ -119,8 +119,7 @@ static void last_line(int fd, char *out, size_t n)
  * forks again, since only a child enters a pid namespace. runsc's stdin and stdout are
  * in_fd and out_fd (the container's, for run; -1: /dev/null); its stderr goes to an unlinked file,
  * not a pipe: the processes it leaves running inherit it. */
-static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int in_fd, int out_fd,
-                            err_t *err)
+int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int out_fd, err_t *err)
 {
     struct runsc_argv a;
     runsc_argv(&a, sb, words);
@@ -167,6 +166,8 @@ static int runsc_in_sandbox(struct sandbox *sb, const char *const *words, int in
     char why[512];
     last_line(errfd, why, sizeof why);
     close(errfd);
+    while (words[1] && strncmp(words[0], "--", 2) == 0) /* a global flag: not the command */
+        words++;
     if (n == 0) return err_set(err, -ETIMEDOUT, "runsc %s timed out", words[0]);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return err_set(err, -EIO, "runsc %s failed: %s", words[0], why[0] ? why : "no message");
@@ -478,7 +479,7 @@ static void close_all(int *fds, int n)
 
 /* `runsc run` with the agent's stdin and stdout on two pipes whose other ends go to the
  * shim (it keeps the agent's ends too, for a restore). */
-static int start_runsc(struct sandbox *sb, err_t *err)
+int gvisor_start_runsc(struct sandbox *sb, err_t *err)
 {
     char bundle[700];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
@@ -488,8 +489,8 @@ static int start_runsc(struct sandbox *sb, err_t *err)
         r = err_set(err, errno, "pipe: %s", strerror(errno));
     /* run --detach: create and start in one runsc, which returns once it has started. */
     if (r == 0)
-        r = runsc_in_sandbox(sb, (const char *[]){"run", "--detach", bundle, sb->spec.id, NULL},
-                             in[0], out[1], err);
+        r = gvisor_runsc(sb, (const char *[]){"run", "--detach", bundle, sb->spec.id, NULL}, in[0],
+                         out[1], err);
     if (r == 0) r = read_agent_outcome(out[0], err);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc started, but its sandbox process is not running");
@@ -516,7 +517,7 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
         snprintf(path, sizeof path, "%s/%s", sb->dir, leftovers[i]);
         ns_remove_tree(path);
     }
-    r = start_runsc(sb, err);
+    r = gvisor_start_runsc(sb, err);
     if (r < 0) {
         err_t ignored = {0};
         ns_stop(sb, &ignored);
@@ -638,7 +639,7 @@ static int shim_answer(int fd, int *fds, int nfds)
 }
 
 /* Tells the shim kind (SHIM_HIBERNATE, SHIM_WATCH with fd): 0 or -errno. */
-static int shim_tell(struct sandbox *sb, uint32_t kind, int fd)
+int gvisor_shim_tell(struct sandbox *sb, uint32_t kind, int fd)
 {
     int conn = shim_connect(sb);
     if (conn < 0) return conn;
@@ -675,7 +676,7 @@ static int gvisor_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fd
 /* ---- hibernation: runsc checkpoint and restore ---- */
 
 /* The bytes the files of dir take on disk. */
-static uint64_t dir_bytes(const char *dir)
+uint64_t gvisor_dir_bytes(const char *dir)
 {
     uint64_t total = 0;
     DIR *d = opendir(dir);
@@ -687,7 +688,7 @@ static uint64_t dir_bytes(const char *dir)
     return total;
 }
 
-static bool pidfd_ended(int pidfd, int wait_ms)
+bool gvisor_pidfd_ended(int pidfd, int wait_ms)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     int n;
@@ -698,11 +699,10 @@ static bool pidfd_ended(int pidfd, int wait_ms)
 
 /* runsc's container of a sandbox whose sentry has ended: its state goes, so that a
  * restore or a run can take the id again. */
-static void forget_container(struct sandbox *sb)
+void gvisor_forget_container(struct sandbox *sb)
 {
     err_t ignored = {0};
-    runsc_in_sandbox(sb, (const char *[]){"delete", "--force", sb->spec.id, NULL}, -1, -1,
-                     &ignored);
+    gvisor_runsc(sb, (const char *[]){"delete", "--force", sb->spec.id, NULL}, -1, -1, &ignored);
     if (sb->boot_pidfd >= 0) close(sb->boot_pidfd);
     sb->boot_pidfd = -1;
 }
@@ -721,31 +721,42 @@ static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *er
     if (mkdir(tmp, 0700) < 0)
         return err_set(err, errno, "cannot make %s: %s", tmp, strerror(errno));
     int r = ns_freeze(sb, false, err); /* a frozen sentry cannot write its image */
-    int told = r == 0 ? shim_tell(sb, SHIM_HIBERNATE, -1) : 0;
+    int told = r == 0 ? gvisor_shim_tell(sb, SHIM_HIBERNATE, -1) : 0;
     if (told < 0) r = err_set(err, told, "cannot reach the sandbox's shim: %s", strerror(-told));
     if (r == 0)
-        r = runsc_in_sandbox(sb,
-                             (const char *[]){"checkpoint", flag, "--compression=flate-best-speed",
-                                              sb->spec.id, NULL},
-                             -1, -1, err);
+        r = gvisor_runsc(sb,
+                         (const char *[]){"checkpoint", flag, "--compression=flate-best-speed",
+                                          sb->spec.id, NULL},
+                         -1, -1, err);
     /* The sentry ends after a checkpoint, and after most failed ones too. */
-    bool ended = pidfd_ended(sb->boot_pidfd, r == 0 ? RUNSC_TIMEOUT_MS : 1000);
+    bool ended = gvisor_pidfd_ended(sb->boot_pidfd, r == 0 ? RUNSC_TIMEOUT_MS : 1000);
     if (r < 0 && !ended) { /* nothing lost: it stays paused */
         err_t ignored = {0};
         ns_remove_tree(tmp);
-        if (told == 0) shim_tell(sb, SHIM_WATCH, sb->boot_pidfd);
+        if (told == 0) gvisor_shim_tell(sb, SHIM_WATCH, sb->boot_pidfd);
         ns_freeze(sb, true, &ignored);
         return r;
     }
-    forget_container(sb);
+    gvisor_forget_container(sb);
     if (r == 0 && rename(tmp, image) < 0)
         r = err_set(err, errno, "cannot keep the image: %s", strerror(errno));
     if (r < 0) { /* it ended without an image: the next wake starts it cold */
         ns_remove_tree(tmp);
         return 0;
     }
-    *image_bytes = dir_bytes(image);
+    *image_bytes = gvisor_dir_bytes(image);
     return 0;
+}
+
+int gvisor_shim_adopt(struct sandbox *sb, uint32_t id, int fds[4], err_t *err)
+{
+    int fd = shim_connect(sb);
+    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
+    uint32_t req[2] = {SHIM_ADOPT, id};
+    int r = send(fd, req, sizeof req, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 4);
+    close(fd);
+    return r < 0 ? err_set(err, r, "the sandbox's shim cannot take the program: %s", strerror(-r))
+                 : 0;
 }
 
 /* The agent's ends of its stdin and stdout, which the shim kept. */
@@ -759,24 +770,29 @@ static int shim_agent_ends(struct sandbox *sb, int fds[2], err_t *err)
     return r < 0 ? err_set(err, r, "the sandbox's shim kept no pipes: %s", strerror(-r)) : 0;
 }
 
-static int restore_image(struct sandbox *sb, const char *image, err_t *err)
+int gvisor_restore_image(struct sandbox *sb, const char *image, bool any_spec, err_t *err)
 {
     char bundle[700], flag[720];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
     snprintf(flag, sizeof flag, "--image-path=%s", image);
+    /* Another sandbox's image (a template) was checkpointed under other uid mappings. */
+    const char *words[] = {"--restore-spec-validation=warning",
+                           "restore",
+                           "--detach",
+                           bundle,
+                           flag,
+                           sb->spec.id,
+                           NULL};
     struct stat st;
     if (stat(image, &st) < 0) return err_set(err, -ENOENT, "it has no image");
     int ends[2] = {-1, -1};
     int r = gvisor_net_readdress(sb, err);
     if (r == 0) r = shim_agent_ends(sb, ends, err);
-    if (r == 0)
-        r = runsc_in_sandbox(
-            sb, (const char *[]){"restore", "--detach", bundle, flag, sb->spec.id, NULL}, ends[0],
-            ends[1], err);
+    if (r == 0) r = gvisor_runsc(sb, any_spec ? words : words + 1, ends[0], ends[1], err);
     close_all(ends, 2);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc restored it, but its sandbox process is not running");
-    int told = r == 0 ? shim_tell(sb, SHIM_WATCH, sb->boot_pidfd) : 0;
+    int told = r == 0 ? gvisor_shim_tell(sb, SHIM_WATCH, sb->boot_pidfd) : 0;
     if (told < 0) r = err_set(err, told, "cannot reach the sandbox's shim: %s", strerror(-told));
     return r;
 }
@@ -787,19 +803,29 @@ static int restore_image(struct sandbox *sb, const char *image, err_t *err)
 
 /* Ends the sandbox's shim and reaps it when it is the keeper's child (start_shim); one
  * an earlier keeper started is its orphan, the host init's to reap. */
-static void kill_shim(struct sandbox *sb)
+void gvisor_kill_shim(struct sandbox *sb)
 {
     pid_t pids[512];
     int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
     for (int i = 0; i < n; i++) {
         if (!cmdline_starts(pids[i], "runtime-shim")) continue;
         int pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-        if (pidfd >= 0 && kill(pids[i], SIGTERM) == 0) pidfd_ended(pidfd, SHIM_STOP_MS);
+        if (pidfd >= 0 && kill(pids[i], SIGTERM) == 0) gvisor_pidfd_ended(pidfd, SHIM_STOP_MS);
         if (pidfd >= 0) close(pidfd);
         if (kill(pids[i], SIGKILL) == 0 || errno == ESRCH)
             while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {
             }
     }
+}
+
+int gvisor_start_again(struct sandbox *sb, err_t *err)
+{
+    if (sb->boot_pidfd >= 0) gvisor_pidfd_ended(sb->boot_pidfd, 0);
+    gvisor_forget_container(sb);
+    gvisor_kill_shim(sb);
+    /* A failed restore may have taken the inner veth's address and route already. */
+    int r = gvisor_net_readdress(sb, err);
+    return r < 0 ? r : gvisor_start_runsc(sb, err);
 }
 
 static int gvisor_restore(struct sandbox *sb, enum proto_from *from, err_t *err)
@@ -808,15 +834,12 @@ static int gvisor_restore(struct sandbox *sb, enum proto_from *from, err_t *err)
     image_path(sb, "", image, sizeof image);
     err_t why = {0};
     *from = PROTO_FROM_IMAGE;
-    int r = restore_image(sb, image, &why);
+    int r = gvisor_restore_image(sb, image, false, &why);
     ns_remove_tree(image);
     if (r == 0) return 0;
     /* Cold: what its memory held is lost; its workspace and /tmp are not. */
     *from = PROTO_FROM_COLD;
-    if (sb->boot_pidfd >= 0) pidfd_ended(sb->boot_pidfd, 0);
-    forget_container(sb);
-    kill_shim(sb);
-    r = start_runsc(sb, err);
+    r = gvisor_start_again(sb, err);
     if (r == 0) err_set(err, 0, "%s", why.msg);
     return r;
 }
@@ -827,7 +850,7 @@ static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
     char image[700];
     image_path(sb, "", image, sizeof image);
     int r = ns_stats(sb, st);
-    st->disk_bytes += dir_bytes(image);
+    st->disk_bytes += gvisor_dir_bytes(image);
     return r;
 }
 
@@ -836,7 +859,7 @@ static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
 static int gvisor_stop(struct sandbox *sb, err_t *err)
 {
     cgroup_freeze(sb->cg, false, NULL); /* a frozen task takes its SIGKILL once thawed */
-    kill_shim(sb);            /* and reaped first: the holder's end waits for it (start_shim) */
+    gvisor_kill_shim(sb);     /* and reaped first: the holder's end waits for it (start_shim) */
     int r = ns_stop(sb, err); /* the holder's end is its pid namespace's: runsc's too */
     if (sb->boot_pidfd >= 0) {
         struct pollfd p = {.fd = sb->boot_pidfd, .events = POLLIN};
@@ -870,6 +893,8 @@ const struct sandbox_driver sandbox_gvisor_driver = {
     .freeze = ns_freeze,
     .hibernate = gvisor_hibernate,
     .restore = gvisor_restore,
+    .template_save = gvisor_template_save,
+    .template_restore = gvisor_template_restore,
     .stats = gvisor_stats,
     .sweep = ns_sweep,
     .free = gvisor_free,

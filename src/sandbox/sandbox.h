@@ -152,6 +152,17 @@ struct sandbox_driver {
      * restore thaws it (PROTO_FROM_SWAP). */
     int (*hibernate)(struct sandbox *sb, uint64_t *image_bytes, err_t *err);
     int (*restore)(struct sandbox *sb, enum proto_from *from, err_t *err);
+    /* Templates (docs/templates.md), gvisor only. template_save checkpoints the running
+     * sandbox, whose one program is MCP server `server`, without stopping it, into
+     * STATE/templates/<key> with its /workspace/mcp/<server>. template_restore gives a
+     * sandbox in which nothing runs that template's image and files: fds are the
+     * program's four pipes and the new sentry's death fd (watch_fd's). When the image
+     * fails after its sentry was replaced, the sandbox is started again as it was and
+     * the answer is 1, with fds[4] only and why in err->msg; -errno changes nothing. */
+    int (*template_save)(struct sandbox *sb, const char *key, const char *server,
+                         uint64_t *image_bytes, err_t *err);
+    int (*template_restore)(struct sandbox *sb, const char *key, const char *server, int fds[5],
+                            err_t *err);
     int (*stats)(struct sandbox *sb, struct sandbox_stats *st);
     /* Removes what a sandbox that no longer exists may have left (cgroups, files). */
     int (*sweep)(const struct sandbox_host *host, const char *id);

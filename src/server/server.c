@@ -126,6 +126,11 @@ uint32_t server_hibernate_after_s(const struct server *srv)
     return srv->cfg.hibernate_after_s;
 }
 
+bool server_templates(const struct server *srv)
+{
+    return srv->cfg.templates;
+}
+
 uint64_t sbx_last_active_ms(const struct sbx *sb)
 {
     return sb->last_active_ms;
@@ -309,8 +314,13 @@ static void on_death(evutil_socket_t fd, short what, void *arg)
     event_free(sb->death);
     sb->death = NULL;
     close(fd);
-    /* A checkpoint ends gVisor's sentry: hibernation, not a death. */
+    /* A checkpoint ends gVisor's sentry: hibernation, not a death; so does a template's
+     * image taking its place, unless that fails with nothing changed. */
     if (sb->state == SBX_HIBERNATING || sb->state == SBX_HIBERNATED) return;
+    if (sb->sentry_swapping) {
+        sb->died_swapping = true;
+        return;
+    }
     if (sb->state == SBX_CREATING || sb->state == SBX_STARTING)
         sb->init_died = true;
     else
@@ -930,6 +940,84 @@ int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec
     *x = (struct exec_start){.done = done, .arg = arg};
     int r = server_exec_send(srv, sb, spec, on_exec_started, x, err);
     if (r < 0) free(x);
+    return r;
+}
+
+/* ---- templates (docs/templates.md) ---- */
+
+struct template_call {
+    struct server *srv;
+    char id[PROTO_ID_LEN];
+    server_template_fn *done;
+    void *arg;
+};
+
+static int template_send(struct server *srv, struct sbx *sb, const char *key, const char *name,
+                         bool save, server_keeper_done_fn *on_answer, server_template_fn *done,
+                         void *arg, err_t *err)
+{
+    struct proto_template t = {.save = save};
+    memcpy(t.id, sb->id, sizeof t.id);
+    if (str_copy(t.key, sizeof t.key, key) < 0 || str_copy(t.server, sizeof t.server, name) < 0)
+        return err_set(err, -EINVAL, "bad template key or server name");
+    struct template_call *c = malloc(sizeof *c);
+    if (!c) return err_set(err, -ENOMEM, "out of memory");
+    *c = (struct template_call){.srv = srv, .done = done, .arg = arg};
+    memcpy(c->id, sb->id, sizeof c->id);
+    int r = server_keeper_send(srv, PROTO_TEMPLATE, &t, sizeof t, save ? 0 : 5, on_answer, c, err);
+    if (r < 0) free(c);
+    return r;
+}
+
+static void on_template_saved(struct server *srv, const struct proto_result *res, int *fds,
+                              unsigned nfds, void *arg)
+{
+    struct template_call *c = arg;
+    err_t err = {0};
+    for (unsigned i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (res->status < 0) err_set(&err, res->status, "%s", res->msg);
+    c->done(srv, NULL, res->values[0], res->status < 0 ? &err : NULL, c->arg);
+    free(c);
+}
+
+int server_template_save(struct server *srv, struct sbx *sb, const char *key, const char *name,
+                         server_template_fn *done, void *arg, err_t *err)
+{
+    return template_send(srv, sb, key, name, true, on_template_saved, done, arg, err);
+}
+
+/* The keeper's answer: the program's pipes and the new sentry to watch; or the sandbox
+ * started again as it was (its new sentry only); or nothing changed. */
+static void on_template_restored(struct server *srv, const struct proto_result *res, int *fds,
+                                 unsigned nfds, void *arg)
+{
+    struct template_call *c = arg;
+    struct sbx *sb = server_sandbox_find(srv, NULL, c->id);
+    bool restored = res->status == 0 && res->values[0] == 1 && nfds == 5;
+    err_t err = {0};
+    if (!restored)
+        err_set(&err, res->status < 0 ? res->status : -EAGAIN, "%s",
+                res->msg[0] ? res->msg : "the keeper passed no pipes");
+    if (sb) sb->sentry_swapping = false;
+    if (sb && res->status == 0 && nfds > 0)
+        server_sandbox_watch(srv, sb, fds[nfds - 1]);
+    else if (nfds > 0)
+        close(fds[nfds - 1]);
+    if (!restored)
+        for (unsigned i = 0; i + 1 < nfds; i++)
+            close(fds[i]);
+    if (sb && res->status < 0 && sb->died_swapping) server_sandbox_died(srv, sb);
+    if (sb) sb->died_swapping = false;
+    c->done(srv, restored ? fds : NULL, 0, restored ? NULL : &err, c->arg);
+    free(c);
+}
+
+int server_template_restore(struct server *srv, struct sbx *sb, const char *key, const char *name,
+                            server_template_fn *done, void *arg, err_t *err)
+{
+    int r = template_send(srv, sb, key, name, false, on_template_restored, done, arg, err);
+    if (r == 0) sb->sentry_swapping = true;
     return r;
 }
 

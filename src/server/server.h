@@ -38,6 +38,7 @@ struct server_config {
     struct meter_rates rates;         /* --price-* */
     int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
     bool tls;                         /* --listen speaks TLS (the keeper reads the files) */
+    bool templates;                   /* --templates on */
     struct httpd_limits http;         /* --max-connections, ... */
     uint64_t sandbox_held_bytes;      /* --held-per-sandbox: what the server may hold for one */
     uint64_t held_bytes;              /* --held-total: ... for all of them together */
@@ -262,6 +263,7 @@ int server_sandbox_hibernate(struct server *srv, struct sbx *sb, const char *rea
                              server_sandbox_done_fn *done, void *arg, err_t *err);
 /* --hibernate-after: what a create that names no hibernateAfterSeconds gets. */
 uint32_t server_hibernate_after_s(const struct server *srv);
+bool server_templates(const struct server *srv); /* --templates on */
 /* --hibernate-below: under this much MemAvailable (MiB), paused gvisor sandboxes hibernate. */
 uint32_t server_hibernate_below_mib(const struct server *srv);
 /* Monotonic ms of its last pause (0: never paused in this run). */
@@ -352,6 +354,20 @@ void server_run_cancel(struct server_run *run);
 typedef void server_exec_fn(struct server *srv, int *fds, const err_t *err, void *arg);
 int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec *spec,
                 server_exec_fn *done, void *arg, err_t *err);
+
+/* Templates of MCP servers (docs/templates.md; the gvisor driver's). Save checkpoints sb,
+ * whose one program is server `name`, as template key without stopping it: done gets
+ * the image's bytes. Restore gives sb, in which nothing may run, that template's image
+ * and install: done gets the program's four pipes (stdin, stdout, stderr, status; its
+ * to close), or NULL and why (-ENOENT: no template; -EBUSY: something runs in sb;
+ * -EAGAIN: the image failed, and sb was started again as it was). Negative with err
+ * (done not called) when it cannot even be asked. */
+typedef void server_template_fn(struct server *srv, int *fds, uint64_t image_bytes,
+                                const err_t *err, void *arg);
+int server_template_save(struct server *srv, struct sbx *sb, const char *key, const char *name,
+                         server_template_fn *done, void *arg, err_t *err);
+int server_template_restore(struct server *srv, struct sbx *sb, const char *key, const char *name,
+                            server_template_fn *done, void *arg, err_t *err);
 
 /* The environment of a program in sb: defaults, the secrets' placeholders under their
  * own names, the sandbox's env, then extra (may be NULL). A new object, or NULL. */

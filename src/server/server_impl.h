@@ -35,6 +35,8 @@ struct sbx {
     uint32_t slot;                  /* its host uid range */
     enum sbx_state state;           /* moved only by lifecycle.c's sbx_move (lifecycle.h's table) */
     bool init_died;       /* its init exited while it was being built: stopped once built */
+    bool sentry_swapping; /* a template's image replaces its sentry (server_template_restore) */
+    bool died_swapping;   /* ... and the old one's death came meanwhile */
     char halt_reason[32]; /* why it is stopping: "api", HALT_INIT_EXITED, ... */
     int64_t created_ms;
     struct model_sandbox settings;

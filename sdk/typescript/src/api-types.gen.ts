@@ -723,6 +723,9 @@ export type EventKind =
   | 'mcp.installing'
   | 'mcp.installed'
   | 'mcp.starting'
+  | 'mcp.template_saved'
+  | 'mcp.template_restored'
+  | 'mcp.template_failed'
   | 'mcp.ready'
   | 'mcp.failed'
   | 'mcp.refused'
@@ -748,6 +751,9 @@ export type Event =
   | McpInstallingEvent
   | McpInstalledEvent
   | McpStartingEvent
+  | McpTemplateSavedEvent
+  | McpTemplateRestoredEvent
+  | McpTemplateFailedEvent
   | SecretReflectedEvent
   | McpReadyEvent
   | McpFailedEvent
@@ -873,6 +879,47 @@ export interface McpStartingEvent {
   kind: 'mcp.starting';
   server: string;
   restarts: number;
+  /** true: it is being restored from its template (docs/templates.md), not installed */
+  template?: boolean;
+  [more: string]: unknown;
+}
+
+/**
+ * the server's first process, just initialized and gated, was checkpointed as the
+ * template later sandboxes of the account with the same server start from
+ * (docs/templates.md; gvisor sandboxes, the daemon's --templates on); it runs on
+ */
+export interface McpTemplateSavedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.template_saved';
+  server: string;
+  /** the checkpoint's bytes on disk */
+  imageBytes: number;
+  seconds: number;
+  [more: string]: unknown;
+}
+
+/** the server was restored from its template instead of installed and booted; its tools go through the gate next, as any start's */
+export interface McpTemplateRestoredEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.template_restored';
+  server: string;
+  seconds: number;
+  [more: string]: unknown;
+}
+
+/**
+ * a template could not be saved, or would not restore (the sandbox was then started
+ * again as it was, the template removed, and the server is installed instead)
+ */
+export interface McpTemplateFailedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.template_failed';
+  server: string;
+  error: string;
   [more: string]: unknown;
 }
 

@@ -55,6 +55,11 @@ enum shim_request {
     SHIM_AGENT_ENDS, /* answers the agent's ends of its stdin and stdout, for a restore */
     SHIM_HIBERNATE,  /* the sentry ends for a checkpoint: its programs have not ended */
     SHIM_WATCH,      /* with a pidfd (SCM_RIGHTS): the sentry a restore started */
+    /* Templates (docs/templates.md): */
+    SHIM_ONLY_PROGRAM, /* answers the id of the one program running, 0 when none, -EBUSY
+                        * when more than one */
+    SHIM_ADOPT,        /* then a uint32 id: a program a template's image brought, whose
+                        * agent runs it already; answers its four pipes, as SHIM_EXEC */
 };
 
 /* A frame's payload at most: an exec request (PROTO_MAX_MSG) fits, with room. */

@@ -22,8 +22,9 @@
  * pipes as SCM_RIGHTS: the program's stdin (write end), stdout and stderr (read ends)
  * and a status pipe that carries one struct proto_exec_status when it ends. The shim
  * enforces the timeout, and stops a program whose status pipe's reader is gone (the
- * daemon no longer wants it), as the ns driver's monitor does. It never blocks; see
- * agent.c for the pausing. */
+ * daemon no longer wants it), as the ns driver's monitor does. SHIM_ADOPT answers the
+ * same for a program the agent already runs (a template's, template.c): its id is the
+ * one the template's shim gave it. It never blocks; see agent.c for the pausing. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -200,31 +201,66 @@ static int make_pipes(struct exec *e, int theirs[4])
     return 0;
 }
 
-static void on_exec(int conn, const char *req, ssize_t n)
+/* A new entry for program id, with its pipes; NULL with *r set when there cannot be one. */
+static struct exec *add_exec(uint32_t id, int theirs[4], int *r)
 {
-    struct frame_spawn s;
     struct exec *e = NULL;
-    int theirs[4] = {-1, -1, -1, -1};
-    int r = n < (ssize_t)sizeof s ? -EPROTO : 0;
-    if (r == 0 && nexecs == MAX_EXECS) r = -EAGAIN;
-    if (r == 0 && !(e = calloc(1, sizeof *e))) r = -ENOMEM;
-    if (r == 0) {
-        *e = (struct exec){.id = next_id++, .in = -1, .out = {-1, -1}, .status = -1};
-        r = make_pipes(e, theirs);
-    }
-    if (r == 0) {
-        memcpy(&s, req, sizeof s);
-        e->start_ms = clock_ms();
-        e->deadline_ms = s.timeout_ms ? e->start_ms + s.timeout_ms : 0;
-        e->st.exit_code = -1;
-        execs[nexecs++] = e;
-        send_frame(FRAME_SPAWN, e->id, req, (uint32_t)n);
-    } else {
+    *r = nexecs == MAX_EXECS ? -EAGAIN : find(id) ? -EEXIST : 0;
+    if (*r == 0 && !(e = calloc(1, sizeof *e))) *r = -ENOMEM;
+    if (*r < 0) return NULL;
+    *e = (struct exec){.id = id, .in = -1, .out = {-1, -1}, .status = -1};
+    if ((*r = make_pipes(e, theirs)) < 0) {
         free(e);
+        return NULL;
     }
+    e->start_ms = clock_ms();
+    e->st.exit_code = -1;
+    execs[nexecs++] = e;
+    return e;
+}
+
+static void answer_pipes(int conn, int r, int theirs[4])
+{
     send_answer(conn, r, theirs, r == 0 ? 4 : 0);
     for (int i = 0; i < 4; i++)
         close_fd(&theirs[i]);
+}
+
+static void on_exec(int conn, const char *req, ssize_t n)
+{
+    struct frame_spawn s;
+    int theirs[4] = {-1, -1, -1, -1};
+    int r = n < (ssize_t)sizeof s ? -EPROTO : 0;
+    struct exec *e = r == 0 ? add_exec(next_id, theirs, &r) : NULL;
+    if (e) {
+        next_id++;
+        memcpy(&s, req, sizeof s);
+        e->deadline_ms = s.timeout_ms ? e->start_ms + s.timeout_ms : 0;
+        send_frame(FRAME_SPAWN, e->id, req, (uint32_t)n);
+    }
+    answer_pipes(conn, r, theirs);
+}
+
+/* The program a template's image brought keeps the id the template's shim gave it; ours
+ * go on above it. */
+static void on_adopt(int conn, const char *req, ssize_t n)
+{
+    uint32_t id = 0;
+    int theirs[4] = {-1, -1, -1, -1};
+    int r = n == (ssize_t)sizeof id ? 0 : -EPROTO;
+    if (r == 0) memcpy(&id, req, sizeof id);
+    if (r == 0 && id == 0) r = -EINVAL;
+    if (r == 0 && add_exec(id, theirs, &r) && id >= next_id) next_id = id + 1;
+    answer_pipes(conn, r, theirs);
+}
+
+static int only_program(void)
+{
+    int running = 0;
+    uint32_t id = 0;
+    for (int i = 0; i < nexecs; i++)
+        if (!execs[i]->ended) running++, id = execs[i]->id;
+    return running > 1 ? -EBUSY : (int)id;
 }
 
 /* One request into req (its length, or -1), and the descriptor it carried, or -1. */
@@ -265,6 +301,10 @@ static void on_request(int conn)
     if (n >= (ssize_t)sizeof kind) memcpy(&kind, req, sizeof kind);
     if (kind == SHIM_EXEC)
         on_exec(conn, req + sizeof kind, n - (ssize_t)sizeof kind);
+    else if (kind == SHIM_ADOPT)
+        on_adopt(conn, req + sizeof kind, n - (ssize_t)sizeof kind);
+    else if (kind == SHIM_ONLY_PROGRAM)
+        send_answer(conn, only_program(), NULL, 0);
     else if (kind == SHIM_AGENT_ENDS)
         send_answer(conn, 0, (int[2]){AGENT_IN_THEIRS, AGENT_OUT_THEIRS}, 2);
     else if (kind == SHIM_HIBERNATE || (kind == SHIM_WATCH && passed >= 0)) {
