@@ -1,14 +1,17 @@
 // Wake client for bench/density.sh: what the first MCP call to a hibernated sandbox costs.
-// For each line "ID URL TOKEN" of --list (sandboxes whose counter server answered one call
-// before they hibernated), one official SDK client (the TypeScript SDK pinned in tests/mcp)
-// connects through the gateway and calls "count": the whole of it, from the first request
+// For each line "ID URL TOKEN" of --list (sandboxes whose server answered one call before
+// they hibernated), one official SDK client (the TypeScript SDK pinned in tests/mcp)
+// connects through the gateway and calls a tool: the whole of it, from the first request
 // to the answer, is the wake (the daemon restores the sandbox when that request arrives).
 // Then a second client does the same on the now running sandbox: the reference. Prints one
-// line per sandbox on --raw: "wake_ms running_ms count" (count must be one more than the
-// server answered before: its memory came back), and one JSON summary on stdout.
+// line per sandbox on --raw: "wake_ms running_ms state", and one JSON summary on stdout.
 //
-// --prime: before they hibernate, one call of "count" on each (it must answer 1), so that
-// the wake's answer shows the memory kept.
+// --server counter (the default; tests/mcp/fixtures/counter-server.mjs): the tool is
+// "count", and state must be one more than the server answered before (its memory came
+// back). --server memory (the catalog's memory server): the tool is open_nodes of the
+// entity "density", and state (the entities found) must be 1.
+// --prime: before they hibernate, one call on each: "count" (it must answer 1), or
+// create_entities of "density".
 // --rehibernate: each sandbox hibernates again (POST $RUNTIME_API_URL/v1/sandboxes/ID/hibernate
 // with $RUNTIME_API_KEY) before the next wakes, so that every wake is measured with all the
 // others hibernated. One process for the whole list, and a first wake of the first sandbox
@@ -16,17 +19,19 @@
 // own start-up (module loading, the JIT) is in no figure.
 //
 //   node bench/density-wake.mjs --list FILE (--raw FILE [--rehibernate] | --prime) [--seconds S]
+//        [--server counter|memory]
 import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { eachOption, sdk, usageFor } from "./lib.mjs";
 
 const usage = usageFor(
     "density-wake",
-    "usage: node density-wake.mjs --list FILE (--raw FILE [--rehibernate] | --prime) [--seconds S]\n"
+    "usage: node density-wake.mjs --list FILE (--raw FILE [--rehibernate] | --prime) [--seconds S]\n" +
+        "       [--server counter|memory]\n"
 );
 
 function parseArgs(argv) {
-    const o = { seconds: 600 };
+    const o = { seconds: 600, server: "counter" };
     eachOption(argv, usage, (a, { val, num }) => {
         switch (a) {
         case "--list": o.list = val(); break;
@@ -34,28 +39,46 @@ function parseArgs(argv) {
         case "--prime": o.prime = true; break;
         case "--rehibernate": o.rehibernate = true; break;
         case "--seconds": o.seconds = num(1); break;
+        case "--server": o.server = val(); break;
         default: usage(`unknown argument '${a}'`);
         }
     });
     if (!o.list || (!o.raw && !o.prime)) usage("--list and one of --raw or --prime are required");
+    if (!SERVERS[o.server]) usage(`--server is counter or memory, not '${o.server}'`);
     return o;
 }
 
-// A new client's connect and first call of "count": its answer and the milliseconds taken.
-async function firstCall(mcp, url, token) {
+// Each server's calls: the priming one and the one measured, and the state its answer shows.
+const DENSITY = { name: "density", entityType: "bench", observations: ["primed"] };
+const SERVERS = {
+    counter: {
+        prime: ["count", {}],
+        call: ["count", {}],
+        state: (r) => Number(r.content?.[0]?.text),
+    },
+    memory: {
+        prime: ["create_entities", { entities: [DENSITY] }],
+        call: ["open_nodes", { names: ["density"] }],
+        state: (r) => JSON.parse(r.content?.[0]?.text ?? "{}").entities?.length ?? 0,
+    },
+};
+
+// A new client's connect and first call of [tool, args]: its state and the milliseconds taken.
+async function firstCall(mcp, url, token, [tool, args], state) {
     const client = new mcp.Client({ name: "runtime-bench-density", version: "1.0.0" });
     const transport = new mcp.StreamableHTTPClientTransport(new URL(url), {
         requestInit: { headers: { Authorization: `Bearer ${token}` } },
     });
     const t0 = performance.now();
     await client.connect(transport, { timeout: 30000 });
-    const r = await client.callTool({ name: "count", arguments: {} }, undefined, { timeout: 30000 });
+    const r = await client.callTool({ name: tool, arguments: args }, undefined, { timeout: 30000 });
     const ms = performance.now() - t0;
     try {
         await transport.terminateSession();
     } catch {}
     await client.close();
-    return { ms, count: Number(r.content?.[0]?.text) };
+    if (r.isError) throw new Error(`${tool} failed: ${JSON.stringify(r.content)}`);
+    return { ms, count: state(r) };
 }
 
 // Hibernates sandbox id again through the daemon's API.
@@ -79,26 +102,29 @@ async function main() {
     const end = Date.now() + o.seconds * 1000;
     const lines = [];
     let error = null;
-    const calls = new Map(); // the calls each server answered before: its next count is one more
+    const kind = SERVERS[o.server];
+    const call = (url, token, what = kind.call) => firstCall(mcp, url, token, what, kind.state);
+    const counter = o.server === "counter";
+    const calls = new Map(); // the counter's calls each answered before: its next count is one more
+    const want = (id) => (counter ? (calls.get(id) ?? 1) + 1 : 1);
     try {
         if (o.rehibernate && servers.length) { // a wake to warm the client up, not counted
             const [id, url, token] = servers[0];
-            if ((await firstCall(mcp, url, token)).count !== 2) throw new Error(`sandbox ${id}: no count of 2`);
+            if ((await call(url, token)).count !== want(id)) throw new Error(`sandbox ${id}: the warm-up's state is wrong`);
             await hibernate(id);
             calls.set(id, 2);
         }
         for (const [id, url, token] of servers) {
             if (Date.now() > end) break;
             if (o.prime) {
-                const first = await firstCall(mcp, url, token);
-                if (first.count !== 1) throw new Error(`sandbox ${id}: count answered ${first.count}, not 1`);
+                const first = await call(url, token, kind.prime);
+                if (counter && first.count !== 1) throw new Error(`sandbox ${id}: count answered ${first.count}, not 1`);
                 lines.push(`${first.ms.toFixed(1)}`);
                 continue;
             }
-            const wake = await firstCall(mcp, url, token);
-            const running = await firstCall(mcp, url, token);
-            const want = (calls.get(id) ?? 1) + 1;
-            if (wake.count !== want) throw new Error(`sandbox ${id}: count answered ${wake.count} after the wake, not ${want}`);
+            const wake = await call(url, token);
+            const running = await call(url, token);
+            if (wake.count !== want(id)) throw new Error(`sandbox ${id}: the wake's answer showed ${wake.count}, not ${want(id)}`);
             lines.push(`${wake.ms.toFixed(1)} ${running.ms.toFixed(1)} ${wake.count}`);
             if (o.rehibernate) await hibernate(id);
         }

@@ -3,17 +3,21 @@
 # what each costs it, and how long the first call to one takes. Starts its own runtimed
 # (root, temp state dir, loopback port, temp socket, --hibernate-after 0: nothing hibernates
 # unless asked) and, in one run:
-#   1. N gvisor sandboxes (memoryMiB 256, diskMiB 64), each running the counter fixture
-#      (tests/mcp/fixtures/counter-server.mjs, a Node MCP server with no dependencies,
-#      copied in: no install is measured), in chunks of CHUNK: started, called once through
+#   1. N gvisor sandboxes (memoryMiB 256, diskMiB 64), each running the catalog's memory
+#      server (SERVER=memory, gvisor's default): the first installs it from npm and saves
+#      its template, every other starts from that template (docs/templates.md), so that a
+#      thousand installs are not what it measures; or the counter fixture (SERVER=counter,
+#      ns's default: tests/mcp/fixtures/counter-server.mjs, a Node MCP server with no
+#      dependencies, copied in), in chunks of CHUNK: started, called once through
 #      the gateway by the official SDK client (bench/density-wake.mjs --prime), then
 #      hibernated (POST .../hibernate). Reports host RAM per hibernated server (the drop of
 #      MemAvailable over the N, against before the first), the host processes each keeps
 #      (holder and shim: their Pss), and disk per server (its image, from the
 #      sandbox.hibernated event, and its workspace's allocated bytes).
 #   2. wake latency: SAMPLE of them at random, one after another: a new SDK client's connect
-#      and first tools/call (the request that restores it; it must answer 2: the server's
-#      memory came back), then a second new client's, on the running server: the
+#      and first tools/call (the request that restores it; its answer must show what the
+#      priming call did, and its wake event must say it came from its image or swap, not
+#      cold), then a second new client's, on the running server: the
 #      reference, in the same run; then it hibernates again, so that each wake is measured
 #      with all the others hibernated. Reports p50 and p99 of each and the wake's added ms.
 # Targets: N=1000 hibernated on this 24 GiB host, at most 2 MiB of RAM each, wake at most
@@ -28,7 +32,7 @@
 #        `cd tests/mcp && npm ci --ignore-scripts`; needs curl, jq)
 #        --smoke (or BENCH_SMOKE=1): the short mode of `make bench-smoke` (every part, tiny
 #        counts, figures not meaningful).
-# Knobs (environment): DRIVER=gvisor N=1000 SAMPLE=50 CHUNK=10 BUDGET=7200 (seconds) IDLE_WAIT=900
+# Knobs (environment): DRIVER=gvisor SERVER=memory (ns: counter) N=1000 SAMPLE=50 CHUNK=10 BUDGET=7200 (seconds) IDLE_WAIT=900
 # (seconds to wait for a quiet machine; 0 = don't) BUILD=DIR (default build/) BENCH_DATA=DIR
 # (keep the raw figures). --smoke: N=3 SAMPLE=2 CHUNK=2 BUDGET=300.
 # shellcheck disable=SC2317 # the trap handlers look unreachable
@@ -47,6 +51,8 @@ BUDGET=${BUDGET:-$(bench_pick 300 7200)}
 IDLE_WAIT=${IDLE_WAIT:-900}
 MAX_LOAD=2
 DRIVER=${DRIVER:-gvisor}
+SERVER_KIND=${SERVER:-$([[ $DRIVER == gvisor ]] && echo memory || echo counter)}
+[[ $SERVER_KIND == memory || $SERVER_KIND == counter ]] || bench_die "SERVER is memory or counter, not $SERVER_KIND"
 TARGET_N=1000
 TARGET_RAM_MIB=2
 TARGET_WAKE_P99_MS=500
@@ -97,7 +103,8 @@ if [[ $DRIVER == ns ]]; then
         swapon "$SWAP_FILE" || bench_die "cannot turn on a swap file of $SWAP_MIB MiB in $WORK"
 fi
 start_watchdog
-start_daemon --nameserver 127.0.0.1:9 --hibernate-after 0
+# The memory server's one install reaches the npm registry: names are resolved for real then.
+if [[ $SERVER_KIND == counter ]]; then start_daemon --nameserver 127.0.0.1:9 --hibernate-after 0; else start_daemon --hibernate-after 0; fi
 MACHINE="$(bench_machine), CPU idle $(bench_cpu_idle)% over 1 s"
 bench_log "$MACHINE; $QUIET"
 bench_log "runtimed keeper $KPID, server $SPID"
@@ -105,15 +112,18 @@ bench_log "runtimed keeper $KPID, server $SPID"
 mem_available_kib() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 SPEC='{"isolation":"'$DRIVER'","memoryMiB":256,"diskMiB":64,"idlePauseSeconds":0}'
 SERVER='{"servers":[{"name":"counter","command":["node","/workspace/counter.mjs"]}]}'
+[[ $SERVER_KIND == memory ]] && SERVER='{"servers":[{"id":"memory"}]}'
 
 # --- 1. N hibernated servers ---------------------------------------------------------------
 
-# One sandbox with the counter server, running; prints "ID URL TOKEN".
+# One sandbox with the server, running; prints "ID URL TOKEN".
 make_one() {
     local id
     id=$(api POST /v1/sandboxes "$SPEC" | jq -r .id)
-    "$RT" sandbox cp "$COUNTER" "$id:/workspace/counter.mjs" >/dev/null || bench_die "sandbox cp into $id failed"
-    start_server "$id" counter "$SERVER"
+    if [[ $SERVER_KIND == counter ]]; then
+        "$RT" sandbox cp "$COUNTER" "$id:/workspace/counter.mjs" >/dev/null || bench_die "sandbox cp into $id failed"
+    fi
+    start_server "$id" "$SERVER_KIND" "$SERVER"
     echo "$id $URL $TOKEN"
 }
 
@@ -136,7 +146,7 @@ T_MADE=$SECONDS
 for ((i = 0; i < N; i += CHUNK)); do
     : >"$WORK/chunk.txt"
     for ((j = i; j < i + CHUNK && j < N; j++)); do make_one >>"$WORK/chunk.txt"; done
-    "$NODE" "$WAKE" --list "$WORK/chunk.txt" --prime >"$WORK/prime.json" ||
+    "$NODE" "$WAKE" --server "$SERVER_KIND" --list "$WORK/chunk.txt" --prime >"$WORK/prime.json" ||
         bench_die "the first calls failed: $(cat "$WORK/prime.json")"
     while read -r id _; do hibernate_one "$id"; done <"$WORK/chunk.txt"
     cat "$WORK/chunk.txt" >>"$WORK/servers.txt"
@@ -181,18 +191,30 @@ bench_log "$N hibernated in $MADE_S s: RAM $RAM_MIB MiB each, image (ns: swap) $
 # Each woken one hibernates again before the next wakes (--rehibernate): every wake is
 # measured with the others hibernated, not with the earlier samples running beside it.
 shuf -n "$SAMPLE" "$WORK/servers.txt" >"$WORK/sample.txt"
-"$NODE" "$WAKE" --list "$WORK/sample.txt" --raw "$WORK/wake.txt" --rehibernate >"$WORK/wake.json" ||
+"$NODE" "$WAKE" --server "$SERVER_KIND" --list "$WORK/sample.txt" --raw "$WORK/wake.txt" --rehibernate >"$WORK/wake.json" ||
     bench_die "the wakes failed: $(cat "$WORK/wake.json")"
 WAKE_P50=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 50)
 WAKE_P99=$(cut -d' ' -f1 "$WORK/wake.txt" | bench_pct 99)
 RUN_P50=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 50)
 RUN_P99=$(cut -d' ' -f2 "$WORK/wake.txt" | bench_pct 99)
 ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }')
+# Each sampled wake brought its memory back (an image, or swap), none started cold.
+NOT_COLD=0
+while read -r id _; do
+    from=$(api GET "/v1/sandboxes/$id/events" | jq -r '[.[] | select(.kind == "sandbox.resumed" and .from)] | last | .from')
+    [[ $from == image || $from == swap ]] && NOT_COLD=$((NOT_COLD + 1))
+done <"$WORK/sample.txt"
+((NOT_COLD == SAMPLE)) || bench_die "only $NOT_COLD of the $SAMPLE wakes came from an image or swap"
+TEMPLATED=0
+[[ $SERVER_KIND == memory ]] && while read -r id _; do
+    TEMPLATED=$((TEMPLATED + $(api GET "/v1/sandboxes/$id/events" | jq '[.[] | select(.kind == "mcp.template_restored")] | length')))
+done <"$WORK/servers.txt"
 
 {
     echo "Hibernation density (bench/density.sh), $(date -u +%FT%TZ)"
     echo "machine: $MACHINE; $QUIET"
-    echo "1. $N $DRIVER sandboxes, each a hibernated counter MCP server (Node), made in $MADE_S s"
+    echo "1. $N $DRIVER sandboxes, each a hibernated $SERVER_KIND MCP server (Node), made in $MADE_S s"
+    [[ $SERVER_KIND == memory ]] && echo "   (the memory server: $TEMPLATED of them started from the template, the first installed)"
     printf '   %-44s %10s   target %s  %s\n' "hibernated servers held" "$N" "$TARGET_N" "$(bench_at_least "$N" "$TARGET_N")"
     printf '   %-44s %10s   target %s  %s\n' "host RAM per hibernated server (MiB)" "$RAM_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$RAM_MIB" "$TARGET_RAM_MIB")"
     printf '   %-44s %10s   target %s  %s\n' "  the slope of MemAvailable (MiB a server)" "$SLOPE_MIB" "$TARGET_RAM_MIB" "$(bench_verdict "$SLOPE_MIB" "$TARGET_RAM_MIB")"
@@ -200,7 +222,7 @@ ADDED_P50=$(awk -v w="$WAKE_P50" -v r="$RUN_P50" 'BEGIN { printf "%.1f", w - r }
     printf '   %-44s %s\n' "  /proc/meminfo's growth per server (KiB)" "$WHERE"
     printf '   %-44s %10s\n' "disk: image (ns: swap) per server (MB, median)" "$IMAGE_MB"
     printf '   %-44s %10s\n' "disk: workspace per server (MB, median)" "$WORKSPACE_MB"
-    echo "2. first call (connect + tools/call by a new SDK client), $SAMPLE at random"
+    echo "2. first call (connect + tools/call by a new SDK client), $SAMPLE at random, each woken from its image or swap ($NOT_COLD of $SAMPLE)"
     printf '   %-44s %10s ms p50  %8s ms p99   target p99 %s  %s\n' "hibernated: restores it" "$WAKE_P50" "$WAKE_P99" "$TARGET_WAKE_P99_MS" "$(bench_verdict "$WAKE_P99" "$TARGET_WAKE_P99_MS")"
     printf '   %-44s %10s ms p50  %8s ms p99\n' "running (the reference, same sandboxes)" "$RUN_P50" "$RUN_P99"
     printf '   %-44s %10s ms (p50)\n' "added by the wake" "$ADDED_P50"
