@@ -101,7 +101,9 @@ static void on_saved(struct server *srv, int *fds, uint64_t image_bytes, const e
     if (!err) t->init_result = json_incref(init_result);
     json_decref(init_result);
     if (!ms) return;
-    if (err) {
+    if (err && !t->failed) {
+        mcp_log(ms, false, "no template of it this time: %s", err->msg);
+    } else if (err) {
         mcp_log(ms, true, "no template of it: %s", err->msg);
         mcp_event(ms, "mcp.template_failed", json_pack("{s:s}", "error", err->msg));
     } else {
@@ -121,8 +123,10 @@ bool mcp_template_save(struct mcp_backend *be,
     char key[65];
     err_t err = {0};
     /* Not a restart (a process that ran may have changed its install), not a process
-     * that speaks 2026-07-28 (the gateway has asked it for updates already). */
+     * that speaks 2026-07-28 (the gateway has asked it for updates already), and only
+     * the sandbox's one server (the image would hold the others too). */
     if (!eligible(ms) || ms->restarts || be->modern || ms->template_call) return false;
+    if (ms->box->servers != ms || ms->next) return false;
     if (mcp_template_key(ms, key, &err) < 0) return false;
     struct template *t = find(key);
     if (t && (t->init_result || t->saving || t->failed)) return false;
