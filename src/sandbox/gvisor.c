@@ -479,7 +479,7 @@ static void close_all(int *fds, int n)
 
 /* `runsc run` with the agent's stdin and stdout on two pipes whose other ends go to the
  * shim (it keeps the agent's ends too, for a restore). */
-int gvisor_start_runsc(struct sandbox *sb, err_t *err)
+static int start_runsc(struct sandbox *sb, err_t *err)
 {
     char bundle[700];
     snprintf(bundle, sizeof bundle, "--bundle=%s/bundle", sb->dir);
@@ -517,7 +517,7 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
         snprintf(path, sizeof path, "%s/%s", sb->dir, leftovers[i]);
         ns_remove_tree(path);
     }
-    r = gvisor_start_runsc(sb, err);
+    r = start_runsc(sb, err);
     if (r < 0) {
         err_t ignored = {0};
         ns_stop(sb, &ignored);
@@ -688,7 +688,7 @@ uint64_t gvisor_dir_bytes(const char *dir)
     return total;
 }
 
-bool gvisor_pidfd_ended(int pidfd, int wait_ms)
+static bool pidfd_ended(int pidfd, int wait_ms)
 {
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     int n;
@@ -729,7 +729,7 @@ static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *er
                                           sb->spec.id, NULL},
                          -1, -1, err);
     /* The sentry ends after a checkpoint, and after most failed ones too. */
-    bool ended = gvisor_pidfd_ended(sb->boot_pidfd, r == 0 ? RUNSC_TIMEOUT_MS : 1000);
+    bool ended = pidfd_ended(sb->boot_pidfd, r == 0 ? RUNSC_TIMEOUT_MS : 1000);
     if (r < 0 && !ended) { /* nothing lost: it stays paused */
         err_t ignored = {0};
         ns_remove_tree(tmp);
@@ -803,14 +803,14 @@ int gvisor_restore_image(struct sandbox *sb, const char *image, bool any_spec, e
 
 /* Ends the sandbox's shim and reaps it when it is the keeper's child (start_shim); one
  * an earlier keeper started is its orphan, the host init's to reap. */
-void gvisor_kill_shim(struct sandbox *sb)
+static void kill_shim(struct sandbox *sb)
 {
     pid_t pids[512];
     int n = cgroup_pids(sb->cg, pids, (int)ARRAY_LEN(pids));
     for (int i = 0; i < n; i++) {
         if (!cmdline_starts(pids[i], "runtime-shim")) continue;
         int pidfd = (int)syscall(SYS_pidfd_open, pids[i], 0);
-        if (pidfd >= 0 && kill(pids[i], SIGTERM) == 0) gvisor_pidfd_ended(pidfd, SHIM_STOP_MS);
+        if (pidfd >= 0 && kill(pids[i], SIGTERM) == 0) pidfd_ended(pidfd, SHIM_STOP_MS);
         if (pidfd >= 0) close(pidfd);
         if (kill(pids[i], SIGKILL) == 0 || errno == ESRCH)
             while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR) {
@@ -820,12 +820,12 @@ void gvisor_kill_shim(struct sandbox *sb)
 
 int gvisor_start_again(struct sandbox *sb, err_t *err)
 {
-    if (sb->boot_pidfd >= 0) gvisor_pidfd_ended(sb->boot_pidfd, 0);
+    if (sb->boot_pidfd >= 0) pidfd_ended(sb->boot_pidfd, 0);
     gvisor_forget_container(sb);
-    gvisor_kill_shim(sb);
+    kill_shim(sb);
     /* A failed restore may have taken the inner veth's address and route already. */
     int r = gvisor_net_readdress(sb, err);
-    return r < 0 ? r : gvisor_start_runsc(sb, err);
+    return r < 0 ? r : start_runsc(sb, err);
 }
 
 static int gvisor_restore(struct sandbox *sb, enum proto_from *from, err_t *err)
@@ -859,7 +859,7 @@ static int gvisor_stats(struct sandbox *sb, struct sandbox_stats *st)
 static int gvisor_stop(struct sandbox *sb, err_t *err)
 {
     cgroup_freeze(sb->cg, false, NULL); /* a frozen task takes its SIGKILL once thawed */
-    gvisor_kill_shim(sb);     /* and reaped first: the holder's end waits for it (start_shim) */
+    kill_shim(sb);            /* and reaped first: the holder's end waits for it (start_shim) */
     int r = ns_stop(sb, err); /* the holder's end is its pid namespace's: runsc's too */
     if (sb->boot_pidfd >= 0) {
         struct pollfd p = {.fd = sb->boot_pidfd, .events = POLLIN};

@@ -54,18 +54,15 @@ void ns_remove_tree(const char *path);
 /* gvisor.c: the pieces templates (template.c) are made of. */
 /* Runs runsc with words (global flags may come before the command) in the sandbox. */
 int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int out_fd, err_t *err);
-int gvisor_start_runsc(struct sandbox *sb, err_t *err);
 /* Ends what runs (a sentry a restore left, the shim) and starts it cold, as at create. */
 int gvisor_start_again(struct sandbox *sb, err_t *err);
 /* Restores image into the sandbox; any_spec: an image another sandbox's spec made. */
 int gvisor_restore_image(struct sandbox *sb, const char *image, bool any_spec, err_t *err);
 void gvisor_forget_container(struct sandbox *sb);
-void gvisor_kill_shim(struct sandbox *sb);
 /* A request to the shim (agent/frame.h) with no descriptors in its answer: its status. */
 int gvisor_shim_tell(struct sandbox *sb, uint32_t kind, int fd);
 /* SHIM_ADOPT: the four pipes of program id, which the restored agent runs. */
 int gvisor_shim_adopt(struct sandbox *sb, uint32_t id, int fds[4], err_t *err);
-bool gvisor_pidfd_ended(int pidfd, int wait_ms);
 uint64_t gvisor_dir_bytes(const char *dir);
 
 /* template.c */
