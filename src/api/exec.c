@@ -358,6 +358,7 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
         r = start_stream(req, srv, sb, &spec, &err);
         if (r == 0) {
             server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+            sbx_note_user_program(sb);
             a->execs++;
         }
         if (r < 0) api_fail(req, &err);
@@ -376,6 +377,7 @@ void api_exec(struct httpd_req *req, struct server *srv, struct sbx *sb)
     if (r == 0) r = server_run(srv, sb, &spec, on_done, call, NULL, &err);
     if (r == 0) {
         server_sandbox_hold(sb, +1); /* no idle pause while it runs */
+        sbx_note_user_program(sb);
         a->execs++;
     }
     if (r < 0) {

@@ -51,12 +51,14 @@ static struct template *add(const char *key)
     return t;
 }
 
-/* Only a catalog server's one shared process in a gvisor sandbox, while the daemon's
- * --templates is on. */
+/* Only a catalog server's one shared process in a gvisor sandbox in which no exec of the
+ * API ever ran (what one left running in the background would be in the image, or be
+ * ended by a restore), while the daemon's --templates is on. */
 static bool eligible(const struct mcp_server *ms)
 {
     return ms->entry && !ms->per_session && server_templates(ms->box->srv) &&
-           sbx_settings(ms->box->sb)->isolation == MODEL_DRIVER_GVISOR;
+           sbx_settings(ms->box->sb)->isolation == MODEL_DRIVER_GVISOR &&
+           !sbx_user_programs(ms->box->sb);
 }
 
 static struct mcp_template_call *call_new(struct mcp_server *ms, struct template *t)

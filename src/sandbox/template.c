@@ -45,8 +45,15 @@ static void template_path(const struct sandbox *sb, const char *key, const char 
 
 static int copy_file(int from, int to, const char *name, mode_t mode)
 {
-    int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* Non-blocking, and checked once open: what was a file a moment ago may be a FIFO
+     * now (the sandbox runs on while its install is copied), whose open would block. */
+    int in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (in < 0) return -errno;
+    struct stat st;
+    if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(in);
+        return -EINVAL;
+    }
     int out = openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     int r = out < 0 ? -errno : 0;
     for (ssize_t n = 1; r == 0 && n > 0;) {

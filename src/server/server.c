@@ -101,6 +101,16 @@ enum sbx_state sbx_state(const struct sbx *sb)
     return sb->state;
 }
 
+void sbx_note_user_program(struct sbx *sb)
+{
+    sb->user_programs = true;
+}
+
+bool sbx_user_programs(const struct sbx *sb)
+{
+    return sb->user_programs;
+}
+
 int64_t sbx_created_ms(const struct sbx *sb)
 {
     return sb->created_ms;
@@ -1169,6 +1179,7 @@ static int restore_one(const struct store_sandbox *row, void *arg)
     if (ok && !hibernated && srv->hooks.restored && srv->hooks.restored(srv, sb, &err) < 0)
         log_warn("sandbox %s: MCP servers not restored: %s", sb->id, err.msg);
     sb->servers_at_wake = hibernated;
+    sb->user_programs = true; /* what ran before the restart is not known */
     sb->state = hibernated ? SBX_HIBERNATED : paused ? SBX_PAUSED : ok ? SBX_RUNNING : SBX_FAILED;
     if (paused) sb->paused_ms = now_ms(); /* its hibernateAfterSeconds count from the restart */
     sb->last_active_ms = now_ms();

@@ -58,7 +58,10 @@ const char *sbx_id(const struct sbx *sb);
 const char *sbx_account(const struct sbx *sb);
 const struct model_sandbox *sbx_settings(const struct sbx *sb);
 enum sbx_state sbx_state(const struct sbx *sb);
-int64_t sbx_created_ms(const struct sbx *sb);      /* wall clock */
+int64_t sbx_created_ms(const struct sbx *sb); /* wall clock */
+/* An exec of the API ran in it: it neither gives nor takes an MCP server's template. */
+void sbx_note_user_program(struct sbx *sb);
+bool sbx_user_programs(const struct sbx *sb);
 uint64_t sbx_last_active_ms(const struct sbx *sb); /* monotonic: the last request or hold */
 /* Wall clock: when the lease of its run ends (Runtime Cloud's endsAt); 0: no lease, or not
  * running. Each run (created, woken, started) gets a fresh one of settings.lease_s. */

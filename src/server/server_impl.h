@@ -37,6 +37,9 @@ struct sbx {
     bool init_died;       /* its init exited while it was being built: stopped once built */
     bool sentry_swapping; /* a template's image replaces its sentry (server_template_restore) */
     bool died_swapping;   /* ... and the old one's death came meanwhile */
+    bool user_programs;   /* an exec of the API ran in it (or a restart cannot tell): a
+                           * program it left behind would be in a template's image, or
+                           * ended by one's restore (docs/templates.md) */
     char halt_reason[32]; /* why it is stopping: "api", HALT_INIT_EXITED, ... */
     int64_t created_ms;
     struct model_sandbox settings;

@@ -48,11 +48,24 @@ async function oomStops(sb) {
  * neighbours and the daemon are fine (othersStillWork). Under ns the sandbox must survive.
  * oomBefore: oomStops before the program ran. */
 async function survivesOrRestarts(t, sb, what, oomBefore) {
-  const r = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['echo', 'ok'] });
-  if (r.status === 200 && r.body.exitCode === 0 && r.body.stdout === 'ok\n') return 'survived';
-  assert.ok(GVISOR, `after ${what} the sandbox does not exec: ${r.text}`);
-  await waitFor(async () => (await oomStops(sb)) > oomBefore,
-    { timeoutMs: 10000, what: `a stopped event saying "out of memory" after ${what}` });
+  // A program that just ended may leave its processes ending for a moment (a fork bomb's
+  // thousand, under gVisor, while the pids limit is still full): the sandbox answers an
+  // exec again once they are gone, or it was ended out of memory.
+  let last = '';
+  const outcome = await waitFor(async () => {
+    const r = await d.api('POST', `/v1/sandboxes/${sb.id}/exec`, { argv: ['echo', 'ok'] });
+    last = r.text;
+    if (r.status === 200 && r.body.exitCode === 0 && r.body.stdout === 'ok\n') return 'survived';
+    return (await oomStops(sb)) > oomBefore ? 'ended' : false;
+  }, { timeoutMs: 20000, intervalMs: 250, what: `the sandbox to exec again, or to stop out of memory, after ${what}` })
+    .catch(async (e) => {
+      const events = (await d.api('GET', `/v1/sandboxes/${sb.id}/events`)).body;
+      const ends = events.filter((x) => /^sandbox\.(stopped|exited|started)$/.test(x.kind));
+      e.message += `; the last exec answered: ${last}; its stops and starts: ${JSON.stringify(ends)}`;
+      throw e;
+    });
+  if (outcome === 'survived') return 'survived';
+  assert.ok(GVISOR, `after ${what} the sandbox does not exec: ${last}`);
   await waitFor(async () => {
     const { body } = await d.api('GET', `/v1/sandboxes/${sb.id}`);
     return body.status === 'running' && body.state === 'running';
@@ -217,8 +230,10 @@ async function forkBombUnderGvisor(t, sb, max) {
     return c === null || Number(c) >= Math.min(max, 200) || (await oomStops(sb)) > oomBefore;
   }, { timeoutMs: 10000, what: 'the bomb to grow' });
   await othersStillWork();
+  // Bounded by its own 15 s or, while gVisor winds a thousand processes down, by the
+  // exec's timeout.
   const r = await bomb;
-  assert.ok(r.durationMs < 30000);
+  assert.ok(r.timedOut || r.durationMs < 30000, JSON.stringify(r));
   await survivesOrRestarts(t, sb, 'the fork bomb', oomBefore);
   await othersStillWork();
   // A shell fork loop with no end of its own: ended by exec's timeout, or it ends the sandbox.
