@@ -15,35 +15,34 @@
 
 #include "mcp_impl.h"
 
-struct template
-{
+struct saved_template {
     char key[65];
     json_t *init_result; /* once saved; NULL while being saved, or when it is gone */
     bool saving;
     bool failed; /* its image would not do: not saved nor restored again */
-    struct template *next;
+    struct saved_template *next;
 };
-static struct template *templates;
+static struct saved_template *templates;
 
 struct mcp_template_call {
     struct mcp_server *ms; /* NULL once the server no longer wants the answer */
     struct mcp_backend *be;
     void (*then)(struct mcp_backend *be, int r, const char *error);
-    struct template *t;
+    struct saved_template *t;
     json_t *init_result; /* saving: the process's, for the template */
     uint64_t start_ms;
 };
 
-static struct template *find(const char *key)
+static struct saved_template *find(const char *key)
 {
-    for (struct template *t = templates; t; t = t->next)
+    for (struct saved_template *t = templates; t; t = t->next)
         if (strcmp(t->key, key) == 0) return t;
     return NULL;
 }
 
-static struct template *add(const char *key)
+static struct saved_template *add(const char *key)
 {
-    struct template *t = calloc(1, sizeof *t);
+    struct saved_template *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     memcpy(t->key, key, sizeof t->key);
     t->next = templates;
@@ -61,7 +60,7 @@ static bool eligible(const struct mcp_server *ms)
            !sbx_user_programs(ms->box->sb);
 }
 
-static struct mcp_template_call *call_new(struct mcp_server *ms, struct template *t)
+static struct mcp_template_call *call_new(struct mcp_server *ms, struct saved_template *t)
 {
     struct mcp_template_call *c = calloc(1, sizeof *c);
     if (!c) return NULL;
@@ -92,7 +91,7 @@ static void on_saved(struct server *srv, int *fds, uint64_t image_bytes, const e
 {
     struct mcp_template_call *c = arg;
     struct mcp_backend *be = c->be;
-    struct template *t = c->t;
+    struct saved_template *t = c->t;
     void (*then)(struct mcp_backend *, int, const char *) = c->then;
     double seconds = (double)(now_ms() - c->start_ms) / 1000;
     json_t *init_result = c->init_result;
@@ -130,7 +129,7 @@ bool mcp_template_save(struct mcp_backend *be,
     if (!eligible(ms) || ms->restarts || be->modern || ms->template_call) return false;
     if (ms->box->servers != ms || ms->next) return false;
     if (mcp_template_key(ms, key, &err) < 0) return false;
-    struct template *t = find(key);
+    struct saved_template *t = find(key);
     if (t && (t->init_result || t->saving || t->failed)) return false;
     if (!t && !(t = add(key))) return false;
     struct mcp_template_call *c = call_new(ms, t);
@@ -154,7 +153,7 @@ static void on_restored(struct server *srv, int *fds, uint64_t image_bytes, cons
                         void *arg)
 {
     struct mcp_template_call *c = arg;
-    struct template *t = c->t;
+    struct saved_template *t = c->t;
     double seconds = (double)(now_ms() - c->start_ms) / 1000;
     struct mcp_server *ms = call_end(c);
     if (!ms) {
@@ -189,7 +188,7 @@ bool mcp_template_restore(struct mcp_server *ms)
     char key[65];
     err_t err = {0};
     if (!eligible(ms) || ms->template_call || mcp_template_key(ms, key, &err) < 0) return false;
-    struct template *t = find(key);
+    struct saved_template *t = find(key);
     if (!t || !t->init_result || t->failed) return false;
     struct mcp_template_call *c = call_new(ms, t);
     if (!c) return false;

@@ -111,7 +111,8 @@ static int copy_tree(int from, int to, int depth)
 }
 
 /* Runs fn(sb, arg) in a forked child (it may change namespace or identity): its answer,
- * 0 or -errno. */
+ * 0 or -errno. Not ns_helper, which closes every descriptor but its own: the template's
+ * directory, opened here, must reach the child. */
 static int in_child(struct sandbox *sb, int (*fn)(struct sandbox *sb, const void *arg),
                     const void *arg)
 {

@@ -956,7 +956,6 @@ int server_exec(struct server *srv, struct sbx *sb, const struct server_run_spec
 /* ---- templates (docs/templates.md) ---- */
 
 struct template_call {
-    struct server *srv;
     char id[PROTO_ID_LEN];
     server_template_fn *done;
     void *arg;
@@ -972,7 +971,7 @@ static int template_send(struct server *srv, struct sbx *sb, const char *key, co
         return err_set(err, -EINVAL, "bad template key or server name");
     struct template_call *c = malloc(sizeof *c);
     if (!c) return err_set(err, -ENOMEM, "out of memory");
-    *c = (struct template_call){.srv = srv, .done = done, .arg = arg};
+    *c = (struct template_call){.done = done, .arg = arg};
     memcpy(c->id, sb->id, sizeof c->id);
     int r = server_keeper_send(srv, PROTO_TEMPLATE, &t, sizeof t, save ? 0 : 5, on_answer, c, err);
     if (r < 0) free(c);
