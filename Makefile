@@ -12,7 +12,7 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # One folder per subsystem; each program lists the folders it is made of.
-DAEMON_DIRS := common lifecycle proto keeper sandbox cgroup confine store accounts policy model dns sniff http httpd secrets mitm fingerprint review catalog mcp gateway egress api server meter idle daemon
+DAEMON_DIRS := common lifecycle proto keeper sandbox cgroup confine store accounts policy model dns sniff http httpd secrets mitm fingerprint review catalog dashboard mcp gateway egress api server meter idle daemon
 CLI_DIRS    := common cli fingerprint review meter
 srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c) $(wildcard src/$(d)/*.S))
 objs = $(patsubst src/%,$(BUILD)/obj/%.o,$(basename $(call srcs,$(1))))
@@ -51,6 +51,9 @@ $(BUILD)/obj/%.o: src/%.S catalog/servers.json
 	@mkdir -p $(dir $@)
 	@echo "  AS $<"
 	@$(CC) -I. -c $< -o $@
+
+# The dashboard's files, built from ui/ (ui/dist is committed), carried in the daemon.
+$(BUILD)/obj/dashboard/assets.o: $(wildcard ui/dist/*)
 
 $(BUILD)/runtimed: $(DAEMON_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs $(PKGS_D)) -lm

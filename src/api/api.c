@@ -172,18 +172,37 @@ bool api_query(struct httpd_req *req, struct evkeyvalq *q, const char *const *kn
     return false;
 }
 
-/* Who is calling: the admin (who acts as the account default) or an account. */
-static bool authenticate(struct httpd_req *req, struct server *srv, struct api_caller *out)
+bool api_key_caller(struct server *srv, const char *key, struct api_caller *out)
 {
-    const char *h = httpd_header(req, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
-    if (str_equal_ct(h + 7, server_config(srv)->admin_key)) {
+    if (str_equal_ct(key, server_config(srv)->admin_key)) {
         *out = (struct api_caller){.account = ACCOUNT_DEFAULT, .admin = true};
         return true;
     }
-    const struct account *acct = accounts_authenticate(server_accounts(srv), h + 7);
+    const struct account *acct = accounts_authenticate(server_accounts(srv), key);
     if (acct) *out = (struct api_caller){.account = acct->name};
     return acct != NULL;
+}
+
+/* Who is calling: the admin (who acts as the account default) or an account, by the key
+ * in Authorization, or else by the dashboard's session cookie. False after answering. */
+static bool authenticate(struct httpd_req *req, struct server *srv, struct api_caller *out)
+{
+    const char *h = httpd_header(req, "Authorization");
+    if (h && strncasecmp(h, "Bearer ", 7) == 0 && api_key_caller(srv, h + 7, out)) return true;
+    const char *why = "";
+    /* EventSource cannot send a header: the event stream is read-only, and no other
+     * site can read it (no CORS; the cookie is SameSite=Strict). */
+    bool csrf_checked =
+        !(httpd_method(req) == HTTPD_GET && strcmp(httpd_path(req), "/v1/events/stream") == 0);
+    int r = h ? 0 : api_session_caller(req, srv, csrf_checked, out, &why);
+    if (r > 0) return true;
+    if (r < 0)
+        api_error(req, 403, "forbidden", "%s", why);
+    else
+        api_error(req, 401, "unauthorized",
+                  "missing or wrong API key; send \"Authorization: Bearer <key>\" with the key "
+                  "from STATE/admin.key or your account's key");
+    return false;
 }
 
 json_t *api_sandbox_json(const struct sbx *sb)
@@ -846,10 +865,7 @@ static void route(struct httpd_req *req, void *arg)
 {
     struct server *srv = arg;
     struct api_caller who;
-    if (!authenticate(req, srv, &who))
-        return api_error(req, 401, "unauthorized",
-                         "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
-                         "the key from STATE/admin.key or your account's key");
+    if (!authenticate(req, srv, &who)) return;
     if (api_idempotency_begin(req, who.account)) return;
     const char *raw = httpd_path(req);
     size_t decoded_len = 0;
@@ -941,11 +957,9 @@ void api_head(struct httpd_req *req, struct server *srv)
     /* The gateway's, with its own token; and the OAuth discovery paths, which it answers. */
     if (strncmp(path, "/mcp/", 5) == 0 || strncmp(path, "/.well-known/", 13) == 0)
         return gateway_head(srv, req);
+    if (api_dashboard_path(path)) return api_dashboard(req, srv);
     struct api_caller who;
-    if (!authenticate(req, srv, &who))
-        return api_error(req, 401, "unauthorized",
-                         "missing or wrong API key; send \"Authorization: Bearer <key>\" with "
-                         "the key from STATE/admin.key or your account's key");
+    if (!authenticate(req, srv, &who)) return;
     httpd_trust(req);
     struct sbx *sb = sandbox_of_path(srv, &who, path);
     httpd_charge(req, sb ? sbx_budget(sb) : server_budget(srv));

@@ -53,6 +53,19 @@ struct api_caller {
     bool admin;
 };
 
+/* The caller a key is (the admin key, or an account's): false when it is none. */
+bool api_key_caller(struct server *srv, const char *key, struct api_caller *out);
+
+/* dashboard.c: the dashboard's files and sign-in (/dashboard/..., /connect), before any
+ * key is asked for. */
+bool api_dashboard_path(const char *path);
+void api_dashboard(struct httpd_req *req, struct server *srv);
+/* The caller a request's dashboard session cookie stands for: 1 (out set), 0 when it
+ * has none that is live, -1 when it is refused (*why: from another site, or without
+ * its X-CSRF-Token when csrf_checked). */
+int api_session_caller(struct httpd_req *req, struct server *srv, bool csrf_checked,
+                       struct api_caller *out, const char **why);
+
 /* accounts.c: /v1/accounts[/NAME[/keys]], admin only. */
 void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action);

@@ -19,7 +19,8 @@ struct options {
     unsigned max_sandboxes;
     unsigned mcp_input_wait_s;
     unsigned hibernate_after_s;
-    unsigned hibernate_below_mib; /* 0: a tenth of the host's memory */
+    unsigned hibernate_below_mib;           /* 0: a tenth of the host's memory */
+    uint32_t session_idle_s, session_max_s; /* --session-idle, --session-max */
     struct egress_pin pins[64];
     size_t n_pins;
     char upstream_ca[512];

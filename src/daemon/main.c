@@ -273,6 +273,7 @@ run_server(const struct options *o, const struct drivers *drivers, const char *k
                                 .hibernate_after_s = o->hibernate_after_s,
                                 .hibernate_below_mib = hibernate_below_mib(o),
                                 .rates = o->rates,
+                                .dashboard = {o->session_idle_s, o->session_max_s},
                                 .signer_sock = signer};
     memcpy(cfg.secrets_key, sealing_key, sizeof cfg.secrets_key);
     snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", o->state_dir);

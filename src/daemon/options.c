@@ -91,6 +91,10 @@ static const struct opt opts[] = {
           "when the host's available memory falls under this, the longest-paused sandboxes "
           "hibernate first, whatever their hibernateAfterSeconds (default: a tenth of the "
           "host's memory)"),
+    COUNT("session-idle", session_idle_s, "43200", 1, 1u << 30, "S",
+          "a dashboard sign-in unused this long ends (default 43200, 12 hours)"),
+    COUNT("session-max", session_max_s, "604800", 1, 1u << 30, "S",
+          "... and at most this long after it began (default 604800, 7 days)"),
     COUNT("max-connections", max_conns, NULL, 16, 1u << 20, "N",
           "API and gateway connections over TCP (default: a quarter of the server's descriptors, "
           "at most 4096); at the limit a new one replaces the oldest that never authenticated"),

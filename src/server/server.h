@@ -11,6 +11,7 @@
 
 #include "../accounts/accounts.h"
 #include "../common/common.h"
+#include "../dashboard/dashboard.h"
 #include "../egress/egress.h"
 #include "../httpd/httpd.h"
 #include "../lifecycle/lifecycle.h"
@@ -30,19 +31,20 @@ struct server_config {
     uint32_t hibernate_below_mib; /* --hibernate-below: MemAvailable under it, paused ones go */
     struct egress_pin pins[64];   /* --resolve */
     size_t n_pins;
-    char upstream_ca[512];            /* --upstream-ca, "" for none */
-    char nameserver[128];             /* --nameserver, "" for resolv.conf */
-    bool inspect_allowed_tls;         /* --tls-inspect allowed-hosts */
-    struct egress_rates egress_rates; /* --rate, 0: the defaults */
-    uint8_t secrets_key[32];          /* sealing key, read by root from STATE/secrets.key */
-    struct meter_rates rates;         /* --price-* */
-    int signer_sock;                  /* the signer's socket (mitm/signer.c); -1: none */
-    bool tls;                         /* --listen speaks TLS (the keeper reads the files) */
-    bool templates;                   /* --templates on */
-    struct httpd_limits http;         /* --max-connections, ... */
-    uint64_t sandbox_held_bytes;      /* --held-per-sandbox: what the server may hold for one */
-    uint64_t held_bytes;              /* --held-total: ... for all of them together */
-    char tls_cert[512], tls_key[512]; /* their names, for messages: the server never opens them */
+    char upstream_ca[512];             /* --upstream-ca, "" for none */
+    char nameserver[128];              /* --nameserver, "" for resolv.conf */
+    bool inspect_allowed_tls;          /* --tls-inspect allowed-hosts */
+    struct egress_rates egress_rates;  /* --rate, 0: the defaults */
+    uint8_t secrets_key[32];           /* sealing key, read by root from STATE/secrets.key */
+    struct meter_rates rates;          /* --price-* */
+    int signer_sock;                   /* the signer's socket (mitm/signer.c); -1: none */
+    bool tls;                          /* --listen speaks TLS (the keeper reads the files) */
+    bool templates;                    /* --templates on */
+    struct dashboard_limits dashboard; /* --session-idle, --session-max */
+    struct httpd_limits http;          /* --max-connections, ... */
+    uint64_t sandbox_held_bytes;       /* --held-per-sandbox: what the server may hold for one */
+    uint64_t held_bytes;               /* --held-total: ... for all of them together */
+    char tls_cert[512], tls_key[512];  /* their names, for messages: the server never opens them */
     /* The isolation drivers (enum proto_driver): --driver's (what a create without
      * `isolation` gets), and for each the reason it is missing ("" where it works). */
     uint32_t default_driver;
