@@ -898,6 +898,9 @@ static void route(struct httpd_req *req, void *arg)
         err_t err = {0};
         if (server_usage(srv, who.admin ? NULL : who.account, answer_later, req, &err) < 0)
             api_fail(req, &err);
+    } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "events") == 0 &&
+               strcmp(seg[2], "stream") == 0 && m == HTTPD_GET) {
+        api_events_stream(req, srv, &who);
     } else if (n == 1 && strcmp(seg[0], "metrics") == 0 && m == HTTPD_GET) {
         if (who.admin)
             metrics(req, srv);

@@ -22,6 +22,11 @@ void api_http_fail(struct httpd_req *req, int status, const char *code, const ch
 /* The server's hook freed: what the API kept for a sandbox goes with it. */
 void api_sandbox_freed(struct sbx *sb);
 
+/* stream.c: the dashboard's event stream is told of every change (server hooks). */
+void api_stream_sandbox_changed(struct server *srv, struct sbx *sb, bool gone);
+void api_stream_event(struct server *srv, struct sbx *sb, const char *kind, json_t *fields,
+                      int64_t time_ms);
+
 /* Copies bytes to a JSON string, replacing invalid UTF-8 with U+FFFD. */
 json_t *api_json_text(const char *bytes, size_t n);
 /* Bytes as a JSON string of standard base64. */

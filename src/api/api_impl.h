@@ -66,6 +66,9 @@ void api_dashboard(struct httpd_req *req, struct server *srv);
 int api_session_caller(struct httpd_req *req, struct server *srv, bool csrf_checked,
                        struct api_caller *out, const char **why);
 
+/* stream.c: GET /v1/events/stream (Server-Sent Events). */
+void api_events_stream(struct httpd_req *req, struct server *srv, const struct api_caller *who);
+
 /* accounts.c: /v1/accounts[/NAME[/keys]], admin only. */
 void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action);

@@ -149,9 +149,11 @@ static void set_cookie(struct httpd_req *req, struct server *srv, const char *to
 
 static void refuse_sign_in(struct httpd_req *req)
 {
-    if (!rate_allow(&failed_sign_ins, now_ms()))
+    if (!rate_allow(&failed_sign_ins, now_ms())) {
+        httpd_add_header(req, "Retry-After", "60");
         return api_error(req, 429, "rate_limited",
                          "too many failed sign-ins; try again in a minute");
+    }
     api_error(req, 401, "unauthorized",
               "that is not an API key of this daemon: give the key from STATE/admin.key or "
               "your account's key");

@@ -203,6 +203,8 @@ static const struct server_hooks server_hooks = {
     .busy = mcp_sandbox_busy,
     .egress_event = mcp_sandbox_egress_event,
     .metrics = mcp_metrics_write,
+    .sandbox_changed = api_stream_sandbox_changed,
+    .event_recorded = api_stream_event,
     .tick = idle_tick,
 };
 

@@ -124,6 +124,8 @@ static void record(struct server *srv, const char *sandbox_id, const char *kind,
         return;
     }
     srv->n_pending++;
+    struct sbx *sb = srv->hooks.event_recorded ? server_sandbox_find(srv, NULL, sandbox_id) : NULL;
+    if (sb) srv->hooks.event_recorded(srv, sb, kind, fields, p->ev.time_ms);
     if (!evtimer_pending(srv->flush_timer, NULL)) {
         struct timeval tv = {0, EVENTS_FLUSH_MS * 1000};
         evtimer_add(srv->flush_timer, &tv);

@@ -128,8 +128,14 @@ bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *
     if (sb->state == SBX_RUNNING && from != SBX_RUNNING)
         sb->lease_ends_ms =
             sb->settings.lease_s ? now_unix_ms() + (int64_t)sb->settings.lease_s * 1000 : 0;
+    sbx_changed(srv, sb, false);
     state_waits_check(sb);
     return true;
+}
+
+void sbx_changed(struct server *srv, struct sbx *sb, bool gone)
+{
+    if (srv->hooks.sandbox_changed) srv->hooks.sandbox_changed(srv, sb, gone);
 }
 
 int64_t sbx_lease_ends_ms(const struct sbx *sb)

@@ -433,6 +433,7 @@ static void on_settings_saved(int r, const err_t *err, void *arg)
         sb->settings = c->settings;
         c->settings = (struct model_sandbox){0};
         server_sandbox_apply_policy(srv, sb);
+        sbx_changed(srv, sb, false);
         c->done(srv, &sb->settings, NULL, c->arg);
     } else if (r == 0) { /* removed since: what was saved is the answer */
         c->done(srv, &c->settings, NULL, c->arg);
@@ -536,6 +537,7 @@ static void creation_failed_as(struct server *srv, struct sbx *sb, bool saved, c
     sb->waiters = NULL;
     char id[PROTO_ID_LEN];
     memcpy(id, sb->id, sizeof id);
+    sbx_changed(srv, sb, true);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
     if (!a) {
@@ -755,6 +757,7 @@ int server_sandbox_create(struct server *srv, const char *account, struct model_
         sbx_free(sb);
         return r;
     }
+    sbx_changed(srv, sb, false);
     server_sandbox_when_created(srv, sb, done, arg);
     return 0;
 }
@@ -803,6 +806,7 @@ static void forget(struct server *srv, struct sbx *sb, struct answer *rm)
     events_flush(srv);
     store_writer_events_delete(srv->writer, id);
     vault_forget_sandbox(srv->vault, id);
+    sbx_changed(srv, sb, true);
     unlink_sandbox(srv, sb);
     sbx_free(sb);
     forget_row(srv, id, rm);

@@ -117,6 +117,12 @@ struct server_hooks {
     void (*egress_event)(struct sbx *sb, const char *kind, json_t *fields);
     /* Prometheus lines of its own, for /metrics. */
     void (*metrics)(struct sbx *sb, FILE *f);
+    /* A sandbox appeared, changed state or settings, or is gone (removed, or its creation
+     * failed): for those who watch (the dashboard's event stream). */
+    void (*sandbox_changed)(struct server *srv, struct sbx *sb, bool gone);
+    /* An event of a sandbox was recorded (after the rate limits): the same. */
+    void (*event_recorded)(struct server *srv, struct sbx *sb, const char *kind, json_t *fields,
+                           int64_t time_ms);
     /* Once a second, on the loop (idle pause looks for sandboxes to pause). */
     void (*tick)(struct server *srv);
 };

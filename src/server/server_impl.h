@@ -176,6 +176,8 @@ void sbx_waiters_free(struct sbx_waiter *w);
  * none); false, and the move refused with a warning in the log, when the table
  * has no such move. */
 bool sbx_move(struct server *srv, struct sbx *sb, enum sbx_event event, json_t *fields);
+/* Tells the sandbox_changed hook (server.h). */
+void sbx_changed(struct server *srv, struct sbx *sb, bool gone);
 /* The door of a request to move sb (pause, stop, start): it joins the move under
  * way (adding done to joined), is answered at once when sb is already where it
  * would go, and is refused when the table has no such move (-EBUSY while sb is

@@ -831,6 +831,17 @@ test('accounts: create, list, rotate, limits, an account\'s key, remove, errors'
   await callError('GET', '/v1/sandboxes', 401, 'unauthorized', { key });
 });
 
+test('the event stream: opened with a key, refused without one', { skip }, async () => {
+  const o = opOf('GET', '/v1/events/stream');
+  const ctl = new AbortController();
+  const res = await fetch(`${d.url}/v1/events/stream`, { headers: { Authorization: `Bearer ${d.key}` }, signal: ctl.signal });
+  const first = await res.body.getReader().read(); // its first line; it never ends
+  ctl.abort();
+  checkAnswer(o, { status: res.status, headers: res.headers, buf: Buffer.from(first.value), text: Buffer.from(first.value).toString(), body: null }, 'stream');
+  assert.match(Buffer.from(first.value).toString(), /^retry: \d+\n\n/);
+  await callError('GET', '/v1/events/stream', 401, 'unauthorized', { key: 'wrong' });
+});
+
 test('usage and metrics', { skip }, async () => {
   const u = await call('GET', '/v1/usage', { expect: 200 });
   assert.ok(u.body.sandboxes.some((r) => r.sandbox === sb.id && r.account === 'default'));
@@ -852,6 +863,10 @@ async function probe(method, p) {
   const res = await fetch(d.url + p, { method, headers: { Authorization: `Bearer ${d.key}`,
     ...(withBody ? { 'Content-Type': 'application/json' } : {}) }, body: withBody ? '{' : undefined,
   signal: AbortSignal.timeout(30000) });
+  if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream')) { // never ends
+    await res.body.cancel();
+    return { kind: 'served', status: res.status, text: '(a stream)' };
+  }
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch {}
