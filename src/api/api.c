@@ -554,6 +554,41 @@ static void not_running(struct httpd_req *req, const struct sbx *sb)
               sbx_id(sb), sbx_state_said(sbx_state(sb)), sbx_id(sb), sbx_id(sb));
 }
 
+static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *err, void *req);
+
+/* POST .../mcp/{name}:approve {"fingerprint"}: a person approves the list they reviewed;
+ * a server refused at its start then starts (a paused sandbox is woken for it). */
+static void mcp_approve_route(struct httpd_req *req, struct server *srv,
+                              const struct api_caller *who, const char *key, const char *name)
+{
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    if (!sb)
+        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
+                         key);
+    if (httpd_method(req) != HTTPD_POST)
+        return api_error(req, 405, "method_not_allowed", "use POST .../mcp/NAME:approve");
+    err_t err = {0};
+    int admitted = server_sandbox_admit(srv, sb, "mcp", serve_when_awake, req, &err);
+    if (admitted < 0) return api_fail(req, &err);
+    if (admitted > 0) return; /* approved once it is awake */
+    if (sbx_state(sb) != SBX_RUNNING) return not_running(req, sb);
+    json_t *body = api_body_json(req, false), *out = NULL;
+    if (!body) return;
+    const char *fp = json_string_value(json_object_get(body, "fingerprint"));
+    struct api_issues is = {0};
+    if (!fp || strlen(fp) != 64 || strspn(fp, "0123456789abcdef") != 64)
+        api_issue(&is, "fingerprint", "the whole fingerprint the review showed: 64 hex digits");
+    if (json_object_size(body) != (fp ? 1u : 0u)) api_issue(&is, "body", "only fingerprint");
+    if (api_issues_reply(req, &is)) return json_decref(body);
+    char by[ACCOUNT_NAME_MAX + 40];
+    snprintf(by, sizeof by, "%s%s", who->admin ? "admin" : who->account,
+             who->session ? " (dashboard)" : " (API key)");
+    int r = mcp_approve(sb, name, fp, by, &out, &err);
+    json_decref(body);
+    if (r < 0) return api_fail(req, &err);
+    api_json(req, 200, out);
+}
+
 static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb, const char *name)
 {
     enum httpd_method m = httpd_method(req);
@@ -611,6 +646,22 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
     if (bad) return api_error(req, 400, "invalid_request", "follow must be true or false (1 or 0)");
     err_t err = {0};
     if (mcp_logs_reply(srv, sb, name, req, on, &err) < 0) api_fail(req, &err);
+}
+
+/* GET /v1/sandboxes/{id}/mcp/{name}/review: kept in the daemon, no wake needed. */
+static void mcp_review_route(struct httpd_req *req, struct server *srv,
+                             const struct api_caller *who, const char *key, const char *name)
+{
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    if (!sb)
+        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
+                         key);
+    if (httpd_method(req) != HTTPD_GET)
+        return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/review");
+    json_t *out = NULL;
+    err_t err = {0};
+    if (mcp_review(sb, name, &out, &err) < 0) return api_fail(req, &err);
+    api_json(req, 200, out);
 }
 
 static void answer_sandbox(struct server *srv, struct sbx *sb, const err_t *err, void *req)
@@ -860,6 +911,15 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
               colon + 1);
 }
 
+/* Whether segment is "NAME:verb", and then cuts it to NAME. */
+static bool verb_is(char *segment, const char *verb)
+{
+    char *colon = strrchr(segment, ':');
+    if (!colon || colon == segment || strcmp(colon + 1, verb) != 0) return false;
+    *colon = '\0';
+    return true;
+}
+
 /* With the body in (and again after a wake): what the request asks for. */
 static void route(struct httpd_req *req, void *arg)
 {
@@ -887,10 +947,14 @@ static void route(struct httpd_req *req, void *arg)
             one_sandbox_verb(req, srv, &who, seg[2]);
         else if (n == 3 || (n == 4 && seg[3][0] != ':')) /* :verb follows the id alone */
             one_sandbox(req, srv, &who, seg[2], n == 4 ? seg[3] : NULL, NULL);
+        else if (n == 5 && strcmp(seg[3], "mcp") == 0 && verb_is(seg[4], "approve"))
+            mcp_approve_route(req, srv, &who, seg[2], seg[4]);
         else if (n == 5)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
         else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "logs") == 0)
             mcp_logs(req, srv, &who, seg[2], seg[4]);
+        else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "review") == 0)
+            mcp_review_route(req, srv, &who, seg[2], seg[4]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&

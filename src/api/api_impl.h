@@ -51,6 +51,7 @@ bool api_query(struct httpd_req *req, struct evkeyvalq *q, const char *const *kn
 struct api_caller {
     const char *account;
     bool admin;
+    bool session; /* by the dashboard's session cookie, not a key */
 };
 
 /* The caller a key is (the admin key, or an account's): false when it is none. */

@@ -98,6 +98,7 @@ int api_session_caller(struct httpd_req *req, struct server *srv, bool csrf_chec
         dashboard_session_close(sessions_of(srv), s);
         return 0;
     }
+    out->session = true;
     return 1;
 }
 

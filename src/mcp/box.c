@@ -184,10 +184,11 @@ void mcp_box_save(struct mcp_box *box)
         json_t *approved = ms->has_approved ? json_pack("{s:s,s:s}", "sha256", ms->approved.sha256,
                                                         "tools", ms->approved.canon)
                                             : json_null();
-        json_array_append_new(servers, json_pack("{s:o,s:b,s:b,s:o}", "config",
-                                                 model_mcp_server_json(&ms->config), "installed",
-                                                 ms->installed, "running",
-                                                 ms->status != MCP_STOPPED, "approved", approved));
+        json_array_append_new(servers,
+                              json_pack("{s:o,s:b,s:b,s:o,s:O}", "config",
+                                        model_mcp_server_json(&ms->config), "installed",
+                                        ms->installed, "running", ms->status != MCP_STOPPED,
+                                        "approved", approved, "approvals", ms->approvals));
     }
     json_t *state =
         json_pack("{s:s,s:s,s:o}", "link", box->link, "token", box->token, "servers", servers);
@@ -306,6 +307,7 @@ static struct mcp_server *server_new(struct mcp_box *box, struct model_mcp_serve
     ms->entry = entry;
     ms->per_session = ms->config.isolation == MODEL_ISOLATION_SESSION;
     ms->warnings = json_array();
+    ms->approvals = json_array();
     ms->status = MCP_STOPPED;
     ms->status_ms = now_ms();
     ms->next = box->servers;
@@ -323,8 +325,12 @@ static void server_free(struct mcp_server *ms)
     json_decref(ms->served_json);
     free(ms->served);
     mcp_toolset_clear(&ms->approved);
+    mcp_toolset_clear(&ms->pending);
+    json_decref(ms->approvals);
     free(ms);
 }
+
+static bool active(const struct mcp_server *ms);
 
 /* Starts (or restarts) a configured server: install first where needed. */
 static void launch(struct mcp_server *ms)
@@ -336,6 +342,15 @@ static void launch(struct mcp_server *ms)
         mcp_install(ms);
     else
         mcp_server_start(ms);
+}
+
+void mcp_server_take_approval(struct mcp_server *ms)
+{
+    if (!active(ms)) return launch(ms);
+    json_array_clear(ms->warnings);
+    mcp_gate_serve_all(ms);
+    mcp_clients()->broadcast(
+        ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/tools/list_changed"));
 }
 
 static int count(struct mcp_box *box)
@@ -698,6 +713,8 @@ static void restore_server(struct mcp_box *box, json_t *saved)
     const char *canon =
         json_string_value(json_object_get(json_object_get(saved, "approved"), "tools"));
     if (canon && mcp_toolset_from_canon(canon, &ms->approved, &err) == 0) ms->has_approved = true;
+    json_t *approvals = json_object_get(saved, "approvals");
+    if (json_is_array(approvals)) json_array_extend(ms->approvals, approvals);
     if (json_is_true(json_object_get(saved, "running"))) launch(ms);
 }
 

@@ -192,6 +192,14 @@ static void describe(const struct mcp_server *ms, const struct mcp_toolset *fres
     review_free(&rv);
 }
 
+/* A list not served (taken: *fresh is left empty), for a person to review (approve.c). */
+static void keep_pending(struct mcp_server *ms, struct mcp_toolset *fresh)
+{
+    mcp_toolset_clear(&ms->pending);
+    ms->pending = *fresh;
+    memset(fresh, 0, sizeof *fresh);
+}
+
 int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
 {
     const char *given = ms->config.fingerprint[0] ? ms->config.fingerprint : NULL;
@@ -204,6 +212,7 @@ int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
     bool ok = want ? fingerprint_matches(want, fresh->sha256)
                    : !ms->has_approved || strcmp(ms->approved.sha256, fresh->sha256) == 0;
     memcpy(ms->seen, fresh->sha256, sizeof ms->seen);
+    mcp_toolset_clear(&ms->pending);
     if (ok) {
         mcp_toolset_clear(&ms->approved);
         ms->approved = *fresh;
@@ -218,17 +227,20 @@ int mcp_gate_check(struct mcp_server *ms, struct mcp_toolset *fresh, err_t *err)
     char approved[FINGERPRINT_SHORT + 1];
     snprintf(approved, sizeof approved, "%.*s", FINGERPRINT_SHORT,
              want ? want : ms->approved.sha256);
-    return err_set(err, -EPERM,
-                   "its tools changed since they were approved: fingerprint %.*s, "
-                   "approved %s%s%s; review with `runtime mcp review`, then start it with "
-                   "--fingerprint %s=%.*s to approve",
-                   FINGERPRINT_SHORT, fresh->sha256, approved, changes[0] ? "; " : "", changes,
-                   ms->name, FINGERPRINT_SHORT, fresh->sha256);
+    err_set(err, -EPERM,
+            "its tools changed since they were approved: fingerprint %.*s, "
+            "approved %s%s%s; review it in the dashboard or with `runtime mcp review`, then "
+            "approve it there or start it with --fingerprint %s=%.*s",
+            FINGERPRINT_SHORT, fresh->sha256, approved, changes[0] ? "; " : "", changes, ms->name,
+            FINGERPRINT_SHORT, fresh->sha256);
+    keep_pending(ms, fresh);
+    return -EPERM;
 }
 
 void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
 {
     memcpy(ms->seen, fresh->sha256, sizeof ms->seen);
+    mcp_toolset_clear(&ms->pending);
     size_t before = json_array_size(ms->served_names);
     size_t kept = serve(ms, fresh);
     if (strcmp(fresh->sha256, ms->approved.sha256) != 0) {
@@ -255,6 +267,7 @@ void mcp_gate_relist(struct mcp_server *ms, struct mcp_toolset *fresh)
                             FINGERPRINT_SHORT, "approved", ms->approved.sha256, FINGERPRINT_SHORT,
                             "blocked", blocked, "hidden", hidden, "changes", changes));
     }
+    if (strcmp(fresh->sha256, ms->approved.sha256) != 0) keep_pending(ms, fresh);
     if (kept != before)
         mcp_clients()->broadcast(ms, json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
                                                "notifications/tools/list_changed"));

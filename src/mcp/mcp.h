@@ -153,6 +153,10 @@ struct mcp_server {
     json_t *warnings;
     bool has_approved;
     struct mcp_toolset approved;
+    /* The list the gate refused at a start, or held back while the server ran: what a
+     * review shows and an approval takes (approve.c). Empty when there is none. */
+    struct mcp_toolset pending;
+    json_t *approvals;          /* [{by, at, old, new}], oldest first: who approved which list */
     char seen[65];              /* sha256 of the list the process showed last */
     char *served;               /* canonical tools array clients see */
     json_t *served_json;        /* the same, parsed once for answers */
@@ -241,6 +245,16 @@ void mcp_log(const struct mcp_server *ms, bool warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct mcp_box *mcp_box_find_link(struct server *srv, const char *link);
 struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
+
+/* approve.c: the review of a server's tool list, {name, status, approved, current,
+ * pending, changes, findings, approvals} (api/openapi.yaml McpReview); -ENOENT when the
+ * sandbox has no such server. */
+int mcp_review(struct sbx *sb, const char *name, json_t **out, err_t *err);
+/* Approves the server's pending list, which must have this fingerprint (64 hex digits;
+ * -EEXIST when it has another, or there is none), recorded as by's; the server then
+ * serves it (started again when it was refused). *out: the review after it. */
+int mcp_approve(struct sbx *sb, const char *name, const char *fingerprint, const char *by,
+                json_t **out, err_t *err);
 
 /* backend.c: a process and its JSON-RPC link. owner: the session of isolation
  * "session" it serves, or NULL (the shared one). */

@@ -34,6 +34,8 @@ void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char
     __attribute__((format(printf, 3, 4)));
 void mcp_box_save(struct mcp_box *box);
 void mcp_box_changed(struct mcp_box *box);
+/* Its list was just approved: a refused server starts again, a running one serves it all. */
+void mcp_server_take_approval(struct mcp_server *ms);
 /* A catalog server's package manager ("npm" or "pip"); NULL for one's own server. */
 const char *mcp_manager(const struct mcp_server *ms);
 /* Seconds since the server entered its status (to the millisecond). */

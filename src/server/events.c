@@ -63,14 +63,15 @@ static void record(struct server *srv, const char *sandbox_id, const char *kind,
 
 /* Security events: what says a secret, or the fingerprint gate, was at stake
  * (a placeholder sent where it may not go, a value echoed back, a server or
- * tool refused by the gate, a request refused for trying to get round a
- * secret's limits). Everything else (egress.allowed and .refused, limits,
- * MCP servers' lives, pauses) is routine: it comes in floods, which must not
- * push the few that matter out of sight. Each class has its own budget a
- * second here and its own cap in the store (STORE_SECURITY_EVENTS_KEPT). */
+ * tool refused by the gate or a changed list approved by a person, a request refused for trying to
+ * get round a secret's limits). Everything else (egress.allowed and .refused, limits, MCP servers'
+ * lives, pauses) is routine: it comes in floods, which must not push the few that matter out of
+ * sight. Each class has its own budget a second here and its own cap in the store
+ * (STORE_SECURITY_EVENTS_KEPT). */
 bool event_is_security(const char *kind, json_t *fields)
 {
-    static const char *const kinds[] = {"secret.misdirected", "secret.reflected", "mcp.refused"};
+    static const char *const kinds[] = {"secret.misdirected", "secret.reflected", "mcp.refused",
+                                        "mcp.approved"};
     static const char *const refusals[] = {"override_header_with_limited_secret",
                                            "too_many_placeholders",
                                            "too_many_secrets_on_connection"};

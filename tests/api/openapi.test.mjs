@@ -694,6 +694,15 @@ test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, 
   assert.equal(typeof logs.text, 'string');
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: 'no-such-sandbox', name: 'hello' } });
+  // Its review: nothing pending, the approved list is what it serves; nothing to approve.
+  const rv = await call('GET', '/v1/sandboxes/{id}/mcp/{name}/review', { params: { id: sb.id, name: 'hello' }, expect: 200 });
+  assert.equal(rv.body.pending, false);
+  assert.deepEqual(rv.body.current, rv.body.approved);
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/review', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
+  await callError('POST', '/v1/sandboxes/{id}/mcp/{name}:approve', 409, 'conflict',
+    { params: { id: sb.id, name: 'hello' }, body: { fingerprint: rv.body.current.fingerprint }, reqValid: true });
+  await callError('POST', '/v1/sandboxes/{id}/mcp/{name}:approve', 400, 'invalid_request',
+    { params: { id: sb.id, name: 'hello' }, body: { fingerprint: 'abc' }, reqValid: false });
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 400, 'invalid_request', { params: { id: sb.id, name: 'hello' }, query: 'follow=maybe' });
 });
 

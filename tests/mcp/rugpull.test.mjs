@@ -296,4 +296,59 @@ describe('fingerprint gate of the gateway', { skip: skipReason() }, () => {
       await closeClient(c);
     }
   });
+
+  test('a refused change is reviewed side by side and approved by its fingerprint, audited; then it serves', async () => {
+    const name = 'rug-approve';
+    assert.equal((await start(name, A)).status, 'ready');
+    await d.mcpStop(sb.id, name);
+    const pulled = clone(A);
+    pulled[0] = clone(POISONED[0]);
+    const refused = await start(name, pulled);
+    assert.equal(refused.phase, 'refused', JSON.stringify(refused));
+    assert.match(refused.error, /approve it there/);
+
+    const rv = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp/${name}/review`);
+    assert.equal(rv.status, 200, rv.text);
+    assert.equal(rv.body.pending, true);
+    assert.equal(rv.body.approved.fingerprint, fingerprint(A).sha256);
+    assert.deepEqual(rv.body.approved.tools, A);
+    assert.equal(rv.body.current.fingerprint, fingerprint(pulled).sha256);
+    assert.deepEqual(rv.body.current.tools, pulled);
+    assert.ok(rv.body.changes.paramsAdded.length > 0, JSON.stringify(rv.body.changes));
+    assert.deepEqual(rv.body.changes.descriptions.map((x) => x.tool), ['get_forecast']);
+    const rules = new Set(rv.body.findings.map((f) => f.rule));
+    assert.ok(rules.has('speaks-to-model') && rules.has('names-secret-file'), JSON.stringify(rv.body.findings));
+    assert.ok(rv.body.findings.every((f) => f.tool && f.path && f.message && typeof f.excerpt === 'string'));
+
+    // Approving needs the whole fingerprint of what was shown; a stale one is refused.
+    const stale = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp/${name}:approve`, { fingerprint: fingerprint(A).sha256 });
+    assert.equal(stale.status, 409, stale.text);
+    const short = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp/${name}:approve`, { fingerprint: fingerprint(pulled).short });
+    assert.equal(short.status, 400, short.text);
+    const mark = await d.eventMark(sb.id);
+    const ok = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp/${name}:approve`, { fingerprint: fingerprint(pulled).sha256 });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.body.pending, false);
+    const audit = ok.body.approvals.at(-1);
+    assert.deepEqual({ ...audit, at: undefined }, { by: 'admin (API key)', at: undefined,
+      old: fingerprint(A).sha256, new: fingerprint(pulled).sha256 });
+    assert.ok(Math.abs(Date.parse(audit.at) - Date.now()) < 60000, audit.at);
+    const ev = await d.waitEvent(sb.id, (e) => e.kind === 'mcp.approved', { after: mark, what: 'mcp.approved' });
+    assert.equal(ev.new ?? ev.fields?.new, fingerprint(pulled).sha256, JSON.stringify(ev));
+
+    const got = await d.mcpSettle(sb.id, [name], { timeoutMs: 30000 });
+    const now = got.servers[name];
+    assert.equal(now.status, 'ready', JSON.stringify(now));
+    assert.equal(now.fingerprint, fingerprint(pulled).short);
+    const c = await connectClient(now.url, got.status.headers.Authorization);
+    try {
+      assert.deepEqual((await c.listTools()).tools, pulled);
+    } finally {
+      await closeClient(c);
+    }
+    const again = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp/${name}:approve`, { fingerprint: fingerprint(pulled).sha256 });
+    assert.equal(again.status, 409, 'nothing left to approve');
+    assert.equal((await d.api('GET', `/v1/sandboxes/${sb.id}/mcp/nothing/review`)).status, 404);
+    await d.mcpStop(sb.id, name);
+  });
 });

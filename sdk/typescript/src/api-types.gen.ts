@@ -83,7 +83,8 @@ export interface ErrorErrorDetailsIssuesItem {
  * Idempotency-Key still under way), is_a_directory, not_a_directory, file_exists,
  * not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
  * 501 feature_unavailable (a field of Runtime Cloud's runtimed cannot honour, named);
- * 422 idempotency_key_reused (the key came with another request); 429 limit_reached;
+ * 422 idempotency_key_reused (the key came with another request); 429 limit_reached,
+ * rate_limited (too many tries of something a moment ago: Retry-After says when);
  * 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
  * daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
  */
@@ -111,6 +112,7 @@ export type ErrorCode =
   | 'too_large'
   | 'idempotency_key_reused'
   | 'limit_reached'
+  | 'rate_limited'
   | 'internal_error'
   | 'unavailable'
   | 'feature_unavailable'
@@ -710,6 +712,67 @@ export interface AccountKey {
   [more: string]: unknown;
 }
 
+export interface McpToolList2 {
+  fingerprint: string;
+  tools: Record<string, unknown>[];
+  [more: string]: unknown;
+}
+
+export type McpToolList = null | McpToolList2;
+
+export interface McpReview {
+  name: string;
+  status: string;
+  approved: McpToolList;
+  current: McpToolList;
+  /** current is a list not yet approved */
+  pending: boolean;
+  /** from approved to current; null when there is nothing to compare */
+  changes: null | McpReviewChanges2;
+  findings: McpReviewFindingsItem[];
+  approvals: McpApproval[];
+  [more: string]: unknown;
+}
+
+export interface McpReviewChanges2 {
+  toolsAdded: string[];
+  toolsRemoved: string[];
+  paramsAdded: string[];
+  paramsRemoved: string[];
+  fieldsChanged: string[];
+  descriptions: McpReviewChanges2DescriptionsItem[];
+  [more: string]: unknown;
+}
+
+export interface McpReviewChanges2DescriptionsItem {
+  tool: string;
+  old?: string;
+  new?: string;
+  [more: string]: unknown;
+}
+
+export interface McpReviewFindingsItem {
+  tool: string;
+  /** e.g. get_forecast.inputSchema.properties.city.description */
+  path: string;
+  rule: 'speaks-to-model' | 'asks-to-hide' | 'names-secret-file' | 'url' | 'orders-calls' | 'invisible-characters' | 'direction-characters' | 'tag-text' | 'look-alike-name' | 'duplicate-tool' | 'duplicate-key';
+  message: string;
+  excerpt: string;
+  /** the approved list had the same text there */
+  reviewedBefore: boolean;
+  [more: string]: unknown;
+}
+
+export interface McpApproval {
+  /** admin or the account, and how: "(dashboard)" or "(API key)" */
+  by: string;
+  at: Time;
+  /** the fingerprint approved before, if any */
+  old: string | null;
+  new: string;
+  [more: string]: unknown;
+}
+
 export type EventSeq = number;
 
 export type EventKind =
@@ -729,6 +792,7 @@ export type EventKind =
   | 'mcp.ready'
   | 'mcp.failed'
   | 'mcp.refused'
+  | 'mcp.approved'
   | 'mcp.exited'
   | 'mcp.stopped'
   | 'mcp.client_dropped'
@@ -758,6 +822,7 @@ export type Event =
   | McpReadyEvent
   | McpFailedEvent
   | McpRefusedEvent
+  | McpApprovedEvent
   | McpExitedEvent
   | McpStoppedEvent
   | McpClientDroppedEvent
@@ -983,6 +1048,19 @@ export interface McpRefusedEvent {
   tool?: string;
   method?: string;
   reason?: string;
+  [more: string]: unknown;
+}
+
+/** a person approved the server's changed tool list (POST .../mcp/{name}:approve) */
+export interface McpApprovedEvent {
+  seq: EventSeq;
+  time: Time;
+  kind: 'mcp.approved';
+  server: string;
+  by: string;
+  at: Time;
+  old: string | null;
+  new: string;
   [more: string]: unknown;
 }
 
