@@ -911,6 +911,30 @@ static void one_sandbox_verb(struct httpd_req *req, struct server *srv,
               colon + 1);
 }
 
+/* GET /v1/usage/series[?sandbox=ID | ?account=NAME]: the charts' minutes. An account's
+ * key sees its own; the admin names any account (default: its own, "default"). */
+static void usage_series(struct httpd_req *req, struct server *srv, const struct api_caller *who)
+{
+    static const char *const known[] = {"sandbox", "account", NULL};
+    struct evkeyvalq q;
+    if (!api_query(req, &q, known)) return;
+    const char *id = evhttp_find_header(&q, "sandbox"),
+               *account = evhttp_find_header(&q, "account");
+    char name[ACCOUNT_NAME_MAX] = "";
+    str_copy(name, sizeof name, account ? account : who->account);
+    struct sbx *sb = id ? server_sandbox_find(srv, who->account, id) : NULL;
+    bool missing = id && !sb;
+    evhttp_clear_headers(&q);
+    if (missing) return api_error(req, 404, "not_found", "no sandbox %s", id);
+    if (account && id)
+        return api_error(req, 400, "invalid_request", "give sandbox or account, not both");
+    if (account && !who->admin && strcmp(account, who->account) != 0)
+        return api_error(req, 403, "forbidden", "another account's usage is the admin's to see");
+    if (account && !accounts_find(server_accounts(srv), name) && strcmp(name, ACCOUNT_DEFAULT) != 0)
+        return api_error(req, 404, "not_found", "no account %s", name);
+    api_json(req, 200, server_usage_series(srv, name, sb));
+}
+
 /* Whether segment is "NAME:verb", and then cuts it to NAME. */
 static bool verb_is(char *segment, const char *verb)
 {
@@ -957,6 +981,9 @@ static void route(struct httpd_req *req, void *arg)
             mcp_review_route(req, srv, &who, seg[2], seg[4]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
+    } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
+               strcmp(seg[2], "series") == 0 && m == HTTPD_GET) {
+        usage_series(req, srv, &who);
     } else if (n == 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&
                m == HTTPD_GET) {
         err_t err = {0};

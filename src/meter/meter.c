@@ -99,3 +99,25 @@ void meter_histogram_write(FILE *f, const char *name, const char *labels,
     fprintf(f, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name, open, labels, close, h->sum, name,
             open, labels, close, (unsigned long long)h->count);
 }
+
+void meter_series_note(struct meter_series *s, int64_t unix_ms, const struct meter_point *p)
+{
+    int32_t minute = (int32_t)(unix_ms / 60000);
+    struct meter_point *slot = &s->points[minute % METER_SERIES_MINUTES];
+    if (slot->minute != minute) {
+        *slot = *p;
+        slot->minute = minute;
+        return;
+    }
+    /* Another checkpoint in the same minute (a pause, a wake): the minute's peaks. */
+    slot->vcpu = fmaxf(slot->vcpu, p->vcpu);
+    slot->memory_mib = fmaxf(slot->memory_mib, p->memory_mib);
+    slot->stored_mib = fmaxf(slot->stored_mib, p->stored_mib);
+    slot->cost = p->cost;
+}
+
+const struct meter_point *meter_series_at(const struct meter_series *s, int32_t minute)
+{
+    const struct meter_point *slot = &s->points[minute % METER_SERIES_MINUTES];
+    return minute > 0 && slot->minute == minute ? slot : NULL;
+}

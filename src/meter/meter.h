@@ -53,6 +53,26 @@ struct meter_fleet {
 int meter_estimate(const struct meter_fleet *f, const struct meter_rates *r,
                    struct meter_cost *month, err_t *err);
 
+/* What a sandbox used, minute by minute, for the dashboard's charts: the last
+ * METER_SERIES_MINUTES minutes, in memory only (a restart starts them empty; the totals
+ * above are the record). A point holds its minute's peaks, and the cost at its last
+ * checkpoint. */
+#define METER_SERIES_MINUTES 1440 /* a day */
+struct meter_point {
+    int32_t minute;   /* since the epoch; 0: empty */
+    float vcpu;       /* CPU used over the interval the checkpoint closed */
+    float memory_mib; /* in use at the checkpoint (0 when not running) */
+    float stored_mib; /* /workspace (and image) while paused or stopped, else 0 */
+    float cost;       /* dollars so far, all of its life */
+};
+struct meter_series {
+    struct meter_point points[METER_SERIES_MINUTES];
+};
+/* Notes a checkpoint at unix_ms (with an earlier one of the same minute: the peaks). */
+void meter_series_note(struct meter_series *s, int64_t unix_ms, const struct meter_point *p);
+/* The point of that minute, or NULL when there is none. */
+const struct meter_point *meter_series_at(const struct meter_series *s, int32_t minute);
+
 /* Latency histograms for /metrics (Prometheus text format). */
 #define METER_BUCKETS 12
 extern const double meter_bounds[METER_BUCKETS]; /* seconds, 0.5 ms to 5 s */

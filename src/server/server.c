@@ -247,6 +247,7 @@ static void sbx_free(struct sbx *sb)
     unwatch_death(sb);
     if (sb->revive) event_free(sb->revive);
     server_sandbox_change_free(sb);
+    free(sb->series);
     sbx_waiters_free(sb->waiters); /* at shutdown: their requests end with the loop */
     server_state_waits_end(sb, false);
     model_sandbox_clear(&sb->settings);

@@ -320,6 +320,12 @@ typedef void server_usage_fn(struct server *srv, json_t *usage, const err_t *err
 int server_usage(struct server *srv, const char *account, server_usage_fn *done, void *arg,
                  err_t *err);
 
+/* What the account's sandboxes (or the one sandbox `only`) used minute by minute, the
+ * last day, for charts (GET /v1/usage/series): {stepSeconds, minutes, points: [{t, vcpu,
+ * memoryMiB, pausedStorageMiB, costUsd}]}, summed over the sandboxes there are now (a
+ * removed one's minutes go with it; its cost stays in server_usage). */
+json_t *server_usage_series(struct server *srv, const char *account, const struct sbx *only);
+
 /* A program run to its end on the loop (the exec API, MCP installs). */
 struct evbuffer;
 struct server_run;

@@ -63,6 +63,7 @@ struct sbx {
     uint64_t stored_bytes;         /* its /workspace on the host, at the last look */
     bool stats_pending;            /* a checkpoint's figures are on their way */
     enum sbx_state stats_as;       /* ... counted as the status it showed when asked */
+    struct meter_series *series;   /* minute by minute, for charts (made at its first) */
     struct rate_limit events_rate; /* events.c: what it may record a second */
     struct rate_limit security_events_rate; /* ... of security events, apart */
     struct sbx_waiter *waiters;             /* for the end of its creation, start or stop */

@@ -122,10 +122,27 @@ static bool is_live(enum sbx_state shown)
     return shown == SBX_RUNNING || shown == SBX_PAUSED || shown == SBX_HIBERNATED;
 }
 
+/* The checkpoint as a point of its charts: hours and used, the interval it closed. */
+static void note_point(struct sbx *sb, int64_t now, bool running, double hours, double used_s,
+                       uint64_t memory)
+{
+    if (!sb->series && !(sb->series = calloc(1, sizeof *sb->series))) return;
+    struct meter_cost cost;
+    meter_cost(&sb->usage, &sb->owner->cfg.rates, &cost);
+    struct meter_point p = {
+        .vcpu = running && hours > 0 ? (float)(used_s / (hours * 3600)) : 0,
+        .memory_mib = running ? (float)memory / 1048576.0f : 0,
+        .stored_mib = running ? 0 : (float)sb->stored_bytes / 1048576.0f,
+        .cost = (float)cost.total,
+    };
+    meter_series_note(sb->series, now, &p);
+}
+
 /* Counts the time since the last checkpoint as `state`, the status it showed
- * (live: with the keeper's cpu and disk figures), then moves the marks. A
+ * (live: with the keeper's cpu, memory and disk figures), then moves the marks. A
  * stopped sandbox's kept workspace is stored as a paused one's is. */
-static void count(struct sbx *sb, enum sbx_state state, bool live, uint64_t cpu, uint64_t disk)
+static void count(struct sbx *sb, enum sbx_state state, bool live, uint64_t cpu, uint64_t memory,
+                  uint64_t disk)
 {
     int64_t now = now_unix_ms();
     if (!live) {
@@ -134,23 +151,24 @@ static void count(struct sbx *sb, enum sbx_state state, bool live, uint64_t cpu,
     }
     double hours = sb->mark_ms && now > sb->mark_ms ? (double)(now - sb->mark_ms) / 3.6e6 : 0;
     double gib = (double)sb->settings.memory_mib / 1024.0;
-    if (live && state == SBX_RUNNING) {
-        /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
-        uint64_t used = cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;
+    bool running = live && state == SBX_RUNNING;
+    /* A rebuilt sandbox has a fresh cgroup whose counter starts again at zero. */
+    uint64_t used = !running ? 0 : cpu >= sb->mark_cpu_ns ? cpu - sb->mark_cpu_ns : cpu;
+    if (running)
         meter_add_running(&sb->usage, hours, (double)used / 1e9, gib);
-    } else if (live || state == SBX_STOPPED) {
+    else if (live || state == SBX_STOPPED)
         meter_add_paused(&sb->usage, hours, (double)sb->stored_bytes / 1e9);
-    }
     sb->mark_ms = now;
     sb->mark_cpu_ns = cpu;
     sb->stored_bytes = disk;
+    note_point(sb, now, running, hours, (double)used / 1e9, memory);
 }
 
 static void checkpoint_as(struct server *srv, struct sbx *sb, enum sbx_state state)
 {
     uint64_t cpu = 0, disk = 0;
     bool live = is_live(state) && stats_now(srv, sb, &cpu, &disk) == 0;
-    count(sb, state, live, cpu, disk);
+    count(sb, state, live, cpu, 0, disk);
     save(srv, sb, false);
 }
 
@@ -163,7 +181,7 @@ static void on_stats(struct server *srv, const struct proto_result *res, int *fd
     struct sbx *sb = arg;
     sb->stats_pending = false;
     bool live = res->status == 0 && is_live(sb->stats_as);
-    count(sb, sb->stats_as, live, res->values[0], res->values[4]);
+    count(sb, sb->stats_as, live, res->values[0], res->values[1], res->values[4]);
     save(srv, sb, false);
 }
 
@@ -182,7 +200,7 @@ void usage_checkpoint(struct server *srv, struct sbx *sb)
         sb->stats_pending = true;
         return;
     }
-    count(sb, sb->stats_as, false, 0, 0);
+    count(sb, sb->stats_as, false, 0, 0, 0);
     save(srv, sb, false);
 }
 
@@ -210,7 +228,7 @@ static void on_last_stats(struct server *srv, const struct proto_result *res, in
 {
     struct sbx *sb = arg;
     bool live = res->status == 0 && is_live(sb->stats_as);
-    count(sb, sb->stats_as, live, res->values[0], res->values[4]);
+    count(sb, sb->stats_as, live, res->values[0], res->values[1], res->values[4]);
     save(srv, sb, true);
 }
 
@@ -226,7 +244,7 @@ void usage_removed(struct server *srv, struct sbx *sb)
     if (is_live(sb->stats_as) &&
         server_keeper_send(srv, PROTO_STATS, &ref, sizeof ref, 0, on_last_stats, sb, &err) == 0)
         return;
-    count(sb, sb->stats_as, false, 0, 0);
+    count(sb, sb->stats_as, false, 0, 0, 0);
     save(srv, sb, true);
 }
 
@@ -405,4 +423,51 @@ int server_usage(struct server *srv, const char *account, server_usage_fn *done,
     int r = server_keeper_after(srv, on_checkpoints_counted, q, err);
     if (r < 0) free(q);
     return r;
+}
+
+/* ---- the charts' series ---- */
+
+struct series_sum {
+    double vcpu, memory_mib, stored_mib, cost;
+    bool any;
+};
+
+/* Adds sb's point of that minute to sum; its cost carries from its last point before. */
+static void add_point(const struct sbx *sb, int32_t minute, struct series_sum *sum, float *cost)
+{
+    const struct meter_point *p = sb->series ? meter_series_at(sb->series, minute) : NULL;
+    if (p) {
+        sum->vcpu += p->vcpu;
+        sum->memory_mib += p->memory_mib;
+        sum->stored_mib += p->stored_mib;
+        *cost = p->cost;
+        sum->any = true;
+    }
+    sum->cost += *cost;
+}
+
+json_t *server_usage_series(struct server *srv, const char *account, const struct sbx *only)
+{
+    size_t n = 0;
+    for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+        n += only ? sb == only : strcmp(sb->account, account) == 0;
+    float *costs = calloc(n ? n : 1, sizeof *costs);
+    json_t *points = json_array();
+    int32_t now = (int32_t)(now_unix_ms() / 60000);
+    for (int32_t m = now - METER_SERIES_MINUTES + 1; costs && m <= now; m++) {
+        struct series_sum sum = {0};
+        size_t i = 0;
+        for (struct sbx *sb = srv->sandboxes; sb; sb = sb->next)
+            if (only ? sb == only : strcmp(sb->account, account) == 0)
+                add_point(sb, m, &sum, &costs[i++]);
+        if (!sum.any) continue;
+        char t[40];
+        time_rfc3339(t, sizeof t, (int64_t)m * 60000);
+        json_array_append_new(points, json_pack("{s:s,s:f,s:f,s:f,s:f}", "t", t, "vcpu", sum.vcpu,
+                                                "memoryMiB", sum.memory_mib, "pausedStorageMiB",
+                                                sum.stored_mib, "costUsd", sum.cost));
+    }
+    free(costs);
+    return json_pack("{s:i,s:i,s:o}", "stepSeconds", 60, "minutes", METER_SERIES_MINUTES, "points",
+                     points);
 }

@@ -855,6 +855,13 @@ test('usage and metrics', { skip }, async () => {
   const u = await call('GET', '/v1/usage', { expect: 200 });
   assert.ok(u.body.sandboxes.some((r) => r.sandbox === sb.id && r.account === 'default'));
   assert.ok(u.body.accounts.some((a) => a.account === 'default'), JSON.stringify(u.body.accounts));
+  const series = await call('GET', '/v1/usage/series', { query: `sandbox=${sb.id}`, expect: 200 });
+  assert.ok(series.body.points.length > 0, 'the usage call just counted it: a point now');
+  await call('GET', '/v1/usage/series', { query: 'account=default', expect: 200 });
+  await callError('GET', '/v1/usage/series', 404, 'not_found', { query: 'sandbox=no-such-sandbox' });
+  await callError('GET', '/v1/usage/series', 404, 'not_found', { query: 'account=no-such-account' });
+  await callError('GET', '/v1/usage/series', 400, 'invalid_request', { query: `sandbox=${sb.id}&account=default` });
+  await callError('GET', '/v1/usage/series', 400, 'invalid_request', { query: 'colour=red' });
   const m = await call('GET', '/metrics', { expect: 200 });
   assert.match(m.text, /^# (HELP|TYPE) runtime_/m);
   // The health check takes no key, and says nothing but that the daemon answers.

@@ -108,3 +108,20 @@ TEST(meter_estimate_refuses_impossible_fleets)
     struct meter_fleet neg = {.count = -1};
     CHECK(meter_estimate(&neg, &r, &m, &err) == -EINVAL);
 }
+
+TEST(meter_series_keeps_a_day_of_minutes_and_each_minutes_peaks)
+{
+    static struct meter_series s; /* 1440 points: not on the stack */
+    int64_t t0 = 1800000000000;   /* a minute boundary */
+    meter_series_note(&s, t0, &(struct meter_point){.vcpu = 0.5f, .memory_mib = 100, .cost = 1});
+    meter_series_note(&s, t0 + 30000, /* a pause in the same minute */
+                      &(struct meter_point){.vcpu = 0.1f, .stored_mib = 7, .cost = 2});
+    const struct meter_point *p = meter_series_at(&s, (int32_t)(t0 / 60000));
+    CHECK(p && p->vcpu == 0.5f && p->memory_mib == 100 && p->stored_mib == 7 && p->cost == 2);
+    CHECK(meter_series_at(&s, (int32_t)(t0 / 60000) + 1) == NULL);
+    /* A day later the same slot is another minute's: the old one is gone. */
+    meter_series_note(&s, t0 + 86400000, &(struct meter_point){.vcpu = 1});
+    CHECK(meter_series_at(&s, (int32_t)(t0 / 60000)) == NULL);
+    p = meter_series_at(&s, (int32_t)((t0 + 86400000) / 60000));
+    CHECK(p && p->vcpu == 1 && p->memory_mib == 0);
+}
