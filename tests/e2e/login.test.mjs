@@ -207,6 +207,106 @@ test('start refuses junk and stays cheap: bad keys, unknown fields, big bodies',
   assert.equal((await post('/api/connect/nothing', {})).status, 404);
 });
 
+
+/** A login CLI in the background: resolves its code once its stderr shows it. */
+function loginInBackground(cmd, args, env) {
+  const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stderr: '', stdout: '', exit: null };
+  child.stdout.on('data', (b) => { out.stdout += b; });
+  child.stderr.on('data', (b) => { out.stderr += b; });
+  child.on('exit', (code, signal) => { out.exit = { code, signal }; });
+  return { child, out };
+}
+
+/** A clean environment for a login: no key, this daemon's URL, a private config dir. */
+function loginEnv(config) {
+  const env = { ...process.env, RUNTIME_API_URL: d.url, XDG_CONFIG_HOME: config };
+  delete env.RUNTIME_API_KEY;
+  delete env.RUNTIME_AUTH_URL;
+  return env;
+}
+
+async function approveFromStderr(out) {
+  const m = await waitFor(() => /Check that the browser shows code ([A-F0-9-]{14}), then choose Connect agent\./.exec(out.stderr),
+    { timeoutMs: 20000, what: `the login's code on its stderr (so far: ${out.stderr})` });
+  assert.match(out.stderr, new RegExp(`Connect your agent: http://127\\.0\\.0\\.1:${d.port}/connect\\?code=${m[1]}`));
+  const a = await d.api('POST', `/v1/connect/requests/${m[1]}:approve`, {}, { key: keyA });
+  assert.equal(a.status, 200, a.text);
+  await waitFor(() => out.exit, { timeoutMs: 30000, what: 'the login to exit' });
+  return a.body.connectionId;
+}
+
+function savedFile(config) {
+  const name = crypto.createHash('sha256').update(`${OFFICIAL_AUTH}\n${d.url}`).digest('hex');
+  return path.join(config, 'runtime-cloud', `${name}.json`);
+}
+
+test('runtime login saves the key where the official SDKs look; CLI and Python SDK use it', { skip, timeout: 180000 }, async () => {
+  const config = tempDir('runtime-login-cfg-');
+  const env = loginEnv(config);
+  const { out } = loginInBackground(RUNTIME, ['login', '--no-browser', '--agent-name', 'ci agent'], env);
+  const connectionId = await approveFromStderr(out);
+  assert.deepEqual(out.exit, { code: 0, signal: null }, out.stderr);
+  assert.match(out.stderr, /Connected as ci agent to acme\./);
+  const file = savedFile(config);
+  const st = fs.statSync(file);
+  assert.equal(st.mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
+  const text = fs.readFileSync(file, 'utf8');
+  const saved = JSON.parse(text);
+  assert.equal(text, JSON.stringify(saved), 'compact JSON');
+  assert.deepEqual(Object.keys(saved), ['version', 'apiOrigin', 'authOrigin', 'key', 'connectionId', 'orgId', 'agentName']);
+  assert.equal(saved.version, 1);
+  assert.equal(saved.apiOrigin, d.url);
+  assert.equal(saved.authOrigin, OFFICIAL_AUTH);
+  assert.match(saved.key, KEY_RE);
+  assert.equal(saved.connectionId, connectionId);
+  assert.equal(saved.orgId, 'acme');
+  // The CLI finds it with no RUNTIME_API_KEY; the sandbox is acme's.
+  const made = await run(RUNTIME, ['sandbox', 'create', '--name', 'cli-login'], { env });
+  assert.equal(made.code, 0, made.stderr);
+  const id = made.stdout.trim();
+  const seen = await d.api('GET', `/v1/sandboxes/${id}`, undefined, { key: keyA });
+  assert.equal(seen.status, 200, seen.text);
+  // Runtime Cloud's official Python SDK finds the same file for the same origin.
+  if (fs.existsSync(PY)) {
+    const py = await run(PY, ['-c', [
+      'import withruntime',
+      'rt = withruntime.Runtime()',
+      'sb = rt.sandboxes.create(name="py-login")',
+      'print(sb.id)',
+      'print(",".join(s.id for s in rt.sandboxes.list()))',
+    ].join('\n')], { env, timeoutMs: 120000 });
+    assert.equal(py.code, 0, py.stderr);
+    const [pyId, listed] = py.stdout.trim().split('\n');
+    assert.ok(listed.split(',').includes(id) && listed.split(',').includes(pyId), py.stdout);
+    assert.equal((await d.api('DELETE', `/v1/sandboxes/${pyId}`, undefined, { key: keyA })).status, 200);
+  }
+  assert.equal((await d.api('DELETE', `/v1/sandboxes/${id}`, undefined, { key: keyA })).status, 200);
+  // A file others may read is not used.
+  fs.chmodSync(file, 0o644);
+  const open = await run(RUNTIME, ['sandbox', 'list'], { env: { ...env, RUNTIME_STATE_DIR: config } });
+  assert.notEqual(open.code, 0, 'a group-readable saved file was used');
+  fs.chmodSync(file, 0o600);
+  // logout revokes it and removes the file.
+  const lo = await run(RUNTIME, ['logout'], { env });
+  assert.equal(lo.code, 0, lo.stderr);
+  assert.ok(!fs.existsSync(file));
+  assert.equal((await d.api('GET', '/v1/sandboxes', undefined, { key: saved.key })).status, 401);
+});
+
+test('runtime login without a terminal: a denial exits non-zero', { skip, timeout: 60000 }, async () => {
+  const config = tempDir('runtime-login-cfg-');
+  const { out } = loginInBackground(RUNTIME, ['login', '--no-browser'], loginEnv(config));
+  const m = await waitFor(() => /shows code ([A-F0-9-]{14})/.exec(out.stderr), { timeoutMs: 20000, what: 'the code' });
+  assert.equal((await d.api('POST', `/v1/connect/requests/${m[1]}:deny`, undefined, { key: keyA })).status, 200);
+  await waitFor(() => out.exit, { timeoutMs: 30000, what: 'the login to exit' });
+  assert.equal(out.exit.code, 1, out.stderr);
+  assert.match(out.stderr, /declined/);
+  assert.ok(!fs.existsSync(savedFile(config)));
+});
+
+// Last: it leaves the table of pending requests full.
 test('a poll storm is answered pending; the 65th pending request 429', { skip }, async () => {
   const s = await startRequest();
   const a = await d.api('POST', `/v1/connect/requests/${s.userCode}:approve`, {}, { key: keyA });
