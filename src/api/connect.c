@@ -137,8 +137,8 @@ static void token(struct httpd_req *req)
     static const char *const known[] = {"deviceCode", "action", NULL};
     json_t *body = body_object(req, known, false);
     if (!body) return;
-    const char *code = field(body, "deviceCode"), *action = field(body, "action");
-    bool cancel = action && strcmp(action, "cancel") == 0;
+    const char *code = field(body, "deviceCode"), *wish = field(body, "action");
+    bool cancel = wish && strcmp(wish, "cancel") == 0;
     bool ok = connect_device_code_ok(code) && (!json_object_get(body, "action") || cancel);
     struct connect_request *r = ok ? connect_by_device(table(), code, now_unix_ms()) : NULL;
     json_decref(body);
@@ -465,8 +465,10 @@ void api_connect(struct httpd_req *req, struct server *srv, const struct api_cal
                  char **seg, int n)
 {
     if (n == 1 && strcmp(seg[0], "me") == 0) return me(req, srv, who);
-    if (n == 3 && strcmp(seg[1], "requests") == 0) return requests(req, srv, who, seg[2]);
-    if ((n == 2 || n == 3) && strcmp(seg[1], "connections") == 0)
+    bool connect = strcmp(seg[0], "connect") == 0;
+    if (connect && n == 3 && strcmp(seg[1], "requests") == 0)
+        return requests(req, srv, who, seg[2]);
+    if (connect && (n == 2 || n == 3) && strcmp(seg[1], "connections") == 0)
         return connections(req, srv, who, n == 3 ? seg[2] : NULL);
     api_error(req, 404, "not_found", "no such API path: %s", httpd_path(req));
 }
