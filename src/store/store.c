@@ -106,7 +106,7 @@ static const char *const migrations[] = {
     "CREATE INDEX events_by_class ON events(sandbox, security, seq);",
     /* 4: connections (docs/login.md): a key of its own for each machine a person
      * approved with `runtime login`, revocable alone; only its SHA-256 is kept. */
-    "CREATE TABLE connections ("
+    "CREATE TABLE IF NOT EXISTS connections ("
     "  id TEXT PRIMARY KEY,"
     "  account TEXT NOT NULL,"
     "  key_hash TEXT NOT NULL UNIQUE,"
