@@ -12,7 +12,7 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # One folder per subsystem; each program lists the folders it is made of.
-DAEMON_DIRS := common lifecycle proto keeper sandbox cgroup confine store accounts policy model dns sniff http httpd secrets mitm fingerprint review catalog dashboard mcp gateway egress api server meter idle daemon
+DAEMON_DIRS := common lifecycle proto keeper sandbox cgroup confine store accounts policy model dns sniff http httpd secrets mitm fingerprint review catalog dashboard mcp gateway egress connect api server meter idle daemon
 CLI_DIRS    := common cli fingerprint review meter
 srcs = $(foreach d,$(1),$(wildcard src/$(d)/*.c) $(wildcard src/$(d)/*.S))
 objs = $(patsubst src/%,$(BUILD)/obj/%.o,$(basename $(call srcs,$(1))))

@@ -13,7 +13,14 @@ struct accounts {
     struct store_writer *writer;
     struct account *list; /* newest first */
     size_t count;
+    struct account_connection *connections; /* newest first */
 };
+
+/* What a connection of "default" authenticates as: the admin's account has no row. */
+static const struct account default_account = {.name = ACCOUNT_DEFAULT};
+
+static void load_connection(const struct store_connection *row, void *arg);
+static void forget_connections_of(struct accounts *a, const char *account);
 
 int account_check_name(const char *name, err_t *err)
 {
@@ -70,6 +77,7 @@ int accounts_open(struct store *store, struct store_writer *writer, struct accou
     if (!a) return err_set(err, -ENOMEM, "out of memory");
     a->writer = writer;
     int r = store_accounts_each(store, load_row, a, err);
+    if (r == 0) r = store_connections_each(store, load_connection, a, err);
     if (r < 0) {
         accounts_close(a);
         return r;
@@ -87,11 +95,23 @@ void accounts_close(struct accounts *a)
         explicit_bzero(acct->key_hash, sizeof acct->key_hash);
         free(acct);
     }
+    forget_connections_of(a, NULL);
     free(a);
+}
+
+static const struct account *connection_account(const struct accounts *a, const char *key)
+{
+    const struct account_connection *c = accounts_connection_by_key(a, key);
+    if (!c) return NULL;
+    if (strcmp(c->account, ACCOUNT_DEFAULT) == 0) return &default_account;
+    const struct account *acct = accounts_find(a, c->account);
+    return acct && !acct->removing ? acct : NULL;
 }
 
 const struct account *accounts_authenticate(const struct accounts *a, const char *key)
 {
+    if (key && strncmp(key, CONNECTION_KEY_PREFIX, sizeof CONNECTION_KEY_PREFIX - 1) == 0)
+        return connection_account(a, key);
     if (!key || strncmp(key, ACCOUNT_KEY_PREFIX, sizeof ACCOUNT_KEY_PREFIX - 1) != 0) return NULL;
     char hash[ACCOUNT_HASH_LEN + 1];
     hash_key(key, hash);
@@ -169,7 +189,10 @@ static void on_written(int r, const err_t *err, void *arg)
     struct account_write *w = arg;
     struct account *acct = r == -ECANCELED ? NULL : find_mutable(w->a, w->name, NULL);
     if (r < 0 && acct) undo(w, acct);
-    if (r == 0 && acct && w->what == CHANGE_DELETE) unlink_account(w->a, acct);
+    if (r == 0 && acct && w->what == CHANGE_DELETE) {
+        forget_connections_of(w->a, acct->name);
+        unlink_account(w->a, acct);
+    }
     w->done(r < 0 ? err : NULL, r == 0 && w->key[0] ? w->key : NULL, w->arg);
     explicit_bzero(w->key, sizeof w->key);
     free(w);
@@ -322,4 +345,178 @@ json_t *account_json(const struct account *acct)
                         acct->max_memory_mib ? json_integer((json_int_t)acct->max_memory_mib)
                                              : json_null());
     return v;
+}
+
+/* ---- connections ---- */
+
+static void load_connection(const struct store_connection *row, void *arg)
+{
+    struct accounts *a = arg;
+    struct account_connection *c = calloc(1, sizeof *c);
+    if (!c || str_copy(c->id, sizeof c->id, row->id) < 0 ||
+        str_copy(c->account, sizeof c->account, row->account) < 0 ||
+        str_copy(c->key_hash, sizeof c->key_hash, row->key_hash) < 0) {
+        free(c);
+        return;
+    }
+    str_copy(c->agent_name, sizeof c->agent_name, row->agent_name);
+    str_copy(c->machine, sizeof c->machine, row->machine);
+    c->created_ms = row->created_ms;
+    c->next = a->connections; /* read oldest first: the list ends newest first */
+    a->connections = c;
+}
+
+/* Out of memory: the account's connections (NULL: every one). */
+static void forget_connections_of(struct accounts *a, const char *account)
+{
+    for (struct account_connection **pp = &a->connections; *pp;) {
+        struct account_connection *c = *pp;
+        if (account && strcmp(c->account, account) != 0) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        explicit_bzero(c->key_hash, sizeof c->key_hash);
+        free(c);
+    }
+}
+
+const struct account_connection *accounts_connection_by_key(const struct accounts *a,
+                                                            const char *key)
+{
+    if (!key || strncmp(key, CONNECTION_KEY_PREFIX, sizeof CONNECTION_KEY_PREFIX - 1) != 0)
+        return NULL;
+    char hash[ACCOUNT_HASH_LEN + 1];
+    hash_key(key, hash);
+    struct account_connection *found = NULL;
+    for (struct account_connection *c = a->connections; c; c = c->next)
+        if (str_equal_ct(c->key_hash, hash)) found = c; /* no early exit, as for accounts */
+    if (found) found->last_used_ms = now_unix_ms();     /* memory only: no write per call */
+    return found;
+}
+
+const struct account_connection *accounts_connection_find(const struct accounts *a,
+                                                          const char *account, const char *id)
+{
+    for (const struct account_connection *c = a->connections; c; c = c->next)
+        if (strcmp(c->account, account) == 0 && strcmp(c->id, id) == 0) return c;
+    return NULL;
+}
+
+const struct account_connection *accounts_connections_first(const struct accounts *a)
+{
+    return a->connections;
+}
+
+static size_t connections_of(const struct accounts *a, const char *account)
+{
+    size_t n = 0;
+    for (const struct account_connection *c = a->connections; c; c = c->next)
+        n += strcmp(c->account, account) == 0;
+    return n;
+}
+
+/* A connection's write on its way: what to tell, and what to undo if it fails. */
+struct connection_write {
+    struct accounts *a;
+    bool added; /* else removed: c was taken out of the list, freed once written */
+    struct account_connection *c;
+    accounts_saved_fn *done;
+    void *arg;
+};
+
+static void unlink_connection(struct accounts *a, struct account_connection *c)
+{
+    for (struct account_connection **pp = &a->connections; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+}
+
+static void connection_written(int r, const err_t *err, void *arg)
+{
+    struct connection_write *w = arg;
+    bool failed = r < 0 && r != -ECANCELED; /* stopping: the list goes with the daemon */
+    if (failed && w->added) unlink_connection(w->a, w->c);
+    if (failed && !w->added) { /* still on disk: in force again */
+        w->c->next = w->a->connections;
+        w->a->connections = w->c;
+    }
+    if (w->added == failed) { /* out of the list for good */
+        explicit_bzero(w->c->key_hash, sizeof w->c->key_hash);
+        free(w->c);
+    }
+    w->done(r < 0 ? err : NULL, NULL, w->arg);
+    free(w);
+}
+
+static int connection_check(struct accounts *a, const char *account, err_t *err)
+{
+    const struct account *acct = accounts_find(a, account);
+    if (!acct && strcmp(account, ACCOUNT_DEFAULT) != 0)
+        return err_set(err, -ENOENT, "no account %s", account);
+    if (acct && acct->removing) return err_set(err, -EBUSY, "account %s is being removed", account);
+    if (connections_of(a, account) >= ACCOUNT_CONNECTIONS_MAX)
+        return err_set(err, -EAGAIN,
+                       "account %s has %d connections, the limit; revoke some first (DELETE "
+                       "/v1/connect/connections/{id})",
+                       account, ACCOUNT_CONNECTIONS_MAX);
+    return 0;
+}
+
+int accounts_connection_add(struct accounts *a, const char *account, const char *id,
+                            const char *key, const char *agent_name, const char *machine,
+                            accounts_saved_fn *done, void *arg, err_t *err)
+{
+    int r = connection_check(a, account, err);
+    if (r < 0) return r;
+    struct account_connection *c = calloc(1, sizeof *c);
+    struct connection_write *w = calloc(1, sizeof *w);
+    if (!c || !w) {
+        free(c);
+        free(w);
+        return err_set(err, -ENOMEM, "out of memory");
+    }
+    str_copy(c->id, sizeof c->id, id);
+    str_copy(c->account, sizeof c->account, account);
+    str_copy(c->agent_name, sizeof c->agent_name, agent_name);
+    str_copy(c->machine, sizeof c->machine, machine);
+    hash_key(key, c->key_hash);
+    c->created_ms = now_unix_ms();
+    c->next = a->connections; /* in force at once, as the rest; undone if the write fails */
+    a->connections = c;
+    *w = (struct connection_write){.a = a, .added = true, .c = c, .done = done, .arg = arg};
+    struct store_connection row = {.id = c->id,
+                                   .account = c->account,
+                                   .key_hash = c->key_hash,
+                                   .agent_name = c->agent_name,
+                                   .machine = c->machine,
+                                   .created_ms = c->created_ms};
+    store_writer_connection_put(a->writer, &row, connection_written, w);
+    return 0;
+}
+
+int accounts_connection_remove(struct accounts *a, const char *account, const char *id,
+                               accounts_saved_fn *done, void *arg, err_t *err)
+{
+    struct account_connection *c =
+        (struct account_connection *)accounts_connection_find(a, account, id);
+    if (!c) return err_set(err, -ENOENT, "no connection %s of account %s", id, account);
+    struct connection_write *w = calloc(1, sizeof *w);
+    if (!w) return err_set(err, -ENOMEM, "out of memory");
+    unlink_connection(a, c); /* refused from now on, before the disk has it */
+    *w = (struct connection_write){.a = a, .added = false, .c = c, .done = done, .arg = arg};
+    store_writer_connection_delete(a->writer, c->id, connection_written, w);
+    return 0;
+}
+
+json_t *account_connection_json(const struct account_connection *c)
+{
+    char created[40], used[40];
+    time_rfc3339(created, sizeof created, c->created_ms);
+    if (c->last_used_ms) time_rfc3339(used, sizeof used, c->last_used_ms);
+    return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", c->id, "agentName", c->agent_name, "machine",
+                     c->machine, "createdAt", created, "lastUsedAt",
+                     c->last_used_ms ? json_string(used) : json_null());
 }

@@ -1005,6 +1005,9 @@ static void route(struct httpd_req *req, void *arg)
         api_egress_secrets(req, srv, &who, n == 3 ? seg[2] : NULL);
     } else if (n >= 2 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "secrets") == 0) {
         api_jobs_secrets(req);
+    } else if (n >= 2 && strcmp(seg[0], "v1") == 0 &&
+               (strcmp(seg[1], "me") == 0 || strcmp(seg[1], "connect") == 0)) {
+        api_connect(req, srv, &who, seg + 1, n - 1);
     } else if (n >= 2 && n <= 4 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "accounts") == 0) {
         api_accounts(req, srv, &who, n >= 3 ? seg[2] : NULL, n == 4 ? seg[3] : NULL);
     } else {
@@ -1052,6 +1055,7 @@ void api_head(struct httpd_req *req, struct server *srv)
     if (strncmp(path, "/mcp/", 5) == 0 || strncmp(path, "/.well-known/", 13) == 0)
         return gateway_head(srv, req);
     if (api_dashboard_path(path)) return api_dashboard(req, srv);
+    if (strncmp(path, "/api/connect/", 13) == 0) return api_connect_head(req, srv); /* login */
     struct api_caller who;
     if (!authenticate(req, srv, &who)) return;
     httpd_trust(req);

@@ -74,6 +74,13 @@ void api_events_stream(struct httpd_req *req, struct server *srv, const struct a
 void api_accounts(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                   const char *name, const char *action);
 
+/* connect.c: the device login (docs/login.md). head: /api/connect/... before any key
+ * (start, token; confirm and disconnect with the connection's key); api_connect:
+ * /v1/me and /v1/connect/... (seg: the path's segments after "v1", n of them). */
+void api_connect_head(struct httpd_req *req, struct server *srv);
+void api_connect(struct httpd_req *req, struct server *srv, const struct api_caller *who,
+                 char **seg, int n);
+
 /* secrets.c: /v1/egress-secrets[/NAME] (GET the list, PUT and DELETE one), the
  * secrets sandboxes use through the egress proxy. */
 void api_egress_secrets(struct httpd_req *req, struct server *srv, const struct api_caller *who,

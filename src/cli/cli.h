@@ -65,6 +65,31 @@ const char *conn_where(const struct cli *c);
 /* Loads the API key into c->key once; prints an error saying where it looked on failure. */
 int conn_load_key(struct cli *c);
 
+/* ---- the saved connection of a login (saved.c; docs/login.md) ---- */
+/* The auth origin the official SDKs assume when RUNTIME_AUTH_URL is not set: the
+ * saved file is named for it, so that they find it. */
+#define SAVED_DEFAULT_AUTH "https://withruntime.com"
+/* scheme://host[:port] of an http(s) URL as the official SDKs normalise it (lower
+ * case, no path, the scheme's own port dropped); -EINVAL for another. */
+int saved_origin(const char *url, char *out, size_t size);
+/* The API origin (c->api_url's) and the auth origin (RUNTIME_AUTH_URL's, else
+ * SAVED_DEFAULT_AUTH); -EINVAL without an API URL. */
+int saved_origins(const struct cli *c, char *api, char *auth, size_t size);
+/* "<sha256hex(auth "\n" api)>.json" */
+void saved_name(const char *auth, const char *api, char out[65 + 5]);
+/* ${XDG_CONFIG_HOME:-$HOME/.config}/runtime-cloud */
+int saved_dir(char *out, size_t size);
+/* Reads dir/name if both are private to this user (no link, mode 0700/0600 or
+ * less, owned, a regular file of at most 4096 bytes). */
+int saved_read(const char *dir, const char *name, char *buf, size_t size);
+/* Writes it 0600 through a temporary file, fsync and rename (dir made 0700). */
+int saved_write(const char *dir, const char *name, const char *text);
+int saved_remove(const char *dir, const char *name);
+/* The saved key for c's API origin (a login's key, saved for that origin). */
+int saved_key(const struct cli *c, char *key, size_t size);
+/* ^rtcloud_[a-f0-9-]{36}_[A-Za-z0-9_-]{43}$ */
+bool login_key_ok(const char *s);
+
 /* ---- HTTP transport (http.c) ---- */
 struct http_req {
     const char *method;
@@ -148,6 +173,8 @@ int cmd_secret_set(struct cli *c, int argc, char **argv);      /* secret_set.c *
 int cmd_mcp(struct cli *c, int argc, char **argv);             /* mcp.c */
 int cmd_usage(struct cli *c, int argc, char **argv);           /* usage_cmd.c */
 int cmd_account(struct cli *c, int argc, char **argv);         /* account.c */
+int cmd_login(struct cli *c, int argc, char **argv);           /* login.c */
+int cmd_logout(struct cli *c, int argc, char **argv);          /* login.c */
 
 /* sandbox_mcp.c: the usage of "sandbox mcp", "sandbox mcp catalog", "sandbox mcp ID start" and
  * "sandbox mcp ID stop"; NULL for another command. */

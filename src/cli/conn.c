@@ -69,7 +69,13 @@ int conn_load_key(struct cli *c)
     if (c->key[0]) return 0;
     const char *env = env_nonempty("RUNTIME_API_KEY");
     /* An explicit --state-dir names the daemon to talk to, so its key wins. */
-    if (!env || c->state_dir_given) return key_from_file(c);
+    if (c->state_dir_given) return key_from_file(c);
+    /* Then the key a `runtime login` saved for this daemon's origin. */
+    if (!env && saved_key(c, c->key, sizeof c->key) == 0) {
+        snprintf(c->key_source, sizeof c->key_source, "the connection saved by `runtime login`");
+        return 0;
+    }
+    if (!env) return key_from_file(c);
     if (str_copy(c->key, sizeof c->key, env) < 0 || !key_ok(c->key)) {
         c->key[0] = '\0';
         return cli_error("RUNTIME_API_KEY is not a valid key (spaces, control characters or too "

@@ -62,6 +62,8 @@ static int run_command(struct cli *c, int argc, char **argv)
     if (strcmp(cmd, "mcp") == 0) return cmd_mcp(c, argc - 1, argv + 1);
     if (strcmp(cmd, "usage") == 0) return cmd_usage(c, argc - 1, argv + 1);
     if (strcmp(cmd, "account") == 0) return cmd_account(c, argc - 1, argv + 1);
+    if (strcmp(cmd, "login") == 0) return cmd_login(c, argc - 1, argv + 1);
+    if (strcmp(cmd, "logout") == 0) return cmd_logout(c, argc - 1, argv + 1);
     return cli_usage_error("", "unknown command '%s'", cmd);
 }
 

@@ -57,6 +57,11 @@ static const char top_usage[] =
     "  account key NAME [--json]               a new API key for it (rotation)\n"
     "  account rm NAME                         remove it with its sandboxes and secrets\n"
     "\n"
+    "This machine's own key, approved in a browser (docs/login.md):\n"
+    "  login [--no-browser] [--wait] [--agent-name NAME]\n"
+    "                                          connect it; the key is saved for later\n"
+    "  logout                                  revoke it and remove the saved file\n"
+    "\n"
     "Global options:\n"
     "  --api-url URL    the daemon's HTTP API, e.g. http://127.0.0.1:7070\n"
     "                   (default: $RUNTIME_API_URL, else the unix socket)\n"
@@ -66,7 +71,8 @@ static const char top_usage[] =
     "  -h, --help       show this help (each command has its own --help)\n"
     "  --version        show the version\n"
     "\n"
-    "The API key is $RUNTIME_API_KEY, else STATE/admin.key where STATE is\n"
+    "The API key is $RUNTIME_API_KEY, else the key `runtime login` saved for\n"
+    "$RUNTIME_API_URL, else STATE/admin.key where STATE is\n"
     "--state-dir, $RUNTIME_STATE_DIR or /var/lib/runtime. A daemon serving TLS\n"
     "with a private CA's certificate: set $RUNTIME_CA_FILE to the CA's PEM file.\n";
 
@@ -483,6 +489,28 @@ static const char account_rm_usage[] =
     "and its usage first, then its keys. If a sandbox cannot be removed, the account\n"
     "stays (marked removing) and the error says why; run it again.\n";
 
+static const char login_usage[] =
+    "Usage: runtime login [--no-browser] [--wait] [--agent-name NAME]\n"
+    "\n"
+    "Connects this machine to the daemon at RUNTIME_API_URL without a key to copy:\n"
+    "prints a link and a code; a person opens the link, checks the code and chooses\n"
+    "Connect agent (or approves it with POST /v1/connect/requests/CODE:approve). The\n"
+    "key this machine gets is its own (revoked alone by `runtime logout`), sent\n"
+    "encrypted to a key pair made for this request, and saved where Runtime Cloud's\n"
+    "SDKs look: ${XDG_CONFIG_HOME:-~/.config}/runtime-cloud/<hash>.json (docs/login.md).\n"
+    "Every command then uses it when RUNTIME_API_KEY is not set.\n"
+    "\n"
+    "  --no-browser        do not open a browser (print the link only)\n"
+    "  --wait              wait up to 15 minutes for the approval (the default on a\n"
+    "                      terminal; otherwise 50 seconds, then exit 124)\n"
+    "  --agent-name NAME   what the approving person sees (default \"My coding agent\")\n";
+
+static const char logout_usage[] =
+    "Usage: runtime logout\n"
+    "\n"
+    "Revokes this machine's saved connection (of `runtime login`) to the daemon at\n"
+    "RUNTIME_API_URL, and removes the saved file.\n";
+
 struct usage_entry {
     const char *cmd;
     const char *text;
@@ -519,6 +547,8 @@ static const struct usage_entry entries[] = {
     {"account list", account_list_usage},
     {"account key", account_key_usage},
     {"account rm", account_rm_usage},
+    {"login", login_usage},
+    {"logout", logout_usage},
 };
 
 bool usage_print(const char *cmd, FILE *f)

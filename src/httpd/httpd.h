@@ -112,6 +112,9 @@ const char *httpd_request_id(const struct httpd_req *req);
 const char *httpd_query(const struct httpd_req *req);
 /* The first field of that name (case-insensitive), or NULL. Valid with req. */
 const char *httpd_header(const struct httpd_req *req, const char *name);
+/* The client's address as connections are counted (IPv4, or the /64 of an IPv6
+ * one); "local" for the unix socket, "" once the client left. */
+const char *httpd_client_address(const struct httpd_req *req);
 /* Whether the client reached the unix socket (local root) rather than TCP. */
 bool httpd_is_local(const struct httpd_req *req);
 /* The application's pointer, kept with the request. */

@@ -141,6 +141,13 @@ const char *httpd_header(const struct httpd_req *r, const char *name)
     return NULL;
 }
 
+const char *httpd_client_address(const struct httpd_req *r)
+{
+    if (!r->conn) return "";
+    if (r->conn->local) return "local";
+    return r->conn->client ? r->conn->client->key : "";
+}
+
 bool httpd_is_local(const struct httpd_req *r)
 {
     return r->conn && r->conn->local;

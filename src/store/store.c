@@ -104,6 +104,15 @@ static const char *const migrations[] = {
     "UPDATE events SET security=1 WHERE kind IN "
     "  ('secret.misdirected','secret.reflected','mcp.refused');"
     "CREATE INDEX events_by_class ON events(sandbox, security, seq);",
+    /* 4: connections (docs/login.md): a key of its own for each machine a person
+     * approved with `runtime login`, revocable alone; only its SHA-256 is kept. */
+    "CREATE TABLE IF NOT EXISTS connections ("
+    "  id TEXT PRIMARY KEY,"
+    "  account TEXT NOT NULL,"
+    "  key_hash TEXT NOT NULL UNIQUE,"
+    "  agent_name TEXT NOT NULL,"
+    "  machine TEXT NOT NULL,"
+    "  created_ms INTEGER NOT NULL);",
 };
 
 static int db_error(sqlite3 *db, err_t *err, const char *what)
@@ -665,7 +674,49 @@ int store_account_delete(struct store *st, const char *name, err_t *err)
         r = run(st, err, "removing the account's usage",
                 "DELETE FROM usage WHERE json_extract(state,'$.account')=?", "t", name);
     if (r == 0)
+        r = run(st, err, "removing the account's connections",
+                "DELETE FROM connections WHERE account=?", "t", name);
+    if (r == 0)
         r = run(st, err, "removing the account", "DELETE FROM accounts WHERE name=?", "t", name);
     run(st, NULL, "removing the account", r == 0 ? "COMMIT" : "ROLLBACK", "");
+    return r;
+}
+
+int store_connection_put(struct store *st, const struct store_connection *c, err_t *err)
+{
+    return run(st, err, "saving the connection",
+               "INSERT INTO connections(id,account,key_hash,agent_name,machine,created_ms) "
+               "VALUES(?,?,?,?,?,?)",
+               "ttttti", c->id, c->account, c->key_hash, c->agent_name, c->machine, c->created_ms);
+}
+
+int store_connection_delete(struct store *st, const char *id, err_t *err)
+{
+    return run(st, err, "removing the connection", "DELETE FROM connections WHERE id=?", "t", id);
+}
+
+int store_connections_each(struct store *st,
+                           void (*fn)(const struct store_connection *c, void *arg), void *arg,
+                           err_t *err)
+{
+    sqlite3_stmt *stmt = NULL;
+    const char *sql = "SELECT id,account,key_hash,agent_name,machine,created_ms FROM connections "
+                      "ORDER BY created_ms";
+    if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+        return db_error(st->db, err, "reading connections");
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        struct store_connection c = {
+            .id = (const char *)sqlite3_column_text(stmt, 0),
+            .account = (const char *)sqlite3_column_text(stmt, 1),
+            .key_hash = (const char *)sqlite3_column_text(stmt, 2),
+            .agent_name = (const char *)sqlite3_column_text(stmt, 3),
+            .machine = (const char *)sqlite3_column_text(stmt, 4),
+            .created_ms = sqlite3_column_int64(stmt, 5),
+        };
+        if (c.id && c.account && c.key_hash && c.agent_name && c.machine) fn(&c, arg);
+    }
+    int r = rc == SQLITE_DONE ? 0 : db_error(st->db, err, "reading connections");
+    sqlite3_finalize(stmt);
     return r;
 }

@@ -123,6 +123,18 @@ int store_accounts_each(struct store *st, void (*fn)(const struct store_account 
  * JSON), in one transaction. */
 int store_account_delete(struct store *st, const char *name, err_t *err);
 
+/* Connections (accounts/accounts.h): a login's key of its own, as its SHA-256. The
+ * account's removal (store_account_delete) takes its connections with it. */
+struct store_connection {
+    const char *id, *account, *key_hash, *agent_name, *machine;
+    int64_t created_ms;
+};
+int store_connection_put(struct store *st, const struct store_connection *c, err_t *err);
+int store_connection_delete(struct store *st, const char *id, err_t *err);
+int store_connections_each(struct store *st,
+                           void (*fn)(const struct store_connection *c, void *arg), void *arg,
+                           err_t *err);
+
 /* Usage counters of a sandbox (usage.c's JSON, which names its account); rows
  * outlive their sandbox, not its account. */
 int store_usage_put(struct store *st, const char *sandbox, const char *json, err_t *err);
@@ -191,5 +203,9 @@ void store_writer_account_put(struct store_writer *w, const struct store_account
                               store_done_fn *done, void *arg);
 void store_writer_account_delete(struct store_writer *w, const char *name, store_done_fn *done,
                                  void *arg);
+void store_writer_connection_put(struct store_writer *w, const struct store_connection *c,
+                                 store_done_fn *done, void *arg);
+void store_writer_connection_delete(struct store_writer *w, const char *id, store_done_fn *done,
+                                    void *arg);
 
 #endif

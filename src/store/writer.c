@@ -33,7 +33,9 @@ enum job_kind {
     JOB_PLACEHOLDER_PUT,
     JOB_PLACEHOLDERS_DELETE,
     JOB_ACCOUNT_PUT,
-    JOB_ACCOUNT_DELETE
+    JOB_ACCOUNT_DELETE,
+    JOB_CONNECTION_PUT,
+    JOB_CONNECTION_DELETE
 };
 
 struct job {
@@ -54,6 +56,7 @@ struct job {
     struct store_secret secret;           /* JOB_SECRET_PUT; JOB_SECRET_DELETE: account, name */
     struct store_placeholder placeholder; /* JOB_PLACEHOLDER_PUT */
     struct store_account account;         /* JOB_ACCOUNT_PUT; JOB_ACCOUNT_DELETE: name */
+    struct store_connection connection;   /* JOB_CONNECTION_PUT; JOB_CONNECTION_DELETE: id */
 };
 
 static void rows_free(struct job *j);
@@ -136,6 +139,8 @@ static void job_run(struct store *st, struct job *j)
     case JOB_PLACEHOLDERS_DELETE:
     case JOB_ACCOUNT_PUT:
     case JOB_ACCOUNT_DELETE:
+    case JOB_CONNECTION_PUT:
+    case JOB_CONNECTION_DELETE:
         r = run_row_job(st, j, &err);
         break;
     }
@@ -474,6 +479,11 @@ static void rows_free(struct job *j)
     free((char *)j->account.name);
     free((char *)j->account.key_hash);
     free((char *)j->account.key2_hash);
+    free((char *)j->connection.id);
+    free((char *)j->connection.account);
+    free((char *)j->connection.key_hash);
+    free((char *)j->connection.agent_name);
+    free((char *)j->connection.machine);
 }
 
 /* A secret gone, and its placeholders with it, in one transaction. */
@@ -506,6 +516,10 @@ static int run_row_job(struct store *st, struct job *j, err_t *err)
         return store_account_put(st, &j->account, err);
     case JOB_ACCOUNT_DELETE:
         return store_account_delete(st, j->account.name, err);
+    case JOB_CONNECTION_PUT:
+        return store_connection_put(st, &j->connection, err);
+    case JOB_CONNECTION_DELETE:
+        return store_connection_delete(st, j->connection.id, err);
     case JOB_FLUSH:
     case JOB_EVENTS_ADD:
     case JOB_EVENTS_DELETE:
@@ -616,6 +630,26 @@ void store_writer_account_delete(struct store_writer *w, const char *name, store
 {
     struct job *j = acked_job(JOB_ACCOUNT_DELETE, name, done, arg);
     enqueue_filled(w, j, j && dup_text(&j->account.name, name));
+}
+
+void store_writer_connection_put(struct store_writer *w, const struct store_connection *c,
+                                 store_done_fn *done, void *arg)
+{
+    struct job *j = acked_job(JOB_CONNECTION_PUT, c->account, done, arg);
+    if (j) j->connection.created_ms = c->created_ms;
+    enqueue_filled(w, j,
+                   j && dup_text(&j->connection.id, c->id) &&
+                       dup_text(&j->connection.account, c->account) &&
+                       dup_text(&j->connection.key_hash, c->key_hash) &&
+                       dup_text(&j->connection.agent_name, c->agent_name) &&
+                       dup_text(&j->connection.machine, c->machine));
+}
+
+void store_writer_connection_delete(struct store_writer *w, const char *id, store_done_fn *done,
+                                    void *arg)
+{
+    struct job *j = acked_job(JOB_CONNECTION_DELETE, id, done, arg);
+    enqueue_filled(w, j, j && dup_text(&j->connection.id, id));
 }
 
 void store_writer_flush(struct store_writer *w, store_done_fn *done, void *arg)

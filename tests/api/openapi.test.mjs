@@ -27,7 +27,7 @@ import YAML from 'yaml';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
-import { startDaemon, stopDaemon, isRoot, ROOT, token } from '../e2e/lib.mjs';
+import { startDaemon, stopDaemon, isRoot, ROOT, token, waitFor } from '../e2e/lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DOC_FILE = process.env.OPENAPI_DOC ? path.resolve(process.env.OPENAPI_DOC)
@@ -849,6 +849,51 @@ test('the event stream: opened with a key, refused without one', { skip }, async
   checkAnswer(o, { status: res.status, headers: res.headers, buf: Buffer.from(first.value), text: Buffer.from(first.value).toString(), body: null }, 'stream');
   assert.match(Buffer.from(first.value).toString(), /^retry: \d+\n\n/);
   await callError('GET', '/v1/events/stream', 401, 'unauthorized', { key: 'wrong' });
+});
+
+test('login: connect start, token, approve, deny, confirm, connections, me, disconnect', { skip }, async () => {
+  const pair = crypto.generateKeyPairSync('rsa', { modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  const startBody = { agentName: 'openapi', publicKey: pair.publicKey, machine: 'probe' };
+  const s = await call('POST', '/api/connect/start', { key: null, body: startBody, expect: 200 });
+  const page = await call('GET', '/connect', { key: null, query: `code=${s.body.userCode}`, expect: 200 });
+  assert.match(page.headers.get('content-security-policy'), /default-src 'none'/);
+  await callError('POST', '/api/connect/start', 400, 'invalid_request', { key: null, body: { ...startBody, extra: 1 }, reqValid: false });
+  await callError('POST', '/api/connect/start', 413, 'too_large', { key: null, raw: 'x'.repeat(20000) });
+  const params = { userCode: s.body.userCode };
+  await call('POST', '/api/connect/token', { key: null, body: { deviceCode: s.body.deviceCode }, expect: 200 });
+  await callError('POST', '/api/connect/token', 400, 'invalid_request', { key: null, body: { deviceCode: 'x' }, reqValid: true });
+  await callError('POST', '/api/connect/token', 404, 'not_found', { key: null, body: { deviceCode: 'A'.repeat(43) }, reqValid: true });
+  await call('GET', '/v1/connect/requests/{userCode}', { params, expect: 200 });
+  await callError('GET', '/v1/connect/requests/{userCode}', 404, 'not_found', { params: { userCode: '0000-0000-0000' } });
+  const a = await call('POST', '/v1/connect/requests/{userCode}:approve', { params, body: {}, expect: 200 });
+  await callError('POST', '/v1/connect/requests/{userCode}:approve', 409, 'conflict', { params, body: {} });
+  await callError('POST', '/v1/connect/requests/{userCode}:deny', 409, 'conflict', { params });
+  await callError('POST', '/v1/connect/requests/{userCode}:approve', 404, 'not_found', { params: { userCode: '0000-0000-0000' }, body: {} });
+  await callError('POST', '/v1/connect/requests/{userCode}:deny', 404, 'not_found', { params: { userCode: '0000-0000-0000' } });
+  const t = await call('POST', '/api/connect/token', { key: null, body: { deviceCode: s.body.deviceCode }, expect: 200 });
+  // Answered pending when polled within 2 s of the last poll: polled at the daemon's pace.
+  const connected = t.body.status === 'connected' ? t.body : await waitFor(async () => {
+    const again = await call('POST', '/api/connect/token', { key: null, body: { deviceCode: s.body.deviceCode }, expect: 200 });
+    return again.body.status === 'connected' && again.body;
+  }, { timeoutMs: 20000, intervalMs: 2100, what: 'the token poll to answer connected' });
+  const key = crypto.privateDecrypt({ key: pair.privateKey, oaepHash: 'sha256' },
+    Buffer.from(connected.encryptedKey, 'base64')).toString('utf8');
+  await call('POST', '/api/connect/confirm', { key, body: {}, expect: 200 });
+  await callError('POST', '/api/connect/confirm', 401, 'unauthorized', { key: null, body: {} });
+  const me = await call('GET', '/v1/me', { key, expect: 200 });
+  assert.equal(me.body.credentialId, a.body.connectionId);
+  await callError('GET', '/v1/me', 401, 'unauthorized', { key: null });
+  await call('GET', '/v1/connect/connections', { expect: 200 });
+  await callError('GET', '/v1/connect/connections', 401, 'unauthorized', { key: null });
+  await call('POST', '/api/connect/disconnect', { key, body: {}, expect: 200 });
+  await callError('POST', '/api/connect/disconnect', 401, 'unauthorized', { key, body: {} });
+  const d2 = await call('POST', '/api/connect/start', { key: null, body: startBody, expect: 200 });
+  await call('POST', '/v1/connect/requests/{userCode}:deny', { params: { userCode: d2.body.userCode }, expect: 200 });
+  const d3 = await call('POST', '/api/connect/start', { key: null, body: startBody, expect: 200 });
+  const a3 = await call('POST', '/v1/connect/requests/{userCode}:approve', { params: { userCode: d3.body.userCode }, body: {}, expect: 200 });
+  await call('DELETE', '/v1/connect/connections/{connectionId}', { params: { connectionId: a3.body.connectionId }, expect: 204 });
+  await callError('DELETE', '/v1/connect/connections/{connectionId}', 404, 'not_found', { params: { connectionId: a3.body.connectionId } });
 });
 
 test('usage and metrics', { skip }, async () => {

@@ -84,7 +84,7 @@ export interface ErrorErrorDetailsIssuesItem {
  * not_empty, upload_incomplete (a commit before every chunk came); 413 too_large;
  * 501 feature_unavailable (a field of Runtime Cloud's runtimed cannot honour, named);
  * 422 idempotency_key_reused (the key came with another request); 429 limit_reached,
- * rate_limited (too many tries of something a moment ago: Retry-After says when);
+ * rate_limited (too many tries a moment ago: failed dashboard sign-ins, Retry-After says when; login requests waiting for approval);
  * 500 internal_error; 501 unavailable (what Runtime Cloud serves and a self-hosted
  * daemon does not); 503 unavailable (the daemon is stopping); 507 disk_full.
  */
@@ -161,6 +161,31 @@ export interface FileStat {
   owner?: string;
   group?: string;
   symlinkTarget?: string;
+  [more: string]: unknown;
+}
+
+export interface ConnectRequest {
+  userCode: string;
+  agentName: string;
+  machine: string;
+  /** the requesting client (IPv4, or the /64 of IPv6) */
+  address: string;
+  createdAt: Time;
+  expiresAt: Time;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  /** the machine has received and saved its key */
+  confirmed: boolean;
+  account?: string;
+  connectionId?: string;
+  [more: string]: unknown;
+}
+
+export interface Connection {
+  id: string;
+  agentName: string;
+  machine: string;
+  createdAt: Time;
+  lastUsedAt: Time | null;
   [more: string]: unknown;
 }
 
@@ -770,6 +795,23 @@ export interface McpApproval {
   /** the fingerprint approved before, if any */
   old: string | null;
   new: string;
+  [more: string]: unknown;
+}
+
+export interface UsageSeries {
+  stepSeconds: 60;
+  /** how far back the series goes */
+  minutes: number;
+  points: UsageSeriesPointsItem[];
+  [more: string]: unknown;
+}
+
+export interface UsageSeriesPointsItem {
+  t: Time;
+  vcpu: number;
+  memoryMiB: number;
+  pausedStorageMiB: number;
+  costUsd: number;
   [more: string]: unknown;
 }
 
