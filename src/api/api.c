@@ -211,6 +211,7 @@ json_t *api_sandbox_json(const struct sbx *sb)
     char created[40];
     time_rfc3339(created, sizeof created, sbx_created_ms(sb));
     json_object_set_new(v, "id", json_string(sbx_id(sb)));
+    json_object_set_new(v, "account", json_string(sbx_account(sb)));
     json_object_set_new(v, "vcpu", json_deep_copy(json_object_get(v, "cpus"))); /* Cloud's */
     if (sbx_lease_ends_ms(sb)) {
         char ends[40];
@@ -224,6 +225,14 @@ json_t *api_sandbox_json(const struct sbx *sb)
     json_object_set_new(v, "stopReason", why ? json_string(why) : json_null());
     if (mcp_box_of(sb)) json_object_set_new(v, "mcp", mcp_servers_json(mcp_box_of(sb)));
     return v;
+}
+
+/* The sandbox the caller names: its own by id or name; the admin's reaches any
+ * account's by id too (the dashboard's admin acts on every customer's sandboxes). */
+static struct sbx *caller_sandbox(struct server *srv, const struct api_caller *who, const char *key)
+{
+    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    return sb || !who->admin ? sb : server_sandbox_find(srv, NULL, key);
 }
 
 /* label=K:V (Runtime Cloud's), K=V (runtimed's before it) or K alone: it has that label. */
@@ -241,10 +250,13 @@ static bool label_matches(const struct sbx *sb, const char *filter)
 
 #define LIST_LIMIT_MAX 100
 
-/* What a listing asks for: every filter must hold (each state= or label= given). */
+/* What a listing asks for: every filter must hold (each state= or label= given). The
+ * admin's account= names whose sandboxes ("*": everyone's); others see their own. */
 static bool listed(const struct sbx *s, const struct api_caller *who, struct evkeyvalq *q)
 {
-    if (strcmp(sbx_account(s), who->account) != 0) return false;
+    const char *account = who->admin ? evhttp_find_header(q, "account") : NULL;
+    if (!account) account = who->account;
+    if (strcmp(account, "*") != 0 && strcmp(sbx_account(s), account) != 0) return false;
     bool state_asked = false, state_ok = false;
     for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
         if (strcmp(kv->key, "label") == 0 && !label_matches(s, kv->value)) return false;
@@ -272,6 +284,12 @@ static void list_sandboxes(struct httpd_req *req, struct server *srv, const stru
     if (lim && (*end || limit < 1 || limit > LIST_LIMIT_MAX)) {
         evhttp_clear_headers(&q);
         return api_error(req, 400, "invalid_request", "limit must be 1 to %d", LIST_LIMIT_MAX);
+    }
+    const char *account = evhttp_find_header(&q, "account");
+    if (account && !who->admin && strcmp(account, who->account) != 0) {
+        evhttp_clear_headers(&q);
+        return api_error(req, 403, "forbidden",
+                         "another account's sandboxes are the admin's to list");
     }
     char cursor_copy[PROTO_ID_LEN * 2] = "";
     if (cursor) str_copy(cursor_copy, sizeof cursor_copy, cursor); /* q is cleared before use */
@@ -561,7 +579,7 @@ static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *er
 static void mcp_approve_route(struct httpd_req *req, struct server *srv,
                               const struct api_caller *who, const char *key, const char *name)
 {
-    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    struct sbx *sb = caller_sandbox(srv, who, key);
     if (!sb)
         return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
@@ -630,7 +648,7 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
 static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                      const char *key, const char *name)
 {
-    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    struct sbx *sb = caller_sandbox(srv, who, key);
     if (!sb)
         return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
@@ -652,7 +670,7 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
 static void mcp_review_route(struct httpd_req *req, struct server *srv,
                              const struct api_caller *who, const char *key, const char *name)
 {
-    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    struct sbx *sb = caller_sandbox(srv, who, key);
     if (!sb)
         return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
@@ -834,7 +852,7 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
                         const char *key, const char *action, const char *sub)
 {
     enum httpd_method m = httpd_method(req);
-    struct sbx *sb = server_sandbox_find(srv, who->account, key);
+    struct sbx *sb = caller_sandbox(srv, who, key);
     if (!sb)
         return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
@@ -922,7 +940,7 @@ static void usage_series(struct httpd_req *req, struct server *srv, const struct
                *account = evhttp_find_header(&q, "account");
     char name[ACCOUNT_NAME_MAX] = "";
     str_copy(name, sizeof name, account ? account : who->account);
-    struct sbx *sb = id ? server_sandbox_find(srv, who->account, id) : NULL;
+    struct sbx *sb = id ? caller_sandbox(srv, who, id) : NULL;
     bool missing = id && !sb;
     evhttp_clear_headers(&q);
     if (missing) return api_error(req, 404, "not_found", "no sandbox %s", id);
@@ -1029,7 +1047,7 @@ static struct sbx *sandbox_of_path(struct server *srv, const struct api_caller *
     if (n == 0 || n >= sizeof key) return NULL;
     memcpy(key, start, n);
     key[n] = '\0';
-    return server_sandbox_find(srv, who->account, key);
+    return caller_sandbox(srv, who, key);
 }
 
 static bool is_upload(struct httpd_req *req)

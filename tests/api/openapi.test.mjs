@@ -822,6 +822,11 @@ test('accounts: create, list, rotate, limits, an account\'s key, remove, errors'
   // The account's key: its own sandbox and usage, its limit, nothing of the admin's.
   const key = k.body.apiKey;
   const own = await call('POST', '/v1/sandboxes', { key, body: { memoryMiB: 256 }, expect: 201 });
+  // The admin lists and reaches the account's sandbox; the account lists no one else's.
+  const adminView = await call('GET', '/v1/sandboxes', { query: `account=${name}`, expect: 200 });
+  assert.deepEqual(adminView.body.data.map((x) => [x.id, x.account]), [[own.body.id, name]]);
+  assert.equal((await call('GET', '/v1/sandboxes/{id}', { params: { id: own.body.id }, expect: 200 })).body.account, name);
+  await callError('GET', '/v1/sandboxes', 403, 'forbidden', { key, query: 'account=default' });
   const over = await callError('POST', '/v1/sandboxes', 429, 'limit_reached', { key, body: { memoryMiB: 256 }, reqValid: true });
   assert.match(over.body.error.message, /maxSandboxes=1/);
   await callError('GET', '/v1/sandboxes/{id}', 404, 'not_found', { key, params: { id: sb.id } });

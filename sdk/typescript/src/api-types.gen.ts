@@ -314,6 +314,8 @@ export type SandboxStatus = 'creating' | 'running' | 'paused' | 'stopped' | 'fai
 
 export interface Sandbox {
   id: string;
+  /** whose it is (the admin reaches every account's by id) */
+  account?: string;
   name: string | null;
   status: SandboxStatus;
   /** Runtime Cloud's word for where it is (what its SDKs read and wait on); a sandbox that failed is stopped */
