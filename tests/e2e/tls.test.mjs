@@ -63,6 +63,22 @@ describe('TLS on the API listener', { skip }, () => {
     await stopDaemon(d);
   });
 
+  test('the dashboard over TLS: its session cookie is __Host- and Secure, and works only so', async () => {
+    const page = await d.api('GET', '/dashboard/', undefined, { key: null });
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-security-policy'), /default-src 'none'/);
+    const r = await d.api('POST', '/dashboard/session', { apiKey: d.key }, { key: null });
+    assert.equal(r.status, 200, r.text);
+    const setCookie = r.headers.get('set-cookie');
+    assert.match(setCookie, /^__Host-rt_session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Strict; Secure$/);
+    const cookie = setCookie.split(';')[0];
+    const headers = { Cookie: cookie, 'X-CSRF-Token': r.body.csrfToken };
+    assert.equal((await d.api('GET', '/v1/sandboxes', undefined, { key: null, headers })).status, 200);
+    // The plain name a page over http would have set is not this session.
+    const plain = { ...headers, Cookie: cookie.replace('__Host-rt_session', 'rt_session') };
+    assert.equal((await d.api('GET', '/v1/sandboxes', undefined, { key: null, headers: plain })).status, 401);
+  });
+
   test('the runtime CLI trusts the CA given as RUNTIME_CA_FILE, and says what to do without it', async () => {
     const env = { RUNTIME_API_URL: d.url, RUNTIME_API_KEY: d.key };
     const ok = await d.cli(['sandbox', 'list', '--json'], { env: { ...env, RUNTIME_CA_FILE: d.pki.caFile } });
