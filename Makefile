@@ -47,7 +47,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*/*.h src/*/*/*.h)
 	@$(CC) $(CFLAGS) $(shell pkg-config --cflags $(PKGS_D) $(PKGS_C)) -c $< -o $@
 
 # The catalog's data file is assembled into the daemon (src/catalog/data.S).
-$(BUILD)/obj/%.o: src/%.S catalog/servers.json
+$(BUILD)/obj/%.o: src/%.S catalog/servers.json catalog/tools.json
 	@mkdir -p $(dir $@)
 	@echo "  AS $<"
 	@$(CC) -I. -c $< -o $@

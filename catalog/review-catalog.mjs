@@ -6,13 +6,16 @@
 // tools over stdio with the official MCP SDK client, fingerprints the list with
 // `build/runtime mcp fingerprint` and reads `build/runtime mcp review` on it.
 //
-//   node catalog/review-catalog.mjs [--dir DIR] [--only ID,ID] [--latest] [--write]
+//   node catalog/review-catalog.mjs [--dir DIR] [--only ID,ID] [--latest] [--write] [--tools]
 //
 //   --dir DIR   where packages are installed and logs kept (default /tmp/cat)
 //   --only      review only these ids
 //   --latest    review the registry's latest version instead of the catalog's
 //   --write     put the results in catalog/servers.json: the fingerprint (or null)
 //               and, with --latest, the new version and license
+//   --tools     put each tool list whose fingerprint is the catalog's in
+//               catalog/tools.json (the daemon carries it: a person reads an entry's
+//               tools and their findings before its first start, docs/dashboard.md)
 //
 // Prints one line per entry: id, version, number of tools, fingerprint (or null and
 // why). A fingerprint is only kept when the tool list is the same in two runs with
@@ -51,13 +54,14 @@ const ACCEPTED = {
 };
 
 function parseArgs(argv) {
-  const o = { dir: '/tmp/cat', only: null, latest: false, write: false };
+  const o = { dir: '/tmp/cat', only: null, latest: false, write: false, tools: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--dir') o.dir = argv[++i];
     else if (a === '--only') o.only = new Set(argv[++i].split(','));
     else if (a === '--latest') o.latest = true;
     else if (a === '--write') o.write = true;
+    else if (a === '--tools') o.tools = true;
     else {
       console.error(`unknown argument ${a}; usage: review-catalog.mjs [--dir DIR] [--only ID,ID] [--latest] [--write]`);
       process.exit(2);
@@ -140,6 +144,11 @@ function have(cmd) {
   return sh('sh', ['-c', `command -v ${cmd}`]).status === 0;
 }
 
+/** cmd's path on this script's PATH: the server's own env may set a PATH without it. */
+function which(cmd) {
+  return sh('sh', ['-c', `command -v ${cmd}`]).stdout.trim();
+}
+
 /** A dummy value for a setting; `variant` makes the two runs differ. */
 function dummy(setting, variant) {
   if (/POSTGRES|DATABASE/.test(setting.env)) return `postgresql://user_${variant}:pw_${variant}@127.0.0.1:5432/db_${variant}`;
@@ -185,11 +194,11 @@ async function listTools(entry, prefix, variant, logDir, watch) {
   let args = argv.slice(1);
   if (watch.strace) {
     args = ['-f', '-qq', '-e', 'trace=connect,sendto,sendmsg', '-o', straceLog, command, ...args];
-    command = 'strace';
+    command = which('strace');
   }
   if (watch.netns) {
     args = ['-n', command, ...args];
-    command = 'unshare';
+    command = which('unshare');
   }
   const transport = new StdioClientTransport({ command, args, env, cwd: ws, stderr: 'pipe' });
   let stderr = '';
@@ -320,6 +329,8 @@ async function reviewEntry(entry, opts, watch) {
   const fa = fingerprint(listFile(a, path.join(opts.dir, `${entry.id}.a.json`)));
   const fb = fingerprint(listFile(b, path.join(opts.dir, `${entry.id}.b.json`)));
   out.tools = fa.tools;
+  const listed = JSON.parse(fs.readFileSync(path.join(opts.dir, `${entry.id}.a.json`), 'utf8'));
+  out.list = listed.result?.tools ?? listed.tools; // the server's own response, or {tools}
   const rv = review(path.join(opts.dir, `${entry.id}.a.json`), path.join(opts.dir, `${entry.id}.b.json`));
   fs.writeFileSync(path.join(opts.dir, `${entry.id}.review.txt`), rv.text);
   const problems = [];
@@ -374,12 +385,15 @@ async function main() {
   if (!watch.netns) console.error('# not root or no unshare: servers run with the host network (they should not use it)');
   const catalog = JSON.parse(fs.readFileSync(CATALOG, 'utf8'));
   const results = [];
+  const TOOLS = path.join(ROOT, 'catalog', 'tools.json');
+  const lists = fs.existsSync(TOOLS) ? JSON.parse(fs.readFileSync(TOOLS, 'utf8')) : {};
   for (const entry of catalog) {
     if (opts.only && !opts.only.has(entry.id)) continue;
     try {
       const r = await reviewEntry(entry, opts, watch);
       results.push(r);
       console.log([r.id, r.version, `${r.tools} tools`, r.fingerprint ?? 'null', r.why.join('; ')].join('\t'));
+      if (opts.tools && r.fingerprint && r.fingerprint === entry.fingerprint) lists[entry.id] = r.list;
       if (opts.write) {
         entry.fingerprint = r.fingerprint;
         if (opts.latest && LICENSES.has(r.license)) {
@@ -391,6 +405,11 @@ async function main() {
       console.log([entry.id, entry.version, '-', 'null', `failed: ${e.message}`].join('\t'));
       if (opts.write) entry.fingerprint = null;
     }
+  }
+  if (opts.tools) {
+    const sorted = Object.fromEntries(Object.keys(lists).sort().map((k) => [k, lists[k]]));
+    fs.writeFileSync(TOOLS, `${JSON.stringify(sorted)}\n`);
+    console.error(`# wrote ${TOOLS}`);
   }
   if (opts.write) {
     fs.writeFileSync(CATALOG, formatCatalog(catalog));

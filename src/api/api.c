@@ -953,6 +953,15 @@ static void usage_series(struct httpd_req *req, struct server *srv, const struct
     api_json(req, 200, server_usage_series(srv, name, sb));
 }
 
+/* GET /v1/mcp/catalog/{id}/review: an entry's tools read before its first start. */
+static void catalog_review(struct httpd_req *req, struct server *srv, const char *id)
+{
+    json_t *out = NULL;
+    err_t err = {0};
+    if (mcp_catalog_review(mcp_catalog(srv), id, &out, &err) < 0) return api_fail(req, &err);
+    api_json(req, 200, out);
+}
+
 /* Whether segment is "NAME:verb", and then cuts it to NAME. */
 static bool verb_is(char *segment, const char *verb)
 {
@@ -1018,6 +1027,9 @@ static void route(struct httpd_req *req, void *arg)
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
                strcmp(seg[2], "catalog") == 0 && m == HTTPD_GET) {
         api_json(req, 200, catalog_cloud_json(mcp_catalog(srv)));
+    } else if (n == 5 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "mcp") == 0 &&
+               strcmp(seg[2], "catalog") == 0 && strcmp(seg[4], "review") == 0 && m == HTTPD_GET) {
+        catalog_review(req, srv, seg[3]);
     } else if (n >= 2 && n <= 3 && strcmp(seg[0], "v1") == 0 &&
                strcmp(seg[1], "egress-secrets") == 0) {
         api_egress_secrets(req, srv, &who, n == 3 ? seg[2] : NULL);

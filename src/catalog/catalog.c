@@ -4,6 +4,16 @@
 #include <string.h>
 
 extern const char catalog_json_text[];
+extern const char catalog_tools_text[];
+
+json_t *catalog_reviewed_tools(const char *id)
+{
+    /* Parsed at each call: a person's review page, not a hot path; nothing kept. */
+    json_t *all = json_loads(catalog_tools_text, 0, NULL);
+    json_t *tools = json_incref(json_object_get(all, id));
+    json_decref(all);
+    return json_is_array(tools) ? tools : (json_decref(tools), NULL);
+}
 
 static bool strings(json_t *arr, bool nonempty)
 {

@@ -13,6 +13,10 @@ int catalog_load(json_t **out, err_t *err);
 /* The entry of id in a loaded catalog (borrowed), or NULL. */
 json_t *catalog_find(json_t *catalog, const char *id);
 
+/* The tool list the entry's fingerprint was made when it was reviewed (a new
+ * reference), or NULL when the review kept none (catalog/tools.json). */
+json_t *catalog_reviewed_tools(const char *id);
+
 /* GET /v1/mcp/catalog: {data: [...]}, each entry as catalog/servers.json has it with
  * Runtime Cloud's fields added: title, source (the package's page at its version),
  * env[] (the settings as {name, description, required, secret, hosts?}; the entry's

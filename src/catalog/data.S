@@ -7,4 +7,13 @@ catalog_json_text:
     .incbin "catalog/servers.json"
     .byte 0
     .size catalog_json_text, . - catalog_json_text
+
+/* The tool list each entry's fingerprint was made from (catalog/tools.json, written by
+ * catalog/review-catalog.mjs --tools): what a person reads before a first start. */
+    .global catalog_tools_text
+    .type catalog_tools_text, @object
+catalog_tools_text:
+    .incbin "catalog/tools.json"
+    .byte 0
+    .size catalog_tools_text, . - catalog_tools_text
     .section .note.GNU-stack,"",@progbits

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../catalog/catalog.h"
 #include "../review/review.h"
 #include "mcp_impl.h"
 
@@ -90,6 +91,42 @@ static int review_json(struct mcp_server *ms, json_t **out, err_t *err)
                      ms->approvals);
     review_free(&rv);
     return 0;
+}
+
+int mcp_catalog_review(json_t *catalog, const char *id, json_t **out, err_t *err)
+{
+    json_t *entry = catalog_find(catalog, id);
+    if (!entry)
+        return err_set(err, -ENOENT, "no catalog entry %s; GET /v1/mcp/catalog lists them", id);
+    json_t *tools = catalog_reviewed_tools(id);
+    char *text = tools ? json_dumps(tools, JSON_COMPACT) : NULL;
+    json_decref(tools);
+    if (!text)
+        return err_set(err, -ENOENT,
+                       "catalog entry %s has no reviewed tool list (its review kept no "
+                       "fingerprint); start it and review what it lists",
+                       id);
+    struct review rv;
+    int r = review_tools(NULL, 0, text, strlen(text), &rv, err);
+    free(text);
+    json_t *findings = json_array();
+    for (size_t i = 0; r == 0 && i < rv.n_findings; i++)
+        json_array_append_new(findings, finding_json(&rv.findings[i]));
+    const char *pinned = json_string_value(json_object_get(entry, "fingerprint"));
+    if (r == 0 && !(pinned && strncmp(rv.new_sha256, pinned, strlen(pinned)) == 0))
+        r = err_set(err, -EINVAL, "catalog entry %s: its reviewed list is not its fingerprint %s",
+                    id, pinned ? pinned : "(none)");
+    if (r == 0) {
+        json_t *list = json_pack("{s:s,s:o}", "fingerprint", rv.new_sha256, "tools",
+                                 catalog_reviewed_tools(id));
+        *out = json_pack("{s:s,s:s,s:O,s:o,s:b,s:n,s:o,s:[]}", "name", id, "status", "catalog",
+                         "approved", list, "current", list, "pending", false, "changes", "findings",
+                         findings, "approvals");
+    } else {
+        json_decref(findings);
+    }
+    review_free(&rv);
+    return r;
 }
 
 static struct mcp_server *server_of(struct sbx *sb, const char *name, err_t *err)

@@ -250,6 +250,9 @@ struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
  * pending, changes, findings, approvals} (api/openapi.yaml McpReview); -ENOENT when the
  * sandbox has no such server. */
 int mcp_review(struct sbx *sb, const char *name, json_t **out, err_t *err);
+/* The same for a catalog entry before any start: its reviewed list (catalog/tools.json),
+ * as both approved and current, with its findings. -ENOENT: no such entry, or no list. */
+int mcp_catalog_review(json_t *catalog, const char *id, json_t **out, err_t *err);
 /* Approves the server's pending list, which must have this fingerprint (64 hex digits;
  * -EEXIST when it has another, or there is none), recorded as by's; the server then
  * serves it (started again when it was refused). *out: the review after it. */

@@ -694,6 +694,10 @@ test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, 
   assert.equal(typeof logs.text, 'string');
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/logs', 404, 'not_found', { params: { id: 'no-such-sandbox', name: 'hello' } });
+  // A catalog entry read before any start: its reviewed list and findings.
+  const cat = await call('GET', '/v1/mcp/catalog/{entryId}/review', { params: { entryId: 'memory' }, expect: 200 });
+  assert.ok(cat.body.current.tools.length > 0);
+  await callError('GET', '/v1/mcp/catalog/{entryId}/review', 404, 'not_found', { params: { entryId: 'no-such-entry' } });
   // Its review: nothing pending, the approved list is what it serves; nothing to approve.
   const rv = await call('GET', '/v1/sandboxes/{id}/mcp/{name}/review', { params: { id: sb.id, name: 'hello' }, expect: 200 });
   assert.equal(rv.body.pending, false);
