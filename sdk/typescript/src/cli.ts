@@ -4,7 +4,9 @@
  */
 import * as os from 'node:os';
 import { Runtime, type Sandbox } from './client.js';
+import { apiUrlFromEnv } from './config.js';
 import { CommandError, RuntimeError } from './errors.js';
+import { LoginError, login, logout } from './login.js';
 import type { CommandResult, CreateSandbox, Isolation, McpGateway, McpServerRequest } from './types.js';
 import { VERSION } from './version.js';
 
@@ -27,7 +29,9 @@ Usage:
                           [--fingerprint SERVER=HASH]... [--wait SECONDS]
   withruntime sandbox mcp ID [--json]                           URLs, header, claude mcp add lines
   withruntime sandbox mcp catalog [--json]
-  withruntime login                                             checks the daemon and key; says where they come from
+  withruntime login [--no-browser] [--wait] [--agent-name N]   connect this machine: a person approves
+                          the printed code; the key is saved for RUNTIME_API_URL's daemon
+  withruntime logout                                            revoke the saved key, remove its file
 
 OPTIONS of create and run:
   --name N  --memory MiB  --cpus N  --disk MiB  --idle-pause SECONDS
@@ -40,8 +44,9 @@ group words; no shell).
 
 Global options:
   --api-url URL   default $RUNTIME_API_URL, else http://127.0.0.1:7070
-  --api-key KEY   default $RUNTIME_API_KEY, else STATE/admin.key
-                  (STATE: $RUNTIME_STATE_DIR or /var/lib/runtime)
+  --api-key KEY   default $RUNTIME_API_KEY, else the key login saved for the
+                  daemon, else STATE/admin.key (STATE: $RUNTIME_STATE_DIR or
+                  /var/lib/runtime). With a key given, login only checks it.
   --trial         there is no trial: runtime is self-hosted (also: login --trial)
   --help, --version
 `;
@@ -73,7 +78,9 @@ interface Parsed {
 }
 
 const WITH_VALUE = new Set(['--name', '--memory', '--cpus', '--disk', '--idle-pause', '--label', '--env',
-  '--allow', '--isolation', '--secret', '--fingerprint', '--wait', '--api-url', '--api-key']);
+  '--allow', '--isolation', '--secret', '--fingerprint', '--wait', '--api-url', '--api-key', '--agent-name']);
+/** After `login`, --wait is a flag (wait the request's whole life), not SECONDS. */
+const LOGIN_FLAGS = new Set(['--no-browser', '--wait', '--trial']);
 
 function parse(args: string[]): Parsed {
   const p: Parsed = { flags: new Set(), values: new Map(), rest: [], command: null };
@@ -85,7 +92,7 @@ function parse(args: string[]): Parsed {
     }
     const eq = a.startsWith('--') ? a.indexOf('=') : -1;
     const key = eq > 0 ? a.slice(0, eq) : a;
-    if (WITH_VALUE.has(key)) {
+    if (WITH_VALUE.has(key) && !(key === '--wait' && p.rest[0] === 'login' && eq < 0)) {
       const v = eq > 0 ? a.slice(eq + 1) : args[++i];
       if (v === undefined) throw new UsageError(`${key} needs a value`);
       p.values.set(key, [...(p.values.get(key) ?? []), v]);
@@ -296,19 +303,19 @@ async function sandbox(rt: Runtime, p: Parsed, io: Io): Promise<number> {
 }
 
 /**
- * `login`: Runtime Cloud's opens a browser and saves a key; a self-hosted runtimed has
- * its key already (RUNTIME_API_KEY, or STATE/admin.key), so this checks that the daemon
- * answers to it and says where each came from.
+ * `login` with a key already given (--api-key or RUNTIME_API_KEY), as Runtime Cloud's
+ * CLI: no device login; it checks that the daemon answers to the key and says where
+ * each came from.
  */
-async function login(rt: Runtime, p: Parsed, io: Io): Promise<number> {
+async function checkKey(rt: Runtime, p: Parsed, io: Io): Promise<number> {
   const url = one(p, '--api-url') ? '--api-url' : process.env.RUNTIME_API_URL ? 'RUNTIME_API_URL' : 'the default';
   const key = one(p, '--api-key') ? '--api-key' : process.env.RUNTIME_API_KEY ? 'RUNTIME_API_KEY'
     : `${process.env.RUNTIME_STATE_DIR || '/var/lib/runtime'}/admin.key`;
   const page = await rt.sandboxes.list({ limit: 100 });
   io.out(`connected to runtimed at ${rt.baseUrl} (from ${url}), key from ${key}: ` +
     `${page.data.length}${page.hasMore ? '+' : ''} sandbox${page.data.length === 1 ? '' : 'es'}\n` +
-    'runtime is self-hosted: there is no browser login; programs find the daemon and key the same way ' +
-    '(RUNTIME_API_URL, RUNTIME_API_KEY)\n');
+    'a key is given, so there is no device login; unset RUNTIME_API_KEY (and leave out --api-key) to ' +
+    'connect this machine with a key of its own\n');
   return 0;
 }
 
@@ -328,10 +335,7 @@ export async function main(args: string[], io: Io = processIo): Promise<number> 
       io.err(TRIAL);
       if (p.rest.length === 0) return 0;
     }
-    if (p.rest[0] === 'login') {
-      if (p.flags.has('--trial')) return 0;
-      return await login(new Runtime({ baseUrl: one(p, '--api-url'), apiKey: one(p, '--api-key') }), p, io);
-    }
+    if (p.rest[0] === 'login' || p.rest[0] === 'logout') return await loginCommand(p, io);
     if (p.rest[0] !== 'sandbox') {
       throw new UsageError(p.rest[0] ? `unknown command '${p.rest[0]}'` : 'no command given');
     }
@@ -342,7 +346,37 @@ export async function main(args: string[], io: Io = processIo): Promise<number> 
   }
 }
 
+/** `login` and `logout` (docs/login.md). */
+async function loginCommand(p: Parsed, io: Io): Promise<number> {
+  const verb = p.rest[0]!;
+  if (p.rest.length > 1) throw new UsageError(`unexpected argument '${p.rest[1]}' after ${verb}`);
+  if (verb === 'login' && p.flags.has('--trial')) return 0;
+  const allowed = verb === 'login' ? LOGIN_FLAGS : new Set<string>();
+  for (const f of p.flags) if (!allowed.has(f)) throw new UsageError(`${verb} takes no ${f}`);
+  for (const k of p.values.keys()) {
+    if (k !== '--api-url' && k !== '--api-key' && !(verb === 'login' && k === '--agent-name')) throw new UsageError(`${verb} takes no ${k}`);
+  }
+  const apiUrl = apiUrlFromEnv(one(p, '--api-url'));
+  if (verb === 'logout') {
+    if (one(p, '--api-key')) throw new UsageError('logout takes no --api-key: it revokes the key login saved');
+    return await logout(apiUrl, io);
+  }
+  const key = one(p, '--api-key');
+  if (key || process.env.RUNTIME_API_KEY) return await checkKey(new Runtime({ baseUrl: apiUrl, apiKey: key }), p, io);
+  return await login({
+    apiUrl, agentName: one(p, '--agent-name'), noBrowser: p.flags.has('--no-browser'), wait: p.flags.has('--wait'), io,
+  });
+}
+
 function report(e: unknown, io: Io): number {
+  if (e instanceof LoginError && e.exitCode === 2) {
+    io.err(`withruntime: ${e.message}; see withruntime --help\n`);
+    return 2;
+  }
+  if (e instanceof LoginError) {
+    io.err(`withruntime: ${e.message}\n`);
+    return e.exitCode;
+  }
   if (e instanceof UsageError) {
     io.err(`withruntime: ${e.message}; see withruntime --help\n`);
     return 2;

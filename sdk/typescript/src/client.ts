@@ -16,7 +16,10 @@ import type {
 } from './types.js';
 
 export interface RuntimeOptions {
-  /** Default RUNTIME_API_KEY, else STATE/admin.key (RUNTIME_STATE_DIR or /var/lib/runtime). */
+  /**
+   * Default RUNTIME_API_KEY, else the key `withruntime login` (or `runtime login`) saved
+   * for this daemon's origin, else STATE/admin.key (RUNTIME_STATE_DIR or /var/lib/runtime).
+   */
   apiKey?: string;
   /** The daemon's HTTP API; default RUNTIME_API_URL, else http://127.0.0.1:7070. */
   baseUrl?: string;
@@ -99,11 +102,12 @@ export class Runtime {
   private static shared: Runtime | undefined;
 
   constructor(options: RuntimeOptions = {}) {
-    const { key, problem } = apiKeyFromEnv(options.apiKey);
+    const apiUrl = apiUrlFromEnv(options.baseUrl ?? options.apiUrl);
+    const { key, problem } = apiKeyFromEnv(options.apiKey, apiUrl);
     const fetchFn = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (!fetchFn) throw new RuntimeError({ message: 'no fetch: use Node 20 or later, or pass { fetch }', code: 'no_fetch', status: 0 });
     this.transport = new Transport({
-      apiUrl: apiUrlFromEnv(options.baseUrl ?? options.apiUrl), apiKey: key, keyProblem: problem, fetch: fetchFn,
+      apiUrl, apiKey: key, keyProblem: problem, fetch: fetchFn,
       timeoutMs: options.timeoutMs ?? 300_000, maxRetries: options.maxRetries ?? 4,
     });
     this.sandboxes = new Sandboxes(this);

@@ -200,7 +200,7 @@ export class Transport {
     if (!this.config.apiKey) {
       throw new RuntimeError({
         message: this.config.keyProblem, code: 'missing_api_key', status: 0,
-        hint: 'Set RUNTIME_API_KEY, or pass new Runtime({ apiKey }).',
+        hint: 'Run `npx withruntime login`, set RUNTIME_API_KEY, or pass new Runtime({ apiKey }).',
       });
     }
   }

@@ -93,10 +93,11 @@ test('an API error is one line on stderr and exit 1', { skip }, async () => {
   assert.match(w.stderr, /missing or wrong API key/);
 });
 
-test('login checks the daemon and the key and says where they come from; login --trial says there is no trial', { skip }, async () => {
+test('login with a key given (RUNTIME_API_KEY) only checks the daemon and the key and says where they come from; login --trial says there is no trial', { skip }, async () => {
   const r = await cli(['login']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^connected to runtimed at ${d.url.replace(/[.]/g, '\\.')} \\(from RUNTIME_API_URL\\), key from RUNTIME_API_KEY: \\d+\\+? sandbox`));
+  assert.match(r.stdout, /there is no device login; unset RUNTIME_API_KEY/);
   const w = await cli(['login'], d.env({ RUNTIME_API_KEY: 'wrong' }));
   assert.equal(w.code, 1);
   assert.match(w.stderr, /missing or wrong API key/);
