@@ -1,7 +1,7 @@
 /* The review of a changed MCP server: its approved tool list against the current one,
  * matched by name, with word diffs of the texts and a diff of each parameter. Pure: the
  * page renders what this returns, as text. */
-import { diffWords } from 'diff';
+import { diffWordsWithSpace } from 'diff';
 
 export interface Tool {
   name: string;
@@ -66,12 +66,13 @@ export interface Review {
 
 const MAX_DIFF_CHARS = 200_000;
 
-/** Word diff of two texts; when too long or too slow, the whole old text removed and the
+/** Word diff of two texts (jsdiff's diffWordsWithSpace: whitespace is kept as tokens, so each
+ * side rebuilds its text exactly and a change of whitespace alone shows); when too long or too slow, the whole old text removed and the
  * new one added. */
 export function wordDiff(a: string, b: string): Part[] {
   if (a === b) return [{ text: a, kind: 'same' }];
   if (a.length + b.length <= MAX_DIFF_CHARS) {
-    const changes = diffWords(a, b, { timeout: 1500 });
+    const changes = diffWordsWithSpace(a, b, { timeout: 1500 });
     if (changes) return changes.map((c) => ({ text: c.value, kind: c.added ? 'added' : c.removed ? 'removed' : 'same' }));
   }
   const out: Part[] = [];
@@ -118,15 +119,17 @@ function canon(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
-/* The input schema with its properties' descriptions and the required list left out: what
- * is left differs in ways the parameter rows do not show (a default, an enum, a pattern...). */
-function schemaRest(s: unknown): string {
+/* The input schema with its properties' descriptions and types, the required list, and the
+ * properties only one side has left out: what is left differs in ways the parameter rows do
+ * not show (a default, an enum, a pattern, a nested schema...). */
+function schemaRest(s: unknown, keep: Set<string>): string {
   if (!isObj(s)) return canon(s);
   const copy: Record<string, unknown> = { ...s };
   delete copy.required;
   if (isObj(s.properties)) {
     const props: Record<string, unknown> = {};
     for (const [k, p] of Object.entries(s.properties)) {
+      if (!keep.has(k)) continue;
       if (isObj(p)) {
         const q = { ...p };
         delete q.description;
@@ -137,6 +140,10 @@ function schemaRest(s: unknown): string {
     copy.properties = props;
   }
   return canon(copy);
+}
+
+function propNames(s: unknown): string[] {
+  return isObj(s) && isObj(s.properties) ? Object.keys(s.properties) : [];
 }
 
 /** Which parameter a finding's field names ("inputSchema.properties.x.description" → x). */
@@ -209,7 +216,9 @@ export function reviewTools(approved: Tool[] | null, current: Tool[], findings: 
     const title = text(o.title) !== text(t.title) ? wordDiff(text(o.title), text(t.title)) : null;
     const description = text(o.description) !== text(t.description) ? wordDiff(text(o.description), text(t.description)) : null;
     const otherChanged: string[] = [];
-    if (schemaRest(o.inputSchema) !== schemaRest(t.inputSchema)) otherChanged.push('inputSchema');
+    const oldProps = new Set(propNames(o.inputSchema));
+    const shared = new Set(propNames(t.inputSchema).filter((k) => oldProps.has(k)));
+    if (schemaRest(o.inputSchema, shared) !== schemaRest(t.inputSchema, shared)) otherChanged.push('inputSchema');
     if (canon(o.outputSchema) !== canon(t.outputSchema)) otherChanged.push('outputSchema');
     if (canon(o.annotations) !== canon(t.annotations)) otherChanged.push('annotations');
     const changed = title !== null || description !== null || otherChanged.length > 0 || ps.some((p) => p.change !== 'unchanged');

@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, seg } from '../api';
 import { href } from '../lib/route';
 import { str } from '../lib/text';
+import { parseTime } from '../lib/time';
 import type { Account, ConnectRequest, Connection, Session } from '../types';
 import { ConfirmButton, ErrorBox, Status, Txt, useLoad, When } from '../ui';
 
@@ -39,6 +40,7 @@ export function ConnectPage({ code, session }: { code: string | null; session: S
   const r = req.data;
   const names = [session.account, ...(Array.isArray(accounts.data) ? accounts.data.map((a) => str(a.name, 64)) : [])].filter((v, i, l) => l.indexOf(v) === i);
   const notFound = req.error instanceof ApiError && req.error.status === 404;
+  const expired = !!r && parseTime(r.expiresAt) < Date.now();
   return (
     <main class="narrow">
       <h1>Connect an agent</h1>
@@ -53,7 +55,8 @@ export function ConnectPage({ code, session }: { code: string | null; session: S
           </p>
           <p>Check that your terminal shows the code <strong class="mono">{str(r.userCode, 32) || code}</strong>. If you did not start this login yourself, refuse it.</p>
           <p class="small muted">Asked <When t={r.createdAt} />; expires <When t={r.expiresAt} />. <Status s={r.status} testid="connect-status" /></p>
-          {!result && (r.status === 'pending' || !r.status) && (
+          {expired && !result && <p class="warn-text" data-testid="connect-expired">This request has expired. Start the login again in your terminal.</p>}
+          {!result && !expired && (r.status === 'pending' || !r.status) && (
             <>
               {session.admin && (
                 <label>

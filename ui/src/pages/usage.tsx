@@ -20,7 +20,7 @@ export function UsagePage({ session }: { session: Session }) {
       <ErrorBox error={usage.error} />
       {u && (
         <div class="totals" data-testid="usage-totals">
-          <div class="kpi"><span class="kpi-v" data-testid="usage-cost">{dollars(u.total?.cost?.total, 2)}</span><span class="kpi-l">cost so far</span></div>
+          <div class="kpi"><span class="kpi-v" data-testid="usage-cost">{dollars(u.total?.cost?.total, typeof u.total?.cost?.total === 'number' && u.total.cost.total < 1 ? 4 : 2)}</span><span class="kpi-l">cost so far</span></div>
           <div class="kpi"><span class="kpi-v">{num(u.total?.vcpuHours, 3)}</span><span class="kpi-l">vCPU-hours</span></div>
           <div class="kpi"><span class="kpi-v">{num(u.total?.memoryGiBHours, 3)}</span><span class="kpi-l">GiB-hours</span></div>
           <div class="kpi"><span class="kpi-v">{num(u.total?.pausedGBHours, 3)}</span><span class="kpi-l">paused GB-hours</span></div>
