@@ -68,7 +68,7 @@ export function makeState(opts = {}) {
     secrets: new Map([['GITHUB_TOKEN', { name: 'GITHUB_TOKEN', hosts: ['api.github.com'], header: 'Authorization', format: 'Bearer {value}', env: 'GITHUB_TOKEN', placeholder: 'rtp_placeholder_1', createdAt: iso(now - 5e6), updatedAt: iso(now - 5e6), rules: [{ methods: ['GET'], paths: ['/repos/acme/*'] }] }]]),
     secretValues: new Map(),
     accounts: [{ name: 'acme', createdAt: iso(now - 9e6), removing: false, maxSandboxes: 10, maxMemoryMiB: null, sandboxes: 2, memoryMiB: 2048 }],
-    connectRequests: new Map([['ABCD-EF01-2345', { userCode: 'ABCD-EF01-2345', agentName: 'claude-code' + XSS, machine: 'laptop.local', address: '127.0.0.1', createdAt: iso(now - 30e3), expiresAt: iso(now + 570e3), status: 'pending' }]]),
+    connectRequests: new Map([['ABCD-EF01-2345', { userCode: 'ABCD-EF01-2345', agentName: 'claude-code' + XSS, machine: 'laptop.local', address: '127.0.0.1', createdAt: iso(now - 30e3), expiresAt: iso(now + 3600e3), status: 'pending' }]]),
     connections: [{ connectionId: 'conn_1', agentName: 'claude-code', machine: 'build-box', createdAt: iso(now - 86400e3) }],
     approveBodies: [],
     sseClients: new Set(),
