@@ -111,7 +111,7 @@ unit: $(BUILD)/unit
 CLOUD_PYTHON ?= /opt/runtime-test/venv-cloud/bin/python
 # Runtime Cloud's framework packages on it (docs/frameworks.md), in a venv of their own.
 FRAMEWORKS_PYTHON ?= /opt/runtime-test/venv-frameworks/bin/python
-check: all $(BUILD)/unit asan format-check
+check: all $(BUILD)/unit asan format-check ui-check
 	scripts/include-graph >/dev/null
 	tests/deps/check-deps.test.sh
 	$(BUILD)/unit
@@ -174,6 +174,18 @@ format:
 	clang-format -i $(FORMATTED)
 
 # Fails on any file that `make format` would change (clang-format 14, .clang-format).
+# The dashboard (ui/): its types, its own tests (pure modules, and the page in Chromium
+# against a mock), and ui/dist being exactly what its sources build (dist is committed:
+# the daemon's build needs no npm). `make ui` rebuilds it.
+ui:
+	cd ui && node build.mjs
+
+ui-check:
+	cd ui && npm run --silent check && npm test --silent
+	cd ui && node build.mjs >/dev/null
+	@git diff --quiet -- ui/dist 2>/dev/null || \
+		{ echo "ui-check: ui/dist is not what ui/src builds: run \`make ui\` and commit it" >&2; exit 1; }
+
 format-check:
 	@clang-format --dry-run --Werror $(FORMATTED) || \
 		{ echo "format-check: run \`make format\` and commit the result" >&2; exit 1; }
@@ -206,7 +218,7 @@ uninstall:
 	    $(DESTDIR)$(UNITDIR)/runtimed.service $(DESTDIR)$(DOCDIR)/README.md
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
-.PHONY: all asan unit check check-gvisor format clean install uninstall bench-smoke FORCE
+.PHONY: all asan unit check check-gvisor format clean install uninstall bench-smoke ui ui-check FORCE
 
 # Fuzz targets (libFuzzer, clang) for the parsers of untrusted input, in
 # tests/fuzz/. The sources are compiled again by clang with coverage and

@@ -28,6 +28,8 @@ class Live {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private polling = false;
   private generation = 0;
+  /* the admin's list is every account's (GET /v1/sandboxes?account=*); an account's, its own */
+  private everyone = false;
 
   subscribe(f: () => void): () => void {
     this.listeners.add(f);
@@ -41,8 +43,9 @@ class Live {
     for (const f of [...this.listeners]) f();
   }
 
-  start(): void {
+  start(admin: boolean): void {
     if (this.mode !== 'stopped') return;
+    this.everyone = admin;
     this.generation++;
     this.mode = 'connecting';
     this.refresh();
@@ -66,7 +69,7 @@ class Live {
       const all: Sandbox[] = [];
       let cursor: string | null = null;
       for (let i = 0; i < MAX_PAGES; i++) {
-        const q: string = '/v1/sandboxes?limit=100' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+        const q: string = '/v1/sandboxes?limit=100' + (this.everyone ? '&account=*' : '') + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
         const page: { data?: unknown; nextCursor?: unknown } = await api('GET', q);
         if (gen !== this.generation) return;
         if (Array.isArray(page?.data)) all.push(...page.data.filter(isSandbox));

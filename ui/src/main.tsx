@@ -95,7 +95,7 @@ function Page({ route, session }: { route: Route; session: Session }) {
     case 'connect':
       return <ConnectPage code={route.code} session={session} />;
     case 'sandboxes':
-      return <SandboxesPage />;
+      return <SandboxesPage admin={session.admin} />;
     case 'sandbox':
       return <SandboxPage id={route.id} />;
     case 'mcp':
@@ -158,7 +158,7 @@ function App() {
     if (s) {
       setCsrfToken(s.csrfToken);
       setNotice('');
-      live.start();
+      live.start(s.admin);
     }
     setSession(s);
   }

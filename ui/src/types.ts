@@ -26,6 +26,7 @@ export interface McpServer {
 
 export interface Sandbox {
   id: string;
+  account?: string;
   name: string | null;
   status: string;
   state: string;
@@ -127,7 +128,8 @@ export interface Usage {
 }
 export interface UsageSeries {
   stepSeconds: number;
-  points: { t: string; cpuSeconds: number; memoryMiB: number; pausedStorageMiB: number; costUsd: number }[];
+  /* each minute's peaks, summed over the sandboxes, and their cost so far (cumulative) */
+  points: { t: string; vcpu: number; memoryMiB: number; pausedStorageMiB: number; costUsd: number }[];
 }
 
 export interface Account {

@@ -227,7 +227,7 @@ async function route(st, req, res, u) {
   }
   if (p === '/v1/usage/series') {
     const n = Date.now() - (Date.now() % 60000);
-    return send(res, 200, { stepSeconds: 60, points: Array.from({ length: 120 }, (_, i) => ({ t: new Date(n - (119 - i) * 60000).toISOString(), cpuSeconds: 5 + 4 * Math.sin(i / 9), memoryMiB: 200 + i, pausedStorageMiB: i > 80 ? 50 : 0, costUsd: 0.0001 })) });
+    return send(res, 200, { stepSeconds: 60, points: Array.from({ length: 120 }, (_, i) => ({ t: new Date(n - (119 - i) * 60000).toISOString(), vcpu: 0.5 + 0.4 * Math.sin(i / 9), memoryMiB: 200 + i, pausedStorageMiB: i > 80 ? 50 : 0, costUsd: 0.0001 * (i + 1) })) });
   }
   if (p === '/v1/accounts' && M === 'GET') return send(res, 200, st.accounts);
   if (p === '/v1/accounts' && M === 'POST') {

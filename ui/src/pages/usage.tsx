@@ -99,25 +99,26 @@ function Charts({ s }: { s: UsageSeries }) {
   const data = useMemo(() => {
     const pts = s.points.filter((p) => p && typeof p.t === 'string').slice(-2000);
     const xs: number[] = [], cpu: (number | null)[] = [], mem: (number | null)[] = [], paused: (number | null)[] = [], cost: (number | null)[] = [];
-    let sum = 0;
     const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
     for (const p of pts) {
       const t = Date.parse(p.t);
       if (!Number.isFinite(t)) continue;
       xs.push(t / 1000);
-      cpu.push(n(p.cpuSeconds));
+      cpu.push(n(p.vcpu));
       mem.push(n(p.memoryMiB));
       paused.push(n(p.pausedStorageMiB));
-      sum += n(p.costUsd) ?? 0;
-      cost.push(sum);
+      cost.push(n(p.costUsd));
     }
+    /* costUsd is what they cost so far: these minutes cost the last less the first */
+    const known = cost.filter((c): c is number => c !== null);
+    const sum = known.length ? known[known.length - 1] - known[0] : 0;
     return { xs, cpu, mem, paused, cost, sum };
   }, [s]);
   return (
     <>
       <p class="small">Cost over these {data.xs.length} minutes: <strong data-testid="series-cost">{dollars(data.sum, 4)}</strong></p>
       <div class="charts">
-        <Chart title="CPU seconds a minute" xs={data.xs} ys={data.cpu} color="--c-cpu" testid="chart-cpu" />
+        <Chart title="vCPU in use" xs={data.xs} ys={data.cpu} color="--c-cpu" testid="chart-cpu" />
         <Chart title="Memory MiB" xs={data.xs} ys={data.mem} color="--c-mem" testid="chart-memory" />
         <Chart title="Paused storage MiB" xs={data.xs} ys={data.paused} color="--c-paused" testid="chart-paused" />
         <Chart title="Cost so far, $" xs={data.xs} ys={data.cost} color="--c-cost" testid="chart-cost" />
