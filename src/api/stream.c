@@ -1,8 +1,8 @@
 /* GET /v1/events/stream: Server-Sent Events of the caller's sandboxes, for the dashboard
  * (and any client): `sandbox` with a sandbox's JSON when it appears or changes state or
- * settings, `sandbox.deleted` {id} when it is gone, and `event` {sandboxId, kind, time,
- * fields} for each event recorded (after the per-sandbox rate limits: a flood costs
- * the stream no more than the store). The admin's stream covers every account's.
+ * settings or one of its MCP servers moves, `sandbox.deleted` {id} when it is gone, and `event`
+ * {sandboxId, kind, time, fields} for each event recorded (after the per-sandbox rate limits: a
+ * flood costs the stream no more than the store). The admin's stream covers every account's.
  *
  * A stream is a notice, not a record: a client that was away reads what it missed from
  * GET /v1/sandboxes and .../events?after=. One that does not read is cut past

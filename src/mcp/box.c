@@ -157,6 +157,7 @@ void mcp_server_set_status(struct mcp_server *ms, enum mcp_status st, const char
     }
     if (st == MCP_REFUSED) mcp_log(ms, true, "refused: %s", ms->error);
     mcp_box_changed(ms->box);
+    server_sandbox_changed(ms->box->srv, ms->box->sb); /* its JSON shows the servers' status */
 }
 
 struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name)

@@ -138,6 +138,11 @@ void sbx_changed(struct server *srv, struct sbx *sb, bool gone)
     if (srv->hooks.sandbox_changed) srv->hooks.sandbox_changed(srv, sb, gone);
 }
 
+void server_sandbox_changed(struct server *srv, struct sbx *sb)
+{
+    sbx_changed(srv, sb, false);
+}
+
 int64_t sbx_lease_ends_ms(const struct sbx *sb)
 {
     return sb->state == SBX_RUNNING ? sb->lease_ends_ms : 0;

@@ -176,6 +176,10 @@ typedef void server_settings_set_fn(struct server *srv, const struct model_sandb
 int server_sandbox_update(struct server *srv, struct sbx *sb, const struct model_sandbox *changed,
                           server_settings_set_fn *done, void *arg, err_t *err);
 
+/* Something the sandbox's JSON shows changed outside the server (an MCP server's status):
+ * the sandbox_changed hook hears of it. */
+void server_sandbox_changed(struct server *srv, struct sbx *sb);
+
 /* The policy hook would answer otherwise now (the gateway's servers need other
  * hosts): a running sandbox's egress applies its new answer. */
 void server_sandbox_apply_policy(struct server *srv, struct sbx *sb);

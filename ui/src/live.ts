@@ -2,7 +2,7 @@
  * the daemon has it (EventSource sends the cookie alone, no header); otherwise, or while the
  * stream is down, GET /v1/sandboxes every 2 s. Pages subscribe; nothing reloads. */
 import { api } from './api';
-import type { Sandbox, SandboxEvent } from './types';
+import type { Sandbox } from './types';
 
 export type Mode = 'connecting' | 'stream' | 'polling' | 'stopped';
 
@@ -13,8 +13,12 @@ function isSandbox(v: unknown): v is Sandbox {
   return typeof v === 'object' && v !== null && typeof (v as Sandbox).id === 'string';
 }
 
-export interface LiveEvent extends SandboxEvent {
+/* An event as the stream tells it: a notice without its seq (the daemon numbers events
+ * when it stores them); the page reads the event itself with GET .../events?after=. */
+export interface LiveEvent {
   sandboxId: string;
+  kind: string;
+  time?: string;
 }
 
 class Live {
@@ -138,12 +142,8 @@ class Live {
     });
     es.addEventListener('event', (m) => {
       const d = parse((m as MessageEvent).data) as LiveEvent | null;
-      if (!d || typeof d !== 'object' || typeof d.sandboxId !== 'string' || typeof d.seq !== 'number' || typeof d.kind !== 'string') return;
-      /* Runtime Cloud's shape puts the kind's fields in `fields`; runtimed's events have them
-       * beside seq and kind: take either. */
-      const f = (d as { fields?: unknown }).fields;
-      const ev: LiveEvent = f && typeof f === 'object' && !Array.isArray(f) ? { ...(f as object), ...d } as LiveEvent : d;
-      for (const l of [...this.eventListeners]) l(ev);
+      if (!d || typeof d !== 'object' || typeof d.sandboxId !== 'string' || typeof d.kind !== 'string') return;
+      for (const l of [...this.eventListeners]) l(d);
     });
   }
 

@@ -162,7 +162,7 @@ export interface ConnectRequest {
 }
 
 export interface Connection {
-  connectionId: string;
+  id: string; /* the connection's id (connectionId in the login's answers) */
   agentName: string;
   machine: string;
   createdAt: string;

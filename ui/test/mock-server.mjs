@@ -69,7 +69,7 @@ export function makeState(opts = {}) {
     secretValues: new Map(),
     accounts: [{ name: 'acme', createdAt: iso(now - 9e6), removing: false, maxSandboxes: 10, maxMemoryMiB: null, sandboxes: 2, memoryMiB: 2048 }],
     connectRequests: new Map([['ABCD-EF01-2345', { userCode: 'ABCD-EF01-2345', agentName: 'claude-code' + XSS, machine: 'laptop.local', address: '127.0.0.1', createdAt: iso(now - 30e3), expiresAt: iso(now + 3600e3), status: 'pending' }]]),
-    connections: [{ connectionId: 'conn_1', agentName: 'claude-code', machine: 'build-box', createdAt: iso(now - 86400e3) }],
+    connections: [{ id: 'conn_1', agentName: 'claude-code', machine: 'build-box', createdAt: iso(now - 86400e3) }],
     approveBodies: [],
     sseClients: new Set(),
     sessions: new Set(),
@@ -252,7 +252,7 @@ async function route(st, req, res, u) {
   }
   if (p === '/v1/connect/connections') return send(res, 200, { data: st.connections });
   if ((m = /^\/v1\/connect\/connections\/([^/]+)$/.exec(p)) && M === 'DELETE') {
-    st.connections = st.connections.filter((c) => c.connectionId !== decodeURIComponent(m[1]));
+    st.connections = st.connections.filter((c) => c.id !== decodeURIComponent(m[1]));
     return send(res, 204);
   }
   return err(res, 404, 'not_found', 'no such path');

@@ -86,7 +86,7 @@ export function ConnectionsPage() {
   const [error, setError] = useState<unknown>(null);
   const raw = list.data as { data?: unknown; connections?: unknown } | unknown[] | undefined;
   const conns: Connection[] = (Array.isArray(raw) ? raw : Array.isArray((raw as { data?: unknown })?.data) ? (raw as { data: unknown[] }).data : Array.isArray((raw as { connections?: unknown })?.connections) ? (raw as { connections: unknown[] }).connections : []).filter(
-    (c): c is Connection => typeof c === 'object' && c !== null && typeof (c as Connection).connectionId === 'string',
+    (c): c is Connection => typeof c === 'object' && c !== null && typeof (c as Connection).id === 'string',
   );
   const revoke = async (id: string) => {
     setError(null);
@@ -110,11 +110,11 @@ export function ConnectionsPage() {
           <thead><tr><th>Agent</th><th>Machine</th><th>Connected</th><th /></tr></thead>
           <tbody>
             {conns.map((c) => (
-              <tr key={c.connectionId} data-testid="connection-row" data-id={str(c.connectionId, 128)}>
+              <tr key={c.id} data-testid="connection-row" data-id={str(c.id, 128)}>
                 <td><Txt v={c.agentName} max={200} /></td>
                 <td><Txt v={c.machine} max={200} /></td>
                 <td><When t={c.createdAt} /></td>
-                <td><ConfirmButton label="Revoke" confirm="Revoke it? That machine's CLI must log in again." onConfirm={() => revoke(c.connectionId)} testid="connection-revoke" danger /></td>
+                <td><ConfirmButton label="Revoke" confirm="Revoke it? That machine's CLI must log in again." onConfirm={() => revoke(c.id)} testid="connection-revoke" danger /></td>
               </tr>
             ))}
           </tbody>

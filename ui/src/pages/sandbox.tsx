@@ -331,11 +331,24 @@ export function EventsSection({ id, server }: { id: string; server?: string }) {
       if (!stop) timer = setTimeout(tick, 1500);
     };
     poll().then(() => !stop && (timer = setTimeout(tick, 1500)));
+    /* The stream says an event came; the events themselves, numbered, come from the API
+     * (one read at a time: a burst of notices while one runs asks once more after it). */
+    let reading: Promise<void> | null = null, again = false;
+    const read = () => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = poll().finally(() => {
+        reading = null;
+        if (again && !stop) {
+          again = false;
+          read();
+        }
+      });
+    };
     const off = live.onEvent((e: LiveEvent) => {
-      if (e.sandboxId !== id) return;
-      /* a gap (missed while the stream was down): ask for it; else take it */
-      if (e.seq > last.current + 1 && last.current > 0) poll();
-      else add([e]);
+      if (e.sandboxId === id) read();
     });
     return () => {
       stop = true;
