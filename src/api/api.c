@@ -666,19 +666,26 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
     if (mcp_logs_reply(srv, sb, name, req, on, &err) < 0) api_fail(req, &err);
 }
 
-/* GET /v1/sandboxes/{id}/mcp/{name}/review: kept in the daemon, no wake needed. */
-static void mcp_review_route(struct httpd_req *req, struct server *srv,
-                             const struct api_caller *who, const char *key, const char *name)
+/* GET /v1/sandboxes/{id}/mcp/{name}/review and .../calls: kept in the daemon, so a
+ * paused sandbox is not woken for them. */
+static void mcp_read_route(struct httpd_req *req, struct server *srv, const struct api_caller *who,
+                           const char *key, const char *name, const char *what)
 {
     struct sbx *sb = caller_sandbox(srv, who, key);
     if (!sb)
         return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
                          key);
     if (httpd_method(req) != HTTPD_GET)
-        return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/review");
+        return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/%s", what);
     json_t *out = NULL;
     err_t err = {0};
-    if (mcp_review(sb, name, &out, &err) < 0) return api_fail(req, &err);
+    if (strcmp(what, "review") == 0 && mcp_review(sb, name, &out, &err) < 0)
+        return api_fail(req, &err);
+    if (strcmp(what, "calls") == 0) {
+        struct mcp_server *ms = mcp_server_of(sb, name, &err);
+        if (!ms) return api_fail(req, &err);
+        out = mcp_calls_json(ms);
+    }
     api_json(req, 200, out);
 }
 
@@ -1004,8 +1011,9 @@ static void route(struct httpd_req *req, void *arg)
             one_sandbox(req, srv, &who, seg[2], seg[3], seg[4]);
         else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "logs") == 0)
             mcp_logs(req, srv, &who, seg[2], seg[4]);
-        else if (n == 6 && strcmp(seg[3], "mcp") == 0 && strcmp(seg[5], "review") == 0)
-            mcp_review_route(req, srv, &who, seg[2], seg[4]);
+        else if (n == 6 && strcmp(seg[3], "mcp") == 0 &&
+                 (strcmp(seg[5], "review") == 0 || strcmp(seg[5], "calls") == 0))
+            mcp_read_route(req, srv, &who, seg[2], seg[4], seg[5]);
         else
             api_error(req, 404, "not_found", "no such API path: %s", raw);
     } else if (n == 3 && strcmp(seg[0], "v1") == 0 && strcmp(seg[1], "usage") == 0 &&

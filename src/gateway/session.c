@@ -232,6 +232,7 @@ void mcp_forward(struct mcp_session *s, struct mcp_stream *st, json_t *msg)
     p->session = s;
     p->client_id = client_id;
     p->stream = st;
+    mcp_call_sent(p, msg);
     if (be->modern && !s->modern) p->request = json_incref(msg); /* for its input rounds */
     s->pending++;
     server_sandbox_hold(s->server->box->sb, +1); /* no idle pause while it works */
@@ -303,6 +304,7 @@ static void client_request(struct mcp_session *s, struct mcp_stream *st, json_t 
     if (strcmp(method, "tools/list") == 0)
         return answer(st, mcp_result_msg(id, json_pack("{s:O}", "tools", ms->served_json)));
     json_t *refusal = strcmp(method, "tools/call") == 0 ? mcp_call_refusal(ms, msg) : NULL;
+    if (refusal) mcp_call_refused(ms, msg, refusal);
     if (refusal) return answer(st, refusal);
     if (strcmp(method, "resources/subscribe") == 0) subscription(s, msg, true);
     if (strcmp(method, "resources/unsubscribe") == 0) {
@@ -631,6 +633,7 @@ static void answer_from_server(struct mcp_backend *be, json_t *msg)
     struct mcp_stream *st = p->stream;
     struct mcp_session *s = p->session;
     s->last_used_ms = now_ms();
+    mcp_call_answered(be->server, p, msg, NULL);
     mcp_pending_clear(be, p);
     if (s->modern) return mcp_modern_answered(s, st, out);
     if (st)
@@ -706,6 +709,7 @@ void mcp_backend_lost(struct mcp_backend *be, const char *why)
         if (!p->id || !p->session) continue;
         struct mcp_stream *st = p->stream;
         json_t *err = mcp_error_msg(p->client_id, -32000, text);
+        mcp_call_answered(be->server, p, NULL, why);
         mcp_pending_clear(be, p);
         if (st)
             mcp_stream_send(st, err, true);

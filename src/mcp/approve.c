@@ -129,18 +129,9 @@ int mcp_catalog_review(json_t *catalog, const char *id, json_t **out, err_t *err
     return r;
 }
 
-static struct mcp_server *server_of(struct sbx *sb, const char *name, err_t *err)
-{
-    struct mcp_server *ms = mcp_box_of(sb) ? mcp_server_find(mcp_box_of(sb), name) : NULL;
-    if (!ms)
-        err_set(err, -ENOENT, "sandbox %s has no MCP server %s; GET .../mcp lists them", sbx_id(sb),
-                name);
-    return ms;
-}
-
 int mcp_review(struct sbx *sb, const char *name, json_t **out, err_t *err)
 {
-    struct mcp_server *ms = server_of(sb, name, err);
+    struct mcp_server *ms = mcp_server_of(sb, name, err);
     return ms ? review_json(ms, out, err) : -ENOENT;
 }
 
@@ -162,7 +153,7 @@ static void record_approval(struct mcp_server *ms, const char *by, const char *o
 int mcp_approve(struct sbx *sb, const char *name, const char *fingerprint, const char *by,
                 json_t **out, err_t *err)
 {
-    struct mcp_server *ms = server_of(sb, name, err);
+    struct mcp_server *ms = mcp_server_of(sb, name, err);
     if (!ms) return -ENOENT;
     if (!ms->pending.canon)
         return err_set(err, -EEXIST,

@@ -412,6 +412,7 @@ void mcp_pending_clear(struct mcp_backend *be, struct mcp_pending *p)
     json_decref(p->client_token);
     json_decref(p->request);
     json_decref(p->inputs);
+    json_decref(p->tool);
     struct mcp_session *waiter = p->session;
     if (waiter) server_sandbox_hold(be->server->box->sb, -1);
     memset(p, 0, sizeof *p);

@@ -167,6 +167,15 @@ struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name)
     return NULL;
 }
 
+struct mcp_server *mcp_server_of(struct sbx *sb, const char *name, err_t *err)
+{
+    struct mcp_server *ms = mcp_box_of(sb) ? mcp_server_find(mcp_box_of(sb), name) : NULL;
+    if (!ms)
+        err_set(err, -ENOENT, "sandbox %s has no MCP server %s; GET .../mcp lists them", sbx_id(sb),
+                name);
+    return ms;
+}
+
 struct mcp_box *mcp_box_find_link(struct server *srv, const char *link)
 {
     struct mcp_box *found = NULL;
@@ -328,6 +337,7 @@ static void server_free(struct mcp_server *ms)
     mcp_toolset_clear(&ms->approved);
     mcp_toolset_clear(&ms->pending);
     json_decref(ms->approvals);
+    mcp_calls_free(ms);
     free(ms);
 }
 

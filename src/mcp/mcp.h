@@ -179,6 +179,7 @@ struct mcp_server {
     uint64_t started_ms;
     uint64_t requests;                 /* POSTs served, for /metrics */
     uint64_t notifications_dropped;    /* methods MCP does not define for clients, for /metrics */
+    struct mcp_calls *calls;           /* calls.c: the latest tools/calls, made at the first */
     struct rate_limit dropped_reports; /* their events and log lines */
     struct meter_histogram latency;
     struct mcp_server *next;
@@ -199,6 +200,8 @@ struct mcp_pending {
     json_t *request;
     json_t *inputs;
     unsigned awaiting, rounds;
+    json_t *tool;        /* a tools/call's tool name (calls.c), or NULL */
+    uint64_t started_ms; /* ... when it was sent */
 };
 
 struct mcp_backend {
@@ -245,6 +248,23 @@ void mcp_log(const struct mcp_server *ms, bool warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct mcp_box *mcp_box_find_link(struct server *srv, const char *link);
 struct mcp_server *mcp_server_find(struct mcp_box *box, const char *name);
+
+/* calls.c: the latest tools/calls a server got through the gateway, for the dashboard
+ * (GET .../mcp/{name}/calls): a tool, when, how long, and its outcome (ok, error,
+ * refused by the gate, lost when the process ended). In memory, the newest
+ * MCP_CALLS_KEPT a server. */
+#define MCP_CALLS_KEPT 32
+/* A tools/call was sent for p (its name kept, its clock started). */
+void mcp_call_sent(struct mcp_pending *p, json_t *msg);
+/* p's answer came (msg; NULL: the process ended first, why says so). */
+void mcp_call_answered(struct mcp_server *ms, struct mcp_pending *p, json_t *msg, const char *why);
+/* The gateway refused a call (its answer, refusal) before it reached the process. */
+void mcp_call_refused(struct mcp_server *ms, json_t *msg, json_t *refusal);
+/* {total, failed, recent: [{tool, at, ms, outcome, error?}], newest first}. */
+json_t *mcp_calls_json(const struct mcp_server *ms);
+void mcp_calls_free(struct mcp_server *ms);
+/* The server of that name in the sandbox, or NULL with -ENOENT in err. */
+struct mcp_server *mcp_server_of(struct sbx *sb, const char *name, err_t *err);
 
 /* approve.c: the review of a server's tool list, {name, status, approved, current,
  * pending, changes, findings, approvals} (api/openapi.yaml McpReview); -ENOENT when the

@@ -11,6 +11,14 @@
 #include "../store/store.h"
 #include "secrets.h"
 
+/* A sandbox that had the secret swapped in, and when last: what the dashboard shows of
+ * where a secret goes. In memory only, the most recent first. */
+#define SECRET_USES_KEPT 8
+struct secret_use {
+    char sandbox[32];
+    int64_t at_ms;
+};
+
 struct secret_entry {
     char account[SECRETS_ACCOUNT_MAX];
     char name[SECRET_NAME_MAX + 1];
@@ -21,6 +29,8 @@ struct secret_entry {
     bool hosts_ok;       /* compiled, and at least one: else no host is allowed */
     int64_t created_ms, updated_ms;
     uint64_t version; /* the put that made its value: an undo applies only to its own */
+    struct secret_use uses[SECRET_USES_KEPT];
+    unsigned n_uses;
     struct secret_entry *next;
 };
 
@@ -251,7 +261,28 @@ static json_t *secret_json(const struct secret_entry *s)
     json_object_set_new(v, "env", json_string(env_of(s)));
     json_object_set_new(v, "createdAt", json_string(created));
     json_object_set_new(v, "updatedAt", json_string(updated));
+    json_t *used = json_array();
+    for (unsigned i = 0; i < s->n_uses; i++) {
+        char at[40];
+        time_rfc3339(at, sizeof at, s->uses[i].at_ms);
+        json_array_append_new(used,
+                              json_pack("{s:s,s:s}", "sandbox", s->uses[i].sandbox, "at", at));
+    }
+    json_object_set_new(v, "usedBy", used);
     return v;
+}
+
+/* sandbox had the value swapped in now: first in the secret's list of uses. */
+static void note_use(struct secret_entry *s, const char *sandbox)
+{
+    unsigned i = 0;
+    while (i < s->n_uses && strcmp(s->uses[i].sandbox, sandbox) != 0)
+        i++;
+    if (i == s->n_uses && s->n_uses < SECRET_USES_KEPT) s->n_uses++;
+    if (i == SECRET_USES_KEPT) i--; /* the one used longest ago goes */
+    memmove(&s->uses[1], &s->uses[0], i * sizeof s->uses[0]);
+    str_copy(s->uses[0].sandbox, sizeof s->uses[0].sandbox, sandbox);
+    s->uses[0].at_ms = now_unix_ms();
 }
 
 /* A change on its way to the disk, and what its caller is told then. */
@@ -711,6 +742,7 @@ char *vault_value(void *arg, const char *sandbox, const char *host, uint16_t por
     }
     char *value = open_value(v, s, len);
     if (!value) return NULL;
+    note_use(s, sandbox);
     secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
     *limited = has_rules(s);
     return value;
@@ -755,6 +787,7 @@ int vault_headers(void *arg, const char *sandbox, const char *host, uint16_t por
             return n == max ? -E2BIG : -ENOMEM;
         }
         n++;
+        note_use(s, sandbox);
         secret_event(v, sandbox, "secret.used", s->name, host, method, path, NULL);
     }
     return (int)n;

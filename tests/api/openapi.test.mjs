@@ -703,6 +703,9 @@ test('mcp: start your own stdio server, wait, status, gateway, stop', { skip }, 
   assert.equal(rv.body.pending, false);
   assert.deepEqual(rv.body.current, rv.body.approved);
   await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/review', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
+  const calls = await call('GET', '/v1/sandboxes/{id}/mcp/{name}/calls', { params: { id: sb.id, name: 'hello' }, expect: 200 });
+  assert.ok(calls.body.total >= 0);
+  await callError('GET', '/v1/sandboxes/{id}/mcp/{name}/calls', 404, 'not_found', { params: { id: sb.id, name: 'nosuch' } });
   await callError('POST', '/v1/sandboxes/{id}/mcp/{name}:approve', 409, 'conflict',
     { params: { id: sb.id, name: 'hello' }, body: { fingerprint: rv.body.current.fingerprint }, reqValid: true });
   await callError('POST', '/v1/sandboxes/{id}/mcp/{name}:approve', 400, 'invalid_request',

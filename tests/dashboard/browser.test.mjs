@@ -194,6 +194,16 @@ test('a server whose tools changed is refused, reviewed side by side with its fi
   const rv = await d.api('GET', `/v1/sandboxes/${box.id}/mcp/weather/review`);
   const audit = rv.body.approvals.at(-1);
   assert.deepEqual([audit.by, audit.old, audit.new], ['admin (dashboard)', fingerprint(approved).sha256, fingerprint(changed).sha256]);
+  // It serves: a call through the gateway shows on the server's page.
+  const st = await d.mcpStatus(box.id);
+  const c = await connectClient(st.servers.find((x) => x.name === 'weather').url, st.headers.Authorization);
+  try {
+    assert.ok(!(await c.callTool({ name: 'get_forecast', arguments: { city: 'Oslo' } })).isError);
+  } finally {
+    await closeClient(c);
+  }
+  await page.goto(`${d.url}/dashboard/#/sandboxes/${box.id}/mcp/weather`);
+  await page.locator('[data-testid="call"][data-outcome="ok"]').filter({ hasText: 'get_forecast' }).waitFor();
   assertClean(page);
   await page.context().close();
 });

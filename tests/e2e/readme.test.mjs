@@ -149,6 +149,8 @@ function shellEnv(w) {
     RUNTIME_SOCKET: w.socket,
     RUNTIME_LISTEN: `127.0.0.1:${w.port}`,
     RUNTIME_LOG: w.logFile,
+    // A login's saved key (`runtime login`) goes to the newcomer's config, not root's.
+    XDG_CONFIG_HOME: path.join(w.dir, 'config'),
   };
 }
 
@@ -666,6 +668,38 @@ const CHECKS = [
         assert.equal((await w.d.api('GET', '/v1/sandboxes/customer-42', undefined, { key: k })).status, 200);
       }
       w.acmeKeys = [key, w.acmeKey];
+    },
+  },
+  {
+    cmd: /^RUNTIME_API_URL=http:\/\/127\.0\.0\.1:7070 runtime login$/,
+    prepare(w) {
+      // The person at the browser: reads the code the command printed and approves it
+      // (the dashboard's page does this same call; tests/dashboard/browser.test.mjs clicks it).
+      const e0 = w.shell.err.length;
+      w.approved = waitFor(() => /shows code ([A-F0-9]{4}-[A-F0-9]{4}-[A-F0-9]{4})/.exec(w.shell.err.slice(e0))?.[1],
+        { timeoutMs: 30000, what: 'the login\'s code on its stderr' })
+        .then((code) => w.d.api('POST', `/v1/connect/requests/${code}:approve`, {}));
+      w.approved.catch(() => {}); // awaited in check
+    },
+    async check(r, w) {
+      assert.equal((await w.approved).status, 200);
+      assert.match(r.stderr, /Connect your agent: http:\/\/127\.0\.0\.1:\d+\/connect\?code=/);
+      assert.match(r.stderr, /Connected as .+ to default\./);
+      const dir = path.join(w.dir, 'config', 'runtime-cloud');
+      const saved = fs.readdirSync(dir).filter((f) => /^[0-9a-f]{64}\.json$/.test(f));
+      assert.equal(saved.length, 1, fs.readdirSync(dir).join(' '));
+      w.savedKey = JSON.parse(fs.readFileSync(path.join(dir, saved[0]), 'utf8')).key;
+      assert.match(w.savedKey, /^rtcloud_[a-f0-9-]{36}_[A-Za-z0-9_-]{43}$/);
+    },
+  },
+  {
+    cmd: /^runtime sandbox list$/,
+    async check(r, w) {
+      // What the saved key sees (the account default's sandboxes: the demo's).
+      assert.ok(rows(r.stdout).some((row) => row[1] === 'demo'), r.stdout);
+      const me = await w.d.api('GET', '/v1/me', undefined, { key: w.savedKey });
+      assert.equal(me.status, 200, me.text);
+      assert.equal(me.body.orgId, 'default');
     },
   },
   {

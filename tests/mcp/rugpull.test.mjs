@@ -343,9 +343,20 @@ describe('fingerprint gate of the gateway', { skip: skipReason() }, () => {
     const c = await connectClient(now.url, got.status.headers.Authorization);
     try {
       assert.deepEqual((await c.listTools()).tools, pulled);
+      // Its calls, as the dashboard shows them: an answered one, and one the gate refused.
+      assert.ok(!(await c.callTool({ name: 'get_forecast', arguments: { city: 'Oslo' } })).isError);
+      const refusedCall = await c.callTool({ name: 'get_weather_now', arguments: {} }).catch((e) => ({ thrown: e }));
+      assert.ok(refusedCall.thrown || refusedCall.isError, JSON.stringify(refusedCall));
     } finally {
       await closeClient(c);
     }
+    const calls = await d.api('GET', `/v1/sandboxes/${sb.id}/mcp/${name}/calls`);
+    assert.equal(calls.status, 200, calls.text);
+    assert.equal(calls.body.total, 2);
+    assert.equal(calls.body.failed, 1);
+    assert.deepEqual(calls.body.recent.map((x) => [x.tool, x.outcome]), [['get_weather_now', 'refused'], ['get_forecast', 'ok']]);
+    assert.ok(calls.body.recent[1].ms >= 0 && Date.parse(calls.body.recent[1].at) > Date.now() - 60000);
+    assert.match(calls.body.recent[0].error, /.+/);
     const again = await d.api('POST', `/v1/sandboxes/${sb.id}/mcp/${name}:approve`, { fingerprint: fingerprint(pulled).sha256 });
     assert.equal(again.status, 409, 'nothing left to approve');
     assert.equal((await d.api('GET', `/v1/sandboxes/${sb.id}/mcp/nothing/review`)).status, 404);

@@ -95,6 +95,11 @@ describe('secrets: substitution', { skip: !isRoot() && 'must run as root (runtim
     hasEvent(r.events, { kind: 'secret.used', secret: 'GH', host: GH_HOST, method: 'GET', path: '/repos/acme/x' });
     hasEvent(r.events, { kind: 'secret.used', secret: 'GH', host: GH_HOST, method: 'GET', path: '/repos/acme/y' });
     noEvent(r.events, { kind: 'secret.misdirected' });
+    // Which sandboxes a secret went to, as the dashboard lists it: this one, not the other.
+    const listed = await d.api('GET', '/v1/egress-secrets');
+    const gh = listed.body.secrets.find((x) => x.name === 'GH');
+    assert.deepEqual(gh.usedBy.map((u) => u.sandbox), [sb.id], JSON.stringify(gh));
+    assert.ok(Date.now() - Date.parse(gh.usedBy[0].at) < 60000);
   });
 
   test('no value for a host no secret names, another secret\'s host, or plain HTTP', async () => {

@@ -96,6 +96,7 @@ export interface Secret {
   placeholder: string;
   createdAt: string;
   updatedAt: string;
+  usedBy?: { sandbox: string; at: string }[]; /* the latest first */
 }
 
 export interface CostT {

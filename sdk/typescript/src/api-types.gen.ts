@@ -632,6 +632,17 @@ export interface Secret {
   placeholder: string;
   createdAt: Time;
   updatedAt: Time;
+  /**
+   * the sandboxes that had its value swapped in, the latest first (at most 8; in the
+   * daemon's memory, so empty after a restart until the next use)
+   */
+  usedBy?: SecretUsedByItem[];
+  [more: string]: unknown;
+}
+
+export interface SecretUsedByItem {
+  sandbox: string;
+  at: Time;
   [more: string]: unknown;
 }
 

@@ -7,7 +7,7 @@ import { href } from '../lib/route';
 import { claudeLine, str, tail } from '../lib/text';
 import { params, type Tool } from '../lib/tooldiff';
 import type { McpStatus, ReviewAnswer, Sandbox } from '../types';
-import { ConfirmButton, CopyBox, ErrorBox, Txt, useLoad } from '../ui';
+import { ConfirmButton, CopyBox, ErrorBox, Txt, useLoad, When } from '../ui';
 import { EventsSection, ServerCard } from './sandbox';
 import { useLive } from './sandboxes';
 
@@ -47,6 +47,7 @@ export function McpPage({ id, name }: { id: string; name: string }) {
           <ToolsSection id={id} name={name} names={m && Array.isArray(m.tools) ? m.tools : []} />
         </section>
         <section>
+          <Calls id={id} name={name} />
           <Logs id={id} name={name} />
           <EventsSection id={id} server={name} />
         </section>
@@ -144,6 +145,63 @@ function Logs({ id, name }: { id: string; name: string }) {
       <ErrorBox error={error} />
       {text && text.dropped > 0 && <p class="muted small">{text.dropped} earlier lines not shown.</p>}
       <pre class="logs" data-testid="logs" tabIndex={0}><Txt v={text?.text ?? ''} max={200000} /></pre>
+    </div>
+  );
+}
+
+interface CallsAnswer {
+  total: number;
+  failed: number;
+  recent: { tool: string; at: string; ms: number; outcome: string; error?: string }[];
+}
+
+const CALLS_EVERY_MS = 3000;
+
+/* The latest tools/calls through the gateway: which tool, when, how long, how it ended. */
+function Calls({ id, name }: { id: string; name: string }) {
+  const [calls, setCalls] = useState<CallsAnswer | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    let stop = false;
+    const load = () =>
+      api<CallsAnswer>('GET', `/v1/sandboxes/${seg(id)}/mcp/${seg(name)}/calls`).then(
+        (c) => {
+          if (stop) return;
+          setCalls(c && Array.isArray(c.recent) ? c : null);
+          setError(null);
+        },
+        (e) => !stop && setError(e instanceof ApiError && e.status === 404 ? null : e),
+      );
+    load();
+    const t = setInterval(() => !document.hidden && load(), CALLS_EVERY_MS);
+    return () => {
+      stop = true;
+      clearInterval(t);
+    };
+  }, [id, name]);
+  return (
+    <div class="panel" data-testid="calls">
+      <div class="row">
+        <h2>Recent calls</h2>
+        {calls && <span class="muted small" data-testid="calls-total">{str(calls.total)} calls, {str(calls.failed)} failed</span>}
+      </div>
+      <ErrorBox error={error} />
+      {calls && calls.recent.length === 0 && <p class="muted">No call yet.</p>}
+      {calls && calls.recent.length > 0 && (
+        <table class="grid small">
+          <thead><tr><th>Tool</th><th>When</th><th>ms</th><th>Outcome</th></tr></thead>
+          <tbody>
+            {calls.recent.map((c, i) => (
+              <tr key={i} data-testid="call" data-outcome={str(c.outcome, 16)} class={c.outcome === 'ok' ? '' : 'bad-row'}>
+                <td class="mono"><Txt v={c.tool} max={64} /></td>
+                <td><When t={c.at} /></td>
+                <td class="num">{str(c.ms)}</td>
+                <td>{str(c.outcome, 16)}{c.error && <div class="muted"><Txt v={c.error} max={200} /></div>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </div>
   );
 }

@@ -2,6 +2,7 @@
  * sent once in the PUT, then cleared: the page never shows or keeps one. */
 import { useRef, useState } from 'preact/hooks';
 import { api, seg } from '../api';
+import { href } from '../lib/route';
 import { str } from '../lib/text';
 import type { Secret } from '../types';
 import { ConfirmButton, ErrorBox, lines, Txt, useLoad, When } from '../ui';
@@ -46,7 +47,7 @@ export function SecretsPage() {
       {list.data && secrets.length === 0 && <p class="muted">No secrets yet.</p>}
       {secrets.length > 0 && (
         <table class="grid" data-testid="secrets">
-          <thead><tr><th>Name</th><th>Hosts</th><th>Header</th><th>Rules</th><th>Placeholder / env</th><th>Updated</th><th /></tr></thead>
+          <thead><tr><th>Name</th><th>Hosts</th><th>Header</th><th>Rules</th><th>Placeholder / env</th><th>Used by</th><th>Updated</th><th /></tr></thead>
           <tbody>
             {secrets.map((s) => (
               <tr key={s.name} data-testid="secret-row" data-name={str(s.name, 128)}>
@@ -60,6 +61,11 @@ export function SecretsPage() {
                   {s.only && <div class="muted">only: <Txt v={s.only} max={500} /></div>}
                 </td>
                 <td class="small mono"><Txt v={s.placeholder} max={200} /><div class="muted">${str(s.env, 128)}</div></td>
+                <td class="small" data-testid="secret-used-by">
+                  {Array.isArray(s.usedBy) && s.usedBy.length ? s.usedBy.slice(0, 8).map((u) => (
+                    <div key={str(u.sandbox, 64)}><a class="mono" href={href.sandbox(str(u.sandbox, 64))}>{str(u.sandbox, 64)}</a> <span class="muted"><When t={u.at} /></span></div>
+                  )) : <span class="muted">not used yet</span>}
+                </td>
                 <td class="small"><When t={s.updatedAt} /></td>
                 <td class="actions">
                   <button type="button" class="small" onClick={() => setEditing(s)} data-testid="secret-edit">Replace</button>
