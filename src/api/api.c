@@ -943,19 +943,20 @@ static void usage_series(struct httpd_req *req, struct server *srv, const struct
     static const char *const known[] = {"sandbox", "account", NULL};
     struct evkeyvalq q;
     if (!api_query(req, &q, known)) return;
-    const char *id = evhttp_find_header(&q, "sandbox"),
-               *account = evhttp_find_header(&q, "account");
-    char name[ACCOUNT_NAME_MAX] = "";
-    str_copy(name, sizeof name, account ? account : who->account);
-    struct sbx *sb = id ? caller_sandbox(srv, who, id) : NULL;
-    bool missing = id && !sb;
+    /* Copied out: q's strings go with it. */
+    char id[PROTO_ID_LEN + MODEL_NAME_MAX] = "", name[ACCOUNT_NAME_MAX] = "";
+    const char *given_id = evhttp_find_header(&q, "sandbox");
+    const char *given_account = evhttp_find_header(&q, "account");
+    bool both = given_id && given_account;
+    if (given_id) str_copy(id, sizeof id, given_id);
+    str_copy(name, sizeof name, given_account ? given_account : who->account);
     evhttp_clear_headers(&q);
-    if (missing) return api_error(req, 404, "not_found", "no sandbox %s", id);
-    if (account && id)
-        return api_error(req, 400, "invalid_request", "give sandbox or account, not both");
-    if (account && !who->admin && strcmp(account, who->account) != 0)
+    if (both) return api_error(req, 400, "invalid_request", "give sandbox or account, not both");
+    struct sbx *sb = id[0] ? caller_sandbox(srv, who, id) : NULL;
+    if (id[0] && !sb) return api_error(req, 404, "not_found", "no sandbox %s", id);
+    if (!who->admin && strcmp(name, who->account) != 0)
         return api_error(req, 403, "forbidden", "another account's usage is the admin's to see");
-    if (account && !accounts_find(server_accounts(srv), name) && strcmp(name, ACCOUNT_DEFAULT) != 0)
+    if (!accounts_find(server_accounts(srv), name) && strcmp(name, ACCOUNT_DEFAULT) != 0)
         return api_error(req, 404, "not_found", "no account %s", name);
     api_json(req, 200, server_usage_series(srv, name, sb));
 }
