@@ -127,6 +127,27 @@ test('a refusal event arrives live on the sandbox\'s page', { skip }, async () =
   await page.context().close();
 });
 
+test('network rules edited on the page are in force at once: a host left out is refused', { skip }, async () => {
+  const box = await d.create({ name: 'narrowed' }); // internet on, any public host
+  const page = await openPage();
+  await signIn(page, d.key);
+  await page.goto(`${d.url}/dashboard/#/sandboxes/${box.id}`);
+  await page.getByTestId('network-edit').click();
+  await page.getByTestId('network-allow-list').check();
+  await page.getByTestId('network-allow').fill('api.example.test\n');
+  await page.getByTestId('network-save').click();
+  await page.getByTestId('network-saved').waitFor();
+  const net = await d.api('GET', `/v1/sandboxes/${box.id}/network`);
+  assert.deepEqual([net.body.internet, net.body.allow], [true, ['api.example.test']], net.text);
+  // An address the list leaves out (documentation space): refused by the proxy, nothing
+  // leaves the host, and the page shows it.
+  await d.exec(box.id, ['python3', '-c',
+    'import urllib.request\ntry:\n  urllib.request.urlopen("http://203.0.113.9/", timeout=5)\nexcept Exception as e:\n  print(e)']);
+  await page.locator('[data-testid="event"][data-kind="egress.refused"]').first().waitFor({ timeout: 15000 });
+  assertClean(page);
+  await page.context().close();
+});
+
 test('start a catalog server from the page, copy its claude line, and that line connects', { skip, timeout: 420000 }, async () => {
   const { host } = npmRegistry();
   const box = await d.create({ name: 'catalog', network: { internet: true, allow: [host] }, env: registryEnv() });

@@ -47,9 +47,10 @@
 #define MAX_LINES 64
 #define MAX_PAGES 100 /* backend.c's own limit */
 
-/* The catalog's text is assembled from src/catalog/data.S, which the fuzz archive (C
+/* The catalog's texts are assembled from src/catalog/data.S, which the fuzz archive (C
  * only) lacks; the mcp objects this target pulls in reference it, and never read it here. */
 const char catalog_json_text[] = "{}";
+const char catalog_tools_text[] = "{}";
 
 static struct mcp_backend g_be;
 

@@ -23,9 +23,10 @@
 #include "fuzz.h"
 #include "gateway/gateway_impl.h"
 
-/* The catalog's text is assembled from src/catalog/data.S, which the fuzz archive (C
+/* The catalog's texts are assembled from src/catalog/data.S, which the fuzz archive (C
  * only) leaves out; nothing here reads it. */
 const char catalog_json_text[] = "{}";
+const char catalog_tools_text[] = "{}";
 
 /* The next line of in (up to '\n'), copied into out; NULL when it is empty. */
 static const char *take_line(const uint8_t **in, size_t *left, char *out, size_t size)
