@@ -40,11 +40,12 @@ static void unlink_stream(struct stream *st)
         }
 }
 
+/* Its client left (or was cut): nobody reads an answer any more. */
 static void on_gone(struct httpd_req *req, void *arg)
 {
     struct stream *st = arg;
     unlink_stream(st);
-    httpd_stream_end(req);
+    httpd_abandon(req);
     free(st);
 }
 

@@ -100,12 +100,13 @@ int mcp_catalog_review(json_t *catalog, const char *id, json_t **out, err_t *err
         return err_set(err, -ENOENT, "no catalog entry %s; GET /v1/mcp/catalog lists them", id);
     json_t *tools = catalog_reviewed_tools(id);
     char *text = tools ? json_dumps(tools, JSON_COMPACT) : NULL;
-    json_decref(tools);
-    if (!text)
+    if (!text) {
+        json_decref(tools);
         return err_set(err, -ENOENT,
                        "catalog entry %s has no reviewed tool list (its review kept no "
                        "fingerprint); start it and review what it lists",
                        id);
+    }
     struct review rv;
     int r = review_tools(NULL, 0, text, strlen(text), &rv, err);
     free(text);
@@ -113,18 +114,19 @@ int mcp_catalog_review(json_t *catalog, const char *id, json_t **out, err_t *err
     for (size_t i = 0; r == 0 && i < rv.n_findings; i++)
         json_array_append_new(findings, finding_json(&rv.findings[i]));
     const char *pinned = json_string_value(json_object_get(entry, "fingerprint"));
+    /* catalog/tools.json and servers.json disagree: the build's fault, not the caller's */
     if (r == 0 && !(pinned && strncmp(rv.new_sha256, pinned, strlen(pinned)) == 0))
-        r = err_set(err, -EINVAL, "catalog entry %s: its reviewed list is not its fingerprint %s",
-                    id, pinned ? pinned : "(none)");
+        r = err_set(err, -EIO, "catalog entry %s: its reviewed list is not its fingerprint %s", id,
+                    pinned ? pinned : "(none)");
     if (r == 0) {
-        json_t *list = json_pack("{s:s,s:o}", "fingerprint", rv.new_sha256, "tools",
-                                 catalog_reviewed_tools(id));
+        json_t *list = json_pack("{s:s,s:O}", "fingerprint", rv.new_sha256, "tools", tools);
         *out = json_pack("{s:s,s:s,s:O,s:o,s:b,s:n,s:o,s:[]}", "name", id, "status", "catalog",
                          "approved", list, "current", list, "pending", false, "changes", "findings",
                          findings, "approvals");
     } else {
         json_decref(findings);
     }
+    json_decref(tools);
     review_free(&rv);
     return r;
 }
