@@ -235,6 +235,16 @@ static struct sbx *caller_sandbox(struct server *srv, const struct api_caller *w
     return sb || !who->admin ? sb : server_sandbox_find(srv, NULL, key);
 }
 
+/* The same, or NULL after answering 404. */
+static struct sbx *found_sandbox(struct httpd_req *req, struct server *srv,
+                                 const struct api_caller *who, const char *key)
+{
+    struct sbx *sb = caller_sandbox(srv, who, key);
+    if (!sb)
+        api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them", key);
+    return sb;
+}
+
 /* label=K:V (Runtime Cloud's), K=V (runtimed's before it) or K alone: it has that label. */
 static bool label_matches(const struct sbx *sb, const char *filter)
 {
@@ -579,10 +589,8 @@ static void serve_when_awake(struct server *srv, struct sbx *sb, const err_t *er
 static void mcp_approve_route(struct httpd_req *req, struct server *srv,
                               const struct api_caller *who, const char *key, const char *name)
 {
-    struct sbx *sb = caller_sandbox(srv, who, key);
-    if (!sb)
-        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
-                         key);
+    struct sbx *sb = found_sandbox(req, srv, who, key);
+    if (!sb) return;
     if (httpd_method(req) != HTTPD_POST)
         return api_error(req, 405, "method_not_allowed", "use POST .../mcp/NAME:approve");
     err_t err = {0};
@@ -648,10 +656,8 @@ static void mcp_route(struct httpd_req *req, struct server *srv, struct sbx *sb,
 static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                      const char *key, const char *name)
 {
-    struct sbx *sb = caller_sandbox(srv, who, key);
-    if (!sb)
-        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
-                         key);
+    struct sbx *sb = found_sandbox(req, srv, who, key);
+    if (!sb) return;
     if (httpd_method(req) != HTTPD_GET)
         return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/logs");
     struct evkeyvalq q;
@@ -671,10 +677,8 @@ static void mcp_logs(struct httpd_req *req, struct server *srv, const struct api
 static void mcp_read_route(struct httpd_req *req, struct server *srv, const struct api_caller *who,
                            const char *key, const char *name, const char *what)
 {
-    struct sbx *sb = caller_sandbox(srv, who, key);
-    if (!sb)
-        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
-                         key);
+    struct sbx *sb = found_sandbox(req, srv, who, key);
+    if (!sb) return;
     if (httpd_method(req) != HTTPD_GET)
         return api_error(req, 405, "method_not_allowed", "use GET .../mcp/NAME/%s", what);
     json_t *out = NULL;
@@ -859,10 +863,8 @@ static void one_sandbox(struct httpd_req *req, struct server *srv, const struct 
                         const char *key, const char *action, const char *sub)
 {
     enum httpd_method m = httpd_method(req);
-    struct sbx *sb = caller_sandbox(srv, who, key);
-    if (!sb)
-        return api_error(req, 404, "not_found", "no sandbox %s; `runtime sandbox list` shows them",
-                         key);
+    struct sbx *sb = found_sandbox(req, srv, who, key);
+    if (!sb) return;
     if (sbx_state(sb) == SBX_REMOVING && m != HTTPD_GET)
         return api_error(req, 409, "busy", "sandbox %s is being removed", sbx_id(sb));
     err_t err = {0};

@@ -173,16 +173,27 @@ static void not_connected(struct httpd_req *req)
               "`runtime login`");
 }
 
+/* The connection a machine's call comes from (its key as bearer, an empty body), or NULL
+ * after answering. */
+static const struct account_connection *calling_machine(struct httpd_req *req, struct server *srv)
+{
+    static const char *const known[] = {NULL};
+    const struct account_connection *c = bearer_connection(req, srv);
+    if (!c) {
+        not_connected(req);
+        return NULL;
+    }
+    json_t *body = body_object(req, known, true);
+    json_decref(body);
+    return body ? c : NULL;
+}
+
 /* POST /api/connect/confirm {} with the new key: the machine has it, so the sealed
  * copy goes. Also how a machine asks whether its saved key is still connected. */
 static void confirm(struct httpd_req *req, struct server *srv)
 {
-    static const char *const known[] = {NULL};
-    const struct account_connection *c = bearer_connection(req, srv);
-    if (!c) return not_connected(req);
-    json_t *body = body_object(req, known, true);
-    if (!body) return;
-    json_decref(body);
+    const struct account_connection *c = calling_machine(req, srv);
+    if (!c) return;
     struct connect_request *r = connect_by_connection(table(), c->id, now_unix_ms());
     if (r && r->state == CONNECT_APPROVED) {
         connect_confirmed(r);
@@ -236,12 +247,8 @@ static void revoke(struct httpd_req *req, struct server *srv, const char *accoun
 /* POST /api/connect/disconnect {} with the key: that key is revoked. */
 static void disconnect(struct httpd_req *req, struct server *srv)
 {
-    static const char *const known[] = {NULL};
-    const struct account_connection *c = bearer_connection(req, srv);
-    if (!c) return not_connected(req);
-    json_t *body = body_object(req, known, true);
-    if (!body) return;
-    json_decref(body);
+    const struct account_connection *c = calling_machine(req, srv);
+    if (!c) return;
     revoke(req, srv, c->account, c->id, true);
 }
 

@@ -80,9 +80,7 @@ void api_stream_sandbox_changed(struct server *srv, struct sbx *sb, bool gone)
     if (!streams) return;
     if (gone)
         return broadcast(sbx_account(sb), "sandbox.deleted", json_pack("{s:s}", "id", sbx_id(sb)));
-    json_t *v = api_sandbox_json(sb);
-    json_object_set_new(v, "account", json_string(sbx_account(sb)));
-    broadcast(sbx_account(sb), "sandbox", v);
+    broadcast(sbx_account(sb), "sandbox", api_sandbox_json(sb));
 }
 
 void api_stream_event(struct server *srv, struct sbx *sb, const char *kind, json_t *fields,
