@@ -239,13 +239,19 @@ static void sweep(struct connect_table *t, int64_t now)
     }
 }
 
-static void count(const struct connect_table *t, size_t *pending, size_t *kept)
+struct counts {
+    size_t pending, kept, pending_here; /* _here: from the address asked about */
+};
+
+static struct counts count(const struct connect_table *t, const char *address)
 {
-    *pending = *kept = 0;
+    struct counts c = {0};
     for (const struct connect_request *r = t->list; r; r = r->next) {
-        *pending += unsettled(r);
-        (*kept)++;
+        c.pending += unsettled(r);
+        c.pending_here += unsettled(r) && strcmp(r->address, address) == 0;
+        c.kept++;
     }
+    return c;
 }
 
 static void device_hash(const char *code, unsigned char out[32])
@@ -267,9 +273,13 @@ int connect_start(struct connect_table *t, const char *agent_name, const char *m
                   err_t *err)
 {
     sweep(t, now);
-    size_t pending, kept;
-    count(t, &pending, &kept);
-    if (pending >= CONNECT_PENDING_MAX || kept >= CONNECT_KEPT_MAX)
+    struct counts c = count(t, address);
+    if (c.pending_here >= CONNECT_PENDING_PER_ADDRESS)
+        return err_set(err, -EAGAIN,
+                       "%d connection requests from %s are waiting for approval, the limit for "
+                       "one address; approve or deny one, or wait until they expire",
+                       CONNECT_PENDING_PER_ADDRESS, address);
+    if (c.pending >= CONNECT_PENDING_MAX || c.kept >= CONNECT_KEPT_MAX)
         return err_set(err, -EAGAIN,
                        "%d connection requests are waiting for approval, the limit; try again "
                        "later",

@@ -18,6 +18,7 @@
 
 #define CONNECT_PENDING_MAX 64            /* requests not yet settled */
 #define CONNECT_KEPT_MAX 256              /* with those settled, kept to answer */
+#define CONNECT_PENDING_PER_ADDRESS 8     /* of those, from one client address */
 #define CONNECT_TTL_MS (15 * 60 * 1000)   /* a request lives 15 minutes */
 #define CONNECT_FORGET_MS (5 * 60 * 1000) /* ... and is answered "expired" 5 more */
 #define CONNECT_POLL_MIN_MS 2000          /* a faster poll is answered "pending" */
@@ -89,7 +90,9 @@ struct connect_table *connect_table_new(void);
 void connect_table_free(struct connect_table *t);
 
 /* A new request (its inputs checked by the caller); device_code gets its code.
- * -EAGAIN when CONNECT_PENDING_MAX are pending or CONNECT_KEPT_MAX kept. */
+ * -EAGAIN when CONNECT_PENDING_MAX are pending or CONNECT_KEPT_MAX kept, or when
+ * CONNECT_PENDING_PER_ADDRESS are pending from `address` (so that one client cannot
+ * fill the table and lock everyone else out of login for a request's life). */
 int connect_start(struct connect_table *t, const char *agent_name, const char *machine,
                   const char *public_key, const char *address, int64_t now,
                   char device_code[CONNECT_DEVICE_CODE_LEN + 1], struct connect_request **out,

@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -307,22 +308,48 @@ test('runtime login without a terminal: a denial exits non-zero', { skip, timeou
 });
 
 // Last: it leaves the table of pending requests full.
-test('a poll storm is answered pending; the 65th pending request 429', { skip }, async () => {
+/** POST /api/connect/start from a loopback address of the test's choosing. */
+function startFrom(source, agentName) {
+  const body = JSON.stringify({ agentName, publicKey: floodPair.publicKey, machine: 'm' });
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: d.port, path: '/api/connect/start', method: 'POST',
+      localAddress: source, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('a poll storm is answered pending; one address gets 8 pending requests, everyone 64', { skip }, async () => {
   const s = await startRequest();
   const a = await d.api('POST', `/v1/connect/requests/${s.userCode}:approve`, {}, { key: keyA });
   assert.equal(a.status, 200, a.text);
   const storm = await Promise.all(Array.from({ length: 20 }, () => post('/api/connect/token', { deviceCode: s.deviceCode })));
   assert.ok(storm.filter((r) => r.body.status === 'pending').length >= 19, JSON.stringify(storm.map((r) => r.body.status)));
   assert.equal((await settled(s.deviceCode)).status, 'connected');
-  // Fill the table of pending requests: whatever is pending now, up to 64, then 429.
+  // One address: whatever it has pending now, up to 8, then 429 naming the limit.
   let refused = null;
-  for (let i = 0; i < 70 && !refused; i++) {
-    const pair = i === 0 ? keyPair() : null;
-    const r = await post('/api/connect/start', { agentName: `flood ${i}`, publicKey: (pair ?? floodPair).publicKey, machine: 'm' });
+  for (let i = 0; i < 10 && !refused; i++) {
+    const r = await startFrom('127.0.0.1', `flood ${i}`);
     if (r.status === 429) refused = r;
-    else assert.equal(r.status, 200, r.text);
+    else assert.equal(r.status, 200, JSON.stringify(r.body));
   }
-  assert.ok(refused, 'no 429 after 70 starts');
+  assert.ok(refused, 'no 429 after 10 starts from one address');
   assert.equal(refused.body.error.code, 'rate_limited');
+  assert.match(refused.body.error.message, /8 connection requests from 127\.0\.0\.1 are waiting/);
+  // Another address still starts one: the first could not lock it out.
+  assert.equal((await startFrom('127.0.0.2', 'neighbour')).status, 200);
+  // Many addresses fill the whole table: 64 pending, then 429 for anyone.
+  refused = null;
+  for (let i = 0; i < 80 && !refused; i++) {
+    const r = await startFrom(`127.0.1.${1 + Math.floor(i / 8)}`, `crowd ${i}`);
+    if (r.status === 429) refused = r;
+    else assert.equal(r.status, 200, JSON.stringify(r.body));
+  }
+  assert.ok(refused, 'no 429 after 80 starts from 10 addresses');
+  assert.match(refused.body.error.message, /64 connection requests are waiting/);
 });
 const floodPair = keyPair();
