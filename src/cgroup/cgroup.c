@@ -287,7 +287,7 @@ int cgroup_create(const char *name, const struct cgroup_limits *lim, struct cgro
         return err_wrap(err, "creating cgroup %s", name);
     bool created[CG_NCTRL] = {false};
     r = make_dirs(cg, created, err);
-    if (r == 0) r = cg->version == 1 ? cg1_set_limits(cg, lim, err) : cg2_set_limits(cg, lim, err);
+    if (r == 0) r = cgroup_set_limits(cg, lim, err);
     if (r < 0) {
         /* Never leave a fresh cgroup without its limits behind. */
         remove_created(cg, created);
@@ -295,6 +295,11 @@ int cgroup_create(const char *name, const struct cgroup_limits *lim, struct cgro
     }
     *out = steal_pointer(&cg);
     return 0;
+}
+
+int cgroup_set_limits(struct cgroup *cg, const struct cgroup_limits *lim, err_t *err)
+{
+    return cg->version == 1 ? cg1_set_limits(cg, lim, err) : cg2_set_limits(cg, lim, err);
 }
 
 int cgroup_open(const char *name, struct cgroup **out, err_t *err)

@@ -37,6 +37,8 @@ int cgroup_create(const char *name, const struct cgroup_limits *lim, struct cgro
                   err_t *err);
 int cgroup_open(const char *name, struct cgroup **out, err_t *err);
 void cgroup_free(struct cgroup *cg);
+/* Sets the limits of a cgroup that exists (a 0 field: no limit), as cgroup_create does. */
+int cgroup_set_limits(struct cgroup *cg, const struct cgroup_limits *lim, err_t *err);
 
 /* Moves pid (host pid namespace) into the cgroup in every controller. */
 int cgroup_attach(struct cgroup *cg, pid_t pid, err_t *err);

@@ -310,6 +310,18 @@ int ns_sweep(const struct sandbox_host *host, const char *id)
     return 0;
 }
 
+struct cgroup_limits ns_limits(const struct sandbox_spec *spec, bool gvisor)
+{
+    struct cgroup_limits lim = {.memory_bytes = (uint64_t)spec->memory_mib << 20,
+                                .cpu_milli = spec->cpu_milli,
+                                .pids_max = spec->pids_max};
+    if (gvisor) { /* room for runsc's own, beside the limits gVisor enforces inside */
+        lim.memory_bytes += (uint64_t)GVISOR_MEMORY_EXTRA_MIB << 20;
+        lim.pids_max = spec->pids_max * GVISOR_HOST_PIDS_PER_TASK + GVISOR_PIDS_EXTRA;
+    }
+    return lim;
+}
+
 int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, bool reuse_workspace,
              bool gvisor, struct sandbox **out, err_t *err)
 {
@@ -320,13 +332,7 @@ int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, b
     char image[700];
     snprintf(image, sizeof image, "%s/workspace.img", sb->dir);
     int loop_fd = -1;
-    struct cgroup_limits lim = {.memory_bytes = (uint64_t)spec->memory_mib << 20,
-                                .cpu_milli = spec->cpu_milli,
-                                .pids_max = spec->pids_max};
-    if (gvisor) { /* room for runsc's own, beside the limits gVisor enforces inside */
-        lim.memory_bytes += (uint64_t)GVISOR_MEMORY_EXTRA_MIB << 20;
-        lim.pids_max = spec->pids_max * GVISOR_HOST_PIDS_PER_TASK + GVISOR_PIDS_EXTRA;
-    }
+    struct cgroup_limits lim = ns_limits(spec, gvisor);
     int r = make_dirs(sb, err);
     if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))
         r = workspace_create(host, image, spec->disk_mib, err);

@@ -39,6 +39,8 @@ struct sandbox *ns_sandbox_alloc(const struct sandbox_host *host, const struct s
                                  bool gvisor);
 int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, bool reuse_workspace,
              bool gvisor, struct sandbox **out, err_t *err);
+/* The cgroup limits of a sandbox of this spec (with gvisor: room for runsc's own). */
+struct cgroup_limits ns_limits(const struct sandbox_spec *spec, bool gvisor);
 int ns_stop(struct sandbox *sb, err_t *err);
 int ns_sweep(const struct sandbox_host *host, const char *id);
 /* Removes what the gvisor driver keeps in dir beside the root and the workspace: the

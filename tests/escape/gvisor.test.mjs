@@ -58,6 +58,12 @@ async function ended(id) {
 
 // ---------------------------------------------------------------- the kernel
 
+/** A process's niceness: field 19 of /proc/PID/stat (after the command's parentheses). */
+function niceness(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
+
 test("uname -r and /proc/version answer gVisor's kernel in a gvisor sandbox, the host's in an ns one", { skip }, async () => {
   const hostVersion = fs.readFileSync('/proc/version', 'utf8').trim();
   const ask = async (sb) => {
@@ -111,6 +117,8 @@ test("a gvisor sandbox's program never appears in the host's process table; its 
     const gofer = procs.filter((p) => p.cmdline.startsWith('runsc-gofer '));
     assert.equal(sentry.length, 1, 'one sentry');
     assert.equal(gofer.length, 1, 'one gofer');
+    // They run the sandbox's programs: at an ns sandbox's programs' niceness, not the keeper's.
+    for (const p of [...sentry, ...gofer]) assert.equal(niceness(p.pid), 0, `${p.cmdline.slice(0, 40)}'s niceness`);
     const byPid = new Map(hostProcesses().map((p) => [p.pid, p]));
     const underSentry = (p) => {
       for (let q = p; q; q = byPid.get(q.ppid)) if (q.pid === sentry[0].pid) return true;

@@ -354,6 +354,11 @@ static void turn(int sigfd)
     }
     if (fds[2].revents) reap(sigfd);
     if (fds[0].revents) read_host();
+    /* What this turn queued is written now, not after one more poll: in gVisor each of
+     * the agent's system calls is a trip to the sentry, and a tools/call paid two more. */
+    for (int i = 0; i < nprograms; i++)
+        if (programs[i]->in >= 0 && queue_size(&programs[i]->input)) write_input(programs[i]);
+    if (queue_size(&to_host) && queue_flush(&to_host, 1) < 0) _exit(0); /* the shim is gone */
 }
 
 /* Writes limit (decimal text) to gVisor's pids.max; answers AGENT_READY or why not. */
