@@ -483,7 +483,7 @@ static void close_all(int *fds, int n)
 
 /* The sandbox's cgroup limits; while booting, with no CPU quota. gVisor's boot is
  * runtime's work, done before any program of the sandbox's runs (the agent starts none
- * until it is ready): throttled to a sandbox's one CPU, runsc's start took about 40 ms
+ * until it is ready): throttled to a sandbox's one CPU, runsc's start took 10 to 30 ms
  * longer (docs/gvisor.md). Its CPU time is the sandbox's all the same. */
 static int set_limits(struct sandbox *sb, bool booting, err_t *err)
 {

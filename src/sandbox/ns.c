@@ -458,26 +458,6 @@ int ns_freeze(struct sandbox *sb, bool frozen, err_t *err)
     return r;
 }
 
-/* What the sandbox wrote reaches its image before it stops: a paused sandbox is billed
- * for the image's blocks, and its files are then safe on disk while nobody calls it.
- * The sandbox cannot mount over /workspace (its mount namespace is the host's), and
- * O_DIRECTORY opens no FIFO it might leave there. */
-static void sync_workspace(const struct sandbox *sb)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/root/workspace", (int)sb->init_pid);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return;
-    syncfs(fd);
-    close(fd);
-}
-
-static int ns_pause(struct sandbox *sb, bool frozen, err_t *err)
-{
-    if (frozen) sync_workspace(sb);
-    return ns_freeze(sb, frozen, err);
-}
-
 /* Hibernation without an image: its memory goes to the host's swap, where the kernel
  * takes it (a frozen cgroup's pages, cgroup_swap_out), and comes back as it is touched. */
 static int ns_hibernate(struct sandbox *sb, uint64_t *swapped, err_t *err)
@@ -486,7 +466,6 @@ static int ns_hibernate(struct sandbox *sb, uint64_t *swapped, err_t *err)
         return err_set(err, -ENOTSUP,
                        "this host has no swap, where an ns sandbox's memory goes when it "
                        "hibernates; add swap (docs/hibernation.md) or use isolation gvisor");
-    sync_workspace(sb);
     int r = cgroup_freeze(sb->cg, true, err);
     if (r < 0) return r;
     cgroup_swap_out(sb->cg);
@@ -528,7 +507,7 @@ const struct sandbox_driver sandbox_ns_driver = {
     .file_op = ns_file_op,
     .net_sockets = ns_net_sockets,
     .watch_fd = ns_watch_fd,
-    .freeze = ns_pause,
+    .freeze = ns_freeze,
     .hibernate = ns_hibernate,
     .restore = ns_restore,
     .stats = ns_stats,
