@@ -3,7 +3,7 @@
 CC      ?= cc
 BUILD   ?= build
 PKGS_D  := libevent libevent_openssl openssl jansson sqlite3 libseccomp libnftables libmnl
-PKGS_C  := libcurl jansson openssl
+PKGS_C  := jansson openssl
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wswitch-enum -Wno-unused-parameter -Wno-format-truncation
 HARDEN  := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
 OPT     ?= -O2 -g

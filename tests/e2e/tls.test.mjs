@@ -5,6 +5,7 @@
 // bad files at start, and the refusal to listen off loopback without TLS.
 
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
@@ -87,6 +88,20 @@ describe('TLS on the API listener', { skip }, () => {
     const refused = await d.cli(['sandbox', 'list'], { env: { ...env, RUNTIME_CA_FILE: undefined } });
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /does not trust.*RUNTIME_CA_FILE/, refused.stderr);
+    // Files bigger than the sockets' buffers, both ways, over TLS; and an upload over the
+    // daemon's limit, which it answers before reading it: the CLI reads that answer.
+    const trusted = { env: { ...env, RUNTIME_CA_FILE: d.pki.caFile } };
+    const sb = await d.create({ name: 'tls-cp' });
+    const data = crypto.randomBytes(24 * 1024 * 1024);
+    const up = await d.cli(['sandbox', 'cp', '-', `${sb.id}:/workspace/big.bin`], { ...trusted, input: data });
+    assert.equal(up.code, 0, up.stderr);
+    const down = await d.cli(['sandbox', 'cp', `${sb.id}:/workspace/big.bin`, '-'], { ...trusted, encoding: 'buffer' });
+    assert.equal(down.code, 0, String(down.stderr));
+    assert.ok(down.stdout.equals(data), 'the same 24 MiB back');
+    const over = await d.cli(['sandbox', 'cp', '-', `${sb.id}:/workspace/over.bin`],
+      { ...trusted, input: Buffer.alloc(64 * 1024 * 1024 + 1) });
+    assert.notEqual(over.code, 0);
+    assert.match(over.stderr, /at most 67108864/, over.stderr);
   });
 
   test('curl trusting the test CA is answered; curl that does not is refused', async () => {
