@@ -98,7 +98,8 @@ static bool parse_url(const char *s, struct url *u)
         if (!host_end) return false;
         s = host_end + 1;
     } else {
-        host_end = memchr(s, ':', auth) ? memchr(s, ':', auth) : end;
+        host_end = memchr(s, ':', auth);
+        if (!host_end) host_end = end;
         s = host_end;
     }
     size_t hl = (size_t)(host_end - host);
@@ -362,11 +363,12 @@ static char *request_head(struct cli *c, const struct http_req *req, const struc
     if (!f) return NULL;
     fprintf(f, "%s %.*s%s HTTP/1.1\r\n", req->method, (int)u->base_len, u->base ? u->base : "",
             req->path);
-    if (c->api_url && strchr(u->host, ':'))
+    if (!c->api_url)
+        fputs("Host: localhost\r\n", f); /* the unix socket */
+    else if (strchr(u->host, ':'))
         fprintf(f, "Host: [%s]:%s\r\n", u->host, u->port);
     else
-        fprintf(f, "Host: %s%s%s\r\n", c->api_url ? u->host : "localhost", c->api_url ? ":" : "",
-                c->api_url ? u->port : "");
+        fprintf(f, "Host: %s:%s\r\n", u->host, u->port);
     fprintf(f, "User-Agent: runtime/%s\r\nAccept: application/json\r\nConnection: close\r\n",
             runtime_version());
     if (c->key[0]) fprintf(f, "Authorization: Bearer %s\r\n", c->key);
@@ -390,15 +392,15 @@ struct reader {
     bool eof;
 };
 
-/* More bytes into buf; -1 failed, 0 at the end. */
+/* Reads more into buf once all of it is used: 1, 0 at the end, -1 failed. */
 static int fill(struct reader *rd)
 {
-    if (rd->at == rd->end) rd->at = rd->end = 0;
-    if (rd->end == sizeof rd->buf || rd->eof) return rd->eof ? 0 : 1;
-    ssize_t n = wire_read(rd->w, rd->buf + rd->end, sizeof rd->buf - rd->end);
+    rd->at = rd->end = 0;
+    if (rd->eof) return 0;
+    ssize_t n = wire_read(rd->w, rd->buf, sizeof rd->buf);
     if (n < 0) return -1;
-    if (n == 0) rd->eof = true;
-    rd->end += (size_t)n;
+    rd->eof = n == 0;
+    rd->end = (size_t)n;
     return n > 0;
 }
 
@@ -451,8 +453,9 @@ static int read_head(struct reader *rd, struct answer *a)
             if (!colon) continue;
             *colon = '\0';
             char *value = colon + 1 + strspn(colon + 1, " \t");
-            if (strcasecmp(line, "Content-Length") == 0)
-                a->length = strtoll(value, NULL, 10);
+            if (strcasecmp(line, "Content-Length") == 0 &&
+                (a->length = strtoll(value, NULL, 10)) < 0)
+                return fail(rd->w, 0, "the answer's Content-Length is not a length");
             else if (strcasecmp(line, "Transfer-Encoding") == 0)
                 a->chunked = strcasestr(value, "chunked") != NULL;
             else if (strcasecmp(line, "X-File-Mode") == 0)
