@@ -23,7 +23,7 @@ CLI_OBJS    := $(call objs,$(CLI_DIRS))
 LIB_OBJS    := $(filter-out $(BUILD)/obj/daemon/% $(BUILD)/obj/cli/%,$(sort $(DAEMON_OBJS) $(CLI_OBJS)))
 UNIT_SRCS   := $(wildcard tests/unit/*.c)
 
-all: $(BUILD)/runtimed $(BUILD)/runtime $(BUILD)/gwcall $(BUILD)/bare-listener
+all: $(BUILD)/runtimed $(BUILD)/runtime $(BUILD)/gwcall $(BUILD)/bare-listener $(BUILD)/flood
 
 # The version, in one place: VERSION's number, and the commit built from (git describe)
 # when there is a git checkout, e.g. 0.1.0+eff1617-dirty. Only src/common/version.c
@@ -89,6 +89,10 @@ $(BUILD)/gwcall: bench/gwcall.c
 
 # bench/neighbour.sh's flood-bare reference: a listener that does the least (bench/bare-listener.c).
 $(BUILD)/bare-listener: bench/bare-listener.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# Its unauthenticated flood, from a generator that costs the machine little (bench/flood.c).
+$(BUILD)/flood: bench/flood.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BUILD)/unit: $(UNIT_SRCS) $(LIB_OBJS)

@@ -43,15 +43,6 @@
 //            share of a create without runtime); counts runs and failures, their latency.
 //   conns --addr IP   (on the host: issue 13's reference for conns) the same connections
 //            straight to the upstream, no proxy.
-//   api-flood --api URL [--conns 5000] [--slow 10] [--bulk BYTES] [--length BYTES] [--gap S]
-//            [--paths P,P] [--idle-from 127.0.0.2] [--slow-from 127.0.0.3]   (issue 23) an
-//            unauthenticated flood of the daemon's API port: --conns idle TCP connections
-//            (nothing sent), opened --rate a second and held, reopened when the daemon closes
-//            them; and --slow connections that send a request head (no credentials) with
-//            Content-Length --length, then --bulk bytes at once, then one byte every --gap s,
-//            to the --paths in turn (reopened 1 s after the daemon ends one). From their own
-//            loopback addresses, so that a per-client limit can tell them from the victim.
-//            Counts what the daemon did to them: closes, answers by status.
 //   unread --url GW --token T [--streams listen,get] [--uri URI]   (issue 23) a tenant that
 //            opens a gateway stream and never reads it: listen = a 2026-07-28
 //            subscriptions/listen for --uri, get = a 2025 session subscribed to --uri with its
@@ -71,11 +62,10 @@ import { eachOption, usageFor } from "./lib.mjs";
 const usage = usageFor(
     "neighbour",
     "usage: node neighbour.mjs dns-udp|dns-tcp|proxy|refused|events|conns|probe|exec-storm|churn|\n" +
-        "         spawn-churn|upstream|api-flood|unread\n" +
+        "         spawn-churn|upstream|unread\n" +
         "         [--host NAME] [--port P] [--seconds S] [--max N] [--rate R] [--stop FILE]\n" +
         "         [--sockets K] [--conns N] [--churn K] [--concurrency K] [--n N]\n" +
         "         [--api URL --key K --sandbox ID --argv JSON --memory MIB] [--listen ADDR] [--addr IP]\n" +
-        "         [--slow K --bulk B --length B --gap S --paths P,P --idle-from A --slow-from A]\n" +
         "         [--url GW --token T --streams listen,get --uri URI]\n"
 );
 
@@ -83,9 +73,7 @@ const mode = process.argv[2];
 const o = { host: "up.bench.test", port: 7000, seconds: 60, max: 2_000_000, rate: 3000,
             stop: "/workspace/stop", sockets: 4, conns: 3000, churn: null, concurrency: null,
             n: 200, api: null, key: null, sandbox: null, argv: ["true"], memory: 256,
-            listen: "127.0.0.1", addr: null, slow: 10, bulk: 16 << 20, length: 60 << 20, gap: 3,
-            paths: ["/v1/sandboxes"], idleFrom: "127.0.0.2", slowFrom: "127.0.0.3", url: null,
-            token: null, streams: ["listen", "get"], uri: "bench://unread" };
+            listen: "127.0.0.1", addr: null, url: null, token: null, streams: ["listen", "get"], uri: "bench://unread" };
 eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     switch (a) {
     case "--host": o.host = val(); break;
@@ -106,13 +94,6 @@ eachOption(process.argv.slice(3), usage, (a, { val, num, json }) => {
     case "--memory": o.memory = Math.floor(num(1)); break;
     case "--listen": o.listen = val(); break;
     case "--addr": o.addr = val(); break;
-    case "--slow": o.slow = Math.floor(num(0)); break;
-    case "--bulk": o.bulk = Math.floor(num(0)); break;
-    case "--length": o.length = Math.floor(num(1)); break;
-    case "--gap": o.gap = num(0.05); break;
-    case "--paths": o.paths = val().split(","); break;
-    case "--idle-from": o.idleFrom = val(); break;
-    case "--slow-from": o.slowFrom = val(); break;
     case "--url": o.url = val(); break;
     case "--token": o.token = val(); break;
     case "--streams": o.streams = val().split(","); break;
@@ -256,13 +237,13 @@ stopped.then(() => {
 });
 
 // One connection: resolves { ok, closedByPeer, ms } when it ends (or when stopping, for held ones).
-function connectOnce(host, port, { send = null, expectEcho = false, hold = false, localAddress } = {}) {
+function connectOnce(host, port, { send = null, expectEcho = false, hold = false } = {}) {
     return new Promise((resolve) => {
         const a = performance.now();
         let connected = false;
         let got = "";
         let settled = false;
-        const s = net.connect({ host, port, localAddress });
+        const s = net.connect({ host, port });
         const end = (ok, why) => {
             if (settled) return;
             settled = true;
@@ -318,60 +299,6 @@ const held = (n, open) => Promise.all(Array.from({ length: n }, async (_, i) => 
         if (!r.connected) await new Promise((res) => setTimeout(res, 20)); // a refused slot backs off a little
     }
 }));
-
-// One slow request (api-flood): the head, --bulk bytes at once, then a byte every --gap s until
-// the run stops or the daemon ends it. Resolves why it ended.
-function slowBody(host, port, path) {
-    return new Promise((resolve) => {
-        const s = net.connect({ host, port, localAddress: o.slowFrom });
-        let settled = false, connected = false, answered = false, got = "", timer = null;
-        const end = (why) => {
-            if (settled) return;
-            settled = true;
-            clearInterval(timer);
-            holding.delete(endHeld);
-            s.destroy();
-            resolve(why);
-        };
-        const endHeld = () => end("held");
-        s.on("connect", async () => {
-            connected = true;
-            count("slow_connected");
-            holding.add(endHeld);
-            if (stopping) return end("held");
-            s.write(`POST ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nContent-Type: application/json\r\n` +
-                    `Content-Length: ${o.length}\r\n\r\n`);
-            const chunk = Buffer.alloc(65536, 0x20); // spaces: JSON whitespace
-            let left = Math.min(o.bulk, o.length - 1);
-            while (left > 0 && !settled) {
-                const n = Math.min(left, chunk.length);
-                left -= n;
-                count("slow_bulk_bytes", n);
-                if (!s.write(n === chunk.length ? chunk : chunk.subarray(0, n)))
-                    await new Promise((res) => { s.once("drain", res); s.once("close", res); });
-            }
-            if (settled) return;
-            count("slow_bulk_done");
-            let room = o.length - 1 - Math.min(o.bulk, o.length - 1); // never the last byte
-            timer = setInterval(() => {
-                if (room-- <= 0) return;
-                count("slow_trickle_bytes");
-                s.write(" ");
-            }, o.gap * 1000);
-        });
-        s.on("data", (d) => {
-            if (answered) return;
-            got += d.toString("latin1");
-            const m = got.match(/^HTTP\/1\.[01] (\d{3})/);
-            if (m) {
-                answered = true;
-                count(`slow_answer_${m[1]}`);
-            }
-        });
-        s.on("error", (e) => end(e.code || "error"));
-        s.on("close", () => end(connected ? "closed" : "refused"));
-    });
-}
 
 // Sends a raw HTTP/1.1 request (unread) and resolves at the end of the answer's head with
 // { status, head, sock }, the socket paused: nothing more of the answer is ever read.
@@ -676,23 +603,6 @@ const modes = {
         done({ argv0: o.argv[0], rate: o.rate, per_second: Math.round(attempts / elapsed()),
                runs: counts.runs ?? 0, failures: counts.failures ?? 0, run_p50_ms: pct(runMs, 0.5),
                run_p99_ms: pct(runMs, 0.99), run_max_ms: pct(runMs, 1), first_error: firstError });
-    },
-
-    // Unauthenticated connections to the daemon's API port (issue 23): idle ones by the
-    // thousand, and slow bodies.
-    async "api-flood"() {
-        if (!o.api) usage("api-flood needs --api");
-        const api = new URL(o.api);
-        const host = api.hostname, port = Number(api.port || 80);
-        const idle = held(o.conns, () => connectOnce(host, port, { hold: true, localAddress: o.idleFrom }));
-        const slow = Promise.all(Array.from({ length: o.slow }, async (_, i) => {
-            while (!stopping) {
-                count(`slow_end_${await slowBody(host, port, o.paths[i % o.paths.length])}`);
-                if (!stopping) await Promise.race([sleep(1000), stopped]);
-            }
-        }));
-        await Promise.all([idle, slow]);
-        done({ conns: o.conns, slow: o.slow, bulk: o.bulk, length: o.length, gap: o.gap });
     },
 
     // A tenant's gateway streams, opened and never read (issue 23).

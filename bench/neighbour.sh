@@ -41,7 +41,7 @@
 # credentials: FLOOD_CONNS idle TCP connections to the API port, opened FLOOD_RATE a second
 # from 127.0.0.2 and held, and SLOW_CONNS slow bodies from 127.0.0.3: a request head with
 # Content-Length SLOW_LENGTH_MIB MiB, SLOW_BULK_MIB MiB at once, then a byte every SLOW_GAP s,
-# to /v1/sandboxes and to the victim's gateway path); unread (issue 23: the noisy tenant's
+# to /v1/sandboxes and to the victim's gateway path; made by bench/flood.c); unread (issue 23: the noisy tenant's
 # 2026-07-28 subscriptions/listen stream and 2025 GET stream on its own server's gateway,
 # opened from the host and never read, while that server sends resources/updated,
 # UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a round); flood-bare and
@@ -319,6 +319,17 @@ noisy_stop() { "$RT" sandbox exec "$NOISY" --timeout 30 -- "$@" </dev/null >/dev
 daemon_alive() { alive "$KPID" && alive "$SPID"; }
 server_cpu() { pid_cpu "$SPID" 2>/dev/null || echo 0; } # 0 once it is gone
 
+# api_flood PORT STOPFILE KEY: issue 23's unauthenticated flood of 127.0.0.1:PORT (the
+# daemon's API port, or flood-bare's listener) in the background, from bench/flood.c: a
+# generator in C, where neighbour.mjs api-flood (the same flood) took a fifth of a CPU.
+api_flood() {
+    rm -f "$2"
+    setsid "$BUILD/flood" --port "$1" --conns "$FLOOD_CONNS" --rate "$FLOOD_RATE" \
+        --slow "$SLOW_CONNS" --bulk $((SLOW_BULK_MIB << 20)) --length $((SLOW_LENGTH_MIB << 20)) \
+        --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" --seconds "$FLOOD_S" \
+        --stop "$2" >"$WORK/flood-$3.json" 2>"$WORK/flood-$3.log" </dev/null &
+}
+
 # start_flood PHASE KEY: the phase's flood in the background (FPID), or nothing for quiet phases.
 start_flood() {
     local p=$1 k=$2 nb=(node /workspace/neighbour.mjs)
@@ -350,11 +361,7 @@ start_flood() {
             >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
         ;;
     flood)
-        rm -f "$WORK/flood.stop"
-        setsid "$NODE" "$NB" api-flood --api "$RUNTIME_API_URL" --conns "$FLOOD_CONNS" --rate "$FLOOD_RATE" \
-            --slow "$SLOW_CONNS" --bulk $((SLOW_BULK_MIB << 20)) --length $((SLOW_LENGTH_MIB << 20)) \
-            --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" --seconds "$FLOOD_S" \
-            --stop "$WORK/flood.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        api_flood "${RUNTIME_API_URL##*:}" "$WORK/flood.stop" "$k"
         ;;
     flood-bare) # the same flood at a listener that does the least, with runtimed's per-client limit
         rm -f "$WORK/flood-bare.stop"
@@ -362,10 +369,7 @@ start_flood() {
         BARE_PID=$!
         for ((i = 0; i < 100; i++)); do [[ -s $WORK/bare.port ]] && break; sleep 0.05; done
         [[ -s $WORK/bare.port ]] || bench_die "bare-listener did not start"
-        setsid "$NODE" "$NB" api-flood --api "http://127.0.0.1:$(head -n1 "$WORK/bare.port")" --conns "$FLOOD_CONNS" \
-            --rate "$FLOOD_RATE" --slow "$SLOW_CONNS" --bulk $((SLOW_BULK_MIB << 20)) \
-            --length $((SLOW_LENGTH_MIB << 20)) --gap "$SLOW_GAP" --paths "/v1/sandboxes,${URL#"$RUNTIME_API_URL"}" \
-            --seconds "$FLOOD_S" --stop "$WORK/flood-bare.stop" >"$WORK/flood-$k.json" 2>"$WORK/flood-$k.log" </dev/null &
+        api_flood "$(head -n1 "$WORK/bare.port")" "$WORK/flood-bare.stop" "$k"
         ;;
     unread)
         rm -f "$WORK/unread.stop"
