@@ -115,6 +115,8 @@ test('hibernated, the daemon killed with -9 and started again: it is still hiber
   assert.deepEqual(runscProcesses(d.stateDir, sb.id).filter((p) => p.cmdline.startsWith('runsc')), []);
 
   const ps = await d.exec(sb.id, ['ps', '-o', 'pid=', '-p', String(ticker)]);
+  const woke = (await events(sb.id, 'sandbox.resumed')).at(-1);
+  assert.equal(woke?.from, 'image', `restored from its image, not cold: ${JSON.stringify(woke)}`);
   assert.equal(Number(ps.stdout), ticker, 'restored from its image: the same ticker runs');
   // Its MCP servers start again after a restart (docs/hibernation.md): a new client, a new count.
   assert.equal(await countAfterRestart(d, sb), 1);
