@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -303,7 +304,12 @@ int ns_sweep(const struct sandbox_host *host, const char *id)
     sandbox_paths(host, id, dir, sizeof dir);
     gvisor_remove_state(dir);
     snprintf(path, sizeof path, "%s/workspace.img", dir);
+    char real[PATH_MAX];
+    bool attached = realpath(path, real) != NULL;
     unlink(path);
+    /* A removal answers once its loop device is gone too (what a removal leaves behind is
+     * nothing); past the bound the device still detaches itself, so it is not an error. */
+    if (attached) workspace_wait_released(real, WORKSPACE_RELEASE_MS, NULL);
     snprintf(path, sizeof path, "%s/root", dir);
     rmdir(path);
     if (rmdir(dir) < 0 && errno != ENOENT) return -errno;
@@ -334,8 +340,11 @@ int ns_build(const struct sandbox_host *host, const struct sandbox_spec *spec, b
     int loop_fd = -1;
     struct cgroup_limits lim = ns_limits(spec, gvisor);
     int r = make_dirs(sb, err);
-    if (r == 0 && !(reuse_workspace && access(image, F_OK) == 0))
+    char real[PATH_MAX];
+    if (r == 0 && !(reuse_workspace && realpath(image, real)))
         r = workspace_create(host, image, spec->disk_mib, err);
+    else if (r == 0) /* its last run's mount may still be going away */
+        r = workspace_wait_released(real, WORKSPACE_RELEASE_MS, err);
     char cgname[64];
     sandbox_cgroup_name(host, spec->id, cgname, sizeof cgname);
     if (r == 0) r = cgroup_create(cgname, &lim, &sb->cg, err);

@@ -81,6 +81,14 @@ int workspace_create(const struct sandbox_host *host, const char *image, uint32_
                      err_t *err);
 /* Attaches image to a free loop device that detaches itself on last close. */
 int workspace_attach(const char *image, int *loop_fd, err_t *err);
+/* Waits until no loop device holds the image whose resolved path is real: the kernel
+ * detaches a sandbox's device when its last mount goes, which can lag behind the end of
+ * its processes (a kill -9 of all of them: seen once in CI). A restart must not mount the
+ * image a second time while the first mount is still going away. -EBUSY after
+ * timeout_ms. */
+#define WORKSPACE_RELEASE_POLL_MS 5
+#define WORKSPACE_RELEASE_MS 5000
+int workspace_wait_released(const char *real, int timeout_ms, err_t *err);
 
 /* rootfs.c: runs in the new sandbox's first process, as host root in fresh
  * mount/pid/net/ipc/uts namespaces; builds the root and pivots into it. */

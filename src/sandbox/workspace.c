@@ -2,10 +2,13 @@
  * loop device, so its size is a hard cap that no quota setup on the host is needed
  * for, and it survives daemon restarts. Images are sparse copies of a template
  * formatted once per size, which keeps mkfs out of the create path. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/loop.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -116,6 +119,45 @@ int workspace_create(const struct sandbox_host *host, const char *image, uint32_
 out:
     close(tpl);
     return r;
+}
+
+/* Whether a loop device still holds the image at real (its resolved path, as the kernel
+ * shows it, " (deleted)" after once removed); dev gets its name. */
+static bool image_held(const char *real, char *dev, size_t n)
+{
+    DIR *d = opendir("/sys/block");
+    if (!d) return false;
+    size_t len = strlen(real);
+    bool held = false;
+    for (struct dirent *e; !held && (e = readdir(d));) {
+        if (strncmp(e->d_name, "loop", 4) != 0) continue;
+        char path[300], backing[PATH_MAX + 16];
+        snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? read(fd, backing, sizeof backing - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (got <= 0) continue; /* not attached */
+        backing[got] = '\0';
+        backing[strcspn(backing, "\n")] = '\0';
+        held = strncmp(backing, real, len) == 0 &&
+               (backing[len] == '\0' || strcmp(backing + len, " (deleted)") == 0);
+        if (held) snprintf(dev, n, "/dev/%s", e->d_name);
+    }
+    closedir(d);
+    return held;
+}
+
+int workspace_wait_released(const char *real, int timeout_ms, err_t *err)
+{
+    char dev[300];
+    for (int waited = 0; image_held(real, dev, sizeof dev); waited += WORKSPACE_RELEASE_POLL_MS) {
+        if (waited >= timeout_ms)
+            return err_set(err, -EBUSY,
+                           "%s still holds the workspace image %s %d ms after its sandbox ended",
+                           dev, real, timeout_ms);
+        usleep(WORKSPACE_RELEASE_POLL_MS * 1000);
+    }
+    return 0;
 }
 
 int workspace_attach(const char *image, int *loop_fd, err_t *err)

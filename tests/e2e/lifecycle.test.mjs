@@ -163,6 +163,35 @@ test('kill -9 of the whole process group (sandboxes too) and a restart: the sand
   assert.deepEqual(loopDevicesInto(d.stateDir).filter((l) => l.includes(s.id)), []);
 });
 
+test('a restart does not mount a workspace image that a loop device still holds: it waits, then says which device', async () => {
+  const s = await d.create({ name: 'held', diskMiB: 64 });
+  const marker = token('held');
+  await d.sh(s.id, `echo ${marker} > /workspace/f`);
+  await d.killGroup();
+  // What the kernel can leave for a moment after a kill -9 of everything: the image still
+  // on a loop device while its last mount goes away. Here it stays until the test lets go.
+  const image = path.join(d.stateDir, 'sandboxes', s.id, 'workspace.img');
+  const held = spawnSync('losetup', ['--find', '--show', image], { encoding: 'utf8' });
+  assert.equal(held.status, 0, held.stderr);
+  const dev = held.stdout.trim();
+  try {
+    await d.start();
+    const got = await d.api('GET', `/v1/sandboxes/${s.id}`);
+    assert.equal(got.body.status, 'failed', 'it did not start on an image mounted elsewhere');
+    assert.match(fs.readFileSync(d.logFile, 'utf8'),
+      new RegExp(`sandbox ${s.id} could not be restored: ${dev} still holds the workspace image`));
+  } finally {
+    spawnSync('losetup', ['--detach', dev]);
+  }
+  const again = await d.api('POST', `/v1/sandboxes/${s.id}/start`);
+  assert.equal(again.status, 200, `once the device let go, it starts: ${again.text}`);
+  const cat = await d.api('POST', `/v1/sandboxes/${s.id}/exec`, { argv: ['cat', '/workspace/f'] });
+  assert.equal(cat.status, 200, cat.text);
+  assert.equal(cat.body.stdout, `${marker}\n`);
+  assert.equal((await d.remove(s.id)).status, 200);
+  assert.deepEqual(loopDevicesInto(d.stateDir).filter((l) => l.includes(s.id)), []);
+});
+
 test('a sandbox whose init is killed on the host is not left "running" with a dead exec', async () => {
   const s = await d.create({ diskMiB: 64 });
   const marker = token('init');
