@@ -41,10 +41,11 @@
 # credentials: FLOOD_CONNS idle TCP connections to the API port, opened FLOOD_RATE a second
 # from 127.0.0.2 and held, and SLOW_CONNS slow bodies from 127.0.0.3: a request head with
 # Content-Length SLOW_LENGTH_MIB MiB, SLOW_BULK_MIB MiB at once, then a byte every SLOW_GAP s,
-# to /v1/sandboxes and to the victim's gateway path; made by bench/flood.c); unread (issue 23: the noisy tenant's
-# 2026-07-28 subscriptions/listen stream and 2025 GET stream on its own server's gateway,
-# opened from the host and never read, while that server sends resources/updated,
-# UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a round); flood-bare and
+# to /v1/sandboxes and to the victim's gateway path; made by bench/flood.c); unread (issue
+# 23: the noisy tenant's 2026-07-28 subscriptions/listen stream and 2025 GET stream on its
+# own server's gateway, opened from the host and never read, while that server sends
+# resources/updated, UNREAD_RATE a second of UNREAD_PAD bytes, UNREAD_MIB MiB at most a
+# round); flood-bare and
 # unread-bare (issue 23's references: the same flood at bench/bare-listener.c, a listener
 # that accepts, keeps PER_CLIENT connections a client and answers 401, with no daemon; the
 # same notify server run by exec in the noisy sandbox, its output read by wc -c at the
@@ -321,7 +322,7 @@ server_cpu() { pid_cpu "$SPID" 2>/dev/null || echo 0; } # 0 once it is gone
 
 # api_flood PORT STOPFILE KEY: issue 23's unauthenticated flood of 127.0.0.1:PORT (the
 # daemon's API port, or flood-bare's listener) in the background, from bench/flood.c: a
-# generator in C, where neighbour.mjs api-flood (the same flood) took a fifth of a CPU.
+# generator in C, where the Node one it replaced took a fifth of the victim's CPUs.
 api_flood() {
     rm -f "$2"
     setsid "$BUILD/flood" --port "$1" --conns "$FLOOD_CONNS" --rate "$FLOOD_RATE" \
