@@ -52,6 +52,36 @@ dns.lookup('flood.example', { family: 4 }, (err, addr) => {
 });
 `;
 
+// Runs in the noisy sandbox: keeps `inFlight` connections to a name's synthetic address on
+// 443 being opened, each closed as soon as it is open (or refused), until
+// /workspace/stop-churn appears (at most 60 s): new connections far faster than the rate
+// allows while holding few. Prints how many it opened.
+const CHURN = `
+const net = require('node:net'), dns = require('node:dns'), fs = require('node:fs');
+const inFlight = Number(process.argv[2]);
+let opened = 0, stop = false;
+dns.lookup('churn.example', { family: 4 }, (err, addr) => {
+  if (err) { console.log(JSON.stringify({ error: err.message })); process.exit(1); }
+  function one() {
+    if (stop) return;
+    const s = net.connect({ host: addr, port: 443 });
+    s.on('connect', () => { opened++; s.destroy(); });
+    s.on('error', () => {});
+    s.on('close', () => setImmediate(one));
+  }
+  for (let i = 0; i < inFlight; i++) one();
+  const until = Date.now() + 60000;
+  const t = setInterval(() => {
+    if (fs.existsSync('/workspace/stop-churn') || Date.now() > until) {
+      stop = true;
+      clearInterval(t);
+      console.log(JSON.stringify({ opened }));
+      process.exit(0);
+    }
+  }, 50);
+});
+`;
+
 // UDP queries for names of its own, as fast as the socket takes them, for N seconds.
 const QUERY_FLOOD = `
 const dgram = require('node:dgram'), fs = require('node:fs');
@@ -84,6 +114,7 @@ before(async () => {
   for (const sb of [noisy, victim, closed]) {
     await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/flood.js`, undefined, { raw: FLOOD });
     await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/queries.js`, undefined, { raw: QUERY_FLOOD });
+    await d.api('PUT', `/v1/sandboxes/${sb.id}/files?path=/workspace/churn.js`, undefined, { raw: CHURN });
   }
 });
 after(async () => {
@@ -95,24 +126,43 @@ function serverFds() {
   return fs.readdirSync(`/proc/${server}/fd`).length;
 }
 
-async function limitsReached(id) {
-  const r = await d.api('GET', `/v1/sandboxes/${id}/events`);
-  return r.body.filter((e) => e.kind === 'limit.reached').map((e) => e.resource);
+async function events(id, after = 0) {
+  return (await d.api('GET', `/v1/sandboxes/${id}/events?after=${after}`)).body;
 }
+
+async function limitsReached(id, after = 0) {
+  return (await events(id, after)).filter((e) => e.kind === 'limit.reached').map((e) => e.resource);
+}
+
+test('a sandbox opening connections faster than its rate is refused past it, and only it', async () => {
+  // Few held, many made: the rate, not the count, is what stops this sandbox. (A flood that
+  // holds its connections meets the count first, and the count is checked first.)
+  const churn = d.exec(noisy.id, ['node', '/workspace/churn.js', '32'], { timeoutMs: 90000 });
+  await waitFor(async () => (await limitsReached(noisy.id)).includes('connections_per_second'),
+    { timeoutMs: 30000, what: 'limit.reached for connections_per_second' });
+  await d.exec(noisy.id, ['touch', '/workspace/stop-churn']);
+  const out = await churn;
+  assert.equal(out.exitCode, 0, out.stdout + out.stderr);
+  assert.ok(JSON.parse(out.stdout).opened > 0, out.stdout);
+  assert.deepEqual(await limitsReached(victim.id), [], 'the victim reached no limit');
+});
 
 test('a sandbox holding thousands of connections meets its own limits; its neighbour, the API and exec are unharmed', async () => {
   const fdsBefore = serverFds();
   const logBefore = fs.statSync(d.logFile).size;
-  // Two processes, as in the attack, each far past the per-sandbox limits.
-  // At once, the connection rate stops them; one at a time, the count does.
+  const seqBefore = Math.max(0, ...(await events(noisy.id)).map((e) => e.seq));
+  // Two processes, as in the attack, each far past the per-sandbox limits: one opens
+  // 3000 at once, one 400 at 90 a second; each holds them, and DNS-over-TCP connections.
   const floods = [
     d.exec(noisy.id, ['node', '/workspace/flood.js', '3000', '500', '0'], { timeoutMs: 90000 }),
     d.exec(noisy.id, ['node', '/workspace/flood.js', '400', '40', '90'], { timeoutMs: 90000 }),
   ];
+  let hit = [];
+  const wanted = ['connections', 'dns_tcp_connections'];
   await waitFor(async () => {
-    const hit = await limitsReached(noisy.id);
-    return ['connections_per_second', 'connections', 'dns_tcp_connections'].every((x) => hit.includes(x));
-  }, { timeoutMs: 30000, what: 'limit.reached for the connection rate, connections and DNS-over-TCP connections' });
+    hit = await limitsReached(noisy.id, seqBefore);
+    return wanted.every((x) => hit.includes(x));
+  }, { timeoutMs: 30000, what: { toString: () => `limit.reached for ${wanted.join(', ')} (reached: ${[...new Set(hit)].join(', ') || 'none'})` } });
 
   // The daemon holds at most the limits' worth of descriptors for the noisy sandbox.
   const fds = serverFds() - fdsBefore;
@@ -151,8 +201,8 @@ test('a sandbox holding thousands of connections meets its own limits; its neigh
   const opened = outs.reduce((n, o) => n + o.opened, 0);
   assert.ok(opened >= MAX_CONNS, `the noisy sandbox got its own share: ${JSON.stringify(outs)}`);
   // Limit events are few (one a second per limit), and the log stayed small.
-  const events = (await d.api('GET', `/v1/sandboxes/${noisy.id}/events`)).body;
-  assert.ok(events.filter((e) => e.kind === 'limit.reached').length < 40, 'limit.reached is rate-limited');
+  const reached = await limitsReached(noisy.id, seqBefore);
+  assert.ok(reached.length < 40, `limit.reached is rate-limited: ${reached.length}`);
   const grew = fs.statSync(d.logFile).size - logBefore;
   assert.ok(grew < 64 * 1024, `the daemon log grew by ${grew} bytes`);
 });
