@@ -269,7 +269,7 @@ static int on_exec(struct keeper *k, struct request *rq)
     struct proto_exec h;
     memcpy(&h, rq->buf, sizeof h);
     if (memchr(h.cwd, '\0', sizeof h.cwd) == NULL || h.argc == 0 || h.argc > PROTO_MAX_STRINGS ||
-        h.envc > PROTO_MAX_STRINGS)
+        h.envc > PROTO_MAX_STRINGS || h.serve > 1)
         return -EPROTO;
     const char **strs = calloc(h.argc + h.envc + 2, sizeof *strs);
     if (!strs) return err_set(&rq->err, -ENOMEM, "out of memory");
@@ -280,8 +280,11 @@ static int on_exec(struct keeper *k, struct request *rq)
         memmove(strs + h.argc + 1, strs + h.argc, h.envc * sizeof *strs);
         strs[h.argc] = NULL;
         strs[h.argc + 1 + h.envc] = NULL;
-        struct sandbox_exec ex = {
-            .argv = strs, .envp = strs + h.argc + 1, .cwd = h.cwd, .timeout_ms = h.timeout_ms};
+        struct sandbox_exec ex = {.argv = strs,
+                                  .envp = strs + h.argc + 1,
+                                  .cwd = h.cwd,
+                                  .timeout_ms = h.timeout_ms,
+                                  .serve = h.serve};
         r = from_driver(rq->e->drv->exec(rq->e->sb, &ex, rq->fds, &rq->err));
         if (r == 0) rq->nfds = 4;
     }

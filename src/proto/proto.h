@@ -159,6 +159,7 @@ struct proto_exec {
     uint32_t timeout_ms;
     uint32_t argc; /* then argc strings, then envc "K=V" strings */
     uint32_t envc;
+    uint32_t serve; /* 1: an MCP server (struct sandbox_exec's serve); else 0 */
 };
 
 #define PROTO_KEY_LEN 65 /* a template's key: 64 lowercase hex digits */

@@ -52,7 +52,6 @@
 #include "ns_impl.h"
 
 #define GVISOR_ENTER (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
-#define RUNSC_TIMEOUT_MS 30000
 #define RUNSC_MAX_ARGS 16
 
 int sandbox_gvisor_available(err_t *err)
@@ -114,24 +113,25 @@ static void last_line(int fd, char *out, size_t n)
     snprintf(out, n, "%s", line ? line + 1 : buf);
 }
 
-/* Runs runsc with words inside the holder's namespaces and the sandbox's cgroup (what
- * it starts stays there) and waits for it: the keeper's forked child joins them and
- * forks again, since only a child enters a pid namespace. runsc's stdin and stdout are
- * in_fd and out_fd (the container's, for run; -1: /dev/null); its stderr goes to an unlinked file,
- * not a pipe: the processes it leaves running inherit it. */
-int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int out_fd, err_t *err)
+/* Starts runsc with words inside the holder's namespaces and the sandbox's cgroup (what
+ * it starts stays there): the keeper's forked child joins them and forks again, since
+ * only a child enters a pid namespace. stdio are runsc's stdin, stdout and stderr (the
+ * container's, for run and restore; -1: /dev/null, and for stderr an unlinked file that
+ * gvisor_runsc_wait reads for an error message: the processes runsc leaves running
+ * inherit it, so it cannot be a pipe). */
+int gvisor_runsc_start(struct sandbox *sb, const char *const *words, const int stdio[3],
+                       struct runsc_job *job, err_t *err)
 {
     struct runsc_argv a;
     runsc_argv(&a, sb, words);
-    int errfd = open(sb->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (errfd < 0)
+    while (words[1] && strncmp(words[0], "--", 2) == 0) /* a global flag: not the command */
+        words++;
+    *job = (struct runsc_job){.pid = -1, .errfd = -1, .command = words[0]};
+    if (stdio[2] < 0 && (job->errfd = open(sb->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
         return err_set(err, errno, "cannot make a file in %s: %s", sb->dir, strerror(errno));
+    int errfd = stdio[2] >= 0 ? stdio[2] : job->errfd;
     int cg_fds[8], ncg = cgroup_procs_fds(sb->cg, cg_fds, 8);
-    if (ncg < 0) {
-        close(errfd);
-        return err_set(err, ncg, "cannot open the sandbox's cgroup");
-    }
-    pid_t pid = fork();
+    pid_t pid = ncg < 0 ? -1 : fork();
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (setns(sb->init_pidfd, GVISOR_ENTER) < 0) _exit(125);
@@ -142,8 +142,8 @@ int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int ou
              * leave running are the sandbox's, and run its programs as an ns sandbox's
              * run (at 0). Niced, each wakeup of theirs waited behind the callers'. */
             setpriority(PRIO_PROCESS, 0, 0);
-            dup2(in_fd >= 0 ? in_fd : null, 0);
-            dup2(out_fd >= 0 ? out_fd : null, 1);
+            dup2(stdio[0] >= 0 ? stdio[0] : null, 0);
+            dup2(stdio[1] >= 0 ? stdio[1] : null, 1);
             dup2(errfd, 2);
             execve(RUNSC_PATH, (char *const *)a.v, (char *const[]){"PATH=/usr/bin:/bin", NULL});
             _exit(127);
@@ -156,26 +156,46 @@ int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int ou
     for (int i = 0; i < ncg; i++)
         close(cg_fds[i]);
     if (pid < 0) {
-        close(errfd);
-        return err_set(err, errno, "fork: %s", strerror(errno));
+        if (job->errfd >= 0) close(job->errfd);
+        job->errfd = -1;
+        return ncg < 0 ? err_set(err, ncg, "cannot open the sandbox's cgroup")
+                       : err_set(err, errno, "fork: %s", strerror(errno));
     }
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    job->pid = pid;
+    return 0;
+}
+
+/* Waits for a runsc that gvisor_runsc_start started (at most RUNSC_TIMEOUT_MS: then it is
+ * killed; what it left running dies with the holder). */
+int gvisor_runsc_wait(struct runsc_job *job, err_t *err)
+{
+    if (job->pid < 0) return -ECHILD;
+    int pidfd = (int)syscall(SYS_pidfd_open, job->pid, 0);
     struct pollfd p = {.fd = pidfd, .events = POLLIN};
     int n = pidfd >= 0 ? poll(&p, 1, RUNSC_TIMEOUT_MS) : 1;
-    if (n == 0) kill(pid, SIGKILL); /* runsc's own children die with the holder */
+    if (n == 0) kill(job->pid, SIGKILL);
     if (pidfd >= 0) close(pidfd);
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    while (waitpid(job->pid, &st, 0) < 0 && errno == EINTR) {
     }
-    char why[512];
-    last_line(errfd, why, sizeof why);
-    close(errfd);
-    while (words[1] && strncmp(words[0], "--", 2) == 0) /* a global flag: not the command */
-        words++;
-    if (n == 0) return err_set(err, -ETIMEDOUT, "runsc %s timed out", words[0]);
+    job->pid = -1;
+    char why[512] = "";
+    if (job->errfd >= 0) {
+        last_line(job->errfd, why, sizeof why);
+        close(job->errfd);
+        job->errfd = -1;
+    }
+    if (n == 0) return err_set(err, -ETIMEDOUT, "runsc %s timed out", job->command);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return err_set(err, -EIO, "runsc %s failed: %s", words[0], why[0] ? why : "no message");
+        return err_set(err, -EIO, "runsc %s failed: %s", job->command, why[0] ? why : "no message");
     return 0;
+}
+
+int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int out_fd, err_t *err)
+{
+    struct runsc_job job;
+    int r = gvisor_runsc_start(sb, words, (const int[3]){in_fd, out_fd, -1}, &job, err);
+    return r < 0 ? r : gvisor_runsc_wait(&job, err);
 }
 
 /* ---- the OCI bundle ---- */
@@ -201,7 +221,7 @@ static json_t *bind_json(const struct sandbox *sb, const char *dest, const char 
 
 /* The agent's four (agent/agent.c): to make each program the sandbox user with no
  * capability (SETUID, SETGID, SETPCAP) and to signal its programs (KILL). */
-static json_t *agent_capabilities(void)
+json_t *gvisor_agent_capabilities(void)
 {
     const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"};
     json_t *set[3];
@@ -270,7 +290,7 @@ static json_t *seccomp_json(void)
 /* /usr, /tmp, /run and /workspace are bind mounts of the holder's directories, served
  * by the gofer as they change on the host (file calls write there); /proc, /dev and
  * /dev/shm are gVisor's own. The root is read-only, as the ns driver's. */
-static json_t *bundle_json(const struct sandbox *sb)
+json_t *gvisor_bundle_json(const struct sandbox *sb)
 {
     char root[700], shm[64];
     snprintf(root, sizeof root, "%s/root", sb->dir);
@@ -294,7 +314,7 @@ static json_t *bundle_json(const struct sandbox *sb)
     json_t *process =
         json_pack("{s:{s:i,s:i},s:[s,s],s:[s],s:s,s:o,s:b}", "user", "uid", 0, "gid", 0, "args",
                   GVISOR_AGENT_PATH, pids, "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
-                  "capabilities", agent_capabilities(), "noNewPrivileges", 1);
+                  "capabilities", gvisor_agent_capabilities(), "noNewPrivileges", 1);
     char netns[700];
     snprintf(netns, sizeof netns, "%s/netns", sb->dir);
     json_t *namespaces = json_pack(
@@ -311,7 +331,7 @@ static int write_bundle(const struct sandbox *sb, err_t *err)
     char dir[700], path[720];
     snprintf(dir, sizeof dir, "%s/bundle", sb->dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *spec = bundle_json(sb);
+    json_t *spec = gvisor_bundle_json(sb);
     int r = mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
     if (r == 0 && (!spec || json_dump_file(spec, path, JSON_COMPACT) < 0)) r = -EIO;
     json_decref(spec);
@@ -528,7 +548,7 @@ static int gvisor_create(const struct sandbox_host *host, const struct sandbox_s
     /* What a sandbox killed whole (a host restart, systemctl kill) left: runsc's record of
      * its container, which would refuse the id, and an image, which a new build has
      * nothing to restore into. */
-    static const char *const leftovers[] = {"runsc", GVISOR_IMAGE};
+    static const char *const leftovers[] = {"runsc", GVISOR_IMAGE, GVISOR_SERVERS};
     for (size_t i = 0; i < ARRAY_LEN(leftovers); i++) {
         char path[700];
         snprintf(path, sizeof path, "%s/%s", sb->dir, leftovers[i]);
@@ -594,10 +614,6 @@ static int gvisor_watch_fd(struct sandbox *sb)
 static int spawn_request(const struct sandbox_exec *ex, char *buf, size_t cap, size_t *len)
 {
     struct frame_spawn s = {.timeout_ms = ex->timeout_ms};
-    uint32_t kind = SHIM_EXEC;
-    memcpy(buf, &kind, sizeof kind);
-    buf += sizeof kind;
-    cap -= sizeof kind;
     size_t off = sizeof s;
     const char *const *lists[] = {ex->argv, ex->envp};
     uint32_t *counts[] = {&s.argc, &s.envc};
@@ -613,7 +629,7 @@ static int spawn_request(const struct sandbox_exec *ex, char *buf, size_t cap, s
             off += n;
         }
     memcpy(buf, &s, sizeof s);
-    *len = sizeof kind + off;
+    *len = off;
     return 0;
 }
 
@@ -658,37 +674,46 @@ static int shim_answer(int fd, int *fds, int nfds)
     return status;
 }
 
-/* Tells the shim kind (SHIM_HIBERNATE, SHIM_WATCH with fd): 0 or -errno. */
-int gvisor_shim_tell(struct sandbox *sb, uint32_t kind, int fd)
+/* Asks the shim kind (enum shim_request) with payload and nfds descriptors, and takes
+ * its answer, with nanswer descriptors when it is 0: the answer, or -errno. */
+int gvisor_shim_call(struct sandbox *sb, uint32_t kind, const void *payload, size_t len,
+                     const int *fds, int nfds, int *answer, int nanswer)
 {
     int conn = shim_connect(sb);
     if (conn < 0) return conn;
-    struct iovec iov = {.iov_base = &kind, .iov_len = sizeof kind};
-    char ctl[CMSG_SPACE(sizeof(int))] = {0};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
+    struct iovec iov[2] = {{.iov_base = &kind, .iov_len = sizeof kind},
+                           {.iov_base = (void *)payload, .iov_len = len}};
+    char ctl[CMSG_SPACE(4 * sizeof(int))] = {0};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+    if (nfds > 0 && nfds <= 4) {
         msg.msg_control = ctl;
-        msg.msg_controllen = sizeof ctl;
+        msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        *c = (struct cmsghdr){
-            .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+        *c = (struct cmsghdr){.cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int)),
+                              .cmsg_level = SOL_SOCKET,
+                              .cmsg_type = SCM_RIGHTS};
+        memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
     }
-    int r = sendmsg(conn, &msg, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(conn, NULL, 0);
+    int r = sendmsg(conn, &msg, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(conn, answer, nanswer);
     close(conn);
     return r;
 }
 
+/* Tells the shim kind (SHIM_HIBERNATE, SHIM_WATCH with fd): 0 or -errno. */
+int gvisor_shim_tell(struct sandbox *sb, uint32_t kind, int fd)
+{
+    return gvisor_shim_call(sb, kind, NULL, 0, &fd, fd >= 0, NULL, 0);
+}
+
 static int gvisor_exec(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
 {
-    static char req[FRAME_MAX + sizeof(uint32_t)];
+    int r = ex->serve ? gvisor_serve(sb, ex, fds, err) : -EILSEQ;
+    if (r != -EILSEQ) return r;
+    static char req[FRAME_MAX];
     size_t len = 0;
-    int r = spawn_request(ex, req, sizeof req, &len);
+    r = spawn_request(ex, req, sizeof req, &len);
     if (r < 0) return err_set(err, r, "the command and its environment are too long");
-    int fd = shim_connect(sb);
-    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
-    r = send(fd, req, len, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 4);
-    close(fd);
+    r = gvisor_shim_call(sb, SHIM_EXEC, req, len, NULL, 0, fds, 4);
     if (r < 0) return err_set(err, r, "the sandbox's shim could not start it: %s", strerror(-r));
     return 0;
 }
@@ -717,11 +742,12 @@ static bool pidfd_ended(int pidfd, int wait_ms)
     return n != 0;
 }
 
-/* runsc's container of a sandbox whose sentry has ended: its state goes, so that a
- * restore or a run can take the id again. */
+/* runsc's containers of a sandbox whose sentry has ended: their state goes, so that a
+ * restore or a run can take the ids again (runsc restores no container it knows). */
 void gvisor_forget_container(struct sandbox *sb)
 {
     err_t ignored = {0};
+    gvisor_servers_delete(sb);
     gvisor_runsc(sb, (const char *[]){"delete", "--force", sb->spec.id, NULL}, -1, -1, &ignored);
     if (sb->boot_pidfd >= 0) close(sb->boot_pidfd);
     sb->boot_pidfd = -1;
@@ -740,7 +766,8 @@ static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *er
     *image_bytes = 0;
     if (mkdir(tmp, 0700) < 0)
         return err_set(err, errno, "cannot make %s: %s", tmp, strerror(errno));
-    int r = ns_freeze(sb, false, err); /* a frozen sentry cannot write its image */
+    int r = ns_freeze(sb, false, err);    /* a frozen sentry cannot write its image */
+    if (r == 0) gvisor_servers_prune(sb); /* a restore would wait for those that ended */
     int told = r == 0 ? gvisor_shim_tell(sb, SHIM_HIBERNATE, -1) : 0;
     if (told < 0) r = err_set(err, told, "cannot reach the sandbox's shim: %s", strerror(-told));
     if (r == 0)
@@ -770,11 +797,7 @@ static int gvisor_hibernate(struct sandbox *sb, uint64_t *image_bytes, err_t *er
 
 int gvisor_shim_adopt(struct sandbox *sb, uint32_t id, int fds[4], err_t *err)
 {
-    int fd = shim_connect(sb);
-    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
-    uint32_t req[2] = {SHIM_ADOPT, id};
-    int r = send(fd, req, sizeof req, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 4);
-    close(fd);
+    int r = gvisor_shim_call(sb, SHIM_ADOPT, &id, sizeof id, NULL, 0, fds, 4);
     return r < 0 ? err_set(err, r, "the sandbox's shim cannot take the program: %s", strerror(-r))
                  : 0;
 }
@@ -782,11 +805,7 @@ int gvisor_shim_adopt(struct sandbox *sb, uint32_t id, int fds[4], err_t *err)
 /* The agent's ends of its stdin and stdout, which the shim kept. */
 static int shim_agent_ends(struct sandbox *sb, int fds[2], err_t *err)
 {
-    int fd = shim_connect(sb);
-    if (fd < 0) return err_set(err, fd, "cannot reach the sandbox's shim: %s", strerror(-fd));
-    uint32_t kind = SHIM_AGENT_ENDS;
-    int r = send(fd, &kind, sizeof kind, MSG_NOSIGNAL) < 0 ? -errno : shim_answer(fd, fds, 2);
-    close(fd);
+    int r = gvisor_shim_call(sb, SHIM_AGENT_ENDS, NULL, 0, NULL, 0, fds, 2);
     return r < 0 ? err_set(err, r, "the sandbox's shim kept no pipes: %s", strerror(-r)) : 0;
 }
 
@@ -806,9 +825,13 @@ int gvisor_restore_image(struct sandbox *sb, const char *image, bool any_spec, e
     struct stat st;
     if (stat(image, &st) < 0) return err_set(err, -ENOENT, "it has no image");
     int ends[2] = {-1, -1};
+    struct runsc_job root;
     int r = gvisor_net_readdress(sb, err);
     if (r == 0) r = shim_agent_ends(sb, ends, err);
-    if (r == 0) r = gvisor_runsc(sb, any_spec ? words : words + 1, ends[0], ends[1], err);
+    if (r == 0)
+        r = gvisor_runsc_start(sb, any_spec ? words : words + 1,
+                               (const int[3]){ends[0], ends[1], -1}, &root, err);
+    if (r == 0) r = gvisor_servers_restore(sb, flag, &root, err);
     close_all(ends, 2);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc restored it, but its sandbox process is not running");
@@ -842,6 +865,7 @@ int gvisor_start_again(struct sandbox *sb, err_t *err)
 {
     if (sb->boot_pidfd >= 0) pidfd_ended(sb->boot_pidfd, 0);
     gvisor_forget_container(sb);
+    gvisor_servers_forget(sb);
     kill_shim(sb);
     /* A failed restore may have taken the inner veth's address and route already. */
     int r = gvisor_net_readdress(sb, err);

@@ -275,7 +275,8 @@ void ns_remove_tree(const char *path)
 
 void gvisor_remove_state(const char *dir)
 {
-    static const char *const trees[] = {"bundle", "runsc", GVISOR_IMAGE, GVISOR_IMAGE ".new"};
+    static const char *const trees[] = {"bundle", "runsc", GVISOR_SERVERS, GVISOR_IMAGE,
+                                        GVISOR_IMAGE ".new"};
     char path[700];
     for (size_t i = 0; i < ARRAY_LEN(trees); i++) {
         snprintf(path, sizeof path, "%s/%s", dir, trees[i]);

@@ -6,6 +6,7 @@
 #define RUNTIME_SANDBOX_NS_IMPL_H
 
 #include "sandbox.h"
+#include <jansson.h>
 
 struct sandbox {
     struct sandbox_spec spec;
@@ -54,8 +55,42 @@ void ns_remove_tree(const char *path);
 #define GVISOR_IMAGE "image"
 
 /* gvisor.c: the pieces templates (template.c) are made of. */
-/* Runs runsc with words (global flags may come before the command) in the sandbox. */
+/* Runs runsc with words (global flags may come before the command) in the sandbox, with
+ * in_fd and out_fd as its stdin and stdout (-1: /dev/null), and waits for it. */
 int gvisor_runsc(struct sandbox *sb, const char *const *words, int in_fd, int out_fd, err_t *err);
+#define RUNSC_TIMEOUT_MS 30000 /* what any runsc command may take */
+/* The same in two steps, for runs that must overlap (a restore's containers). */
+struct runsc_job {
+    pid_t pid;
+    int errfd;           /* runsc's stderr when the caller gave none, for the error message */
+    const char *command; /* for the message */
+};
+int gvisor_runsc_start(struct sandbox *sb, const char *const *words, const int stdio[3],
+                       struct runsc_job *job, err_t *err);
+int gvisor_runsc_wait(struct runsc_job *job, err_t *err);
+/* The sandbox's bundle (config.json), and its agent's capabilities. */
+json_t *gvisor_bundle_json(const struct sandbox *sb);
+json_t *gvisor_agent_capabilities(void);
+/* Asks the shim kind (enum shim_request) with payload and nfds descriptors (at most 4),
+ * and takes its answer, with nanswer descriptors when it is 0: the answer, or -errno. */
+int gvisor_shim_call(struct sandbox *sb, uint32_t kind, const void *payload, size_t len,
+                     const int *fds, int nfds, int *answer, int nanswer);
+
+/* serve.c: MCP servers in containers of their own (docs/gvisor.md). */
+#define GVISOR_SERVERS "servers" /* their bundles, in the sandbox's directory */
+/* Starts ex in a container of its own: fds as the driver's exec answers. -EILSEQ (nothing
+ * done) when ex cannot be put in a bundle: the agent starts it instead. */
+int gvisor_serve(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err);
+/* Deletes the containers of servers no longer running; returns how many are left. */
+int gvisor_servers_prune(struct sandbox *sb);
+/* runsc's record of every server's container goes, their bundles stay (for a restore). */
+void gvisor_servers_delete(struct sandbox *sb);
+/* Forgets every server's container: the sentry they ran in is gone. */
+void gvisor_servers_forget(struct sandbox *sb);
+/* While the root's `runsc restore` (root, started) runs, restores each server's
+ * container from the same image with the pipes the shim kept, then waits for all. */
+int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, struct runsc_job *root,
+                           err_t *err);
 /* Ends what runs (a sentry a restore left, the shim) and starts it cold, as at create. */
 int gvisor_start_again(struct sandbox *sb, err_t *err);
 /* Restores image into the sandbox; any_spec: an image another sandbox's spec made. */

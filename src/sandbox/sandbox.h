@@ -66,6 +66,9 @@ struct sandbox_exec {
     const char *const *envp;
     const char *cwd;
     uint32_t timeout_ms;
+    /* An MCP server, whose stdin and stdout carry every call: the gvisor driver gives it a
+     * container of its own with host pipes (docs/gvisor.md); the ns driver, as any. */
+    bool serve;
 };
 
 /* Host-side paths shared by every sandbox. */

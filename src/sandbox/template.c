@@ -202,7 +202,8 @@ static void make_room(const struct sandbox *sb)
 int gvisor_template_save(struct sandbox *sb, const char *key, const char *server,
                          uint64_t *image_bytes, err_t *err)
 {
-    int id = gvisor_shim_tell(sb, SHIM_ONLY_PROGRAM, -1);
+    /* A server in a container of its own would be in the image too (serve.c). */
+    int id = gvisor_servers_prune(sb) ? -EBUSY : gvisor_shim_tell(sb, SHIM_ONLY_PROGRAM, -1);
     if (id <= 0)
         return err_set(err, id < 0 ? id : -ESRCH,
                        "a template is taken when its server is the only program running");

@@ -882,10 +882,11 @@ int server_sandbox_delete(struct server *srv, struct sbx *sb, server_deleted_fn 
 }
 
 /* Packs a proto_exec and its strings; returns the length or negative. */
-static int pack_exec(char *buf, size_t size, const struct sbx *sb, const char *const *argv,
-                     const char *const *env, const char *cwd, uint32_t timeout_ms, err_t *err)
+static int pack_exec(char *buf, size_t size, const struct sbx *sb,
+                     const struct server_run_spec *spec, err_t *err)
 {
-    struct proto_exec h = {.timeout_ms = timeout_ms};
+    const char *const *argv = spec->argv, *const *env = spec->envp, *cwd = spec->cwd;
+    struct proto_exec h = {.timeout_ms = spec->timeout_ms, .serve = spec->serve};
     memcpy(h.id, sb->id, sizeof h.id);
     if (str_copy(h.cwd, sizeof h.cwd, cwd) < 0) return err_set(err, -EINVAL, "cwd is too long");
     size_t off = sizeof h;
@@ -921,7 +922,7 @@ int server_exec_send(struct server *srv, struct sbx *sb, const struct server_run
     size_t size = PROTO_MAX_MSG - 1024;
     char *buf = malloc(size);
     if (!buf) return err_set(err, -ENOMEM, "out of memory");
-    int len = pack_exec(buf, size, sb, spec->argv, spec->envp, spec->cwd, spec->timeout_ms, err);
+    int len = pack_exec(buf, size, sb, spec, err);
     int r =
         len < 0 ? len : server_keeper_send(srv, PROTO_EXEC, buf, (size_t)len, 4, done, arg, err);
     free(buf);

@@ -338,6 +338,7 @@ struct server_run_spec {
     const char *const *envp;
     const char *cwd;
     uint32_t timeout_ms; /* 0: none */
+    bool serve;          /* an MCP server (struct sandbox_exec's serve) */
     const char *stdin_text;
     size_t stdin_len;
     size_t output_cap; /* bytes kept per stream */

@@ -290,8 +290,19 @@ static void write_input(struct program *p)
     if (p->close_input && queue_size(&p->input) == 0) close_fd(&p->in);
 }
 
-/* Reaps every child that ended; ours are reported, after what their outputs hold now
- * (a program's last words come before its exit). */
+/* What its outputs hold now, then its exit: a program's last words come before it. */
+static void report_exit(struct program *p, int status)
+{
+    for (int s = 0; s < 2; s++)
+        while (p->out[s] >= 0 && forward_output(p, s) && !p->held) {
+            struct pollfd q = {.fd = p->out[s], .events = POLLIN};
+            if (poll(&q, 1, 0) != 1) break;
+        }
+    send_int(FRAME_EXIT, p->id, status);
+    p->pid = 0;
+}
+
+/* Reaps every child that ended; ours are reported. */
 static void reap(int sigfd)
 {
     struct signalfd_siginfo si;
@@ -303,13 +314,7 @@ static void reap(int sigfd)
         for (int i = 0; i < nprograms; i++) {
             struct program *p = programs[i];
             if (p->pid != pid) continue;
-            for (int s = 0; s < 2; s++)
-                while (p->out[s] >= 0 && forward_output(p, s) && !p->held) {
-                    struct pollfd q = {.fd = p->out[s], .events = POLLIN};
-                    if (poll(&q, 1, 0) != 1) break;
-                }
-            send_int(FRAME_EXIT, p->id, status);
-            p->pid = 0;
+            report_exit(p, status);
             maybe_forget(p);
             break;
         }
@@ -372,11 +377,90 @@ static const char *set_pids_max(const char *limit)
     return wrote == (ssize_t)strlen(limit) ? AGENT_READY : "pids-max-refused";
 }
 
+/* ---- --serve: one MCP server's supervisor ---- */
+
+/* An MCP server under gvisor runs in a container of its own in the sandbox (gvisor.c,
+ * gvisor_serve), whose stdin and stdout are host pipes the daemon holds, as a bare
+ * runsc's program has: its requests and answers cross neither the agent nor the shim.
+ * This supervisor is that container's pid 1, as uid 0 with the agent's capabilities: it
+ * sets the container's own pids limit, starts the server as the sandbox user with those
+ * two as its stdin and stdout, and speaks frames (id 0) on its stderr, a host pipe the
+ * shim reads: FRAME_STARTED, the server's stderr as FRAME_OUT 2, and FRAME_EXIT. The
+ * shim closing its end (the daemon let the server go, or its timeout) kills the server. */
+/* Reaps what ended (as pid 1, orphans too); the server's end is reported. */
+static void reap_server(struct program *server, int sigfd)
+{
+    struct signalfd_siginfo si;
+    while (read(sigfd, &si, sizeof si) > 0) {
+    }
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+        if (pid == server->pid) report_exit(server, status);
+}
+
+static int serve(const char *pids, const char *cwd, char **argv)
+{
+    const char *ready = set_pids_max(pids);
+    int e = strcmp(ready, AGENT_READY) == 0 ? 0 : EPERM;
+    int err_out[2] = {-1, -1}, errp[2] = {-1, -1};
+    if (e == 0 && (pipe2(err_out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)) e = errno;
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sigfd = e == 0 ? signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC) : -1;
+    if (e == 0 && sigfd < 0) e = errno;
+    pid_t pid = e == 0 ? fork() : -1;
+    if (pid == 0) {
+        close(errp[0]);
+        become((int[3]){0, 1, err_out[1]}, errp[1], cwd, argv, environ);
+    }
+    if (e == 0 && pid < 0) e = errno;
+    close_fd(&errp[1]);
+    close_fd(&err_out[1]);
+    if (e == 0 && read(errp[0], &e, sizeof e) != (ssize_t)sizeof e) e = 0;
+    send_int(FRAME_STARTED, 0, e);
+    if (e != 0) {
+        queue_flush(&to_host, 2);
+        return 1;
+    }
+    /* The server holds its stdin and stdout: a restore gives them back to it, through
+     * the same files, and the daemon sees their end when it ends. */
+    close(0);
+    close(1);
+    prctl(PR_SET_NAME, "runtime-serve");
+    fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+    fcntl(err_out[0], F_SETFL, fcntl(err_out[0], F_GETFL) | O_NONBLOCK);
+    struct program server = {.pid = pid, .in = -1, .out = {-1, err_out[0]}};
+    bool wanted = true;
+    while (server.pid) {
+        struct pollfd fds[3] = {
+            {.fd = 2, .events = queue_size(&to_host) ? POLLOUT : 0},
+            {.fd = sigfd, .events = POLLIN},
+            {.fd = queue_size(&to_host) > TO_HOST_MAX ? -1 : server.out[1], .events = POLLIN},
+        };
+        if (poll(fds, 3, -1) < 0) continue;
+        if (fds[0].revents & (POLLERR | POLLHUP) && wanted) { /* nobody reads it any more */
+            wanted = false;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+        if (fds[0].revents & POLLOUT && queue_flush(&to_host, 2) < 0) queue_free(&to_host);
+        if (fds[2].revents) forward_output(&server, 1);
+        if (fds[1].revents) reap_server(&server, sigfd);
+    }
+    if (!wanted) return 0;
+    fcntl(2, F_SETFL, fcntl(2, F_GETFL) & ~O_NONBLOCK); /* its last words, then its exit */
+    return queue_flush(&to_host, 2) < 0;
+}
+
 int main(int argc, char **argv)
 {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL); /* nothing inside can stop it */
+    if (argc > 5 && strcmp(argv[1], "--serve") == 0 && strcmp(argv[4], "--") == 0)
+        return serve(argv[2], argv[3], argv + 5);
     const char *outcome = argc == 2 ? set_pids_max(argv[1]) : "usage: runtime-agent PIDS_MAX";
     if (write(1, outcome, strlen(outcome)) < 0 || strcmp(outcome, AGENT_READY) != 0) return 1;
     prctl(PR_SET_NAME, "runtime-agent");

@@ -60,7 +60,14 @@ enum shim_request {
                         * when more than one */
     SHIM_ADOPT,        /* then a uint32 id: a program a template's image brought, whose
                         * agent runs it already; answers its four pipes, as SHIM_EXEC */
+    /* MCP servers in containers of their own (agent.c, serve; gvisor.c, gvisor_serve): */
+    SHIM_SERVE,       /* then the container's name, with four descriptors: its supervisor's
+                       * frames (read end) and the container's stdin, stdout and stderr (its
+                       * own ends); answers the server's stderr and status pipes */
+    SHIM_SERVER_ENDS, /* then a running server's container name: answers its container's
+                       * stdin, stdout and stderr again, for its restore */
 };
+#define SHIM_NAME_MAX 64 /* a served container's name, with its NUL */
 
 /* A frame's payload at most: an exec request (PROTO_MAX_MSG) fits, with room. */
 #define FRAME_MAX (128u << 10)

@@ -63,6 +63,13 @@ struct exec {
     uint64_t start_ms, deadline_ms;
     uint64_t kill_ms; /* when stopped: reported killed at KILL_GRACE_MS after it */
     struct proto_exec_status st;
+    /* An MCP server in a container of its own (SHIM_SERVE): its supervisor's frames come
+     * on ctl, its stdin and stdout are the daemon's directly (in and out[0] stay -1), and
+     * ends are the container's stdin, stdout and stderr, kept for a restore. */
+    int ctl;
+    struct queue ctl_q;
+    int ends[3];
+    char name[SHIM_NAME_MAX];
 };
 
 static struct exec *execs[MAX_EXECS];
@@ -105,10 +112,20 @@ static struct exec *find(uint32_t id)
     return NULL;
 }
 
+/* A served program's container ends: nothing will ask for them again. */
+static void drop_ends(struct exec *e)
+{
+    close_fd(&e->ctl);
+    for (int i = 0; i < 3; i++)
+        close_fd(&e->ends[i]);
+}
+
 static void forget(struct exec *e)
 {
     close_fd(&e->in);
     close_fd(&e->status);
+    drop_ends(e);
+    queue_free(&e->ctl_q);
     for (int s = 0; s < 2; s++) {
         close_fd(&e->out[s]);
         queue_free(&e->q[s]);
@@ -132,12 +149,27 @@ static void maybe_report(struct exec *e)
     if (e->out[0] < 0 && e->out[1] < 0) forget(e);
 }
 
+static bool served(const struct exec *e)
+{
+    return e->name[0] != '\0';
+}
+
+/* A served program's supervisor kills it once nobody reads its frames (drop_ends): it
+ * says nothing more, and is reported killed at once. */
 static void stop(struct exec *e)
 {
     int32_t sig = SIGKILL;
-    send_frame(FRAME_SIGNAL, e->id, &sig, sizeof sig);
+    if (served(e))
+        drop_ends(e);
+    else
+        send_frame(FRAME_SIGNAL, e->id, &sig, sizeof sig);
     e->deadline_ms = 0;
     e->kill_ms = clock_ms();
+}
+
+static uint64_t kill_grace_ms(const struct exec *e)
+{
+    return served(e) ? 0 : KILL_GRACE_MS;
 }
 
 /* Its grace is over: reported killed now; what the agent says of it later is dropped. */
@@ -172,18 +204,17 @@ static int send_answer(int conn, int32_t status, const int *fds, int nfds)
     return sendmsg(conn, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* Our four ends and the daemon's four (stdin's write end, stdout's and stderr's read
- * ends, status's read end). */
-static int make_pipes(struct exec *e, int theirs[4])
+/* Our ends and the daemon's four (stdin's write end, stdout's and stderr's read ends,
+ * status's read end); a served program's stdin and stdout are not ours (-1 both sides). */
+static int make_pipes(struct exec *e, int theirs[4], bool serve)
 {
-    int p[4][2];
-    for (int i = 0; i < 4; i++)
+    int p[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    for (int i = serve ? 2 : 0; i < 4; i++)
         if (pipe2(p[i], O_CLOEXEC) < 0) {
             int err = -errno;
-            for (int j = 0; j < i; j++) {
-                close(p[j][0]);
-                close(p[j][1]);
-            }
+            for (int j = 0; j < i; j++)
+                for (int k = 0; k < 2; k++)
+                    close_fd(&p[j][k]);
             return err;
         }
     e->in = p[0][0];
@@ -194,7 +225,7 @@ static int make_pipes(struct exec *e, int theirs[4])
     theirs[2] = p[2][0];
     e->status = p[3][1];
     theirs[3] = p[3][0];
-    for (int i = 0; i < 3; i++) {
+    for (int i = serve ? 2 : 0; i < 3; i++) {
         int fd = i == 0 ? e->in : e->out[i - 1];
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     }
@@ -202,14 +233,15 @@ static int make_pipes(struct exec *e, int theirs[4])
 }
 
 /* A new entry for program id, with its pipes; NULL with *r set when there cannot be one. */
-static struct exec *add_exec(uint32_t id, int theirs[4], int *r)
+static struct exec *add_exec(uint32_t id, int theirs[4], bool serve, int *r)
 {
     struct exec *e = NULL;
     *r = nexecs == MAX_EXECS ? -EAGAIN : find(id) ? -EEXIST : 0;
     if (*r == 0 && !(e = calloc(1, sizeof *e))) *r = -ENOMEM;
     if (*r < 0) return NULL;
-    *e = (struct exec){.id = id, .in = -1, .out = {-1, -1}, .status = -1};
-    if ((*r = make_pipes(e, theirs)) < 0) {
+    *e = (struct exec){
+        .id = id, .in = -1, .out = {-1, -1}, .status = -1, .ctl = -1, .ends = {-1, -1, -1}};
+    if ((*r = make_pipes(e, theirs, serve)) < 0) {
         free(e);
         return NULL;
     }
@@ -231,7 +263,7 @@ static void on_exec(int conn, const char *req, ssize_t n)
     struct frame_spawn s;
     int theirs[4] = {-1, -1, -1, -1};
     int r = n < (ssize_t)sizeof s ? -EPROTO : 0;
-    struct exec *e = r == 0 ? add_exec(next_id, theirs, &r) : NULL;
+    struct exec *e = r == 0 ? add_exec(next_id, theirs, false, &r) : NULL;
     if (e) {
         next_id++;
         memcpy(&s, req, sizeof s);
@@ -250,8 +282,45 @@ static void on_adopt(int conn, const char *req, ssize_t n)
     int r = n == (ssize_t)sizeof id ? 0 : -EPROTO;
     if (r == 0) memcpy(&id, req, sizeof id);
     if (r == 0 && id == 0) r = -EINVAL;
-    if (r == 0 && add_exec(id, theirs, &r) && id >= next_id) next_id = id + 1;
+    if (r == 0 && add_exec(id, theirs, false, &r) && id >= next_id) next_id = id + 1;
     answer_pipes(conn, r, theirs);
+}
+
+/* An MCP server the keeper started in a container of its own (gvisor.c, gvisor_serve):
+ * req is its container's name, passed its supervisor's frames (read end) and the
+ * container's stdin, stdout and stderr. Answers its stderr and status pipes. */
+static void on_serve(int conn, const char *req, ssize_t n, int passed[4], int npassed)
+{
+    int theirs[4] = {-1, -1, -1, -1};
+    int r =
+        npassed == 4 && n > 0 && n < SHIM_NAME_MAX && !memchr(req, '\0', (size_t)n) ? 0 : -EPROTO;
+    struct exec *e = r == 0 ? add_exec(next_id, theirs, true, &r) : NULL;
+    if (e) {
+        next_id++;
+        memcpy(e->name, req, (size_t)n);
+        e->ctl = passed[0];
+        fcntl(e->ctl, F_SETFL, fcntl(e->ctl, F_GETFL) | O_NONBLOCK);
+        for (int i = 0; i < 3; i++)
+            e->ends[i] = passed[i + 1];
+        for (int i = 0; i < 4; i++)
+            passed[i] = -1;
+        e->out_ended[0] = true;
+    }
+    send_answer(conn, r, theirs + 2, r == 0 ? 2 : 0);
+    for (int i = 0; i < 4; i++)
+        close_fd(&theirs[i]);
+}
+
+/* The container ends of the running server named req, for its restore. */
+static void on_server_ends(int conn, const char *req, ssize_t n)
+{
+    for (int i = 0; i < nexecs; i++) {
+        struct exec *e = execs[i];
+        if (served(e) && e->ends[0] >= 0 && n == (ssize_t)strlen(e->name) &&
+            memcmp(e->name, req, (size_t)n) == 0)
+            return (void)send_answer(conn, 0, e->ends, 3);
+    }
+    send_answer(conn, -ENOENT, NULL, 0);
 }
 
 static int only_program(void)
@@ -263,18 +332,24 @@ static int only_program(void)
     return running > 1 ? -EBUSY : (int)id;
 }
 
-/* One request into req (its length, or -1), and the descriptor it carried, or -1. */
-static ssize_t receive(int conn, char *req, size_t size, int *passed)
+/* One request into req (its length, or -1), and the descriptors it carried (at most 4:
+ * *npassed of them, the rest -1). */
+static ssize_t receive(int conn, char *req, size_t size, int passed[4], int *npassed)
 {
     struct iovec iov = {.iov_base = req, .iov_len = size};
-    char ctl[CMSG_SPACE(sizeof(int))];
+    char ctl[CMSG_SPACE(4 * sizeof(int))];
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
     ssize_t n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
     struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-    *passed = -1;
-    if (c && c->cmsg_type == SCM_RIGHTS) memcpy(passed, CMSG_DATA(c), sizeof *passed);
-    return (msg.msg_flags & MSG_TRUNC) ? -1 : n;
+    *npassed = 0;
+    for (int i = 0; i < 4; i++)
+        passed[i] = -1;
+    if (c && c->cmsg_type == SCM_RIGHTS) {
+        *npassed = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        memcpy(passed, CMSG_DATA(c), (size_t)*npassed * sizeof(int));
+    }
+    return (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -1 : n;
 }
 
 /* The sentry ended with no checkpoint: so did every program. */
@@ -295,25 +370,30 @@ static void __attribute__((noreturn)) sandbox_ended(void)
 static void on_request(int conn)
 {
     static char req[FRAME_MAX + sizeof(uint32_t)];
-    int passed;
-    ssize_t n = receive(conn, req, sizeof req, &passed);
+    int passed[4], npassed;
+    ssize_t n = receive(conn, req, sizeof req, passed, &npassed);
     uint32_t kind = 0;
     if (n >= (ssize_t)sizeof kind) memcpy(&kind, req, sizeof kind);
     if (kind == SHIM_EXEC)
         on_exec(conn, req + sizeof kind, n - (ssize_t)sizeof kind);
     else if (kind == SHIM_ADOPT)
         on_adopt(conn, req + sizeof kind, n - (ssize_t)sizeof kind);
+    else if (kind == SHIM_SERVE)
+        on_serve(conn, req + sizeof kind, n - (ssize_t)sizeof kind, passed, npassed);
+    else if (kind == SHIM_SERVER_ENDS)
+        on_server_ends(conn, req + sizeof kind, n - (ssize_t)sizeof kind);
     else if (kind == SHIM_ONLY_PROGRAM)
         send_answer(conn, only_program(), NULL, 0);
     else if (kind == SHIM_AGENT_ENDS)
         send_answer(conn, 0, (int[2]){AGENT_IN_THEIRS, AGENT_OUT_THEIRS}, 2);
-    else if (kind == SHIM_HIBERNATE || (kind == SHIM_WATCH && passed >= 0)) {
+    else if (kind == SHIM_HIBERNATE || (kind == SHIM_WATCH && npassed == 1)) {
         close_fd(&sentry);
-        if (kind == SHIM_WATCH) sentry = passed, passed = -1;
+        if (kind == SHIM_WATCH) sentry = passed[0], passed[0] = -1;
         send_answer(conn, 0, NULL, 0);
     } else
         send_answer(conn, -EPROTO, NULL, 0);
-    close_fd(&passed);
+    for (int i = 0; i < 4; i++)
+        close_fd(&passed[i]);
 }
 
 /* ---- the agent's frames ---- */
@@ -327,16 +407,15 @@ static void on_output(struct exec *e, int stream, const char *data, uint32_t len
         _exit(70);
     }
     if (!e->holding && queue_size(&e->q[stream]) > FRAME_PAUSE_AT) {
-        send_frame(FRAME_PAUSE, e->id, NULL, 0);
+        if (!served(e)) send_frame(FRAME_PAUSE, e->id, NULL, 0); /* else its frames wait */
         e->holding = true;
     }
 }
 
-static void on_agent_frame(const struct frame_hdr *h, const char *payload)
+/* A frame about program e, from the agent or from its supervisor. */
+static void on_program_frame(struct exec *e, const struct frame_hdr *h, const char *payload)
 {
-    struct exec *e = find(h->id);
     int32_t v = 0;
-    if (!e) return;
     if ((h->type == FRAME_STARTED || h->type == FRAME_EXIT) && h->len == sizeof v)
         memcpy(&v, payload, sizeof v);
     switch (h->type) {
@@ -347,6 +426,7 @@ static void on_agent_frame(const struct frame_hdr *h, const char *payload)
         e->out_ended[0] = e->out_ended[1] = true;
         close_fd(&e->out[0]);
         close_fd(&e->out[1]);
+        drop_ends(e); /* a served one's container has ended */
         return maybe_report(e);
     case FRAME_OUT:
         return on_output(e, h->stream - 1, payload, h->len);
@@ -354,12 +434,37 @@ static void on_agent_frame(const struct frame_hdr *h, const char *payload)
         e->st.exit_code = WIFEXITED(v) ? WEXITSTATUS(v) : 128 + WTERMSIG(v);
         e->st.signal = WIFSIGNALED(v) ? WTERMSIG(v) : 0;
         e->ended = true;
+        drop_ends(e);
         return maybe_report(e);
     case FRAME_PAUSE:
     case FRAME_RESUME:
         e->paused = h->type == FRAME_PAUSE;
         return;
     }
+}
+
+static void on_agent_frame(const struct frame_hdr *h, const char *payload)
+{
+    struct exec *e = find(h->id);
+    if (e && !served(e)) on_program_frame(e, h, payload);
+}
+
+/* What a served program's supervisor said. Its end unheard (not while we hold its
+ * container's stderr, unless gVisor ended it) is its end: reported killed. */
+static void read_ctl(struct exec *e)
+{
+    ssize_t n = queue_read(&e->ctl_q, e->ctl, FRAME_DATA_MAX);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) {
+        drop_ends(e);
+        return given_up(e);
+    }
+    struct frame_hdr h;
+    const char *payload;
+    int r = 0;
+    while (alive(e) && e->ctl >= 0 && (r = queue_next_frame(&e->ctl_q, &h, &payload)) == 1)
+        on_program_frame(e, &h, payload);
+    if (r < 0) stop(e); /* not a supervisor's frames */
 }
 
 static void read_agent(void)
@@ -394,7 +499,7 @@ static void write_output(struct exec *e, int s)
     }
     if (e->holding && queue_size(&e->q[0]) < FRAME_RESUME_AT &&
         queue_size(&e->q[1]) < FRAME_RESUME_AT) {
-        send_frame(FRAME_RESUME, e->id, NULL, 0);
+        if (!served(e)) send_frame(FRAME_RESUME, e->id, NULL, 0);
         e->holding = false;
     }
     if (e->out_ended[s] && !queue_size(&e->q[s])) close_fd(&e->out[s]);
@@ -409,15 +514,16 @@ enum role {
     R_IN,
     R_OUT0,
     R_OUT1,
-    R_STATUS
+    R_STATUS,
+    R_CTL
 };
 #define FIXED_FDS 5 /* the first five of a turn's fds */
 
 static void turn(void)
 {
-    static struct pollfd fds[FIXED_FDS + 4 * MAX_EXECS];
-    static struct exec *owner[FIXED_FDS + 4 * MAX_EXECS];
-    static enum role role[FIXED_FDS + 4 * MAX_EXECS];
+    static struct pollfd fds[FIXED_FDS + 5 * MAX_EXECS];
+    static struct exec *owner[FIXED_FDS + 5 * MAX_EXECS];
+    static enum role role[FIXED_FDS + 5 * MAX_EXECS];
     int n = 0;
     uint64_t now = clock_ms(), wake = 0;
     role[n] = R_LISTEN;
@@ -437,12 +543,12 @@ static void turn(void)
             stop(e);
         }
         if (e->deadline_ms && (!wake || e->deadline_ms < wake)) wake = e->deadline_ms;
-        if (e->kill_ms && !e->ended && e->kill_ms + KILL_GRACE_MS <= now) {
+        if (e->kill_ms && !e->ended && e->kill_ms + kill_grace_ms(e) <= now) {
             given_up(e);
             i--; /* it was forgotten: execs[i] is another now */
             continue;
         }
-        uint64_t grace_end = e->kill_ms && !e->ended ? e->kill_ms + KILL_GRACE_MS : 0;
+        uint64_t grace_end = e->kill_ms && !e->ended ? e->kill_ms + kill_grace_ms(e) : 0;
         if (grace_end && (!wake || grace_end < wake)) wake = grace_end;
         if (e->in >= 0 && !e->paused) {
             owner[n] = e, role[n] = R_IN;
@@ -453,6 +559,10 @@ static void turn(void)
                 owner[n] = e, role[n] = s ? R_OUT1 : R_OUT0;
                 fds[n++] = (struct pollfd){.fd = e->out[s], .events = POLLOUT};
             }
+        if (e->ctl >= 0 && !e->holding) {
+            owner[n] = e, role[n] = R_CTL;
+            fds[n++] = (struct pollfd){.fd = e->ctl, .events = POLLIN};
+        }
         if (e->status >= 0 && !e->ended && !e->kill_ms) { /* POLLERR once its reader is gone */
             owner[n] = e, role[n] = R_STATUS;
             fds[n++] = (struct pollfd){.fd = e->status, .events = 0};
@@ -469,6 +579,8 @@ static void turn(void)
             forward_input(e);
         else if (role[i] == R_STATUS)
             stop(e);
+        else if (role[i] == R_CTL)
+            read_ctl(e);
         else {
             write_output(e, role[i] == R_OUT1);
             maybe_report(e);

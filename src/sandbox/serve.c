@@ -1,0 +1,338 @@
+/* MCP servers under the gvisor driver, each in a container of its own in the sandbox
+ * (docs/gvisor.md, "MCP servers in containers of their own").
+ *
+ * A program the agent starts has its stdio in gVisor's pipes, carried over the agent's
+ * one pair of host pipes as frames: every request and answer wakes the agent inside and
+ * the shim outside. A server's container instead has host pipes as its stdin and stdout,
+ * as a bare runsc's program has, and a checkpoint keeps it: `runsc restore` of that
+ * container, after the root's, takes its stdio again. So the daemon writes the server's
+ * requests and reads its answers directly.
+ *
+ * The container's process is the agent binary as a supervisor (agent.c, serve): it starts
+ * the server and speaks frames on the container's stderr, which the shim reads (the
+ * server's stderr, its start and its exit: the status the daemon waits for). The shim
+ * keeps the container's ends of the three pipes for a restore (SHIM_SERVER_ENDS), and
+ * closing its end of the frames is how a server is stopped.
+ *
+ * Each container's bundle is STATE/sandboxes/<id>/servers/<name>: the sandbox's own, with
+ * the supervisor as its process and the annotations that make runsc start it in the
+ * sandbox. A container that ended is deleted at the next server's start or checkpoint. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/frame.h"
+#include "ns_impl.h"
+
+#define SERVERS_DIR "servers"
+
+static void server_dir(const struct sandbox *sb, const char *name, char *out, size_t n)
+{
+    snprintf(out, n, "%s/" SERVERS_DIR "/%s", sb->dir, name);
+}
+
+/* A name no container of this sentry has had: gVisor keeps a container's cgroup after it
+ * is deleted (its process joins /<name> in each), and refuses the name again. Of one
+ * length, and not starting with the sandbox's id: runsc takes any unambiguous prefix of
+ * a container's id for it. */
+static void new_name(char out[SHIM_NAME_MAX])
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    snprintf(out, SHIM_NAME_MAX, "mcp-%016llx",
+             (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec);
+}
+
+static json_t *string_array(const char *const *v)
+{
+    json_t *a = json_array();
+    for (; a && v && *v; v++)
+        if (json_array_append_new(a, json_string(*v)) < 0) { /* not UTF-8 */
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* The sandbox's bundle with the supervisor starting ex as the container's process. Its
+ * own cgroup mount: the supervisor sets the container's pids limit there. */
+static json_t *server_bundle_json(const struct sandbox *sb, const char *name,
+                                  const struct sandbox_exec *ex)
+{
+    char pids[16];
+    snprintf(pids, sizeof pids, "%u", sb->spec.pids_max);
+    json_t *args = json_pack("[s,s,s,s,s]", GVISOR_AGENT_PATH, "--serve", pids, ex->cwd, "--");
+    json_t *argv = string_array(ex->argv), *env = string_array(ex->envp);
+    json_t *spec = args && argv && env ? gvisor_bundle_json(sb) : NULL;
+    if (!spec || json_array_extend(args, argv) < 0) {
+        json_decref(args);
+        json_decref(argv);
+        json_decref(env);
+        json_decref(spec);
+        return NULL;
+    }
+    json_decref(argv);
+    json_object_set_new(spec, "process",
+                        json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:o,s:b}", "user", "uid", 0, "gid", 0,
+                                  "args", args, "env", env, "cwd", "/", "capabilities",
+                                  gvisor_agent_capabilities(), "noNewPrivileges", 1));
+    json_object_set_new(spec, "annotations",
+                        json_pack("{s:s,s:s,s:s}", "io.kubernetes.cri.container-type", "container",
+                                  "io.kubernetes.cri.sandbox-id", sb->spec.id,
+                                  "io.kubernetes.cri.container-name", name));
+    return spec;
+}
+
+/* -EILSEQ when a string of ex is not UTF-8, which an OCI bundle cannot hold. */
+static int write_server_bundle(const struct sandbox *sb, const char *name,
+                               const struct sandbox_exec *ex, err_t *err)
+{
+    char dir[800], path[820];
+    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return err_set(err, -errno, "cannot make %s: %s", dir, strerror(errno));
+    server_dir(sb, name, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *spec = server_bundle_json(sb, name, ex);
+    if (!spec) return err_set(err, -EILSEQ, "its command or environment is not UTF-8");
+    int r = mkdir(dir, 0700) < 0 ? -errno : 0;
+    if (r == 0 && json_dump_file(spec, path, JSON_COMPACT) < 0) r = -EIO;
+    json_decref(spec);
+    return r < 0 ? err_set(err, r, "cannot write the OCI bundle %s", path) : 0;
+}
+
+static void delete_container(struct sandbox *sb, const char *name, void *arg)
+{
+    err_t ignored = {0};
+    gvisor_runsc(sb, (const char *[]){"delete", "--force", name, NULL}, -1, -1, &ignored);
+}
+
+/* The container of a server that is no longer running goes, with its bundle. */
+static void delete_server(struct sandbox *sb, const char *name)
+{
+    char dir[800];
+    delete_container(sb, name, NULL);
+    server_dir(sb, name, dir, sizeof dir);
+    ns_remove_tree(dir);
+}
+
+/* The container ends of running server name, which the shim keeps: 0, or -ENOENT when
+ * it has none (the server ended, or was stopped). */
+static int server_ends(struct sandbox *sb, const char *name, int ends[3])
+{
+    return gvisor_shim_call(sb, SHIM_SERVER_ENDS, name, strlen(name), NULL, 0, ends, 3);
+}
+
+static bool server_running(struct sandbox *sb, const char *name)
+{
+    int ends[3];
+    if (server_ends(sb, name, ends) < 0) return false;
+    for (int i = 0; i < 3; i++)
+        close(ends[i]);
+    return true;
+}
+
+/* Calls fn for each server container the sandbox has a bundle of; returns how many. */
+static int each_server(struct sandbox *sb, void (*fn)(struct sandbox *, const char *, void *),
+                       void *arg)
+{
+    char dir[800];
+    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *de; d && (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        n++;
+        if (fn) fn(sb, de->d_name, arg);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+static void delete_if_ended(struct sandbox *sb, const char *name, void *arg)
+{
+    if (!server_running(sb, name)) delete_server(sb, name);
+}
+
+int gvisor_servers_prune(struct sandbox *sb)
+{
+    each_server(sb, delete_if_ended, NULL);
+    return each_server(sb, NULL, NULL);
+}
+
+void gvisor_servers_delete(struct sandbox *sb)
+{
+    each_server(sb, delete_container, NULL);
+}
+
+void gvisor_servers_forget(struct sandbox *sb)
+{
+    char dir[800];
+    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    ns_remove_tree(dir);
+}
+
+static void close_pipes(int (*p)[2], int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 2; j++)
+            if (p[i][j] >= 0) close(p[i][j]);
+}
+
+/* What runsc said on the container's stderr when it failed, for the error message. */
+static void runsc_said(int fd, char *out, size_t n)
+{
+    char buf[4096];
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    buf[got > 0 ? got : 0] = '\0';
+    char *end = buf + strlen(buf);
+    while (end > buf && (end[-1] == '\n' || end[-1] == ' '))
+        *--end = '\0';
+    char *line = strrchr(buf, '\n');
+    snprintf(out, n, "%s", line ? line + 1 : buf[0] ? buf : "no message");
+}
+
+/* `runsc run` of the server's container with pipes as its stdio, then the shim takes its
+ * frames: fds get the server's stdin and stdout (the container's, the daemon's to use
+ * directly) and the shim's stderr and status pipes. */
+static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t *err)
+{
+    int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}; /* stdin, stdout, frames */
+    for (int i = 0; i < 3; i++)
+        if (pipe2(p[i], O_CLOEXEC) < 0) {
+            int e = errno;
+            close_pipes(p, 3);
+            return err_set(err, -e, "pipe: %s", strerror(e));
+        }
+    char dir[800], bundle[820];
+    server_dir(sb, name, dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "--bundle=%s", dir);
+    struct runsc_job job;
+    int r = gvisor_runsc_start(sb, (const char *[]){"run", "--detach", bundle, name, NULL},
+                               (const int[3]){p[0][0], p[1][1], p[2][1]}, &job, err);
+    if (r == 0) r = gvisor_runsc_wait(&job, err);
+    if (r < 0) {
+        char why[512];
+        runsc_said(p[2][0], why, sizeof why);
+        err_set(err, r, "runsc could not start its container: %s", why);
+    }
+    int theirs[2] = {-1, -1};
+    if (r == 0) {
+        int given[4] = {p[2][0], p[0][0], p[1][1], p[2][1]};
+        r = gvisor_shim_call(sb, SHIM_SERVE, name, strlen(name), given, 4, theirs, 2);
+        if (r < 0) err_set(err, r, "the sandbox's shim cannot take it: %s", strerror(-r));
+    }
+    if (r == 0) {
+        fds[0] = p[0][1], p[0][1] = -1;
+        fds[1] = p[1][0], p[1][0] = -1;
+        fds[2] = theirs[0];
+        fds[3] = theirs[1];
+    }
+    close_pipes(p, 3);
+    return r;
+}
+
+int gvisor_serve(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
+{
+    char name[SHIM_NAME_MAX];
+    new_name(name);
+    gvisor_servers_prune(sb);
+    int r = write_server_bundle(sb, name, ex, err);
+    if (r == 0) r = start_server(sb, name, fds, err);
+    if (r < 0 && r != -EILSEQ) delete_server(sb, name);
+    return r;
+}
+
+/* ---- restore ---- */
+
+/* Pipes for a server whose ends the shim no longer has: its supervisor sees nobody
+ * reads its frames, and kills it. */
+static int orphan_ends(int ends[3])
+{
+    int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+    for (int i = 0; i < 3; i++)
+        if (pipe2(p[i], O_CLOEXEC) < 0) {
+            close_pipes(p, 3);
+            return -errno;
+        }
+    ends[0] = p[0][0];
+    ends[1] = p[1][1];
+    ends[2] = p[2][1];
+    close(p[0][1]);
+    close(p[1][0]);
+    close(p[2][0]);
+    return 0;
+}
+
+struct restoring {
+    const char *image_flag;
+    struct runsc_job jobs[64];
+    int n, r;
+    err_t *err;
+};
+
+static void start_restore(struct sandbox *sb, const char *name, void *arg)
+{
+    struct restoring *rs = arg;
+    int ends[3];
+    if (rs->r < 0) return;
+    if (rs->n == (int)ARRAY_LEN(rs->jobs)) {
+        rs->r = err_set(rs->err, -E2BIG, "more than %zu servers to restore", ARRAY_LEN(rs->jobs));
+        return;
+    }
+    int r = server_ends(sb, name, ends);
+    if (r == -ENOENT) r = orphan_ends(ends);
+    if (r < 0) {
+        rs->r = err_set(rs->err, r, "no pipes for server %s: %s", name, strerror(-r));
+        return;
+    }
+    char dir[800], bundle[820];
+    server_dir(sb, name, dir, sizeof dir);
+    snprintf(bundle, sizeof bundle, "--bundle=%s", dir);
+    rs->r = gvisor_runsc_start(
+        sb, (const char *[]){"restore", "--detach", bundle, rs->image_flag, name, NULL}, ends,
+        &rs->jobs[rs->n], rs->err);
+    if (rs->r == 0) rs->n++;
+    for (int i = 0; i < 3; i++)
+        close(ends[i]);
+}
+
+/* A container's restore loads the sandbox's record, which the root's restore writes first
+ * (runsc's state file): until then it fails. Waits for it (every 5 ms, bounded), or for
+ * the root's restore to end. */
+static void wait_sandbox_record(struct sandbox *sb, struct runsc_job *root)
+{
+    char path[800];
+    snprintf(path, sizeof path, "%s/runsc/%s_sandbox:%s.state", sb->dir, sb->spec.id, sb->spec.id);
+    for (int waited = 0; waited < RUNSC_TIMEOUT_MS && access(path, F_OK) < 0; waited += 5) {
+        siginfo_t si = {0};
+        if (waitid(P_PID, (id_t)root->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+            return;
+        usleep(5000);
+    }
+}
+
+int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, struct runsc_job *root,
+                           err_t *err)
+{
+    struct restoring rs = {.image_flag = image_flag, .err = err};
+    if (each_server(sb, NULL, NULL)) wait_sandbox_record(sb, root);
+    each_server(sb, start_restore, &rs);
+    /* The root's restore waits for every container of the image, ours included. */
+    err_t why = {0};
+    int r = gvisor_runsc_wait(root, &why);
+    for (int i = 0; i < rs.n; i++) {
+        int s = gvisor_runsc_wait(&rs.jobs[i], rs.r == 0 ? err : &(err_t){0});
+        if (rs.r == 0 && s < 0) rs.r = s;
+    }
+    if (r < 0) return err_set(err, r, "%s", why.msg);
+    return rs.r;
+}
