@@ -379,14 +379,6 @@ static const char *set_pids_max(const char *limit)
 
 /* ---- --serve: one MCP server's supervisor ---- */
 
-/* An MCP server under gvisor runs in a container of its own in the sandbox (gvisor.c,
- * gvisor_serve), whose stdin and stdout are host pipes the daemon holds, as a bare
- * runsc's program has: its requests and answers cross neither the agent nor the shim.
- * This supervisor is that container's pid 1, as uid 0 with the agent's capabilities: it
- * sets the container's own pids limit, starts the server as the sandbox user with those
- * two as its stdin and stdout, and speaks frames (id 0) on its stderr, a host pipe the
- * shim reads: FRAME_STARTED, the server's stderr as FRAME_OUT 2, and FRAME_EXIT. The
- * shim closing its end (the daemon let the server go, or its timeout) kills the server. */
 /* Reaps what ended (as pid 1, orphans too); the server's end is reported. */
 static void reap_server(struct program *server, int sigfd)
 {
@@ -399,6 +391,14 @@ static void reap_server(struct program *server, int sigfd)
         if (pid == server->pid) report_exit(server, status);
 }
 
+/* An MCP server under gvisor runs in a container of its own in the sandbox (serve.c,
+ * gvisor_serve), whose stdin and stdout are host pipes the daemon holds, as a bare
+ * runsc's program has: its requests and answers cross neither the agent nor the shim.
+ * This supervisor is that container's pid 1, as uid 0 with the agent's capabilities: it
+ * sets the container's own pids limit, starts the server as the sandbox user with those
+ * two as its stdin and stdout, and speaks frames (id 0) on its stderr, a host pipe the
+ * shim reads: FRAME_STARTED, the server's stderr as FRAME_OUT 2, and FRAME_EXIT. The
+ * shim closing its end (the daemon let the server go, or its timeout) kills the server. */
 static int serve(const char *pids, const char *cwd, char **argv)
 {
     const char *ready = set_pids_max(pids);

@@ -3,9 +3,11 @@
  *
  * Inside gVisor the container's pid 1 is runtime-agent (agent.c): it starts every
  * program as its own child, so a checkpoint keeps them (runsc restore kills what
- * `runsc exec` started). Its stdin and stdout are the only host descriptors gVisor can
- * give back at a restore, so every program's stdio travels over that one pair as
- * frames. Outside, runtime-shim (shim.c), in the holder's namespaces and the sandbox's
+ * `runsc exec` started). A container's stdio are the only host descriptors gVisor can
+ * give back at a restore, so every program's stdio travels over the agent's one pair as
+ * frames; an MCP server, whose stdio carries every call, gets a container of its own
+ * instead (src/sandbox/serve.c), with a supervisor that speaks these frames on its
+ * stderr. Outside, runtime-shim (shim.c), in the holder's namespaces and the sandbox's
  * cgroup, holds the other ends, listens on STATE/sandboxes/<id>/shim.sock for the
  * keeper's exec requests, and answers each with the four pipes the keeper's exec call
  * has always returned (stdin, stdout, stderr, status).
@@ -60,7 +62,7 @@ enum shim_request {
                         * when more than one */
     SHIM_ADOPT,        /* then a uint32 id: a program a template's image brought, whose
                         * agent runs it already; answers its four pipes, as SHIM_EXEC */
-    /* MCP servers in containers of their own (agent.c, serve; gvisor.c, gvisor_serve): */
+    /* MCP servers in containers of their own (agent.c, serve; serve.c, gvisor_serve): */
     SHIM_SERVE,       /* then the container's name, with four descriptors: its supervisor's
                        * frames (read end) and the container's stdin, stdout and stderr (its
                        * own ends); answers the server's stderr and status pipes */

@@ -24,7 +24,10 @@
  * enforces the timeout, and stops a program whose status pipe's reader is gone (the
  * daemon no longer wants it), as the ns driver's monitor does. SHIM_ADOPT answers the
  * same for a program the agent already runs (a template's, template.c): its id is the
- * one the template's shim gave it. It never blocks; see agent.c for the pausing. */
+ * one the template's shim gave it. SHIM_SERVE takes an MCP server the keeper started in
+ * a container of its own (serve.c): its supervisor's frames come on a pipe of their own,
+ * and only its stderr and status pipes are the shim's to answer. It never blocks; see agent.c for
+ * the pausing. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -286,7 +289,7 @@ static void on_adopt(int conn, const char *req, ssize_t n)
     answer_pipes(conn, r, theirs);
 }
 
-/* An MCP server the keeper started in a container of its own (gvisor.c, gvisor_serve):
+/* An MCP server the keeper started in a container of its own (serve.c, gvisor_serve):
  * req is its container's name, passed its supervisor's frames (read end) and the
  * container's stdin, stdout and stderr. Answers its stderr and status pipes. */
 static void on_serve(int conn, const char *req, ssize_t n, int passed[4], int npassed)
