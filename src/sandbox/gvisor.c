@@ -100,11 +100,12 @@ static void runsc_argv(struct runsc_argv *a, const struct sandbox *sb, const cha
     a->v[a->n] = NULL;
 }
 
-/* The last line runsc wrote on stderr, for an error message. */
-static void last_line(int fd, char *out, size_t n)
+/* The last line runsc wrote on stderr (read from fd: a file from its start, a pipe what
+ * it holds), for an error message; "" when it wrote none. */
+void gvisor_runsc_said(int fd, bool from_start, char *out, size_t n)
 {
     char buf[4096];
-    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+    ssize_t got = from_start ? pread(fd, buf, sizeof buf - 1, 0) : read(fd, buf, sizeof buf - 1);
     buf[got > 0 ? got : 0] = '\0';
     char *end = buf + strlen(buf);
     while (end > buf && (end[-1] == '\n' || end[-1] == ' '))
@@ -181,7 +182,7 @@ int gvisor_runsc_wait(struct runsc_job *job, err_t *err)
     job->pid = -1;
     char why[512] = "";
     if (job->errfd >= 0) {
-        last_line(job->errfd, why, sizeof why);
+        gvisor_runsc_said(job->errfd, true, why, sizeof why);
         close(job->errfd);
         job->errfd = -1;
     }

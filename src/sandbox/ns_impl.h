@@ -68,6 +68,9 @@ struct runsc_job {
 int gvisor_runsc_start(struct sandbox *sb, const char *const *words, const int stdio[3],
                        struct runsc_job *job, err_t *err);
 int gvisor_runsc_wait(struct runsc_job *job, err_t *err);
+/* The last line runsc wrote on stderr (fd: a file, read from its start, or a pipe,
+ * non-blocking), for an error message; "" when it wrote none. */
+void gvisor_runsc_said(int fd, bool from_start, char *out, size_t n);
 /* The sandbox's bundle (config.json), and its agent's capabilities. */
 json_t *gvisor_bundle_json(const struct sandbox *sb);
 json_t *gvisor_agent_capabilities(void);

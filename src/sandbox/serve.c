@@ -23,31 +23,30 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/frame.h"
 #include "ns_impl.h"
 
-#define SERVERS_DIR "servers"
-
 static void server_dir(const struct sandbox *sb, const char *name, char *out, size_t n)
 {
-    snprintf(out, n, "%s/" SERVERS_DIR "/%s", sb->dir, name);
+    snprintf(out, n, "%s/" GVISOR_SERVERS "/%s", sb->dir, name);
 }
 
-/* A name no container of this sentry has had: gVisor keeps a container's cgroup after it
- * is deleted (its process joins /<name> in each), and refuses the name again. Of one
- * length, and not starting with the sandbox's id: runsc takes any unambiguous prefix of
- * a container's id for it. */
-static void new_name(char out[SHIM_NAME_MAX])
+/* A name no container of this sentry has had (64 random bits): gVisor keeps a
+ * container's cgroup after it is deleted (its process joins /<name> in each), and
+ * refuses the name again. Of one length, and not starting with the sandbox's id: runsc
+ * takes any unambiguous prefix of a container's id for it. */
+static int new_name(char out[SHIM_NAME_MAX], err_t *err)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    snprintf(out, SHIM_NAME_MAX, "mcp-%016llx",
-             (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec);
+    uint64_t bits;
+    if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
+        return err_set(err, -EIO, "no random bytes for a container's name");
+    snprintf(out, SHIM_NAME_MAX, "mcp-%016llx", (unsigned long long)bits);
+    return 0;
 }
 
 static json_t *string_array(const char *const *v)
@@ -95,7 +94,7 @@ static int write_server_bundle(const struct sandbox *sb, const char *name,
                                const struct sandbox_exec *ex, err_t *err)
 {
     char dir[800], path[820];
-    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    snprintf(dir, sizeof dir, "%s/" GVISOR_SERVERS, sb->dir);
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return err_set(err, -errno, "cannot make %s: %s", dir, strerror(errno));
     server_dir(sb, name, dir, sizeof dir);
@@ -130,13 +129,14 @@ static int server_ends(struct sandbox *sb, const char *name, int ends[3])
     return gvisor_shim_call(sb, SHIM_SERVER_ENDS, name, strlen(name), NULL, 0, ends, 3);
 }
 
+/* Unless the shim says it has ended (not when the shim cannot be asked). */
 static bool server_running(struct sandbox *sb, const char *name)
 {
     int ends[3];
-    if (server_ends(sb, name, ends) < 0) return false;
-    for (int i = 0; i < 3; i++)
+    int r = server_ends(sb, name, ends);
+    for (int i = 0; r == 0 && i < 3; i++)
         close(ends[i]);
-    return true;
+    return r != -ENOENT;
 }
 
 /* Calls fn for each server container the sandbox has a bundle of; returns how many. */
@@ -144,7 +144,7 @@ static int each_server(struct sandbox *sb, void (*fn)(struct sandbox *, const ch
                        void *arg)
 {
     char dir[800];
-    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    snprintf(dir, sizeof dir, "%s/" GVISOR_SERVERS, sb->dir);
     DIR *d = opendir(dir);
     int n = 0;
     for (struct dirent *de; d && (de = readdir(d));) {
@@ -175,7 +175,7 @@ void gvisor_servers_delete(struct sandbox *sb)
 void gvisor_servers_forget(struct sandbox *sb)
 {
     char dir[800];
-    snprintf(dir, sizeof dir, "%s/" SERVERS_DIR, sb->dir);
+    snprintf(dir, sizeof dir, "%s/" GVISOR_SERVERS, sb->dir);
     ns_remove_tree(dir);
 }
 
@@ -184,20 +184,6 @@ static void close_pipes(int (*p)[2], int n)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < 2; j++)
             if (p[i][j] >= 0) close(p[i][j]);
-}
-
-/* What runsc said on the container's stderr when it failed, for the error message. */
-static void runsc_said(int fd, char *out, size_t n)
-{
-    char buf[4096];
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    ssize_t got = read(fd, buf, sizeof buf - 1);
-    buf[got > 0 ? got : 0] = '\0';
-    char *end = buf + strlen(buf);
-    while (end > buf && (end[-1] == '\n' || end[-1] == ' '))
-        *--end = '\0';
-    char *line = strrchr(buf, '\n');
-    snprintf(out, n, "%s", line ? line + 1 : buf[0] ? buf : "no message");
 }
 
 /* `runsc run` of the server's container with pipes as its stdio, then the shim takes its
@@ -221,8 +207,9 @@ static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t 
     if (r == 0) r = gvisor_runsc_wait(&job, err);
     if (r < 0) {
         char why[512];
-        runsc_said(p[2][0], why, sizeof why);
-        err_set(err, r, "runsc could not start its container: %s", why);
+        fcntl(p[2][0], F_SETFL, O_NONBLOCK); /* what runsc said on the container's stderr */
+        gvisor_runsc_said(p[2][0], false, why, sizeof why);
+        err_set(err, r, "runsc could not start its container: %s", why[0] ? why : "no message");
     }
     int theirs[2] = {-1, -1};
     if (r == 0) {
@@ -243,9 +230,10 @@ static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t 
 int gvisor_serve(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], err_t *err)
 {
     char name[SHIM_NAME_MAX];
-    new_name(name);
+    int r = new_name(name, err);
+    if (r < 0) return r;
     gvisor_servers_prune(sb);
-    int r = write_server_bundle(sb, name, ex, err);
+    r = write_server_bundle(sb, name, ex, err);
     if (r == 0) r = start_server(sb, name, fds, err);
     if (r < 0 && r != -EILSEQ) delete_server(sb, name);
     return r;
