@@ -214,11 +214,8 @@ int mcp_backend_spawn(struct mcp_server *ms, struct mcp_session *owner,
     int r = st ? build_argv(ms, env, &argv, err) : err_set(err, -ENOMEM, "out of memory");
     if (r == 0) r = server_env_list(env, &envp, err);
     if (r == 0) {
-        /* A process that may become a template runs as any program (template.c). */
-        struct server_run_spec spec = {.argv = argv,
-                                       .envp = (const char *const *)envp,
-                                       .cwd = "/workspace",
-                                       .serve = !mcp_template_may_save(ms)};
+        struct server_run_spec spec = {
+            .argv = argv, .envp = (const char *const *)envp, .cwd = "/workspace", .serve = true};
         st->be = be;
         r = server_exec(ms->box->srv, ms->box->sb, &spec, on_started, st, err);
     }

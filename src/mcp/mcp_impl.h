@@ -70,10 +70,6 @@ int mcp_server_adopt(struct mcp_server *ms, int fds[4], json_t *init_result);
 /* Starts a catalog server from its template, where there is one for it: true when it
  * is under way (its install is then not needed; if the template fails, it installs). */
 bool mcp_template_restore(struct mcp_server *ms);
-/* Whether a first process of ms may become its template (mcp_template_save's first
- * tests): such a process runs as any program does, since a template's image cannot hold
- * a server in a container of its own (src/sandbox/serve.c) yet. */
-bool mcp_template_may_save(const struct mcp_server *ms);
 /* A first process just gated: when its image should become the template, takes it and
  * then calls then(be, 0, NULL); true when it is under way. */
 bool mcp_template_save(struct mcp_backend *be,

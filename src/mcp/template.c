@@ -60,11 +60,6 @@ static bool eligible(const struct mcp_server *ms)
            !sbx_user_programs(ms->box->sb);
 }
 
-bool mcp_template_may_save(const struct mcp_server *ms)
-{
-    return eligible(ms) && !ms->restarts && ms->box->servers == ms && !ms->next;
-}
-
 static struct mcp_template_call *call_new(struct mcp_server *ms, struct saved_template *t)
 {
     struct mcp_template_call *c = calloc(1, sizeof *c);

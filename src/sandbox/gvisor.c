@@ -832,7 +832,7 @@ int gvisor_restore_image(struct sandbox *sb, const char *image, bool any_spec, e
     if (r == 0)
         r = gvisor_runsc_start(sb, any_spec ? words : words + 1,
                                (const int[3]){ends[0], ends[1], -1}, &root, err);
-    if (r == 0) r = gvisor_servers_restore(sb, flag, &root, err);
+    if (r == 0) r = gvisor_servers_restore(sb, flag, any_spec, &root, err);
     close_all(ends, 2);
     if (r == 0 && find_processes(sb) < 0)
         r = err_set(err, -ESRCH, "runsc restored it, but its sandbox process is not running");

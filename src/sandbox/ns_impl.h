@@ -92,8 +92,17 @@ void gvisor_servers_delete(struct sandbox *sb);
 void gvisor_servers_forget(struct sandbox *sb);
 /* While the root's `runsc restore` (root, started) runs, restores each server's
  * container from the same image with the pipes the shim kept, then waits for all. */
-int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, struct runsc_job *root,
-                           err_t *err);
+int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, bool any_spec,
+                           struct runsc_job *root, err_t *err);
+/* Templates (template.c): the one server running in a container of its own, its name and
+ * its container's process (a new reference): 0, -ENOENT when none runs, -EBUSY when more
+ * than one does. */
+int gvisor_server_of_template(struct sandbox *sb, char name[64], json_t **process);
+/* Before a template's image is restored into sb: its server's bundle (name, process)
+ * and pipes, given to the shim; fds as gvisor_serve's. The restore then gives the
+ * container the shim's ends. */
+int gvisor_server_from_template(struct sandbox *sb, const char *name, json_t *process, int fds[4],
+                                err_t *err);
 /* Ends what runs (a sentry a restore left, the shim) and starts it cold, as at create. */
 int gvisor_start_again(struct sandbox *sb, err_t *err);
 /* Restores image into the sandbox; any_spec: an image another sandbox's spec made. */

@@ -60,38 +60,31 @@ static json_t *string_array(const char *const *v)
     return a;
 }
 
-/* The sandbox's bundle with the supervisor starting ex as the container's process. Its
- * own cgroup mount: the supervisor sets the container's pids limit there. */
-static json_t *server_bundle_json(const struct sandbox *sb, const char *name,
-                                  const struct sandbox_exec *ex)
+/* The supervisor starting ex, as a container's process; NULL when a string of ex is not
+ * UTF-8, which an OCI bundle cannot hold. */
+static json_t *server_process_json(const struct sandbox *sb, const struct sandbox_exec *ex)
 {
     char pids[16];
     snprintf(pids, sizeof pids, "%u", sb->spec.pids_max);
     json_t *args = json_pack("[s,s,s,s,s]", GVISOR_AGENT_PATH, "--serve", pids, ex->cwd, "--");
     json_t *argv = string_array(ex->argv), *env = string_array(ex->envp);
-    json_t *spec = args && argv && env ? gvisor_bundle_json(sb) : NULL;
-    if (!spec || json_array_extend(args, argv) < 0) {
+    if (!args || !argv || !env || json_array_extend(args, argv) < 0) {
         json_decref(args);
         json_decref(argv);
         json_decref(env);
-        json_decref(spec);
         return NULL;
     }
     json_decref(argv);
-    json_object_set_new(spec, "process",
-                        json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:o,s:b}", "user", "uid", 0, "gid", 0,
-                                  "args", args, "env", env, "cwd", "/", "capabilities",
-                                  gvisor_agent_capabilities(), "noNewPrivileges", 1));
-    json_object_set_new(spec, "annotations",
-                        json_pack("{s:s,s:s,s:s}", "io.kubernetes.cri.container-type", "container",
-                                  "io.kubernetes.cri.sandbox-id", sb->spec.id,
-                                  "io.kubernetes.cri.container-name", name));
-    return spec;
+    return json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:o,s:b}", "user", "uid", 0, "gid", 0, "args", args,
+                     "env", env, "cwd", "/", "capabilities", gvisor_agent_capabilities(),
+                     "noNewPrivileges", 1);
 }
 
-/* -EILSEQ when a string of ex is not UTF-8, which an OCI bundle cannot hold. */
-static int write_server_bundle(const struct sandbox *sb, const char *name,
-                               const struct sandbox_exec *ex, err_t *err)
+/* STATE/sandboxes/<id>/servers/<name>/config.json: the sandbox's bundle with process as
+ * its container's process (a reference taken). Its own cgroup mount: the supervisor
+ * sets the container's pids limit there. */
+static int write_server_bundle(const struct sandbox *sb, const char *name, json_t *process,
+                               err_t *err)
 {
     char dir[800], path[820];
     snprintf(dir, sizeof dir, "%s/" GVISOR_SERVERS, sb->dir);
@@ -99,10 +92,16 @@ static int write_server_bundle(const struct sandbox *sb, const char *name,
         return err_set(err, -errno, "cannot make %s: %s", dir, strerror(errno));
     server_dir(sb, name, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *spec = server_bundle_json(sb, name, ex);
-    if (!spec) return err_set(err, -EILSEQ, "its command or environment is not UTF-8");
-    int r = mkdir(dir, 0700) < 0 ? -errno : 0;
-    if (r == 0 && json_dump_file(spec, path, JSON_COMPACT) < 0) r = -EIO;
+    json_t *spec = gvisor_bundle_json(sb);
+    int r = spec && mkdir(dir, 0700) == 0 ? 0 : -EIO;
+    if (r == 0) {
+        json_object_set(spec, "process", process);
+        json_object_set_new(spec, "annotations",
+                            json_pack("{s:s,s:s,s:s}", "io.kubernetes.cri.container-type",
+                                      "container", "io.kubernetes.cri.sandbox-id", sb->spec.id,
+                                      "io.kubernetes.cri.container-name", name));
+        if (json_dump_file(spec, path, JSON_COMPACT) < 0) r = -EIO;
+    }
     json_decref(spec);
     return r < 0 ? err_set(err, r, "cannot write the OCI bundle %s", path) : 0;
 }
@@ -186,24 +185,47 @@ static void close_pipes(int (*p)[2], int n)
             if (p[i][j] >= 0) close(p[i][j]);
 }
 
-/* `runsc run` of the server's container with pipes as its stdio, then the shim takes its
- * frames: fds get the server's stdin and stdout (the container's, the daemon's to use
- * directly) and the shim's stderr and status pipes. */
-static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t *err)
+static int make_server_pipes(int p[3][2], err_t *err)
 {
-    int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}}; /* stdin, stdout, frames */
+    for (int i = 0; i < 3; i++)
+        p[i][0] = p[i][1] = -1;
     for (int i = 0; i < 3; i++)
         if (pipe2(p[i], O_CLOEXEC) < 0) {
             int e = errno;
             close_pipes(p, 3);
             return err_set(err, -e, "pipe: %s", strerror(e));
         }
+    return 0;
+}
+
+/* The shim takes the server's frames (p[2]'s read end) and keeps its container's ends of
+ * the three pipes; fds get the server's stdin and stdout (the daemon's to use directly)
+ * and the shim's stderr and status pipes. */
+static int hand_to_shim(struct sandbox *sb, const char *name, int p[3][2], int fds[4], err_t *err)
+{
+    int theirs[2] = {-1, -1};
+    int given[4] = {p[2][0], p[0][0], p[1][1], p[2][1]};
+    int r = gvisor_shim_call(sb, SHIM_SERVE, name, strlen(name), given, 4, theirs, 2);
+    if (r < 0) return err_set(err, r, "the sandbox's shim cannot take it: %s", strerror(-r));
+    fds[0] = p[0][1], p[0][1] = -1;
+    fds[1] = p[1][0], p[1][0] = -1;
+    fds[2] = theirs[0];
+    fds[3] = theirs[1];
+    return 0;
+}
+
+/* `runsc run` of the server's container with the pipes as its stdio, then to the shim. */
+static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t *err)
+{
+    int p[3][2]; /* stdin, stdout, frames */
+    int r = make_server_pipes(p, err);
+    if (r < 0) return r;
     char dir[800], bundle[820];
     server_dir(sb, name, dir, sizeof dir);
     snprintf(bundle, sizeof bundle, "--bundle=%s", dir);
     struct runsc_job job;
-    int r = gvisor_runsc_start(sb, (const char *[]){"run", "--detach", bundle, name, NULL},
-                               (const int[3]){p[0][0], p[1][1], p[2][1]}, &job, err);
+    r = gvisor_runsc_start(sb, (const char *[]){"run", "--detach", bundle, name, NULL},
+                           (const int[3]){p[0][0], p[1][1], p[2][1]}, &job, err);
     if (r == 0) r = gvisor_runsc_wait(&job, err);
     if (r < 0) {
         char why[512];
@@ -211,18 +233,7 @@ static int start_server(struct sandbox *sb, const char *name, int fds[4], err_t 
         gvisor_runsc_said(p[2][0], false, why, sizeof why);
         err_set(err, r, "runsc could not start its container: %s", why[0] ? why : "no message");
     }
-    int theirs[2] = {-1, -1};
-    if (r == 0) {
-        int given[4] = {p[2][0], p[0][0], p[1][1], p[2][1]};
-        r = gvisor_shim_call(sb, SHIM_SERVE, name, strlen(name), given, 4, theirs, 2);
-        if (r < 0) err_set(err, r, "the sandbox's shim cannot take it: %s", strerror(-r));
-    }
-    if (r == 0) {
-        fds[0] = p[0][1], p[0][1] = -1;
-        fds[1] = p[1][0], p[1][0] = -1;
-        fds[2] = theirs[0];
-        fds[3] = theirs[1];
-    }
+    if (r == 0) r = hand_to_shim(sb, name, p, fds, err);
     close_pipes(p, 3);
     return r;
 }
@@ -232,10 +243,55 @@ int gvisor_serve(struct sandbox *sb, const struct sandbox_exec *ex, int fds[4], 
     char name[SHIM_NAME_MAX];
     int r = new_name(name, err);
     if (r < 0) return r;
+    json_t *process = server_process_json(sb, ex);
+    if (!process) return err_set(err, -EILSEQ, "its command or environment is not UTF-8");
     gvisor_servers_prune(sb);
-    r = write_server_bundle(sb, name, ex, err);
+    r = write_server_bundle(sb, name, process, err);
+    json_decref(process);
     if (r == 0) r = start_server(sb, name, fds, err);
-    if (r < 0 && r != -EILSEQ) delete_server(sb, name);
+    if (r < 0) delete_server(sb, name);
+    return r;
+}
+
+/* ---- templates (template.c) ---- */
+
+struct running {
+    int n;
+    char name[SHIM_NAME_MAX];
+};
+
+static void count_running(struct sandbox *sb, const char *name, void *arg)
+{
+    struct running *run = arg;
+    if (!server_running(sb, name)) return;
+    if (run->n++ == 0) snprintf(run->name, sizeof run->name, "%s", name);
+}
+
+int gvisor_server_of_template(struct sandbox *sb, char name[SHIM_NAME_MAX], json_t **process)
+{
+    struct running run = {0};
+    each_server(sb, count_running, &run);
+    if (run.n != 1) return run.n ? -EBUSY : -ENOENT;
+    char path[840];
+    server_dir(sb, run.name, path, sizeof path);
+    strcat(path, "/config.json");
+    json_t *spec = json_load_file(path, 0, NULL);
+    *process = json_incref(json_object_get(spec, "process"));
+    json_decref(spec);
+    if (!*process) return -EIO;
+    memcpy(name, run.name, SHIM_NAME_MAX);
+    return 0;
+}
+
+int gvisor_server_from_template(struct sandbox *sb, const char *name, json_t *process, int fds[4],
+                                err_t *err)
+{
+    int p[3][2];
+    int r = write_server_bundle(sb, name, process, err);
+    if (r == 0) r = make_server_pipes(p, err);
+    if (r < 0) return r;
+    r = hand_to_shim(sb, name, p, fds, err);
+    close_pipes(p, 3);
     return r;
 }
 
@@ -262,6 +318,7 @@ static int orphan_ends(int ends[3])
 
 struct restoring {
     const char *image_flag;
+    bool any_spec;
     struct runsc_job jobs[64];
     int n, r;
     err_t *err;
@@ -285,9 +342,15 @@ static void start_restore(struct sandbox *sb, const char *name, void *arg)
     char dir[800], bundle[820];
     server_dir(sb, name, dir, sizeof dir);
     snprintf(bundle, sizeof bundle, "--bundle=%s", dir);
-    rs->r = gvisor_runsc_start(
-        sb, (const char *[]){"restore", "--detach", bundle, rs->image_flag, name, NULL}, ends,
-        &rs->jobs[rs->n], rs->err);
+    const char *words[] = {"--restore-spec-validation=warning",
+                           "restore",
+                           "--detach",
+                           bundle,
+                           rs->image_flag,
+                           name,
+                           NULL};
+    rs->r =
+        gvisor_runsc_start(sb, rs->any_spec ? words : words + 1, ends, &rs->jobs[rs->n], rs->err);
     if (rs->r == 0) rs->n++;
     for (int i = 0; i < 3; i++)
         close(ends[i]);
@@ -308,10 +371,10 @@ static void wait_sandbox_record(struct sandbox *sb, struct runsc_job *root)
     }
 }
 
-int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, struct runsc_job *root,
-                           err_t *err)
+int gvisor_servers_restore(struct sandbox *sb, const char *image_flag, bool any_spec,
+                           struct runsc_job *root, err_t *err)
 {
-    struct restoring rs = {.image_flag = image_flag, .err = err};
+    struct restoring rs = {.image_flag = image_flag, .any_spec = any_spec, .err = err};
     if (each_server(sb, NULL, NULL)) wait_sandbox_record(sb, root);
     each_server(sb, start_restore, &rs);
     /* The root's restore waits for every container of the image, ours included. */

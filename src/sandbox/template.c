@@ -9,10 +9,13 @@
  * of where it ran (account, limits, command, environment), so an image only ever goes
  * where that program would have started the same way.
  *
- *   STATE/templates/<key>/image    the checkpoint
- *                        /mcp      the install (directories 0755, files readable)
- *                        /program  the program's id in the agent (agent/frame.h)
- *                        /runsc    the runsc version that wrote the image */
+ *   STATE/templates/<key>/image        the checkpoint
+ *                        /mcp          the install (directories 0755, files readable)
+ *                        /server.json  the server's container (serve.c): its name and
+ *                                      process, {"name": ..., "process": {...}}
+ *                        /program      or the program's id in the agent (agent/frame.h),
+ *                                      for a server the agent started
+ *                        /runsc        the runsc version that wrote the image */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -202,8 +205,15 @@ static void make_room(const struct sandbox *sb)
 int gvisor_template_save(struct sandbox *sb, const char *key, const char *server,
                          uint64_t *image_bytes, err_t *err)
 {
-    /* A server in a container of its own would be in the image too (serve.c). */
-    int id = gvisor_servers_prune(sb) ? -EBUSY : gvisor_shim_tell(sb, SHIM_ONLY_PROGRAM, -1);
+    /* Its server in a container of its own (serve.c), or as the agent's program. */
+    char name[SHIM_NAME_MAX] = "";
+    json_t *process = NULL;
+    int served = gvisor_server_of_template(sb, name, &process);
+    int id =
+        served == 0 || served == -ENOENT ? gvisor_shim_tell(sb, SHIM_ONLY_PROGRAM, -1) : served;
+    json_t *container = id > 0 && served == 0
+                            ? json_pack("{s:s,s:o}", "name", name, "process", process)
+                            : (json_decref(process), NULL);
     if (id <= 0)
         return err_set(err, id < 0 ? id : -ESRCH,
                        "a template is taken when its server is the only program running");
@@ -215,8 +225,10 @@ int gvisor_template_save(struct sandbox *sb, const char *key, const char *server
     snprintf(tmp, sizeof tmp, "%s.new", dir);
     ns_remove_tree(tmp);
     snprintf(path, sizeof path, "%s/mcp", tmp);
-    if (mkdir(tmp, 0700) < 0 || mkdir(path, 0755) < 0 || chmod(path, 0755) < 0)
+    if (mkdir(tmp, 0700) < 0 || mkdir(path, 0755) < 0 || chmod(path, 0755) < 0) {
+        json_decref(container);
         return err_set(err, -errno, "cannot make %s: %s", path, strerror(errno));
+    }
     snprintf(flag, sizeof flag, "--image-path=%s/image", tmp);
     int r = gvisor_runsc(sb,
                          (const char *[]){"checkpoint", "--leave-running", flag,
@@ -226,11 +238,14 @@ int gvisor_template_save(struct sandbox *sb, const char *key, const char *server
     int copied = r == 0 ? in_child(sb, save_install, &c) : 0;
     if (copied < 0) r = err_set(err, copied, "cannot copy its install: %s", strerror(-copied));
     if (c.dir >= 0) close(c.dir);
-    char text[16];
+    char text[16], server_path[760];
     snprintf(text, sizeof text, "%d", id);
-    if (r == 0 && (write_text(tmp, "program", text) < 0 ||
+    snprintf(server_path, sizeof server_path, "%s/server.json", tmp);
+    if (r == 0 && ((container ? json_dump_file(container, server_path, JSON_COMPACT)
+                              : write_text(tmp, "program", text)) < 0 ||
                    write_text(tmp, "runsc", RUNSC_MODULE_VERSION) < 0))
         r = err_set(err, -EIO, "cannot write the template's files");
+    json_decref(container);
     if (r == 0) ns_remove_tree(dir);
     if (r == 0 && rename(tmp, dir) < 0)
         r = err_set(err, -errno, "cannot keep the template: %s", strerror(errno));
@@ -243,30 +258,44 @@ int gvisor_template_save(struct sandbox *sb, const char *key, const char *server
     return 0;
 }
 
-/* The template's program id, when it is there whole and this runsc wrote it; 0 if not. */
-static uint32_t template_program(const char *dir)
+/* What the template's server is, when the template is there whole and this runsc wrote
+ * it: 1 with *container (its container's name and process), or with *id (the agent's
+ * program); 0 if neither. */
+static int template_server(const char *dir, uint32_t *id, json_t **container)
 {
     char path[800], text[128] = "";
     snprintf(path, sizeof path, "%s/runsc", dir);
     read_file_small(path, text, sizeof text);
     text[strcspn(text, "\n")] = '\0';
     if (strcmp(text, RUNSC_MODULE_VERSION) != 0) return 0;
+    snprintf(path, sizeof path, "%s/server.json", dir);
+    *container = json_load_file(path, 0, NULL);
+    if (*container) return json_is_string(json_object_get(*container, "name")) ? 1 : 0;
     snprintf(path, sizeof path, "%s/program", dir);
     text[0] = '\0';
     read_file_small(path, text, sizeof text);
-    return (uint32_t)strtoul(text, NULL, 10);
+    *id = (uint32_t)strtoul(text, NULL, 10);
+    return *id != 0;
 }
 
-/* The template's image in place of the sandbox's idle sentry, and its program's pipes. */
-static int swap_sentry(struct sandbox *sb, const char *dir, uint32_t id, int fds[4], err_t *err)
+/* The template's image in place of the sandbox's idle sentry, and its server's pipes. */
+static int swap_sentry(struct sandbox *sb, const char *dir, uint32_t id, json_t *container,
+                       int fds[4], err_t *err)
 {
     char image[800];
     snprintf(image, sizeof image, "%s/image", dir);
     int r = gvisor_shim_tell(sb, SHIM_HIBERNATE, -1); /* the sentry's end is not the sandbox's */
     if (r < 0) return err_set(err, r, "cannot reach the sandbox's shim: %s", strerror(-r));
     gvisor_forget_container(sb);
-    r = gvisor_restore_image(sb, image, true, err);
-    if (r == 0) r = gvisor_shim_adopt(sb, id, fds, err);
+    /* A server's container is restored with pipes the shim holds already. */
+    if (container)
+        r = gvisor_server_from_template(sb, json_string_value(json_object_get(container, "name")),
+                                        json_object_get(container, "process"), fds, err);
+    if (r == 0) r = gvisor_restore_image(sb, image, true, err);
+    if (r == 0 && !container) r = gvisor_shim_adopt(sb, id, fds, err);
+    if (r < 0 && container && fds[0] >= 0)
+        for (int i = 0; i < 4; i++)
+            close(fds[i]);
     return r;
 }
 
@@ -275,19 +304,29 @@ int gvisor_template_restore(struct sandbox *sb, const char *key, const char *ser
 {
     char dir[700], mcp[720];
     template_path(sb, key, "", dir, sizeof dir);
-    uint32_t id = template_program(dir);
-    if (id == 0) return err_set(err, -ENOENT, "there is no template for it");
+    uint32_t id = 0;
+    json_t *container = NULL;
+    if (!template_server(dir, &id, &container)) {
+        json_decref(container);
+        return err_set(err, -ENOENT, "there is no template for it");
+    }
     int running = gvisor_shim_tell(sb, SHIM_ONLY_PROGRAM, -1);
-    if (running != 0)
+    if (running != 0) {
+        json_decref(container);
         return err_set(err, -EBUSY, "a template replaces a sandbox only while nothing runs in it");
+    }
     snprintf(mcp, sizeof mcp, "%s/mcp", dir);
     struct tree_copy c = {.dir = open(mcp, O_RDONLY | O_DIRECTORY | O_CLOEXEC), .server = server};
     int r = c.dir < 0 ? -errno : in_child(sb, restore_install, &c);
     if (c.dir >= 0) close(c.dir);
-    if (r < 0)
+    if (r < 0) {
+        json_decref(container);
         return err_set(err, r, "cannot copy the template's install into it: %s", strerror(-r));
+    }
     utimensat(AT_FDCWD, dir, NULL, 0); /* recently used */
-    r = swap_sentry(sb, dir, id, fds, err);
+    fds[0] = -1;
+    r = swap_sentry(sb, dir, id, container, fds, err);
+    json_decref(container);
     if (r == 0) {
         fds[4] = fcntl(sb->boot_pidfd, F_DUPFD_CLOEXEC, 3);
         return 0;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { gvisorSkip, stopDaemon, waitFor } from '../e2e/lib.mjs';
+import { gvisorSkip, runscProcesses, stopDaemon, waitFor } from '../e2e/lib.mjs';
 import { Client, StreamableHTTPClientTransport, skipReason, startMcpDaemon } from './lib.mjs';
 
 const skip = skipReason({ online: true }) || gvisorSkip();
@@ -41,6 +41,10 @@ describe('templates of catalog servers (gvisor)', { skip, timeout: 15 * 60 * 100
     const ev = kinds(await d.events(first.id));
     assert.ok(ev.includes('mcp.installed') && ev.includes('mcp.template_saved'), ev.join(' '));
     [firstKey] = fs.readdirSync(templatesDir());
+    // Its server ran in a container of its own (docs/gvisor.md, "MCP servers"), and the
+    // template keeps that container's name and process.
+    const saved = JSON.parse(fs.readFileSync(path.join(templatesDir(), firstKey, 'server.json'), 'utf8'));
+    assert.match(saved.name, /^mcp-[0-9a-f]{16}$/);
     const status = await d.mcpStatus(first.id);
     const a = await connect(status);
     firstTools = (await a.listTools()).tools.map((t) => t.name).sort();
@@ -55,6 +59,8 @@ describe('templates of catalog servers (gvisor)', { skip, timeout: 15 * 60 * 100
     assert.equal(got.servers.memory.fingerprint, status.servers.find((s) => s.name === 'memory').fingerprint);
     const b = await connect(got.status);
     assert.deepEqual((await b.listTools()).tools.map((t) => t.name).sort(), firstTools);
+    const gofers = runscProcesses(d.stateDir, second.id).filter((p) => p.cmdline.startsWith('runsc-gofer'));
+    assert.equal(gofers.length, 2, 'restored in a container of its own: its gofer beside the sandbox\'s');
     const graph = JSON.parse((await b.callTool({ name: 'read_graph', arguments: {} })).content[0].text);
     assert.deepEqual(graph.entities, [], 'the first sandbox\'s memory is not in the second');
     await b.callTool({ name: 'create_entities', arguments: { entities: [{ name: 'only-in-second', entityType: 'marker', observations: ['b'] }] } });
